@@ -1,0 +1,1 @@
+"""Shared pieces of the Sluice suite: settings, contracts, topics, errors, wiring."""

@@ -1,0 +1,79 @@
+"""Envelope pieces every message shares.
+
+Every command carries a :class:`Ctx` (request id, tenant, mode, reply address) and a
+``command_id`` that is unique per logical operation (the inbox key). Results travel back to
+``ctx.reply_to`` correlated by ``command_id``; the request id travels in every message.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypeVar
+
+import msgspec
+
+Mode = Literal["sandbox", "production"]
+
+
+class Ctx(msgspec.Struct, frozen=True, kw_only=True):
+    request_id: str
+    tenant_id: str
+    mode: Mode
+    live_enabled: bool = False
+    reply_to: str | None = None
+    idempotency_key: str | None = None
+    actor: str | None = None  # operator token name for admin commands
+
+
+class Decision(msgspec.Struct, frozen=True, kw_only=True):
+    """Compliance stamp on a forwarded command."""
+
+    decision_id: str
+    outcome: Literal["allow", "review"]
+    rule: str
+
+
+class Command(msgspec.Struct, tag_field="type", kw_only=True):
+    command_id: str
+    ctx: Ctx
+    decision: Decision | None = None
+
+
+class ErrorBody(msgspec.Struct, kw_only=True):
+    code: str
+    message: str
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class Result(msgspec.Struct, tag="result.v1", tag_field="type", kw_only=True):
+    """The answer to a command: an HTTP status and either data or an error."""
+
+    command_id: str
+    request_id: str
+    status: int
+    data: Any = None
+    error: ErrorBody | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Event(msgspec.Struct, tag_field="type", kw_only=True):
+    event_id: str
+    tenant_id: str
+    mode: Mode
+    created_at: str
+    request_id: str | None = None
+
+
+T = TypeVar("T")
+
+_encoder = msgspec.json.Encoder(decimal_format="string")
+
+
+def encode(msg: msgspec.Struct) -> bytes:
+    return _encoder.encode(msg)
+
+
+def decode(raw: bytes, type: type[T]) -> T:  # noqa: A002 - mirrors msgspec
+    return msgspec.json.decode(raw, type=type)

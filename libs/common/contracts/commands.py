@@ -1,0 +1,242 @@
+"""Commands, one tagged struct each. The tag names the message and its version."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from common.contracts.base import Command
+
+
+class BankAccount(msgspec.Struct, kw_only=True, omit_defaults=True):
+    account_number: str | None = None
+    routing_number: str | None = None
+    iban: str | None = None
+    bic: str | None = None
+
+
+class Party(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Transfer party (spec section 2), normalised by the gateway (codes uppercase)."""
+
+    payment_rail: str
+    currency: str
+    chain: str | None = None
+    amount: str | None = None
+    customer_id: str | None = None
+    from_address: str | None = None
+    address: str | None = None
+    provider_wallet_id: str | None = None
+    external_account_id: str | None = None
+    deposit_id: str | None = None
+    bank_account: BankAccount | None = None
+
+
+class DeveloperFee(msgspec.Struct, kw_only=True, omit_defaults=True):
+    percentage: str | None = None  # decimal text, never a float
+    flat_amount: str | None = None
+
+
+class VADestination(msgspec.Struct, kw_only=True, omit_defaults=True):
+    rail: str
+    currency: str
+    address: str | None = None
+    provider_wallet_id: str | None = None
+
+
+# ---- ledger resources (pass through compliance first) ----
+
+
+class CreateCustomer(Command, tag="customer.create.v1"):
+    customer_id: str
+    account_type: Literal["individual", "business"]
+    email: str
+    country_code: str
+    service_user_id: str
+    full_name: str | None = None
+    company_name: str | None = None
+    registration_number: str | None = None
+    phone_e164: str | None = None
+    onboarding_authorization_id: str | None = None
+
+
+class CreateWallet(Command, tag="wallet.create.v1"):
+    wallet_id: str
+    customer_id: str
+    symbol: str
+    chain: str
+
+
+class CreateVirtualAccount(Command, tag="virtual_account.create.v1"):
+    virtual_account_id: str
+    customer_id: str
+    currency: str
+    destination: VADestination
+
+
+class CreateTransfer(Command, tag="transfer.create.v1"):
+    """A transfer or a payout (``kind``); ``amount`` is a decimal string > 0."""
+
+    transfer_id: str
+    kind: Literal["transfer", "payout"]
+    source: Party
+    destination: Party
+    amount: str
+    currency: str
+    idempotency_key: str
+    developer_fee: DeveloperFee | None = None
+
+
+class SandboxDeposit(Command, tag="sandbox.deposit.v1"):
+    deposit_id: str
+    virtual_account_id: str
+    amount: str
+
+
+class GetResource(Command, tag="resource.get.v1"):
+    resource: str
+    resource_id: str
+
+
+class ListResources(Command, tag="resource.list.v1"):
+    resource: str
+    limit: int = 10
+    starting_after: str | None = None
+
+
+class ReviewTransfer(Command, tag="transfer.review.v1"):
+    """An operator's verdict. ``decision`` here replaces the compliance stamp field of
+    :class:`Command` (operator reviews are not compliance-stamped)."""
+
+    transfer_id: str
+    decision: Literal["approve", "reject"]  # type: ignore[assignment]
+
+
+# ---- compliance policy (from admin) ----
+
+
+class ApproveRoute(Command, tag="policy.route.approve.v1"):
+    rail: str
+    currency: str
+
+
+class RevokeRoute(Command, tag="policy.route.revoke.v1"):
+    rail: str
+    currency: str
+
+
+class SetTransferCap(Command, tag="policy.cap.set.v1"):
+    per_transfer: str
+    daily: str
+    review_threshold: str | None = None
+
+
+class UpsertExternalAccount(Command, tag="policy.external_account.upsert.v1"):
+    external_account_id: str
+    customer_id: str
+    rail: str
+    currency: str
+    approved: bool
+    account_number: str | None = None
+    routing_number: str | None = None
+    iban: str | None = None
+    bic: str | None = None
+
+
+class ListDecisions(Command, tag="policy.decisions.list.v1"):
+    limit: int = 50
+    starting_after: str | None = None
+    target_tenant_id: str | None = None
+
+
+class GetPolicyStatus(Command, tag="policy.status.get.v1"):
+    """What enable_live needs: approved production route and production cap."""
+
+
+# ---- webhooks ----
+
+
+class CreateWebhook(Command, tag="webhook.create.v1"):
+    webhook_id: str
+    endpoint_url: str
+
+
+class GetWebhook(Command, tag="webhook.get.v1"):
+    webhook_id: str
+
+
+class ListWebhooks(Command, tag="webhook.list.v1"):
+    limit: int = 10
+    starting_after: str | None = None
+
+
+class RotateWebhookSecret(Command, tag="webhook.rotate.v1"):
+    webhook_id: str
+
+
+class EnableWebhook(Command, tag="webhook.enable.v1"):
+    webhook_id: str
+
+
+class ReplayDelivery(Command, tag="delivery.replay.v1"):
+    delivery_id: str
+
+
+class ListDeliveries(Command, tag="delivery.list.v1"):
+    target_tenant_id: str | None = None
+    webhook_id: str | None = None
+    status: str | None = None
+    limit: int = 50
+    starting_after: str | None = None
+
+
+class GetWebhookStatus(Command, tag="webhook.status.get.v1"):
+    """Whether the tenant has a verified endpoint (one that answered a delivery with 2xx)."""
+
+
+LedgerCommand = (
+    CreateCustomer
+    | CreateWallet
+    | CreateVirtualAccount
+    | CreateTransfer
+    | SandboxDeposit
+    | GetResource
+    | ListResources
+    | ReviewTransfer
+)
+ComplianceCommand = (
+    CreateCustomer
+    | CreateWallet
+    | CreateVirtualAccount
+    | CreateTransfer
+    | SandboxDeposit
+    | ApproveRoute
+    | RevokeRoute
+    | SetTransferCap
+    | UpsertExternalAccount
+    | ListDecisions
+    | GetPolicyStatus
+)
+WebhooksCommand = (
+    CreateWebhook
+    | GetWebhook
+    | ListWebhooks
+    | RotateWebhookSecret
+    | EnableWebhook
+    | ReplayDelivery
+    | ListDeliveries
+    | GetWebhookStatus
+)
+
+
+def partition_key(cmd: Command) -> str:
+    """Kafka key: commands touching one wallet (or customer) stay ordered on one partition."""
+    if isinstance(cmd, CreateTransfer):
+        return cmd.source.provider_wallet_id or cmd.source.customer_id or cmd.ctx.tenant_id
+    if isinstance(cmd, CreateWallet | CreateVirtualAccount):
+        return cmd.customer_id
+    if isinstance(cmd, CreateCustomer):
+        return cmd.customer_id
+    if isinstance(cmd, SandboxDeposit):
+        return cmd.virtual_account_id
+    return cmd.ctx.tenant_id

@@ -1,0 +1,77 @@
+"""Domain events (contract section 7) and operator control events.
+
+``data`` of a domain event holds only partner-safe fields: it is what webhooks deliver.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from common.contracts.base import Event
+
+
+class CustomerCreated(Event, tag="customer.created"):
+    data: dict[str, Any]
+    country_code: str | None = None  # internal, not projected to partners
+
+
+class WalletCreated(Event, tag="wallet.created"):
+    data: dict[str, Any]
+
+
+class VirtualAccountCreated(Event, tag="virtual_account.created"):
+    data: dict[str, Any]
+
+
+class DepositReceived(Event, tag="deposit.received"):
+    data: dict[str, Any]
+
+
+class TransferCreated(Event, tag="transfer.created"):
+    data: dict[str, Any]
+
+
+class TransferUpdated(Event, tag="transfer.updated"):
+    data: dict[str, Any]  # carries state and previous_state
+
+
+class PayoutCreated(Event, tag="payout.created"):
+    data: dict[str, Any]
+
+
+class PayoutUpdated(Event, tag="payout.updated"):
+    data: dict[str, Any]
+
+
+AnyEvent = (
+    CustomerCreated
+    | WalletCreated
+    | VirtualAccountCreated
+    | DepositReceived
+    | TransferCreated
+    | TransferUpdated
+    | PayoutCreated
+    | PayoutUpdated
+)
+
+EVENT_TYPES = [
+    "customer.created",
+    "wallet.created",
+    "virtual_account.created",
+    "deposit.received",
+    "transfer.created",
+    "transfer.updated",
+    "payout.created",
+    "payout.updated",
+]
+
+
+class ControlEvent(msgspec.Struct, tag="control.v1", tag_field="type", kw_only=True):
+    """An operator change other services must honour on their next request."""
+
+    kind: str  # api_key.revoked | tenant.updated | policy.changed | branding.changed
+    tenant_id: str | None = None
+    key_hash: str | None = None
+    request_id: str | None = None

@@ -1,0 +1,103 @@
+"""Database wiring: one async engine per process, sessions, and per-service migrations.
+
+Each service owns one PostgreSQL schema (``ledger``, ``compliance``, ``webhooks``,
+``identity`` for admin, ``gateway``) and its own Alembic history in
+``services/<service>/migrations`` with the version table inside that schema.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def create_engine(url: str, pool_size: int = 10) -> AsyncEngine:
+    return create_async_engine(
+        url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=False, pool_recycle=1800
+    )
+
+
+def sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return async_sessionmaker(engine, expire_on_commit=False)
+
+
+@asynccontextmanager
+async def transaction(sm: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
+    """The boundary's transaction: commit on success, roll back on error."""
+    async with sm() as session, session.begin():
+        yield session
+
+
+async def ping(engine: AsyncEngine) -> None:
+    async with engine.connect() as conn:
+        await conn.execute(text("SELECT 1"))
+
+
+def migrate(service: str, url: str) -> None:
+    """Apply ``services/<service>/migrations`` up to head (blocking)."""
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(ROOT / "services" / service / "migrations"))
+    cfg.attributes["url"] = url  # not a main option: URLs may hold '%' (socket paths)
+    command.upgrade(cfg, "head")
+
+
+def run_alembic_env(schema: str) -> None:
+    """Body of every service's ``migrations/env.py``: online, async, version table in schema."""
+    from alembic import context
+
+    config = context.config
+    url = config.attributes["url"]
+
+    def do_run(connection: object) -> None:
+        context.configure(
+            connection=connection,  # type: ignore[arg-type]
+            target_metadata=None,
+            version_table_schema=schema,
+            include_schemas=True,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+
+    async def run() -> None:
+        engine = create_async_engine(url)
+        async with engine.begin() as conn:
+            await conn.execute(text(f'CREATE SCHEMA IF NOT EXISTS "{schema}"'))
+        async with engine.connect() as conn:
+            await conn.run_sync(do_run)
+            await conn.commit()
+        await engine.dispose()
+
+    asyncio.run(run())
+
+
+def outbox_ddl(schema: str) -> list[str]:
+    return [
+        f"""CREATE TABLE IF NOT EXISTS {schema}.outbox (
+            id BIGSERIAL PRIMARY KEY,
+            topic TEXT NOT NULL,
+            key BYTEA,
+            partition INTEGER,
+            payload BYTEA NOT NULL,
+            created_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        )""",
+    ]
+
+
+def inbox_ddl(schema: str) -> list[str]:
+    return [
+        f"""CREATE TABLE IF NOT EXISTS {schema}.inbox (
+            command_id TEXT PRIMARY KEY,
+            result BYTEA,
+            processed_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        )""",
+    ]

@@ -1,0 +1,96 @@
+"""Litestar pieces the HTTP services (gateway, admin) share: request ids and the envelope."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from common.errors import ErrorCode, ServiceError, envelope
+from common.ids import new_id
+from common.logging import request_id_var
+
+log = logging.getLogger(__name__)
+
+_SAFE_RID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+
+
+def request_id_middleware(app: ASGIApp) -> ASGIApp:
+    """Bind a request id (the caller's ``X-Request-Id`` if sane) and echo it on every response."""
+
+    async def middleware(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        rid = None
+        for k, v in scope["headers"]:
+            if k == b"x-request-id":
+                cand = v.decode("latin-1")
+                rid = cand if _SAFE_RID.match(cand) else None
+                break
+        rid = rid or new_id("req")
+        scope.setdefault("state", {})["request_id"] = rid
+        token = request_id_var.set(rid)
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                headers.append((b"x-request-id", rid.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        try:
+            await app(scope, receive, send_with_id)
+        finally:
+            request_id_var.reset(token)
+
+    return middleware
+
+
+def request_id_of(request: Request[Any, Any, Any]) -> str:
+    return str(request.scope.get("state", {}).get("request_id") or request_id_var.get() or "")
+
+
+def error_response(request: Request[Any, Any, Any], err: ServiceError) -> Response[Any]:
+    details = {**err.details, "request_id": request_id_of(request)}
+    headers = dict(err.headers)
+    if err.code == ErrorCode.UNAUTHORIZED:
+        headers.setdefault("WWW-Authenticate", "Bearer")
+    return Response(envelope(err.code, err.message, details), status_code=err.status, headers=headers)
+
+
+def service_error_handler(request: Request[Any, Any, Any], exc: ServiceError) -> Response[Any]:
+    return error_response(request, exc)
+
+
+def http_exception_handler(request: Request[Any, Any, Any], exc: HTTPException) -> Response[Any]:
+    if isinstance(exc, NotFoundException):
+        err = ServiceError(ErrorCode.NOT_FOUND, "no such route")
+    elif isinstance(exc, MethodNotAllowedException):
+        err = ServiceError(ErrorCode.INVALID_REQUEST, "method not allowed for this route", status=405)
+    elif exc.status_code == 413:
+        err = ServiceError(ErrorCode.INVALID_REQUEST, "request body too large", status=413)
+    elif exc.status_code == 415:
+        err = ServiceError(ErrorCode.INVALID_REQUEST, "content type must be application/json", status=415)
+    elif exc.status_code < 500:
+        err = ServiceError(ErrorCode.INVALID_REQUEST, str(exc.detail), status=400)
+    else:
+        err = ServiceError(ErrorCode.INTERNAL_ERROR, "internal error")
+    return error_response(request, err)
+
+
+def internal_error_handler(request: Request[Any, Any, Any], exc: Exception) -> Response[Any]:
+    log.exception("unhandled error", exc_info=exc)
+    err = ServiceError(ErrorCode.INTERNAL_ERROR, "internal error; keep the request id for support")
+    return error_response(request, err)
+
+
+EXCEPTION_HANDLERS: dict[Any, Any] = {
+    ServiceError: service_error_handler,
+    HTTPException: http_exception_handler,
+    Exception: internal_error_handler,
+}

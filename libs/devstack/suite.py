@@ -1,0 +1,131 @@
+"""Start the five services as separate processes and wait until each is ready."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVICES = ("ledger", "compliance", "webhooks", "admin", "gateway")
+MIGRATED = ("admin", "compliance", "ledger", "webhooks", "gateway")
+PORT_SETTING = {
+    "gateway": "SLUICE_GATEWAY_PORT",
+    "admin": "SLUICE_ADMIN_PORT",
+    "ledger": "SLUICE_LEDGER_PORT",
+    "compliance": "SLUICE_COMPLIANCE_PORT",
+    "webhooks": "SLUICE_WEBHOOKS_PORT",
+}
+
+
+def python_env(extra: dict[str, str]) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(extra)
+    paths = [str(ROOT / "libs"), str(ROOT / "services")]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def migrate(env: dict[str, str]) -> None:
+    for svc in MIGRATED:
+        if not (ROOT / "services" / svc / "migrations" / "versions").is_dir():
+            continue
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                f"from common.db import migrate; import os;"
+                f" migrate({svc!r}, os.environ['SLUICE_DATABASE_URL'])",
+            ],
+            env=python_env(env),
+            check=True,
+            cwd=ROOT,
+        )
+
+
+@dataclass
+class Proc:
+    name: str
+    port: int
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@dataclass
+class Suite:
+    env: dict[str, str]
+    logdir: Path
+    procs: list[Proc] = field(default_factory=list)
+
+    def start(
+        self, name: str, port: int, extra: dict[str, str] | None = None, instance: str | None = None
+    ) -> Proc:
+        env = python_env(
+            {
+                **self.env,
+                **(extra or {}),
+                PORT_SETTING[name]: str(port),
+                "SLUICE_INSTANCE_ID": instance or f"{name}-{port}",
+            }
+        )
+        self.logdir.mkdir(parents=True, exist_ok=True)
+        log = self.logdir / f"{instance or name}-{port}.log"
+        fh = open(log, "ab")  # noqa: SIM115
+        p = subprocess.Popen(
+            [sys.executable, "-m", name],
+            env=env,
+            cwd=ROOT,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        proc = Proc(name, port, p, log)
+        self.procs.append(proc)
+        return proc
+
+    def wait_ready(self, procs: list[Proc] | None = None, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        for proc in procs or self.procs:
+            while True:
+                if proc.popen.poll() is not None:
+                    raise RuntimeError(
+                        f"{proc.name} exited; see {proc.log}:\n" + proc.log.read_text()[-3000:]
+                    )
+                with contextlib.suppress(httpx.HTTPError):
+                    if httpx.get(proc.url + "/readyz", timeout=2).status_code == 200:
+                        break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(
+                        f"{proc.name} not ready; see {proc.log}:\n" + proc.log.read_text()[-3000:]
+                    )
+                time.sleep(0.2)
+
+    def stop_proc(self, proc: Proc, sig: int = signal.SIGTERM) -> None:
+        if proc.popen.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.popen.pid, sig)
+            try:
+                proc.popen.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.popen.pid, signal.SIGKILL)
+                proc.popen.wait(5)
+        if proc in self.procs:
+            self.procs.remove(proc)
+
+    def stop(self) -> None:
+        for proc in reversed(list(self.procs)):
+            self.stop_proc(proc)

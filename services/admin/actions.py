@@ -1,0 +1,62 @@
+"""The action table of the administration endpoint (contract section 9).
+
+Each action takes the :class:`ActionContext` and the raw body and returns ``data``; the
+boundary (``admin.app``) owns the transaction, the audit entry and the after-commit effects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from admin import keys, operations, policy, schemas, tenants
+from admin import repository as repo
+from admin.context import ActionContext
+from admin.paging import page_of
+from common.errors import ErrorCode, ServiceError, invalid
+from common.validation import decode_body
+
+Action = Callable[[ActionContext, bytes], Awaitable[Any]]
+
+
+async def list_audit_log(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
+    p = decode_body(raw, schemas.ListAuditLog)
+    after = None
+    if p.after is not None:
+        if not p.after.isdigit():
+            raise invalid("cursor", "not a cursor returned by list_audit_log")
+        after = int(p.after)
+    rows = await repo.list_audit(ctx.session, p.limit, after, p.actor, p.audit_action, p.target)
+    return page_of([repo.audit_dict(r) for r in rows], p.limit, "audit_id")
+
+
+ACTIONS: dict[str, Action] = {
+    "upsert_tenant": tenants.upsert_tenant,
+    "get_tenant": tenants.get_tenant,
+    "list_tenants": tenants.list_tenants,
+    "enable_live": tenants.enable_live,
+    "create_api_key": keys.create_api_key,
+    "revoke_api_key": keys.revoke_api_key,
+    "issue_access_token": keys.issue_access_token,
+    "approve_route": policy.approve_route,
+    "revoke_route": policy.revoke_route,
+    "set_transfer_cap": policy.set_transfer_cap,
+    "upsert_external_account": policy.upsert_external_account,
+    "list_decisions": policy.list_decisions,
+    "review_transfer": operations.review_transfer,
+    "replay_delivery": operations.replay_delivery,
+    "enable_webhook": operations.enable_webhook,
+    "list_deliveries": operations.list_deliveries,
+    "list_audit_log": list_audit_log,
+}
+
+
+def action_of(raw: bytes) -> str:
+    action = decode_body(raw, schemas.Action).action
+    if action not in ACTIONS:
+        raise ServiceError(
+            ErrorCode.INVALID_REQUEST,
+            f"unknown action {action[:64]!r}",
+            details={"field": "action", "allowed": sorted(ACTIONS)},
+        )
+    return action

@@ -1,0 +1,84 @@
+"""What every operator action gets: the session, its operator, and after-commit effects.
+
+Changes reach the other services on their next request: cache entries to drop and control
+events to publish are staged here and applied by the boundary only after the commit (so a
+gateway can never re-cache the old state in between). Control events go through the
+identity outbox, so a crash after commit still publishes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from common.contracts import Command, Ctx, Result, encode
+from common.contracts.events import ControlEvent
+from common.errors import ErrorCode, ServiceError
+from common.outbox import Outbox, OutMessage
+from common.rpc import RpcClient
+from common.settings import Settings
+from common.topics import Topics
+
+
+@dataclass
+class ActionContext:
+    session: AsyncSession
+    redis: Redis
+    settings: Settings
+    rpc: RpcClient
+    outbox: Outbox
+    actor: str
+    request_id: str
+    target: str | None = None  # what the action touched, for the audit log
+    details: dict[str, Any] = field(default_factory=dict)  # audit details (never secrets)
+    stale_cache: list[str] = field(default_factory=list)
+
+    @property
+    def topics(self) -> Topics:
+        return Topics(self.settings.topic_prefix)
+
+    def invalidate(self, *names: str) -> None:
+        self.stale_cache.extend(names)
+
+    def control(self, kind: str, tenant_id: str | None = None, key_hash: str | None = None) -> None:
+        ev = ControlEvent(kind=kind, tenant_id=tenant_id, key_hash=key_hash, request_id=self.request_id)
+        self.outbox.add(
+            self.session,
+            OutMessage(self.topics.control_events, encode(ev), key=(tenant_id or "").encode() or None),
+        )
+
+    def command_ctx(self, tenant_id: str | None, mode: str | None) -> Ctx:
+        return Ctx(
+            request_id=self.request_id,
+            tenant_id=tenant_id or "",
+            mode=mode or "production",  # type: ignore[arg-type]
+            actor=self.actor,
+            reply_to=self.rpc.reply_topic,
+        )
+
+    async def call(self, topic: str, command: Command) -> Any:
+        """Send a command to the service owning the data and pass its answer through."""
+        try:
+            result = await self.rpc.call(topic, command, key=command.ctx.tenant_id or None)
+        except TimeoutError:
+            raise ServiceError(
+                ErrorCode.PROVIDER_UNAVAILABLE,
+                "the owning service did not answer in time; retry",
+                headers={"Retry-After": "1"},
+                details={"service": topic.rsplit(".", 2)[-2]},
+            ) from None
+        return unwrap(result)
+
+
+def unwrap(result: Result) -> Any:
+    if result.error is None:
+        return result.data
+    try:
+        code = ErrorCode(result.error.code)
+    except ValueError:
+        code = ErrorCode.PROVIDER_ERROR
+    details = {k: v for k, v in result.error.details.items() if k != "request_id"}
+    raise ServiceError(code, result.error.message, status=result.status, details=details)

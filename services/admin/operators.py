@@ -1,0 +1,50 @@
+"""Operator tokens: ``SLUICE_ADMIN_TOKEN`` is ``name=token`` (or a bare token), comma-separated.
+
+A presented token is compared with every configured one, always all of them, through
+``hmac.compare_digest`` on SHA-256 digests (equal lengths: nothing leaks through timing,
+not even a token's length). The audit log names the operator, never the token.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from dataclasses import dataclass
+
+from common.errors import ErrorCode, ServiceError
+
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Operator:
+    name: str
+    digest: bytes
+
+
+def parse_operators(entries: list[str]) -> list[Operator]:
+    out = []
+    for entry in entries:
+        name, sep, secret = entry.partition("=")
+        if not (sep and _NAME.match(name) and secret):
+            name, secret = "", entry  # a bare token (it may contain '=' itself)
+        digest = hashlib.sha256(secret.encode()).digest()
+        out.append(Operator(name or "operator-" + hashlib.sha256(digest).hexdigest()[:8], digest))
+    return out
+
+
+def authenticate(operators: list[Operator], authorization: str | None) -> str:
+    """The acting operator's name; 401 for anything else (a partner API key included)."""
+    scheme, _, token = (authorization or "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise ServiceError(ErrorCode.UNAUTHORIZED, "an operator bearer token is required")
+    presented = hashlib.sha256(token.encode()).digest()
+    actor = None
+    for op in operators:
+        if hmac.compare_digest(presented, op.digest) and actor is None:
+            actor = op.name
+    if actor is None:
+        raise ServiceError(ErrorCode.UNAUTHORIZED, "invalid operator token")
+    return actor

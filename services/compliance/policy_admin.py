@@ -1,0 +1,227 @@
+"""Policy commands from the admin service: routes, caps, external accounts, and reads.
+
+Each answers a :class:`Result` (200 + data, or an error naming the field). A change is
+written in the batch's transaction and is visible to the next command, in this batch or
+any later one (policy is read from PostgreSQL per batch, never cached across batches).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from common.contracts import Command, Result
+from common.contracts.base import ErrorBody
+from common.contracts.commands import (
+    ApproveRoute,
+    GetPolicyStatus,
+    ListDecisions,
+    RevokeRoute,
+    SetTransferCap,
+    UpsertExternalAccount,
+)
+from common.errors import ErrorCode, ServiceError, invalid, not_found
+from compliance import repository as repo
+from compliance.rules import PAYMENT_RAILS, parse_amount
+from compliance.snapshot import Snapshot
+
+_CURRENCY = re.compile(r"^[A-Z]{3,5}$")
+
+
+def _rail(value: str) -> str:
+    rail = value.strip().lower()
+    if rail not in PAYMENT_RAILS:
+        raise invalid("rail", f"rail must be one of {', '.join(sorted(PAYMENT_RAILS))}")
+    return rail
+
+
+def _currency(value: str) -> str:
+    cur = value.strip().upper()
+    if not _CURRENCY.match(cur):
+        raise invalid("currency", "currency must be a 3 to 5 letter code")
+    return cur
+
+
+def _positive(field: str, value: str) -> Decimal:
+    amount = parse_amount(value)
+    if amount is None:
+        raise invalid(field, f"{field} must be a decimal string above zero")
+    return amount
+
+
+def _route_data(row: Any) -> dict[str, Any]:
+    return {
+        "tenant_id": row.tenant_id,
+        "mode": row.mode,
+        "rail": row.rail,
+        "currency": row.currency,
+        "approved": row.approved,
+        "updated_at": repo.iso(row.updated_at),
+    }
+
+
+async def approve_route(session: AsyncSession, snap: Snapshot, cmd: ApproveRoute) -> dict[str, Any]:
+    row = await repo.set_route(
+        session,
+        cmd.ctx.tenant_id,
+        cmd.ctx.mode,
+        _rail(cmd.rail),
+        _currency(cmd.currency),
+        True,
+        cmd.ctx.actor,
+    )
+    snap.forget_policy(cmd.ctx.tenant_id, cmd.ctx.mode)
+    return _route_data(row)
+
+
+async def revoke_route(session: AsyncSession, snap: Snapshot, cmd: RevokeRoute) -> dict[str, Any]:
+    row = await repo.set_route(
+        session,
+        cmd.ctx.tenant_id,
+        cmd.ctx.mode,
+        _rail(cmd.rail),
+        _currency(cmd.currency),
+        False,
+        cmd.ctx.actor,
+    )
+    snap.forget_policy(cmd.ctx.tenant_id, cmd.ctx.mode)
+    return _route_data(row)
+
+
+async def set_transfer_cap(session: AsyncSession, snap: Snapshot, cmd: SetTransferCap) -> dict[str, Any]:
+    per_transfer = _positive("per_transfer", cmd.per_transfer)
+    daily = _positive("daily", cmd.daily)
+    threshold = None
+    if cmd.review_threshold is not None:
+        try:
+            threshold = Decimal(cmd.review_threshold)
+        except ArithmeticError:
+            threshold = None
+        if threshold is None or not threshold.is_finite() or threshold < 0:
+            raise invalid("review_threshold", "review_threshold must be a decimal string of zero or more")
+    row = await repo.set_cap(
+        session, cmd.ctx.tenant_id, cmd.ctx.mode, per_transfer, daily, threshold, cmd.ctx.actor
+    )
+    snap.forget_policy(cmd.ctx.tenant_id, cmd.ctx.mode)
+    return {
+        "tenant_id": row.tenant_id,
+        "mode": row.mode,
+        "per_transfer": format(row.per_transfer.normalize(), "f"),
+        "daily": format(row.daily.normalize(), "f"),
+        "review_threshold": (
+            None if row.review_threshold is None else format(row.review_threshold.normalize(), "f")
+        ),
+        "updated_at": repo.iso(row.updated_at),
+    }
+
+
+def external_account_data(row: Any) -> dict[str, Any]:
+    return {
+        "external_account_id": row["id"],
+        "tenant_id": row["tenant_id"],
+        "mode": row["mode"],
+        "customer_id": row["customer_id"],
+        "rail": row["rail"],
+        "currency": row["currency"],
+        "approved": row["approved"],
+        "account_number": row["account_number"],
+        "routing_number": row["routing_number"],
+        "iban": row["iban"],
+        "bic": row["bic"],
+        "created_at": repo.iso(row["created_at"]),
+        "updated_at": repo.iso(row["updated_at"]),
+    }
+
+
+async def upsert_external_account(
+    session: AsyncSession, snap: Snapshot, cmd: UpsertExternalAccount
+) -> dict[str, Any]:
+    t, m = cmd.ctx.tenant_id, cmd.ctx.mode
+    customer = snap.party(t, m, cmd.customer_id)
+    if customer is None or customer.kind != "customer":
+        raise not_found("customer")
+    row = await repo.upsert_external_account(
+        session,
+        {
+            "id": cmd.external_account_id,
+            "t": t,
+            "m": m,
+            "customer_id": cmd.customer_id,
+            "rail": _rail(cmd.rail),
+            "currency": _currency(cmd.currency),
+            "approved": cmd.approved,
+            "account_number": cmd.account_number,
+            "routing_number": cmd.routing_number,
+            "iban": cmd.iban,
+            "bic": cmd.bic,
+            "by": cmd.ctx.actor,
+        },
+    )
+    if row is None:  # the id belongs to another tenant or mode: do not reveal it
+        raise not_found("external account")
+    snap.remember_external(row._mapping)
+    snap.register(t, m, cmd.external_account_id, "external_account", cmd.customer_id)
+    return external_account_data(row._mapping)
+
+
+async def list_decisions(session: AsyncSession, snap: Snapshot, cmd: ListDecisions) -> dict[str, Any]:
+    limit = min(max(cmd.limit, 1), 100)
+    rows = await repo.list_decisions(session, cmd.target_tenant_id, cmd.starting_after, limit + 1)
+    items = [
+        {
+            "id": r.id,
+            "decision_id": r.id,
+            "request_id": r.request_id,
+            "command_id": r.command_id,
+            "tenant_id": r.tenant_id,
+            "mode": r.mode,
+            "command_type": r.command_type,
+            "outcome": r.outcome,
+            "rule": r.rule,
+            "reason": r.reason,
+            "inputs": r.inputs if not isinstance(r.inputs, str) else json.loads(r.inputs),
+            "created_at": repo.iso(r.created_at),
+        }
+        for r in rows[:limit]
+    ]
+    return {"items": items, "next_cursor": items[-1]["id"] if len(rows) > limit else None}
+
+
+async def policy_status(session: AsyncSession, snap: Snapshot, cmd: GetPolicyStatus) -> dict[str, Any]:
+    route, cap = await repo.policy_status(session, cmd.ctx.tenant_id)
+    return {"tenant_id": cmd.ctx.tenant_id, "production_route_approved": route, "production_cap_set": cap}
+
+
+HANDLERS: dict[type, Any] = {
+    ApproveRoute: approve_route,
+    RevokeRoute: revoke_route,
+    SetTransferCap: set_transfer_cap,
+    UpsertExternalAccount: upsert_external_account,
+    ListDecisions: list_decisions,
+    GetPolicyStatus: policy_status,
+}
+
+
+async def handle(session: AsyncSession, snap: Snapshot, cmd: Command) -> Result:
+    """Run one policy command in a savepoint; a refusal rolls back only its own writes.
+
+    Store errors propagate (the batch fails closed); request errors become the answer.
+    """
+    handler = HANDLERS.get(type(cmd))
+    try:
+        if handler is None:
+            raise ServiceError(ErrorCode.INVALID_REQUEST, f"unsupported command {type(cmd).__name__}")
+        async with session.begin_nested():
+            data = await handler(session, snap, cmd)
+    except ServiceError as err:
+        return Result(
+            command_id=cmd.command_id,
+            request_id=cmd.ctx.request_id,
+            status=err.status,
+            error=ErrorBody(code=err.code, message=err.message, details=err.details),
+        )
+    return Result(command_id=cmd.command_id, request_id=cmd.ctx.request_id, status=200, data=data)

@@ -1,0 +1,286 @@
+"""Compliance decisions: read the inputs, apply the rules, persist the decision.
+
+Every decision (allow, review, refuse) is persisted with its inputs, the rule that decided
+and the request id. An approved command is forwarded to the ledger stamped with the
+decision; a refusal is answered to the caller directly. Any error while deciding propagates
+(fail closed): the batch rolls back, each command is retried alone and finally answered 503
+and dead-lettered, never let through.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from common.contracts import Command, Decision, Result, encode
+from common.contracts.base import ErrorBody
+from common.contracts.commands import (
+    CreateCustomer,
+    CreateTransfer,
+    CreateVirtualAccount,
+    CreateWallet,
+    SandboxDeposit,
+    partition_key,
+)
+from common.errors import HTTP_STATUS, ErrorCode
+from common.ids import new_id
+from common.logging import request_id_var
+from common.topics import Topics
+from compliance import policy_admin, rules
+from compliance import repository as repo
+from compliance.rules import PartyFacts, TransferFacts, Verdict
+from compliance.snapshot import Snapshot
+
+Decided = tuple[Verdict, dict[str, Any]]
+
+
+@dataclass(slots=True)
+class Outcome:
+    topic: str
+    payload: bytes
+    key: bytes | None = None
+    partition: int | None = None
+
+
+async def decide_customer(session: AsyncSession, snap: Snapshot, cmd: CreateCustomer) -> Decided:
+    verdict = rules.customer_jurisdiction(cmd.country_code)
+    if not verdict.refused:
+        snap.register(
+            cmd.ctx.tenant_id,
+            cmd.ctx.mode,
+            cmd.customer_id,
+            "customer",
+            cmd.customer_id,
+            cmd.country_code.upper(),
+        )
+    return verdict, {"country_code": cmd.country_code, "account_type": cmd.account_type}
+
+
+def _owner_check(snap: Snapshot, cmd: Any, customer_id: str | None, rule: str) -> Decided:
+    t, m = cmd.ctx.tenant_id, cmd.ctx.mode
+    country = snap.country_of(t, m, customer_id)
+    inputs = {
+        "customer_id": customer_id,
+        "customer_country": country,
+        "customer_known": snap.party(t, m, customer_id) is not None,
+    }
+    if country is not None:
+        refusal = rules.parties_jurisdiction([PartyFacts("source", customer_id or "", customer_id, country)])
+        if refusal:
+            return refusal, inputs
+    return Verdict("allow", rule), inputs
+
+
+async def decide_wallet(session: AsyncSession, snap: Snapshot, cmd: CreateWallet) -> Decided:
+    verdict, inputs = _owner_check(snap, cmd, cmd.customer_id, "owner_jurisdiction")
+    if not verdict.refused:
+        snap.register(cmd.ctx.tenant_id, cmd.ctx.mode, cmd.wallet_id, "wallet", cmd.customer_id)
+    return verdict, {**inputs, "symbol": cmd.symbol, "chain": cmd.chain}
+
+
+async def decide_virtual_account(session: AsyncSession, snap: Snapshot, cmd: CreateVirtualAccount) -> Decided:
+    verdict, inputs = _owner_check(snap, cmd, cmd.customer_id, "owner_jurisdiction")
+    if not verdict.refused:
+        snap.register(
+            cmd.ctx.tenant_id, cmd.ctx.mode, cmd.virtual_account_id, "virtual_account", cmd.customer_id
+        )
+    return verdict, {**inputs, "currency": cmd.currency}
+
+
+async def decide_deposit(session: AsyncSession, snap: Snapshot, cmd: SandboxDeposit) -> Decided:
+    va = snap.party(cmd.ctx.tenant_id, cmd.ctx.mode, cmd.virtual_account_id)
+    verdict, inputs = _owner_check(snap, cmd, va.customer_id if va else None, "owner_jurisdiction")
+    return verdict, {**inputs, "virtual_account_id": cmd.virtual_account_id, "amount": cmd.amount}
+
+
+def _transfer_parties(snap: Snapshot, cmd: CreateTransfer) -> tuple[list[PartyFacts], str | None]:
+    t, m = cmd.ctx.tenant_id, cmd.ctx.mode
+    parties: list[PartyFacts] = []
+    source_customer: str | None = None
+    for role, side in (("source", cmd.source), ("destination", cmd.destination)):
+        if side.provider_wallet_id:
+            w = snap.party(t, m, side.provider_wallet_id)
+            owner = w.customer_id if w else None
+            parties.append(
+                PartyFacts(
+                    role, side.provider_wallet_id, owner, snap.country_of(t, m, side.provider_wallet_id)
+                )
+            )
+            if role == "source":
+                source_customer = source_customer or owner
+        if side.customer_id:
+            parties.append(
+                PartyFacts(role, side.customer_id, side.customer_id, snap.country_of(t, m, side.customer_id))
+            )
+            if role == "source":
+                source_customer = source_customer or side.customer_id
+    ea = snap.external_account(t, m, cmd.destination.external_account_id)
+    if ea is not None:
+        parties.append(
+            PartyFacts(
+                "destination", ea.external_account_id, ea.customer_id, snap.country_of(t, m, ea.customer_id)
+            )
+        )
+    return parties, source_customer
+
+
+async def decide_transfer(session: AsyncSession, snap: Snapshot, cmd: CreateTransfer) -> Decided:
+    t, m = cmd.ctx.tenant_id, cmd.ctx.mode
+    amount = rules.parse_amount(cmd.amount)
+    if amount is None:
+        return rules.invalid_amount(cmd.amount), {"amount": cmd.amount}
+    dst = cmd.destination
+    currency = (cmd.currency if cmd.kind == "transfer" else dst.currency).upper()
+    route = (dst.payment_rail.lower(), currency)
+    routes, cap = await snap.policy(session, t, m)
+    parties, source_customer = _transfer_parties(snap, cmd)
+    facts = TransferFacts(
+        mode=m,
+        live_enabled=cmd.ctx.live_enabled,
+        kind=cmd.kind,
+        amount=amount,
+        currency=cmd.currency.upper(),
+        route=route,
+        route_approved=(m == "sandbox" or route in routes),
+        parties=parties,
+        source_customer_id=source_customer,
+        external_account_id=dst.external_account_id,
+        external_account=snap.external_account(t, m, dst.external_account_id),
+        cap=cap,
+    )
+    day = datetime.now(UTC).date()
+    inputs: dict[str, Any] = {
+        "kind": cmd.kind,
+        "amount": str(amount),
+        "currency": facts.currency,
+        "route": {"rail": route[0], "currency": route[1], "approved": facts.route_approved},
+        "live_enabled": cmd.ctx.live_enabled,
+        "parties": [
+            {"role": p.role, "id": p.party_id, "customer_id": p.customer_id, "country_code": p.country}
+            for p in parties
+        ],
+        "external_account": None
+        if facts.external_account is None
+        else {
+            "id": facts.external_account.external_account_id,
+            "customer_id": facts.external_account.customer_id,
+            "rail": facts.external_account.rail,
+            "currency": facts.external_account.currency,
+            "approved": facts.external_account.approved,
+        },
+        "cap": None if cap is None else cap.as_inputs(),
+        "day": day.isoformat(),
+    }
+    verdict = rules.check_transfer(facts)
+    if verdict.refused:
+        return verdict, inputs
+    assert cap is not None
+    if not await repo.take_allowance(session, t, m, facts.currency, day, amount, cap.daily):
+        used = await repo.used_today(session, t, m, facts.currency, day)
+        remaining = max(cap.daily - used, Decimal(0))
+        return rules.daily_cap_exceeded(facts, remaining), {**inputs, "used": str(used)}
+    await repo.insert_hold(session, cmd.transfer_id, t, m, facts.currency, day, amount)
+    return verdict, inputs
+
+
+DECIDERS: dict[type, Any] = {
+    CreateCustomer: decide_customer,
+    CreateWallet: decide_wallet,
+    CreateVirtualAccount: decide_virtual_account,
+    SandboxDeposit: decide_deposit,
+    CreateTransfer: decide_transfer,
+}
+
+
+def refusal_result(cmd: Command, v: Verdict) -> Result:
+    details = {**v.details}
+    if v.reason:
+        details["reason"] = v.reason
+    code = ErrorCode(v.code)
+    if v.reason == "insufficient_funds":
+        code = ErrorCode.INVALID_REQUEST
+    return Result(
+        command_id=cmd.command_id,
+        request_id=cmd.ctx.request_id,
+        status=HTTP_STATUS[code],
+        error=ErrorBody(code=code, message=v.message or "refused by policy", details=details),
+    )
+
+
+def _reply(cmd: Command, topics: Topics, result: Result) -> Outcome:
+    return Outcome(cmd.ctx.reply_to or topics.dead_letters, encode(result), partition=0)
+
+
+async def decide_batch(
+    session: AsyncSession, snap: Snapshot, topics: Topics, cmds: Sequence[Command]
+) -> list[Outcome]:
+    """Decide every command of a batch in the caller's transaction; returns what to publish."""
+    stored = await repo.stored_outcomes(session, [c.command_id for c in cmds if type(c) in DECIDERS])
+    await snap.load(session, [c for c in cmds if c.command_id not in stored])
+    outs: list[Outcome] = []
+    rows: list[dict[str, Any]] = []
+    decided: dict[str, Outcome] = {}
+    for cmd in cmds:
+        request_id_var.set(cmd.ctx.request_id)
+        prev = stored.get(cmd.command_id)
+        if prev is not None:  # redelivered: publish the same outcome again
+            outs.append(
+                Outcome(
+                    prev.out_topic,
+                    bytes(prev.out_payload),
+                    prev.out_key and bytes(prev.out_key),
+                    prev.out_partition,
+                )
+            )
+            continue
+        if cmd.command_id in decided:  # the same command twice in one batch
+            outs.append(decided[cmd.command_id])
+            continue
+        decider = DECIDERS.get(type(cmd))
+        if decider is None:
+            result = await policy_admin.handle(session, snap, cmd)
+            outs.append(_reply(cmd, topics, result))
+            continue
+        verdict, inputs = await decider(session, snap, cmd)
+        decision_id = new_id("dec")
+        if verdict.refused:
+            out = _reply(cmd, topics, refusal_result(cmd, verdict))
+        else:
+            stamped = msgspec.structs.replace(
+                cmd,
+                decision=Decision(
+                    decision_id=decision_id,
+                    outcome=verdict.outcome,  # type: ignore[arg-type]
+                    rule=verdict.rule,
+                ),
+            )
+            out = Outcome(topics.ledger_commands, encode(stamped), key=partition_key(cmd).encode())
+        decided[cmd.command_id] = out
+        outs.append(out)
+        rows.append(
+            {
+                "id": decision_id,
+                "command_id": cmd.command_id,
+                "request_id": cmd.ctx.request_id,
+                "tenant_id": cmd.ctx.tenant_id,
+                "mode": cmd.ctx.mode,
+                "command_type": type(cmd).__name__,
+                "outcome": verdict.outcome,
+                "rule": verdict.rule,
+                "reason": verdict.reason or (verdict.code if verdict.refused else None),
+                "inputs": inputs,
+                "out_topic": out.topic,
+                "out_key": out.key,
+                "out_partition": out.partition,
+                "out_payload": out.payload,
+            }
+        )
+    await snap.flush(session)
+    await repo.insert_decisions(session, rows)
+    return outs

@@ -1,0 +1,58 @@
+"""Give daily cap back when a transfer or payout fails or is rejected.
+
+Cap usage is taken at approval (funds are held from ``pending``). This consumer reads
+``transfer.updated`` / ``payout.updated`` from the events topic in its own consumer group
+and releases the held amount once (``cap_holds.released_at``) when the new state is
+``failed`` or ``rejected``. A ``returned`` payout keeps its usage (the money did move).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from compliance import repository as repo
+
+log = logging.getLogger(__name__)
+
+RELEASING_STATES = frozenset({"failed", "rejected"})
+UPDATE_TYPES = frozenset({"transfer.updated", "payout.updated"})
+
+
+class _Event(msgspec.Struct):
+    type: str = ""
+    tenant_id: str = ""
+    data: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+def releases(raws: Sequence[bytes]) -> list[tuple[str, str]]:
+    """(tenant_id, transfer_id) of the updates that give cap back; other events are ignored."""
+    out = []
+    for raw in raws:
+        try:
+            ev = msgspec.json.decode(raw, type=_Event)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            continue
+        if ev.type in UPDATE_TYPES and ev.data.get("state") in RELEASING_STATES:
+            transfer_id = ev.data.get("transfer_id")
+            if isinstance(transfer_id, str):
+                out.append((ev.tenant_id, transfer_id))
+    return out
+
+
+async def release_batch(sm: async_sessionmaker[AsyncSession], raws: Sequence[bytes]) -> int:
+    todo = releases(raws)
+    if not todo:
+        return 0
+    released = 0
+    async with sm() as session, session.begin():
+        for tenant_id, transfer_id in todo:
+            if await repo.release_hold(session, transfer_id, tenant_id) is not None:
+                released += 1
+    if released:
+        log.info("released daily cap of %d failed or rejected transfers", released)
+    return released

@@ -1,0 +1,151 @@
+"""Gateway service: the partner API (Litestar), publishing commands to Kafka."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import msgspec
+from litestar import Litestar, Request, Response, get, route
+from litestar.datastructures import State
+from litestar.enums import HttpMethod
+from litestar.handlers import HTTPRouteHandler
+from redis.asyncio import Redis
+
+from common.broker import create_broker, ensure_topics, service_topics
+from common.db import create_engine, ping, sessionmaker
+from common.health import broker_check, run_checks
+from common.http import EXCEPTION_HANDLERS, request_id_middleware
+from common.logging import setup_logging
+from common.rpc import RpcClient
+from common.settings import Settings
+from gateway.auth import Authenticator
+from gateway.idempotency import IdempotencyStore
+from gateway.openapi import build_document
+from gateway.pipeline import Endpoint, Pipeline
+from gateway.ratelimit import RateLimiter
+from gateway.routes import (
+    customers,
+    health,
+    onboarding,
+    resources,
+    transfers,
+    virtual_accounts,
+    wallets,
+    webhooks,
+)
+from gateway.transport import Router, direct, routed
+
+ENDPOINTS: list[Endpoint] = [
+    *health.ENDPOINTS,
+    *customers.ENDPOINTS,
+    *wallets.ENDPOINTS,
+    *virtual_accounts.ENDPOINTS,
+    *transfers.ENDPOINTS,
+    *webhooks.ENDPOINTS,
+    *resources.ENDPOINTS,
+    *onboarding.ENDPOINTS,
+]
+
+
+def _litestar_path(path: str) -> str:
+    import re
+
+    return re.sub(r"\{(\w+)\}", r"{\1:str}", path)
+
+
+def _direct_handler(ep: Endpoint) -> HTTPRouteHandler:
+    async def handler(request: Request[Any, Any, State]) -> Response[bytes]:
+        return await direct(request, ep)
+
+    handler.__name__ = f"{ep.method.lower()}_{ep.path.strip('/').replace('/', '_').replace('-', '_')}"
+    return route(_litestar_path(ep.path), http_method=[HttpMethod(ep.method)], name=handler.__name__)(handler)
+
+
+@route("/", http_method=["POST"], name="routed")
+async def routed_handler(request: Request[Any, Any, State]) -> Response[bytes]:
+    return await routed(request)
+
+
+@get("/schema/openapi.json", include_in_schema=False)
+async def openapi_json(state: State) -> Response[bytes]:
+    return Response(state.openapi, media_type="application/json")
+
+
+@get("/healthz", include_in_schema=False)
+async def healthz() -> dict[str, str]:
+    return {"status": "ok", "service": "gateway"}
+
+
+@get("/readyz", include_in_schema=False)
+async def readyz(state: State) -> Response[Any]:
+    ok, checks = await run_checks(
+        {
+            "database": lambda: ping(state.engine),
+            "redis": state.redis.ping,
+            "kafka": broker_check(state.broker),
+        }
+    )
+    return Response(
+        {"status": "ready" if ok else "unavailable", "service": "gateway", "checks": checks},
+        status_code=200 if ok else 503,
+    )
+
+
+def create_app(settings: Settings) -> Litestar:
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        setup_logging("gateway")
+        engine = create_engine(settings.database_url, settings.db_pool_size)
+        redis = Redis.from_url(settings.redis_url)
+        broker = create_broker(settings, "gateway")
+        await ensure_topics(settings, service_topics(settings))
+        await broker.start()
+        auth = Authenticator(redis, sessionmaker(engine), settings.derived_secret("jwt"), settings.jwt_issuer)
+        idem = IdempotencyStore(
+            redis,
+            settings.idempotency_ttl_s,
+            settings.gateway_timeout_s,
+            settings.derived_secret("idempotency"),
+        )
+        pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, None)  # type: ignore[arg-type]
+        rpc = RpcClient(broker, settings, "gateway", on_result=pipeline.on_result)
+        pipeline.rpc = rpc
+        await rpc.start()
+        app.state.update(
+            settings=settings,
+            engine=engine,
+            redis=redis,
+            broker=broker,
+            pipeline=pipeline,
+            router=Router(ENDPOINTS),
+            openapi=msgspec.json.encode(build_document(ENDPOINTS)),
+        )
+        pipeline.state = app.state
+        try:
+            yield
+        finally:
+            await rpc.stop()
+            await broker.stop()
+            await redis.aclose()
+            await engine.dispose()
+
+    app = Litestar(
+        route_handlers=[
+            *(_direct_handler(ep) for ep in ENDPOINTS),
+            routed_handler,
+            healthz,
+            readyz,
+            openapi_json,
+            *onboarding.PAGES,
+        ],
+        openapi_config=None,  # served from the endpoint table by openapi_json
+        lifespan=[lifespan],
+        exception_handlers=EXCEPTION_HANDLERS,
+        request_max_body_size=settings.max_body_bytes,
+    )
+    # Outermost, not per route: unknown routes (404) and wrong methods (405) are answered by
+    # Litestar's router before any route middleware runs, and they carry X-Request-Id too.
+    app.asgi_handler = request_id_middleware(app.asgi_handler)
+    return app

@@ -1,0 +1,153 @@
+"""Authentication: API keys by hash, cached in Redis (revocation deletes the entry), and
+HS256 JWTs issued by the admin (contract section 2: ``iss, sub, mode, scopes, exp, jti``).
+
+Every failure is ``unauthorized`` (401) or ``forbidden`` (403) in the envelope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jwt
+import msgspec
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from common.auth import (
+    KeyRecord,
+    TenantRecord,
+    hash_api_key,
+    key_cache_name,
+    tenant_cache_name,
+    verify_access_token,
+)
+from common.errors import ErrorCode, ServiceError
+from gateway import repository as repo
+
+CACHE_TTL_S = 300
+_key_dec = msgspec.json.Decoder(KeyRecord)
+_tenant_dec = msgspec.json.Decoder(TenantRecord)
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    tenant: TenantRecord
+    key_id: str
+    mode: str
+    scopes: frozenset[str]
+
+
+def _unauthorized(message: str) -> ServiceError:
+    return ServiceError(ErrorCode.UNAUTHORIZED, message)
+
+
+class Authenticator:
+    def __init__(
+        self,
+        redis: Redis,
+        sm: async_sessionmaker[AsyncSession],
+        jwt_secret: bytes = b"",
+        jwt_issuer: str = "sluice",
+    ) -> None:
+        self.redis = redis
+        self.sm = sm
+        self.jwt_secret = jwt_secret
+        self.jwt_issuer = jwt_issuer
+
+    async def _key(self, key_hash: str) -> KeyRecord | None:
+        cached = await self.redis.get(key_cache_name(key_hash))
+        if cached is not None:
+            return _key_dec.decode(cached) if cached != b"-" else None
+        async with self.sm() as session:
+            row = await repo.key_by_hash(session, key_hash)
+        if row is None:
+            await self.redis.set(key_cache_name(key_hash), b"-", ex=30)
+            return None
+        rec = KeyRecord(
+            key_id=row.id,
+            tenant_id=str(row.tenant_id),
+            mode=row.mode,
+            scopes=list(row.scopes),
+            revoked=row.revoked_at is not None,
+        )
+        await self.redis.set(key_cache_name(key_hash), msgspec.json.encode(rec), ex=CACHE_TTL_S)
+        return rec
+
+    async def tenant(self, tenant_id: str) -> TenantRecord | None:
+        cached = await self.redis.get(tenant_cache_name(tenant_id))
+        if cached is not None:
+            return _tenant_dec.decode(cached)
+        async with self.sm() as session:
+            row = await repo.tenant_by_id(session, tenant_id)
+        if row is None:
+            return None
+        rec = TenantRecord(
+            tenant_id=str(row.id),
+            tenant_name=row.name,
+            default_mode=row.default_mode,
+            rate_limit_per_minute=row.rate_limit_per_minute,
+            live_enabled=row.live_enabled,
+            metadata=row.metadata or {},
+        )
+        await self.redis.set(tenant_cache_name(tenant_id), msgspec.json.encode(rec), ex=CACHE_TTL_S)
+        return rec
+
+    async def authenticate(self, authorization: str | None, mode_header: str | None) -> Principal:
+        if not authorization:
+            raise _unauthorized("missing bearer token")
+        scheme, _, token = authorization.partition(" ")
+        token = token.strip()
+        if scheme.lower() != "bearer" or not token:
+            raise _unauthorized("authorization must be 'Bearer <API_KEY>'")
+        if token.startswith("sk_test_") or token.startswith("sk_live_"):
+            rec = await self._key(hash_api_key(token))
+            if rec is None:
+                raise _unauthorized("invalid API key")
+            if rec.revoked:
+                raise _unauthorized("API key has been revoked")
+        elif token.count(".") == 2 and self.jwt_secret:
+            rec = self._jwt(token)
+        else:
+            raise _unauthorized("invalid API key")
+        tenant = await self.tenant(rec.tenant_id)
+        if tenant is None:
+            raise _unauthorized("invalid credential")
+        if mode_header is not None and mode_header != rec.mode:
+            raise ServiceError(
+                ErrorCode.FORBIDDEN,
+                f"x-service-mode {mode_header[:20]!r} does not match the credential's mode {rec.mode!r}",
+                details={"reason": "mode_mismatch"},
+            )
+        return Principal(tenant=tenant, key_id=rec.key_id, mode=rec.mode, scopes=frozenset(rec.scopes))
+
+    def _jwt(self, token: str) -> KeyRecord:
+        """A verified access token as a key record: tenant = sub, mode and scopes from claims."""
+        try:
+            claims = verify_access_token(self.jwt_secret, self.jwt_issuer, token)
+        except jwt.ExpiredSignatureError:
+            raise _unauthorized("access token has expired") from None
+        except jwt.InvalidTokenError:
+            raise _unauthorized("invalid access token") from None
+        sub, mode, scopes, jti = (
+            claims.get("sub"),
+            claims.get("mode"),
+            claims.get("scopes"),
+            claims.get("jti"),
+        )
+        if (
+            not isinstance(sub, str)
+            or mode not in ("sandbox", "production")
+            or not isinstance(scopes, list)
+            or not all(isinstance(s, str) for s in scopes)
+        ):
+            raise _unauthorized("invalid access token")
+        return KeyRecord(key_id=f"jwt:{jti}", tenant_id=sub, mode=str(mode), scopes=list(scopes))
+
+
+def require_scope(principal: Principal, scope: str | None) -> None:
+    if scope is not None and scope not in principal.scopes:
+        raise ServiceError(
+            ErrorCode.FORBIDDEN,
+            f"this key lacks the scope {scope}",
+            details={"reason": "scope_missing", "scope": scope},
+        )

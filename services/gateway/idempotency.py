@@ -1,0 +1,112 @@
+"""Idempotency (contract section 3), kept in Redis so every gateway instance and a restarted
+one see the same records.
+
+A record is ``pending`` (with the request fingerprint) while the command is in flight and
+``done`` (status and body) once an outcome was decided; ``done`` lives ``idempotency_ttl_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import time
+from dataclasses import dataclass
+
+import msgspec
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from redis.asyncio import Redis
+
+from common.errors import ErrorCode, ServiceError
+
+PENDING_TTL_S = 300
+
+
+class Record(msgspec.Struct, kw_only=True):
+    state: str  # pending | done
+    fp: str
+    status: int = 0
+    body: bytes = b""
+
+
+_dec = msgspec.json.Decoder(Record)
+
+
+def fingerprint(method: str, path: str, body: object) -> str:
+    canonical = msgspec.json.encode(body, order="sorted")
+    return hashlib.sha256(f"{method} {path} ".encode() + canonical).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    status: int
+    body: bytes
+
+
+def validate_key(key: str | None) -> str:
+    if key is None:
+        raise ServiceError(
+            ErrorCode.IDEMPOTENCY_KEY_REQUIRED, "mutating requests need an Idempotency-Key header"
+        )
+    if not (8 <= len(key) <= 256) or any(not (0x20 <= ord(c) <= 0x7E) for c in key):
+        raise ServiceError(
+            ErrorCode.INVALID_REQUEST,
+            "Idempotency-Key must be 8 to 256 printable ASCII characters",
+            details={"field": "Idempotency-Key"},
+        )
+    return key
+
+
+class IdempotencyStore:
+    def __init__(self, redis: Redis, ttl_s: int, wait_s: float, secret: bytes | None = None) -> None:
+        # Saved bodies can hold secrets shown once (webhook signing secrets, onboarding links):
+        # they are kept encrypted (AES-GCM, bound to the record name), never in clear.
+        self._aead = AESGCM(hashlib.sha256(secret or b"sluice-idempotency").digest())
+        self.redis = redis
+        self.ttl_s = ttl_s
+        self.wait_s = wait_s
+
+    @staticmethod
+    def name(tenant_id: str, mode: str, key: str) -> str:
+        return f"sluice:idem:{tenant_id}:{mode}:{hashlib.sha256(key.encode()).hexdigest()}"
+
+    async def begin(self, name: str, fp: str) -> Replay | None:
+        """None: this request owns the key and must run. Otherwise the outcome to replay."""
+        pending = msgspec.json.encode(Record(state="pending", fp=fp))
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            if await self.redis.set(name, pending, nx=True, ex=PENDING_TTL_S):
+                return None
+            raw = await self.redis.get(name)
+            if raw is None:
+                continue  # expired between the two calls: try to own it again
+            rec = _dec.decode(raw)
+            if rec.fp != fp:
+                raise ServiceError(
+                    ErrorCode.IDEMPOTENCY_REPLAY_MISMATCH,
+                    "this Idempotency-Key was used with a different request",
+                )
+            if rec.state == "done":
+                return Replay(rec.status, self._open(name, rec.body))
+            if time.monotonic() >= deadline:
+                raise ServiceError(
+                    ErrorCode.PROVIDER_UNAVAILABLE,
+                    "the original request with this Idempotency-Key is still in flight",
+                    headers={"Retry-After": "1"},
+                )
+            await asyncio.sleep(0.02)
+
+    async def complete(self, name: str, fp: str, status: int, body: bytes) -> None:
+        rec = Record(state="done", fp=fp, status=status, body=self._seal(name, body))
+        await self.redis.set(name, msgspec.json.encode(rec), ex=self.ttl_s)
+
+    def _seal(self, name: str, body: bytes) -> bytes:
+        nonce = os.urandom(12)
+        return nonce + self._aead.encrypt(nonce, body, name.encode())
+
+    def _open(self, name: str, sealed: bytes) -> bytes:
+        return self._aead.decrypt(sealed[:12], sealed[12:], name.encode())
+
+    async def abandon(self, name: str) -> None:
+        """Forget a pending record whose command was never dispatched."""
+        await self.redis.delete(name)

@@ -1,0 +1,246 @@
+"""The OpenAPI 3.1 document, generated from the endpoint table and the msgspec structs.
+
+Handlers take raw bodies (so the direct and routed forms share one decoding path), which
+leaves Litestar's generator nothing to describe; instead every :class:`Endpoint` carries its
+request, query and response structs, and ``msgspec.json.schema_components`` turns those into
+JSON Schema: the same structs that validate requests, so the document cannot drift from them.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from gateway.pipeline import Endpoint
+from gateway.schemas import ErrorEnvelope
+
+_PARAM = re.compile(r"\{(\w+)\}")
+_REF = "#/components/schemas/{name}"
+_ERRORS = {
+    "400": "invalid_request (details.field names the field) or idempotency_key_required",
+    "401": "unauthorized: bearer credential missing, invalid, expired or revoked",
+    "403": "forbidden: mode, scope, IP allowlist, policy or compliance refusal (details.reason)",
+    "404": "not_found: unknown route, or an id this tenant and mode does not own",
+    "405": "invalid_request: method not allowed on this path",
+    "429": "rate_limited: retry after the window resets (Retry-After)",
+    "500": "internal_error",
+    "502": "provider_error: a downstream service rejected the command unexpectedly",
+    "503": "provider_unavailable: no answer within the gateway timeout; retry with the same key",
+}
+_MUTATING_ERRORS = {
+    "409": "idempotency_replay_mismatch: this Idempotency-Key was used with another request",
+    "413": "invalid_request: body over 64 KiB",
+    "415": "invalid_request: Content-Type is not application/json",
+}
+_RATE_HEADERS = {
+    "X-Request-Id": {"schema": {"type": "string"}, "description": "echoed or generated"},
+    "X-RateLimit-Limit": {"schema": {"type": "integer"}},
+    "X-RateLimit-Remaining": {"schema": {"type": "integer"}},
+    "X-RateLimit-Reset": {"schema": {"type": "integer"}, "description": "unix seconds"},
+}
+
+
+# Cross-field rules JSON Schema can state (the rest are in the field descriptions).
+_CONDITIONS: dict[str, dict[str, Any]] = {
+    "CustomerCreate": {
+        "allOf": [
+            {
+                "if": {"properties": {"account_type": {"const": "individual"}}},
+                "then": {"required": ["full_name"], "properties": {"full_name": {"type": "string"}}},
+            },
+            {
+                "if": {"properties": {"account_type": {"const": "business"}}},
+                "then": {"required": ["company_name"], "properties": {"company_name": {"type": "string"}}},
+            },
+        ]
+    },
+    "VADestinationIn": {
+        "anyOf": [
+            {"required": ["rail", "address"]},
+            {"required": ["payment_rail", "provider_wallet_id"]},
+            {"required": ["payment_rail", "address"]},
+        ]
+    },
+}
+
+
+def _header(name: str, required: bool, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"name": name, "in": "header", "required": required, "schema": schema, "description": description}
+
+
+_MODE = _header(
+    "x-service-mode",
+    False,
+    {"type": "string", "enum": ["sandbox", "production"]},
+    "must equal the credential's mode when present (else 403)",
+)
+_IDEM = _header(
+    "Idempotency-Key",
+    True,
+    {"type": "string", "pattern": r"^[\x20-\x7e]{8,256}$"},
+    "8-256 printable ASCII characters; same key + same request replays the outcome",
+)
+
+
+def _ref(t: type) -> dict[str, Any]:
+    return {"$ref": _REF.format(name=t.__name__)}
+
+
+def _success(ep: Endpoint) -> dict[str, Any]:
+    data: dict[str, Any] = _ref(ep.response) if ep.response else {"type": "object"}
+    if ep.listing:
+        data = {
+            "type": "object",
+            "required": ["items", "next_cursor"],
+            "properties": {
+                "items": {"type": "array", "items": data},
+                "next_cursor": {"type": ["string", "null"]},
+            },
+        }
+    return {
+        "type": "object",
+        "required": ["success", "data"],
+        "properties": {"success": {"const": True}, "data": data},
+    }
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "headers": _RATE_HEADERS,
+        "content": {"application/json": {"schema": _ref(ErrorEnvelope)}},
+    }
+
+
+def _query_params(t: type) -> list[dict[str, Any]]:
+    schema = msgspec.json.schema(t, ref_template=_REF)
+    props = schema.get("$defs", {}).get(t.__name__, schema).get("properties", {})
+    return [{"name": n, "in": "query", "required": False, "schema": s} for n, s in props.items()]
+
+
+def _operation(ep: Endpoint) -> dict[str, Any]:
+    params: list[dict[str, Any]] = [
+        {"name": n, "in": "path", "required": True, "schema": {"type": "string"}}
+        for n in _PARAM.findall(ep.path)
+    ]
+    params.append(_MODE)
+    if ep.mutating:
+        params.append(_IDEM)
+    if ep.query is not None:
+        params += _query_params(ep.query)
+    responses: dict[str, Any] = {
+        str(ep.status): {
+            "description": "success",
+            "headers": _RATE_HEADERS,
+            "content": {"application/json": {"schema": _success(ep)}},
+        },
+    }
+    errors = dict(_ERRORS)
+    if ep.mutating:
+        errors.update(_MUTATING_ERRORS)
+    responses.update({code: _error(text) for code, text in sorted(errors.items())})
+    op: dict[str, Any] = {
+        "operationId": ep.method.lower() + _PARAM.sub(r"by_\1", ep.path).replace("/", "_").replace("-", "_"),
+        "summary": ep.summary or f"{ep.method} {ep.path}",
+        "description": f"Scope: {ep.scope or 'any valid credential'}. Also reachable as "
+        f"POST / with x-service-route: {ep.path}"
+        + (' and body {"method": "GET"}.' if not ep.mutating else "."),
+        "parameters": params,
+        "responses": responses,
+        "security": [{"bearer": []}],
+    }
+    if ep.request is not None:
+        op["requestBody"] = {
+            "required": bool(msgspec.structs.fields(ep.request)),
+            "content": {"application/json": {"schema": _ref(ep.request)}},
+        }
+    return op
+
+
+def _routed(endpoints: list[Endpoint]) -> dict[str, Any]:
+    routes = sorted({ep.path for ep in endpoints})
+    errors = {**_ERRORS, **_MUTATING_ERRORS}
+    return {
+        "post": {
+            "operationId": "routed",
+            "summary": "Routed form: any endpoint through POST / with x-service-route",
+            "description": 'The body is the endpoint\'s payload; for reads it is {"method": "GET"}. '
+            "Same headers, same responses as the direct form.",
+            "parameters": [
+                _header(
+                    "x-service-route",
+                    True,
+                    {"type": "string"},
+                    "the endpoint path, e.g. /v1/customers; one of: " + ", ".join(routes),
+                ),
+                _MODE,
+                _header("Idempotency-Key", False, _IDEM["schema"], "required when the route mutates"),
+            ],
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {}}}},
+            "responses": {
+                "200": {
+                    "description": "a read's success envelope",
+                    "headers": _RATE_HEADERS,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["success", "data"],
+                                "properties": {"success": {"const": True}, "data": {}},
+                            }
+                        }
+                    },
+                },
+                "201": {
+                    "description": "a create's success envelope",
+                    "headers": _RATE_HEADERS,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["success", "data"],
+                                "properties": {"success": {"const": True}, "data": {}},
+                            }
+                        }
+                    },
+                },
+                **{code: _error(text) for code, text in sorted(errors.items())},
+            },
+            "security": [{"bearer": []}],
+        }
+    }
+
+
+def build_document(endpoints: list[Endpoint], version: str = "1.0.1") -> dict[str, Any]:
+    types: set[type] = {ErrorEnvelope}
+    for ep in endpoints:
+        types.update(t for t in (ep.request, ep.response) if t is not None)
+    _, components = msgspec.json.schema_components(sorted(types, key=lambda t: t.__name__), ref_template=_REF)
+    for name, extra in _CONDITIONS.items():
+        if name in components:
+            components[name].update(extra)
+    paths: dict[str, Any] = {"/": _routed(endpoints)}
+    for ep in endpoints:
+        paths.setdefault(ep.path, {})[ep.method.lower()] = _operation(ep)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Sluice Partner Payments API",
+            "version": version,
+            "description": "Every response carries X-Request-Id; failures use the error "
+            "envelope. See services/gateway/README.md for the decisions.",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": components,
+            "securitySchemes": {
+                "bearer": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "API key (sk_test_/sk_live_) or JWT",
+                }
+            },
+        },
+    }

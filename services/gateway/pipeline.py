@@ -1,0 +1,253 @@
+"""The request pipeline every partner endpoint goes through, in both access forms:
+
+authenticate -> scope -> IP allowlist -> rate limit -> idempotency key -> validate ->
+idempotency (replay / mismatch / wait) -> publish command -> await result -> answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+from aiokafka.errors import KafkaError
+from redis.exceptions import RedisError
+from sqlalchemy.exc import SQLAlchemyError
+
+from common.contracts import Command, Ctx, Result
+from common.contracts.commands import partition_key
+from common.errors import ErrorCode, ServiceError, envelope
+from common.rpc import RpcClient
+from common.settings import Settings
+from common.topics import Topics
+from gateway.auth import Authenticator, Principal, require_scope
+from gateway.idempotency import IdempotencyStore, fingerprint, validate_key
+from gateway.ratelimit import RateLimiter, Window
+
+log = logging.getLogger(__name__)
+
+_enc = msgspec.json.Encoder(decimal_format="string")
+STORE_ERRORS = (RedisError, SQLAlchemyError, KafkaError, ConnectionError)
+
+
+@dataclass(slots=True)
+class Call:
+    """Everything a builder needs to turn a request into a command (or a local answer)."""
+
+    principal: Principal
+    ctx: Ctx
+    body: Any  # decoded JSON (None for GET)
+    raw: bytes
+    params: dict[str, str]
+    query: dict[str, str]
+    window: Window
+    request_id: str
+    state: Any = None  # the app's State (engine, redis, settings...) for builders that need it
+
+
+@dataclass(slots=True)
+class Local:
+    """An answer the gateway gives itself (health, onboarding link issuance)."""
+
+    status: int
+    data: Any
+
+
+Builder = Callable[[Call], Awaitable[Command | Local] | Command | Local]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    method: str
+    path: str  # template, e.g. /v1/customers/{customer_id}
+    scope: str | None
+    build: Builder
+    topic: str | None = None  # attribute of Topics: compliance_commands, ledger_commands, ...
+    # Documentation (OpenAPI) and routing hints; none of them changes the pipeline's order.
+    summary: str = ""
+    request: type | None = None  # msgspec struct of the JSON body
+    response: type | None = None  # msgspec struct of ``data`` on success
+    status: int = 200  # success status
+    query: type | None = None  # msgspec struct of the query parameters
+    listing: bool = False  # ``data`` is ``{items: [response], next_cursor}``
+    sandbox_only: bool = False  # production answers 404 not_found (no such route)
+
+    @property
+    def mutating(self) -> bool:
+        return self.method in ("POST", "PATCH", "PUT", "DELETE")
+
+
+@dataclass(slots=True)
+class Answer:
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def success_body(data: Any) -> bytes:
+    return _enc.encode({"success": True, "data": data})
+
+
+def error_body(err: ServiceError, request_id: str) -> bytes:
+    return _enc.encode(envelope(err.code, err.message, {**err.details, "request_id": request_id}))
+
+
+def result_body(result: Result, request_id: str) -> bytes:
+    if result.error is None:
+        return success_body(result.data)
+    details = {**result.error.details, "request_id": result.request_id or request_id}
+    return _enc.encode(envelope(result.error.code, result.error.message, details))
+
+
+def _ip_allowed(tenant_meta: dict[str, Any], client_ip: str | None) -> bool:
+    allowed = tenant_meta.get("allowed_ips") if isinstance(tenant_meta, dict) else None
+    if not allowed:
+        return True
+    if not client_ip:
+        return False
+    try:
+        ip = ipaddress.ip_address(client_ip)
+        return any(ip in ipaddress.ip_network(str(c), strict=False) for c in allowed)
+    except ValueError:
+        return False
+
+
+class Pipeline:
+    def __init__(
+        self,
+        settings: Settings,
+        auth: Authenticator,
+        limiter: RateLimiter,
+        idem: IdempotencyStore,
+        rpc: RpcClient,
+    ) -> None:
+        self.settings = settings
+        self.auth = auth
+        self.limiter = limiter
+        self.idem = idem
+        self.rpc = rpc
+        self.state: Any = None  # set by the app once its state is built
+        self.topics = Topics(settings.topic_prefix)
+        # command_id -> (idempotency record name, fingerprint): lets a late result be recorded.
+        self.inflight: dict[str, tuple[str, str, float]] = {}
+
+    async def on_result(self, result: Result) -> None:
+        """Every result that reaches this instance is recorded, even if its waiter gave up."""
+        entry = self.inflight.pop(result.command_id, None)
+        if entry is not None:
+            name, fp, _ = entry
+            await self.idem.complete(name, fp, result.status, result_body(result, result.request_id))
+        if len(self.inflight) > 10000:
+            cutoff = time.monotonic() - 3600
+            for k in [k for k, v in self.inflight.items() if v[2] < cutoff]:
+                self.inflight.pop(k, None)
+
+    async def handle(
+        self,
+        ep: Endpoint,
+        *,
+        headers: dict[str, str],
+        raw: bytes,
+        body: Any,
+        params: dict[str, str],
+        query: dict[str, str],
+        request_id: str,
+        client_ip: str | None,
+    ) -> Answer:
+        window: Window | None = None
+        try:
+            principal = await self.auth.authenticate(
+                headers.get("authorization"), headers.get("x-service-mode")
+            )
+            require_scope(principal, ep.scope)
+            if not _ip_allowed(principal.tenant.metadata, client_ip):
+                raise ServiceError(
+                    ErrorCode.FORBIDDEN,
+                    "requests from this IP address are not allowed",
+                    details={"reason": "ip_not_allowed"},
+                )
+            window = await self.limiter.hit(
+                principal.tenant.tenant_id, principal.mode, principal.tenant.rate_limit_per_minute
+            )
+            answer = await self._run(ep, principal, window, headers, raw, body, params, query, request_id)
+        except ServiceError as err:
+            answer = Answer(err.status, error_body(err, request_id), dict(err.headers))
+            if err.code == ErrorCode.UNAUTHORIZED:
+                answer.headers.setdefault("WWW-Authenticate", "Bearer")
+        except STORE_ERRORS as exc:
+            # Fail closed: a check that cannot be made is a refusal the caller may retry.
+            log.warning("a store is unavailable: %r", exc)
+            failure = ServiceError(
+                ErrorCode.PROVIDER_UNAVAILABLE,
+                "a service the gateway needs is unavailable; retry with the same Idempotency-Key",
+                headers={"Retry-After": "1"},
+            )
+            answer = Answer(failure.status, error_body(failure, request_id), dict(failure.headers))
+        if window is not None:
+            for k, v in window.headers().items():
+                answer.headers.setdefault(k, v)
+        return answer
+
+    async def _run(
+        self,
+        ep: Endpoint,
+        principal: Principal,
+        window: Window,
+        headers: dict[str, str],
+        raw: bytes,
+        body: Any,
+        params: dict[str, str],
+        query: dict[str, str],
+        request_id: str,
+    ) -> Answer:
+        if ep.sandbox_only and principal.mode != "sandbox":
+            raise ServiceError(ErrorCode.NOT_FOUND, "no such route")
+        key = validate_key(headers.get("idempotency-key")) if ep.mutating else None
+        ctx = Ctx(
+            request_id=request_id,
+            tenant_id=principal.tenant.tenant_id,
+            mode=principal.mode,  # type: ignore[arg-type]
+            live_enabled=principal.tenant.live_enabled,
+            reply_to=self.rpc.reply_topic,
+            idempotency_key=key,
+        )
+        call = Call(principal, ctx, body, raw, params, query, window, request_id, self.state)
+        built = ep.build(call)
+        if asyncio.iscoroutine(built):
+            built = await built
+        if isinstance(built, Local) and not ep.mutating:
+            return Answer(built.status, success_body(built.data))
+        name = fp = ""
+        if key is not None:
+            fp = fingerprint(ep.method, ep.path, body)
+            name = self.idem.name(principal.tenant.tenant_id, principal.mode, key)
+            replay = await self.idem.begin(name, fp)
+            if replay is not None:
+                return Answer(replay.status, replay.body, {"X-Idempotent-Replay": "true"})
+        if isinstance(built, Local):
+            out = Answer(built.status, success_body(built.data))
+            if key is not None:
+                await self.idem.complete(name, fp, out.status, out.body)
+            return out
+        assert ep.topic is not None and isinstance(built, Command)
+        if key is not None:
+            self.inflight[built.command_id] = (name, fp, time.monotonic())
+        try:
+            result = await self.rpc.call(getattr(self.topics, ep.topic), built, key=partition_key(built))
+        except TimeoutError:
+            raise ServiceError(
+                ErrorCode.PROVIDER_UNAVAILABLE,
+                "the service did not answer in time; retry with the same Idempotency-Key",
+                headers={"Retry-After": "1"},
+            ) from None
+        except Exception:
+            self.inflight.pop(built.command_id, None)
+            if key is not None:
+                await self.idem.abandon(name)
+            raise
+        return Answer(result.status, result_body(result, request_id))

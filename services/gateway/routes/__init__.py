@@ -1,0 +1,1 @@
+"""Endpoint table: one entry per partner endpoint, shared by the direct and routed forms."""

@@ -1,0 +1,47 @@
+"""Helpers the endpoint builders share: decode the body or query, stamp a command."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeVar
+
+from common.errors import ErrorCode, ServiceError, invalid
+from common.ids import new_id
+from common.validation import convert
+from gateway.pipeline import Call
+
+T = TypeVar("T")
+
+_ID = re.compile(r"^[A-Za-z0-9_\-]{1,128}$")
+
+
+def body_of(call: Call, type_: type[T]) -> T:
+    """The JSON body as ``type_``; errors name the dotted field (``body`` for the whole)."""
+    if not isinstance(call.body, dict):
+        raise invalid("body", "the request body must be a JSON object")
+    try:
+        return convert(call.body, type_)
+    except ServiceError as err:
+        err.details.setdefault("field", "body")
+        raise
+
+
+def query_of(call: Call, type_: type[T]) -> T:
+    try:
+        return convert(call.query, type_, strict=False)
+    except ServiceError as err:
+        err.details.setdefault("field", "query")
+        raise
+
+
+def path_id(call: Call, name: str) -> str:
+    """A path id; one that cannot exist is simply not found (never a 400 that probes ids)."""
+    value = call.params.get(name, "")
+    if not _ID.match(value):
+        raise ServiceError(ErrorCode.NOT_FOUND, f"{name} {value[:40]!r} not found")
+    return value
+
+
+def stamp(call: Call) -> dict[str, Any]:
+    """The fields every command shares."""
+    return {"command_id": new_id("cmd"), "ctx": call.ctx}

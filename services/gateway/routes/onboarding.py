@@ -1,0 +1,46 @@
+"""Onboarding authorizations and the public signup screen (contract section 8).
+
+``ENDPOINTS``: ``POST /v1/onboarding-authorizations`` through the pipeline (both access forms).
+``PAGES``: the public screen ``GET``/``POST /onboarding/{token}`` (no API key: the signed,
+single-use token in the path is the authority).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request, Response, get, post
+from litestar.datastructures import State
+
+from common.http import request_id_of
+from gateway import onboarding_signup as signup
+from gateway.onboarding_links import OnboardingAuthorization, OnboardingAuthorizationCreate, build_create
+from gateway.pipeline import Endpoint
+
+
+@get("/onboarding/{token:str}", include_in_schema=False, name="onboarding_page")
+async def onboarding_page(token: str, state: State) -> Response[str]:
+    return await signup.show(state, token)
+
+
+@post("/onboarding/{token:str}", include_in_schema=False, name="onboarding_submit", status_code=200)
+async def onboarding_submit(request: Request[Any, Any, State], token: str, state: State) -> Response[str]:
+    form = await request.form()
+    values = {k: str(form.get(k) or "") for k in signup.FIELDS}
+    return await signup.submit(state, token, values, request_id_of(request))
+
+
+ENDPOINTS: list[Endpoint] = [
+    Endpoint(
+        "POST",
+        "/v1/onboarding-authorizations",
+        "onboarding:write",
+        build_create,
+        None,
+        summary="Issue a signed, short-lived, single-use signup link for an end user",
+        request=OnboardingAuthorizationCreate,
+        response=OnboardingAuthorization,
+        status=201,
+    ),
+]
+PAGES: list[Any] = [onboarding_page, onboarding_submit]

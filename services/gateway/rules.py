@@ -1,0 +1,154 @@
+"""Cross-field request rules of contract section 5, applied after the shape is valid.
+
+Every refusal is ``invalid_request`` naming the dotted field it is about.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from common.contracts.commands import BankAccount, Party, VADestination
+from common.errors import invalid
+from gateway.schemas import (
+    FIAT_RAILS,
+    FIATS,
+    STABLECOINS,
+    WALLET_RAILS,
+    PartyIn,
+    VADestinationIn,
+)
+
+MAX_AMOUNT = Decimal("1e12")
+
+OFFERED_CHAINS: dict[str, frozenset[str]] = {
+    "USDC": frozenset({"ETH", "SOL", "BASE", "POLYGON", "OPTIMISM", "ARBITRUM"}),
+    "USDT": frozenset({"ETH", "TRON", "SOL", "BSC", "POLYGON", "ARBITRUM"}),
+    "PYUSD": frozenset({"ETH", "SOL", "ARBITRUM"}),
+    "USDB": frozenset({"ETH", "SOL", "BASE"}),
+    "EURC": frozenset({"ETH", "SOL", "BASE"}),
+}
+RAIL_CURRENCY = {"ach": "USD", "wire": "USD", "sepa": "EUR", "faster_payments": "GBP"}
+PEGGED = {"USD": frozenset({"USDC", "USDT", "PYUSD", "USDB"}), "EUR": frozenset({"EURC"}), "GBP": frozenset()}
+TRANSFER_CURRENCIES = frozenset({"USDC", "USDT"})
+
+
+def decimals_for(currency: str) -> int:
+    return 2 if currency.upper() in FIATS else 6
+
+
+def check_amount(field: str, value: str, currency: str) -> str:
+    """A decimal string > 0, <= 1e12, with the currency's precision; returned unchanged."""
+    try:
+        amount = Decimal(value)
+    except InvalidOperation:
+        raise invalid(field, "amount must be a decimal string") from None
+    if not amount.is_finite() or amount <= 0:
+        raise invalid(field, "amount must be greater than 0")
+    if amount > MAX_AMOUNT:
+        raise invalid(field, "amount must be at most 1000000000000")
+    places = decimals_for(currency)
+    exponent = amount.as_tuple().exponent
+    if isinstance(exponent, int) and -exponent > places:
+        raise invalid(field, f"{currency.upper()} amounts have at most {places} decimal places")
+    return value
+
+
+def check_pair(field: str, symbol: str, chain: str) -> None:
+    if chain not in OFFERED_CHAINS.get(symbol, frozenset()):
+        raise invalid(field, f"{symbol} is not offered on {chain}")
+
+
+def va_destination(d: VADestinationIn, fiat: str) -> VADestination:
+    """Both key sets: ``{rail, currency, address}`` and ``{payment_rail, currency,
+    provider_wallet_id | address}``; the wallet's symbol must be pegged to the fiat currency."""
+    if d.rail is not None and d.payment_rail is not None and d.rail != d.payment_rail:
+        raise invalid("destination.payment_rail", "rail and payment_rail disagree")
+    rail = d.rail or d.payment_rail
+    if rail is None:
+        raise invalid("destination.rail", "destination.rail (or payment_rail) is required")
+    if d.rail is not None and d.address is None:
+        raise invalid("destination.address", "destination.address is required")
+    if d.address is None and d.provider_wallet_id is None:
+        raise invalid("destination.provider_wallet_id", "destination needs provider_wallet_id or address")
+    symbol = d.currency.upper()
+    if symbol not in PEGGED[fiat]:
+        raise invalid(
+            "destination.currency",
+            f"{fiat} deposits cannot be routed to {symbol}; pegged: "
+            + (", ".join(sorted(PEGGED[fiat])) or "none"),
+        )
+    return VADestination(
+        rail=rail, currency=symbol, address=d.address, provider_wallet_id=d.provider_wallet_id
+    )
+
+
+def _party(side: str, p: PartyIn) -> Party:
+    currency = p.currency.upper()
+    chain = p.chain.upper() if p.chain else None
+    rail = p.payment_rail
+    if rail in FIAT_RAILS:
+        if currency != RAIL_CURRENCY[rail]:
+            raise invalid(f"{side}.currency", f"{rail} pays {RAIL_CURRENCY[rail]}, not {currency}")
+        if chain is not None:
+            raise invalid(f"{side}.chain", f"{rail} has no chain")
+    else:
+        if currency not in STABLECOINS:
+            raise invalid(f"{side}.currency", f"{rail} moves stablecoins, not {currency}")
+        if rail == "provider_wallet" and p.provider_wallet_id is None:
+            raise invalid(f"{side}.provider_wallet_id", "provider_wallet needs provider_wallet_id")
+        if rail == "stablecoin" and chain is None:
+            raise invalid(f"{side}.chain", "stablecoin needs chain")
+        if chain is not None:
+            check_pair(f"{side}.chain", currency, chain)
+    if p.amount is not None:
+        check_amount(f"{side}.amount", p.amount, currency)
+    bank = None
+    if p.bank_account is not None:
+        b = p.bank_account
+        bank = BankAccount(
+            account_number=b.account_number, routing_number=b.routing_number, iban=b.iban, bic=b.bic
+        )
+    return Party(
+        payment_rail=rail,
+        currency=currency,
+        chain=chain,
+        amount=p.amount,
+        customer_id=p.customer_id,
+        from_address=p.from_address,
+        address=p.address,
+        provider_wallet_id=p.provider_wallet_id,
+        external_account_id=p.external_account_id,
+        deposit_id=p.deposit_id,
+        bank_account=bank,
+    )
+
+
+def transfer_parties(kind: str, src: PartyIn, dst: PartyIn) -> tuple[Party, Party]:
+    """Normalised (source, destination) of a transfer or payout."""
+    if src.amount is None:
+        raise invalid("source.amount", "source.amount is required")
+    if kind == "transfer":
+        for side, p in (("source", src), ("destination", dst)):
+            if p.payment_rail not in WALLET_RAILS:
+                raise invalid(
+                    f"{side}.payment_rail", "transfers move between wallets: provider_wallet or stablecoin"
+                )
+            if p.currency.upper() not in TRANSFER_CURRENCIES:
+                raise invalid(f"{side}.currency", "transfers move USDC or USDT")
+    else:
+        if src.payment_rail != "provider_wallet":
+            raise invalid("source.payment_rail", "a payout's source is a provider_wallet")
+        if dst.payment_rail not in FIAT_RAILS:
+            raise invalid("destination.payment_rail", "payouts pay by " + ", ".join(FIAT_RAILS))
+        if dst.external_account_id is None:
+            raise invalid("destination.external_account_id", "payouts pay an approved external account")
+    source = _party("source", src)
+    destination = _party("destination", dst)
+    if kind == "transfer":
+        if destination.currency != source.currency:
+            raise invalid("destination.currency", "source and destination currency must match")
+        if src.payment_rail == "stablecoin" and src.customer_id is None and src.provider_wallet_id is None:
+            raise invalid("source.customer_id", "an on-chain source names customer_id")
+        if dst.payment_rail == "stablecoin" and dst.address is None:
+            raise invalid("destination.address", "an on-chain destination names address")
+    return source, destination

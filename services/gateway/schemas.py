@@ -1,0 +1,287 @@
+"""Partner request and response bodies (spec section 2, contract section 5) as msgspec structs.
+
+The structs validate shape, types and patterns (so ``details.field`` names the field) and are
+the source of the OpenAPI document. Cross-field rules (rail/currency pairs, amount precision)
+live in :mod:`gateway.rules`. Codes that are case-insensitive on input use a case-insensitive
+pattern, so the schema and the server accept exactly the same strings.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+STABLECOINS = ("USDC", "USDT", "PYUSD", "USDB", "EURC")
+FIATS = ("USD", "EUR", "GBP")
+CHAINS = ("ETH", "SOL", "BSC", "POLYGON", "TRON", "BASE", "OPTIMISM", "ARBITRUM")
+WALLET_RAILS = ("provider_wallet", "stablecoin")
+FIAT_RAILS = ("ach", "wire", "sepa", "faster_payments")
+
+
+def ci_pattern(values: tuple[str, ...]) -> str:
+    """An anchored regex matching any of ``values`` in any letter case (no inline flags, so it
+    reads the same in Python and ECMAScript / JSON Schema)."""
+
+    def one(v: str) -> str:
+        return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in v)
+
+    return "^(" + "|".join(one(v) for v in sorted(values, key=len, reverse=True)) + ")$"
+
+
+def _ci_meta(values: tuple[str, ...], what: str) -> msgspec.Meta:
+    return msgspec.Meta(
+        pattern=ci_pattern(values), description=f"{what}, case-insensitive: {', '.join(values)}"
+    )
+
+
+Symbol = Annotated[str, _ci_meta(STABLECOINS, "stablecoin symbol")]
+Chain = Annotated[str, _ci_meta(CHAINS, "chain")]
+Fiat = Annotated[str, _ci_meta(FIATS, "fiat currency")]
+AnyCurrency = Annotated[str, _ci_meta(STABLECOINS + FIATS, "currency")]
+Rail = Literal["provider_wallet", "stablecoin", "ach", "wire", "sepa", "faster_payments"]
+WalletRail = Literal["provider_wallet", "stablecoin"]
+
+Email = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=254, extra_json_schema={"format": "email"}
+    ),
+]
+Country = Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{2}$")]
+E164 = Annotated[str, msgspec.Meta(pattern=r"^\+[1-9][0-9]{1,14}$")]
+Text = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+Id = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_\-]{1,128}$")]
+Address = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9]{16,128}$")]
+Amount = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=r"^(0|[1-9][0-9]{0,12})(\.[0-9]{1,6})?$",
+        description="decimal string > 0 and <= 1e12; at most 6 decimals for stablecoins, 2 for fiat",
+    ),
+]
+Uri = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s/?#@]+(/[^\s]*)?$",
+        max_length=2048,
+        extra_json_schema={"format": "uri"},
+    ),
+]
+IdempotencyKey = Annotated[str, msgspec.Meta(pattern=r"^[\x20-\x7e]{8,256}$")]
+
+_STRICT = {"forbid_unknown_fields": True, "kw_only": True}
+
+
+# ---- requests ----
+
+
+class CustomerCreate(msgspec.Struct, **_STRICT):
+    account_type: Literal["individual", "business"]
+    email: Email
+    country_code: Country
+    service_user_id: Text
+    full_name: Text | None = None
+    company_name: Text | None = None
+    registration_number: Text | None = None
+    phone_e164: E164 | None = None
+
+
+class WalletCreate(msgspec.Struct, **_STRICT):
+    customer_id: Id
+    symbol: Symbol
+    chain: Chain
+
+
+class VADestinationIn(msgspec.Struct, **_STRICT):
+    """Either ``{rail, currency, address}`` or ``{payment_rail, currency, provider_wallet_id |
+    address}``: a wallet of the same customer; ``currency`` is the wallet's symbol."""
+
+    currency: Symbol
+    rail: WalletRail | None = None
+    payment_rail: WalletRail | None = None
+    address: Address | None = None
+    provider_wallet_id: Id | None = None
+
+
+class VirtualAccountCreate(msgspec.Struct, **_STRICT):
+    customer_id: Id
+    currency: Fiat
+    destination: VADestinationIn
+
+
+class BankAccountIn(msgspec.Struct, **_STRICT):
+    account_number: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4,17}$")] | None = None
+    routing_number: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{6,9}$")] | None = None
+    iban: Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{2}[0-9]{2}[A-Z0-9]{10,30}$")] | None = None
+    bic: Annotated[str, msgspec.Meta(pattern=r"^[A-Z0-9]{8}([A-Z0-9]{3})?$")] | None = None
+
+
+class PartyIn(msgspec.Struct, **_STRICT):
+    payment_rail: Rail
+    currency: AnyCurrency
+    chain: Chain | None = None
+    amount: Amount | None = None
+    customer_id: Id | None = None
+    from_address: Address | None = None
+    address: Address | None = None
+    provider_wallet_id: Id | None = None
+    external_account_id: Id | None = None
+    deposit_id: Id | None = None
+    bank_account: BankAccountIn | None = None
+
+
+class DeveloperFeeIn(msgspec.Struct, **_STRICT):
+    percentage: Annotated[float, msgspec.Meta(ge=0, le=100)] | None = None
+    flat_amount: Amount | None = None
+
+
+class TransferCreate(msgspec.Struct, **_STRICT):
+    source: PartyIn
+    destination: PartyIn
+    idempotency_key: IdempotencyKey
+    developer_fee: DeveloperFeeIn | None = None
+
+
+class WebhookCreate(msgspec.Struct, **_STRICT):
+    endpoint_url: Uri
+
+
+class SandboxDepositCreate(msgspec.Struct, **_STRICT):
+    virtual_account_id: Id
+    amount: Amount
+
+
+class Empty(msgspec.Struct, **_STRICT):
+    """No fields; an empty body is accepted too."""
+
+
+class ListQuery(msgspec.Struct, **_STRICT):
+    limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 10
+    starting_after: Id | None = None
+
+
+class HealthQuery(msgspec.Struct, **_STRICT):
+    pass
+
+
+# ---- responses (documentation; the services answer these shapes) ----
+
+Nullable = str | None
+
+
+class CustomerCreated(msgspec.Struct):
+    customer_id: str
+    provider: Literal["service"]
+
+
+class Customer(msgspec.Struct, kw_only=True):
+    customer_id: str
+    account_type: Literal["individual", "business"]
+    service_user_id: str
+    provider: str | msgspec.UnsetType = msgspec.UNSET
+    email: str | msgspec.UnsetType = msgspec.UNSET
+    country_code: str | msgspec.UnsetType = msgspec.UNSET
+    full_name: Nullable | msgspec.UnsetType = msgspec.UNSET
+    company_name: Nullable | msgspec.UnsetType = msgspec.UNSET
+    registration_number: Nullable | msgspec.UnsetType = msgspec.UNSET
+    phone_e164: Nullable | msgspec.UnsetType = msgspec.UNSET
+    created_at: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class Wallet(msgspec.Struct, kw_only=True):
+    wallet_id: str
+    deposit_address: str
+    symbol: str
+    chain: str
+    customer_id: str | msgspec.UnsetType = msgspec.UNSET
+    available_balance: str | msgspec.UnsetType = msgspec.UNSET
+    held_balance: str | msgspec.UnsetType = msgspec.UNSET
+    created_at: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class VirtualAccount(msgspec.Struct, kw_only=True):
+    virtual_account_id: str
+    currency: str
+    account_number: Nullable = None
+    routing_number: Nullable = None
+    iban: Nullable = None
+    bic: Nullable = None
+    bank_name: Nullable = None
+    customer_id: str | msgspec.UnsetType = msgspec.UNSET
+    destination: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    created_at: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class TransferCreated(msgspec.Struct, kw_only=True):
+    transfer_id: str
+    state: str
+    provider: Literal["service"]
+
+
+class Transfer(msgspec.Struct, kw_only=True):
+    transfer_id: str
+    state: str
+    provider: str | msgspec.UnsetType = msgspec.UNSET
+    amount: str | msgspec.UnsetType = msgspec.UNSET
+    currency: str | msgspec.UnsetType = msgspec.UNSET
+    idempotency_key: str | msgspec.UnsetType = msgspec.UNSET
+    developer_fee: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    source: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    destination: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    created_at: str | msgspec.UnsetType = msgspec.UNSET
+    updated_at: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class WebhookCreated(msgspec.Struct):
+    webhook_id: str
+    endpoint_url: str
+    signing_secret: str
+    created_at: str
+
+
+class Webhook(msgspec.Struct, kw_only=True):
+    webhook_id: str
+    endpoint_url: str
+    created_at: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class SandboxDepositReceived(msgspec.Struct, kw_only=True):
+    deposit_id: str
+    virtual_account_id: str | msgspec.UnsetType = msgspec.UNSET
+    amount: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class HealthSnapshot(msgspec.Struct):
+    request_id: str
+    route: str
+    tenant_id: str
+    tenant_name: str
+    mode: Literal["sandbox", "production"]
+    rate_limit_per_minute: int
+    remaining: int
+    reset_at: str
+    gateway: str
+    white_label: dict[str, Any] | None
+
+
+class ErrorObject(msgspec.Struct, kw_only=True):
+    code: Literal[
+        "invalid_request",
+        "unauthorized",
+        "forbidden",
+        "not_found",
+        "idempotency_key_required",
+        "idempotency_replay_mismatch",
+        "rate_limited",
+        "internal_error",
+        "provider_error",
+        "provider_unavailable",
+    ]
+    message: str
+    details: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+
+
+class ErrorEnvelope(msgspec.Struct, kw_only=True):
+    success: Literal[False]
+    error: ErrorObject

@@ -1,0 +1,176 @@
+"""HTTP transport: decode the request, run the pipeline, encode the answer.
+
+The direct form (one Litestar route per endpoint) and the routed form (``POST /`` with
+``x-service-route``) both end in :func:`dispatch`, so their answers are the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+import msgspec
+from litestar import Request, Response
+from litestar.datastructures import State
+
+from common.errors import ErrorCode, ServiceError
+from common.http import request_id_of
+from gateway.pipeline import Answer, Endpoint, Pipeline, error_body
+
+_PARAM = re.compile(r"\{(\w+)\}")
+# Numbers with a fraction become Decimal: money and percentages never pass through float.
+_json = msgspec.json.Decoder(float_hook=Decimal)
+
+
+class Router:
+    """Matches a (method, concrete path) to an endpoint, for the routed form."""
+
+    def __init__(self, endpoints: list[Endpoint]) -> None:
+        self.endpoints = endpoints
+        self._compiled = [
+            (ep, re.compile("^" + _PARAM.sub(r"(?P<\1>[^/]{1,512})", ep.path) + "$")) for ep in endpoints
+        ]
+
+    def match(self, method: str, path: str) -> tuple[Endpoint, dict[str, str]] | None:
+        path = path.split("?", 1)[0].rstrip("/") or "/"
+        found_path = False
+        for ep, rx in self._compiled:
+            m = rx.match(path)
+            if m:
+                found_path = True
+                if ep.method == method:
+                    return ep, {k: unquote(v) for k, v in m.groupdict().items()}
+        if found_path:
+            raise ServiceError(
+                ErrorCode.INVALID_REQUEST, f"method {method} not allowed for {path}", status=405
+            )
+        return None
+
+
+def _headers(request: Request[Any, Any, Any]) -> dict[str, str]:
+    return {k.lower(): v for k, v in request.headers.items()}
+
+
+def _check_json(request: Request[Any, Any, Any], raw: bytes, ep: Endpoint | None = None) -> Any:
+    if (
+        not raw.strip()
+        and ep is not None
+        and ep.request is not None
+        and not msgspec.structs.fields(ep.request)
+    ):
+        return {}  # an endpoint without fields may be called without a body
+    ctype = request.headers.get("content-type", "")
+    if ctype.split(";")[0].strip().lower() != "application/json":
+        raise ServiceError(
+            ErrorCode.INVALID_REQUEST,
+            "Content-Type must be application/json",
+            status=415,
+            details={"field": "Content-Type"},
+        )
+    try:
+        return _json.decode(raw)
+    except msgspec.DecodeError:
+        raise ServiceError(
+            ErrorCode.INVALID_REQUEST, "request body is not valid JSON", details={"field": "body"}
+        ) from None
+    except RecursionError:
+        raise ServiceError(
+            ErrorCode.INVALID_REQUEST, "request body is nested too deeply", details={"field": "body"}
+        ) from None
+
+
+def to_response(answer: Answer) -> Response[bytes]:
+    return Response(
+        content=answer.body, status_code=answer.status, headers=answer.headers, media_type="application/json"
+    )
+
+
+async def _read(request: Request[Any, Any, Any], limit: int) -> bytes:
+    length = request.headers.get("content-length")
+    if length and length.isdigit() and int(length) > limit:
+        raise ServiceError(ErrorCode.INVALID_REQUEST, f"request body over {limit} bytes", status=413)
+    raw = await request.body()
+    if len(raw) > limit:
+        raise ServiceError(ErrorCode.INVALID_REQUEST, f"request body over {limit} bytes", status=413)
+    return raw
+
+
+async def dispatch(
+    request: Request[Any, Any, State],
+    ep: Endpoint,
+    params: dict[str, str],
+    raw: bytes,
+    body: Any,
+    query: dict[str, str],
+) -> Response[bytes]:
+    pipeline: Pipeline = request.app.state.pipeline
+    answer = await pipeline.handle(
+        ep,
+        headers=_headers(request),
+        raw=raw,
+        body=body,
+        params=params,
+        query=query,
+        request_id=request_id_of(request),
+        client_ip=request.client.host if request.client else None,
+    )
+    return to_response(answer)
+
+
+async def direct(request: Request[Any, Any, State], ep: Endpoint) -> Response[bytes]:
+    rid = request_id_of(request)
+    try:
+        body: Any = None
+        raw = b""
+        if ep.method in ("POST", "PATCH", "PUT"):
+            raw = await _read(request, request.app.state.settings.max_body_bytes)
+            body = _check_json(request, raw, ep)
+    except ServiceError as err:
+        return to_response(Answer(err.status, error_body(err, rid), dict(err.headers)))
+    query = {k: v for k, v in request.query_params.items()} if not ep.mutating else {}
+    return await dispatch(request, ep, dict(request.path_params), raw, body, query)
+
+
+async def routed(request: Request[Any, Any, State]) -> Response[bytes]:
+    """``POST /`` with ``x-service-route``; the body is the payload, or ``{"method": "GET"}``
+    for reads (a list's query string rides in the route: ``/v1/customers?limit=5``)."""
+    rid = request_id_of(request)
+    router: Router = request.app.state.router
+    try:
+        route = request.headers.get("x-service-route")
+        if not route:
+            raise ServiceError(ErrorCode.NOT_FOUND, "no such route (x-service-route missing)")
+        path, _, qs = route.partition("?")
+        raw = await _read(request, request.app.state.settings.max_body_bytes)
+        body = _check_json(request, raw)
+        method = "POST"
+        if isinstance(body, dict) and "method" in body:
+            if not isinstance(body["method"], str) or body["method"].upper() not in _METHODS:
+                raise ServiceError(
+                    ErrorCode.INVALID_REQUEST, "method must be GET or POST", details={"field": "method"}
+                )
+            method = body["method"].upper()
+            body = {k: v for k, v in body.items() if k != "method"}
+        found = router.match(method, path)
+        if found is None:
+            raise ServiceError(ErrorCode.NOT_FOUND, "no such route")
+        ep, params = found
+        query: dict[str, str] = {}
+        if not ep.mutating:
+            if body:
+                field = next(iter(body))
+                raise ServiceError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"a routed {method} carries only method; {field!r} is unknown",
+                    details={"field": str(field)[:100]},
+                )
+            raw, body = b"", None
+            query = dict(parse_qsl(qs, keep_blank_values=True))
+    except ServiceError as err:
+        return to_response(Answer(err.status, error_body(err, rid), dict(err.headers)))
+    return await dispatch(request, ep, params, raw, body, query)
+
+
+_METHODS = ("GET", "POST")

@@ -1,0 +1,32 @@
+"""Customers: the benchmark path, one insert and one event."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from common.contracts.commands import CreateCustomer
+from common.contracts.events import CustomerCreated
+from common.ids import new_id
+from ledger import repository as repo
+from ledger.effects import Effects, LedgerConfig, now_iso
+
+
+async def create_customer(session: AsyncSession, cmd: CreateCustomer, cfg: LedgerConfig) -> Effects:
+    await repo.insert_customer(session, cmd)
+    fx = Effects(201, {"customer_id": cmd.customer_id, "provider": "service"})
+    fx.events.append(
+        CustomerCreated(
+            event_id=new_id("evt"),
+            tenant_id=cmd.ctx.tenant_id,
+            mode=cmd.ctx.mode,
+            created_at=now_iso(),
+            request_id=cmd.ctx.request_id,
+            country_code=cmd.country_code,
+            data={
+                "customer_id": cmd.customer_id,
+                "account_type": cmd.account_type,
+                "service_user_id": cmd.service_user_id,
+            },
+        )
+    )
+    return fx

@@ -1,0 +1,75 @@
+"""Sandbox deposits: a simulated fiat deposit credits the VA's destination wallet 1:1."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from common.contracts.commands import SandboxDeposit
+from common.contracts.events import DepositReceived
+from common.ids import new_id
+from ledger import journal
+from ledger import repository as repo
+from ledger.effects import Effects, LedgerConfig, iso, missing, money, parse_amount
+
+FIAT_PLACES = 2
+
+
+async def sandbox_deposit(session: AsyncSession, cmd: SandboxDeposit, cfg: LedgerConfig) -> Effects:
+    t, m = cmd.ctx.tenant_id, cmd.ctx.mode
+    if m != "sandbox":
+        # Production has no such endpoint: it does not exist there (contract section 5).
+        raise missing("sandbox deposits", "virtual_account_id")
+    va = await repo.get_virtual_account(session, t, m, cmd.virtual_account_id)
+    if va is None:
+        raise missing("virtual account", "virtual_account_id")
+    fiat_amount = parse_amount(cmd.amount, FIAT_PLACES, "amount")
+    wallet = await repo.get_wallet(session, t, m, va.wallet_id)
+    amount = fiat_amount  # pegged 1:1 (USD -> USDC/USDT/PYUSD/USDB, EUR -> EURC)
+    row = await repo.insert_deposit(
+        session,
+        {
+            "id": cmd.deposit_id,
+            "tenant_id": t,
+            "mode": m,
+            "virtual_account_id": va.id,
+            "wallet_id": wallet.id,
+            "fiat_currency": va.currency,
+            "fiat_amount": fiat_amount,
+            "currency": wallet.symbol,
+            "amount": amount,
+        },
+    )
+    await journal.post(
+        session,
+        tenant_id=t,
+        mode=m,
+        kind="deposit",
+        deposit_id=cmd.deposit_id,
+        postings=[
+            (journal.external(t, m, wallet.symbol, "deposits"), wallet.symbol, -amount),
+            (journal.available(wallet.id), wallet.symbol, amount),
+        ],
+    )
+    data = {
+        "deposit_id": cmd.deposit_id,
+        "virtual_account_id": va.id,
+        "wallet_id": wallet.id,
+        "amount": money(fiat_amount),
+        "currency": va.currency,
+        "credited_amount": money(amount),
+        "credited_currency": wallet.symbol,
+        "state": "completed",
+        "created_at": iso(row.created_at),
+    }
+    fx = Effects(201, data)
+    fx.events.append(
+        DepositReceived(
+            event_id=new_id("evt"),
+            tenant_id=t,
+            mode=m,
+            created_at=data["created_at"],
+            request_id=cmd.ctx.request_id,
+            data=data,
+        )
+    )
+    return fx

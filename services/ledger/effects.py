@@ -1,0 +1,66 @@
+"""What a command produces, the ledger's runtime knobs, and small shared helpers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from common.contracts.base import Event
+from common.errors import ErrorCode, ServiceError, invalid
+
+MAX_AMOUNT = Decimal("1e12")
+
+
+@dataclass(frozen=True)
+class LedgerConfig:
+    """Read from Settings in create_app and handed to every command."""
+
+    settle_s: float = 2.0
+
+
+class Effects:
+    """What a command produced: its result and the events to emit."""
+
+    def __init__(self, status: int, data: Any) -> None:
+        self.status = status
+        self.data = data
+        self.events: list[Event] = []
+
+
+def now_iso() -> str:
+    return iso(datetime.now(UTC))
+
+
+def iso(ts: datetime) -> str:
+    return ts.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def parse_amount(value: str | None, places: int, field: str) -> Decimal:
+    """A decimal string > 0 with at most ``places`` decimals and at most 1e12; never a float."""
+    if value is None:
+        raise invalid(field, "amount is required")
+    try:
+        amount = Decimal(value.strip())
+    except (InvalidOperation, AttributeError):
+        raise invalid(field, "amount must be a decimal string") from None
+    if not amount.is_finite() or amount <= 0:
+        raise invalid(field, "amount must be greater than zero")
+    if amount > MAX_AMOUNT:
+        raise invalid(field, "amount must be at most 1000000000000")
+    if -amount.as_tuple().exponent > places:  # type: ignore[operator]
+        raise invalid(field, f"amount has more than {places} decimal places")
+    return amount
+
+
+def money(value: Decimal) -> str:
+    """Decimal text with at least two and at most six decimals: ``100.00``, ``0.123456``."""
+    text = format(value.quantize(Decimal("0.000001")), "f").rstrip("0")
+    whole, _, frac = text.partition(".")
+    return f"{whole}.{frac.ljust(2, '0')}"
+
+
+def missing(what: str, field: str) -> ServiceError:
+    """``not_found`` naming the field: the id is unknown to this tenant and mode."""
+    return ServiceError(ErrorCode.NOT_FOUND, f"{what} not found", details={"field": field})

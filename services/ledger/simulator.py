@@ -1,0 +1,73 @@
+"""The sandbox simulator: advances due sandbox transfers and payouts, one step at a time.
+
+Runs in every ledger process. ``SELECT ... FOR UPDATE SKIP LOCKED`` hands each due row to
+exactly one instance; every step goes through ``states.transition`` and its event leaves
+through the outbox. Production rows are never due (``next_step_at`` stays NULL there).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from common.errors import ErrorCode, ServiceError
+from common.outbox import Outbox
+from common.topics import Topics
+from ledger import repository as repo
+from ledger import service
+from ledger.effects import LedgerConfig
+from ledger.states import simulated_next, transition
+
+log = logging.getLogger(__name__)
+
+
+class Simulator:
+    def __init__(
+        self,
+        sm: async_sessionmaker[AsyncSession],
+        outbox: Outbox,
+        topics: Topics,
+        cfg: LedgerConfig,
+        *,
+        poll_s: float = 0.2,
+        batch: int = 50,
+    ) -> None:
+        self.sm, self.outbox, self.topics, self.cfg = sm, outbox, topics, cfg
+        self.poll_s, self.batch = poll_s, batch
+        self.steps = 0
+
+    async def step_once(self) -> int:
+        async with self.sm() as session:
+            async with session.begin():
+                due = await repo.due_transfers(session, self.batch)
+                events = []
+                for t in due:
+                    to = simulated_next(t)
+                    try:
+                        if to is None:
+                            raise ServiceError(ErrorCode.INTERNAL_ERROR, f"nothing to do in {t.state}")
+                        async with session.begin_nested():
+                            _, ev = await transition(session, t, to, cause="sandbox_simulator", cfg=self.cfg)
+                        events.append(ev)
+                    except ServiceError:
+                        log.exception("simulator could not advance %s; unscheduled", t.id)
+                        await repo.unschedule(session, t.id)
+                service.stage_events(session, self.outbox, self.topics, events)
+                msgs = await self.outbox.write(session)
+            await self.outbox.dispatch(self.sm, msgs)
+        self.steps += len(events)
+        return len(due)
+
+    async def run_forever(self) -> None:
+        while True:
+            try:
+                busy = await self.step_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("simulator pass failed", exc_info=True)
+                busy = 0
+            if not busy:
+                await asyncio.sleep(self.poll_s)

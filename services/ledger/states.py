@@ -1,0 +1,144 @@
+"""The transfer / payout state machine (contract section 6) and the ONE function that
+changes a state. Every change moves the money it implies, records itself, and yields the
+``transfer.updated`` / ``payout.updated`` event; nothing else writes ``transfers.state``.
+
+    pending -> processing -> completed        pending -> in_review -> processing | rejected
+    processing -> failed                      payouts only: completed -> returned
+
+Money: funds are held at ``pending`` (see transfers.hold), released on ``failed`` and
+``rejected``, settled on ``completed``, and credited back on ``returned``.
+
+Sandbox magic amounts (like Stripe's test cards), judged on the cents of the amount:
+``x.51`` fails (processing -> failed, funds released) and ``x.52`` makes a payout come back
+(completed -> returned, funds credited back). Any other amount completes.
+"""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from common.contracts.base import Event
+from common.contracts.events import PayoutUpdated, TransferUpdated
+from common.errors import ErrorCode, ServiceError
+from common.ids import new_id
+from ledger import journal, views
+from ledger import repository as repo
+from ledger.effects import LedgerConfig, now_iso
+
+log = logging.getLogger(__name__)
+
+Row = Any
+
+LEGAL: dict[str, frozenset[str]] = {
+    "pending": frozenset({"processing", "in_review"}),
+    "in_review": frozenset({"processing", "rejected"}),
+    "processing": frozenset({"completed", "failed"}),
+    "completed": frozenset({"returned"}),  # payouts only
+}
+PAYOUT_ONLY = frozenset({("completed", "returned")})
+
+MAGIC_FAIL = Decimal("0.51")
+MAGIC_RETURN = Decimal("0.52")
+
+
+def cents(amount: Decimal) -> Decimal:
+    return amount - int(amount)
+
+
+def is_legal(kind: str, frm: str, to: str) -> bool:
+    if (frm, to) in PAYOUT_ONLY and kind != "payout":
+        return False
+    return to in LEGAL.get(frm, frozenset())
+
+
+def simulated_next(t: Row) -> str | None:
+    """The sandbox simulator's next step for a transfer (``None``: it has none)."""
+    if t.state == "pending":
+        return "processing"
+    if t.state == "processing":
+        return "failed" if cents(t.amount) == MAGIC_FAIL else "completed"
+    if t.state == "completed" and t.kind == "payout" and cents(t.amount) == MAGIC_RETURN:
+        return "returned"
+    return None
+
+
+def next_step_s(t: Row, state: str, cfg: LedgerConfig) -> float | None:
+    """When the simulator should look at a transfer again; never in production."""
+    if t.mode != "sandbox" or t.route == "book":
+        return None
+    if state in ("pending", "processing"):
+        return cfg.settle_s
+    if state == "completed" and t.kind == "payout" and cents(t.amount) == MAGIC_RETURN:
+        return cfg.settle_s
+    return None
+
+
+def illegal(t: Row, to: str) -> ServiceError:
+    return ServiceError(
+        ErrorCode.INVALID_REQUEST,
+        f"a {t.kind} in state {t.state} cannot become {to}",
+        details={
+            "reason": "illegal_transition",
+            "field": "transfer_id",
+            "state": t.state,
+            "requested_state": to,
+        },
+    )
+
+
+async def _move_money(session: AsyncSession, t: Row, to: str) -> None:
+    x, cur, src = t.amount, t.currency, t.source_wallet_id
+    if to == "completed":
+        credit = (
+            journal.external(t.tenant_id, t.mode, cur, "payouts")
+            if t.kind == "payout"
+            else journal.available(t.destination_wallet_id)
+        )
+        postings = [(journal.held(src), cur, -x), (credit, cur, x)]
+    elif to in ("failed", "rejected"):
+        postings = [(journal.held(src), cur, -x), (journal.available(src), cur, x)]
+    elif to == "returned":
+        postings = [
+            (journal.external(t.tenant_id, t.mode, cur, "payouts"), cur, -x),
+            (journal.available(src), cur, x),
+        ]
+    else:
+        return
+    await journal.post(
+        session,
+        tenant_id=t.tenant_id,
+        mode=t.mode,
+        kind=f"{t.kind}_{to}",
+        transfer_id=t.id,
+        postings=postings,
+    )
+
+
+def updated_event(t: Row, request_id: str | None) -> Event:
+    cls = PayoutUpdated if t.kind == "payout" else TransferUpdated
+    return cls(
+        event_id=new_id("evt"),
+        tenant_id=t.tenant_id,
+        mode=t.mode,
+        created_at=now_iso(),
+        request_id=request_id,
+        data={**views.transfer(t), "previous_state": t.previous_state},
+    )
+
+
+async def transition(
+    session: AsyncSession, t: Row, to: str, *, cause: str, cfg: LedgerConfig, request_id: str | None = None
+) -> tuple[Row, Event]:
+    """Move a locked transfer row to ``to``; refuses (and logs) an illegal transition."""
+    if not is_legal(t.kind, t.state, to):
+        log.warning("illegal transition refused: %s %s %s -> %s (%s)", t.kind, t.id, t.state, to, cause)
+        raise illegal(t, to)
+    await _move_money(session, t, to)
+    row = await repo.set_state(session, t.id, to, t.state, next_step_s(t, to, cfg))
+    await repo.record_state_change(session, t.id, t.state, to, cause, request_id)
+    log.info("%s %s: %s -> %s (%s)", t.kind, t.id, t.state, to, cause)
+    return row, updated_event(row, request_id)

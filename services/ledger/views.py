@@ -1,0 +1,80 @@
+"""How ledger rows look to partners (contract section 5): reads and event data share these."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ledger.effects import iso, money
+
+Row = Any
+
+
+def customer(r: Row) -> dict[str, Any]:
+    return {
+        "customer_id": r.id,
+        "provider": "service",
+        "account_type": r.account_type,
+        "email": r.email,
+        "country_code": r.country_code,
+        "service_user_id": r.service_user_id,
+        "full_name": r.full_name,
+        "company_name": r.company_name,
+        "registration_number": r.registration_number,
+        "phone_e164": r.phone_e164,
+        "created_at": iso(r.created_at),
+    }
+
+
+def wallet(r: Row) -> dict[str, Any]:
+    return {
+        "wallet_id": r.id,
+        "customer_id": r.customer_id,
+        "deposit_address": r.deposit_address,
+        "symbol": r.symbol,
+        "chain": r.chain,
+        "available_balance": money(r.available_balance),
+        "held_balance": money(r.held_balance),
+        "created_at": iso(r.created_at),
+    }
+
+
+def virtual_account(r: Row) -> dict[str, Any]:
+    return {
+        "virtual_account_id": r.id,
+        "customer_id": r.customer_id,
+        "currency": r.currency,
+        "account_number": r.account_number,
+        "routing_number": r.routing_number,
+        "iban": r.iban,
+        "bic": r.bic,
+        "bank_name": r.bank_name,
+        "destination": r.destination,
+        "created_at": iso(r.created_at),
+    }
+
+
+def transfer(r: Row) -> dict[str, Any]:
+    out = {
+        "transfer_id": r.id,
+        "state": r.state,
+        "provider": "service",
+        "source": r.source,
+        "destination": r.destination,
+        "amount": money(r.amount),
+        "currency": r.currency,
+        "idempotency_key": r.idempotency_key,
+        "created_at": iso(r.created_at),
+        "updated_at": iso(r.updated_at),
+    }
+    if r.developer_fee:
+        out["developer_fee"] = r.developer_fee
+    return out
+
+
+RENDER = {
+    "customers": customer,
+    "wallets": wallet,
+    "virtual-accounts": virtual_account,
+    "transfers": transfer,
+    "payouts": transfer,
+}

@@ -1,0 +1,48 @@
+"""Stablecoin wallets: a chain-shaped deposit address and two ledger accounts each."""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from common.contracts.commands import CreateWallet
+from common.contracts.events import WalletCreated
+from common.errors import invalid
+from common.ids import new_id
+from ledger import repository as repo
+from ledger.effects import Effects, LedgerConfig, missing, now_iso
+from ledger.numbers import OFFERED_PAIRS, deposit_address
+
+
+async def create_wallet(session: AsyncSession, cmd: CreateWallet, cfg: LedgerConfig) -> Effects:
+    symbol, chain = cmd.symbol.upper(), cmd.chain.upper()
+    if symbol not in OFFERED_PAIRS:
+        raise invalid("symbol", f"symbol must be one of {', '.join(sorted(OFFERED_PAIRS))}")
+    if chain not in OFFERED_PAIRS[symbol]:
+        raise invalid("chain", f"{symbol} is not offered on {chain}", offered=sorted(OFFERED_PAIRS[symbol]))
+    t, m = cmd.ctx.tenant_id, cmd.ctx.mode
+    if await repo.get_customer(session, t, m, cmd.customer_id) is None:
+        raise missing("customer", "customer_id")
+    address = deposit_address(chain)
+    await repo.insert_wallet(
+        session,
+        wallet_id=cmd.wallet_id,
+        tenant_id=t,
+        mode=m,
+        customer_id=cmd.customer_id,
+        symbol=symbol,
+        chain=chain,
+        address=address,
+    )
+    data = {"wallet_id": cmd.wallet_id, "deposit_address": address, "symbol": symbol, "chain": chain}
+    fx = Effects(201, data)
+    fx.events.append(
+        WalletCreated(
+            event_id=new_id("evt"),
+            tenant_id=t,
+            mode=m,
+            created_at=now_iso(),
+            request_id=cmd.ctx.request_id,
+            data={**data, "customer_id": cmd.customer_id},
+        )
+    )
+    return fx

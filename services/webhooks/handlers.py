@@ -1,0 +1,124 @@
+"""The Kafka boundary of webhooks: commands under the inbox, events fanned out, then commit.
+
+Commands: one transaction per batch; each mutating command claims its id in the inbox and
+records its result there (sealed, since creation and rotation answer a secret), so a
+redelivered command changes nothing and answers the same. Results are published after
+commit; a crash in between redelivers the command, which republishes the stored result.
+
+Events: one transaction per batch stores each new event and one delivery per matching
+endpoint; then the delivery worker is woken. Offsets are committed after that (AckPolicy.ACK).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from faststream.kafka import KafkaBroker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from common.broker import dead_letter
+from common.consume import BatchProcessor
+from common.contracts import AnyEvent, Result, WebhooksCommand, decode, encode
+from common.errors import ServiceError
+from common.inbox import Inbox
+from common.logging import request_id_var
+from common.rpc import reply
+from common.settings import Settings
+from common.topics import Topics
+from webhooks import service
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WebhooksRuntime:
+    settings: Settings
+    broker: KafkaBroker
+    sm: async_sessionmaker[AsyncSession]
+    topics: Topics
+    env: service.Env
+    on_new_deliveries: Callable[[], None]
+    inbox: Inbox = field(default_factory=lambda: Inbox("webhooks"))
+    commands_handled: int = 0
+    deliveries_created: int = 0
+
+    async def run_one(self, session: AsyncSession, cmd: WebhooksCommand) -> Result:
+        request_id_var.set(cmd.ctx.request_id)
+        mutating = not isinstance(cmd, service.READ_ONLY)
+        if mutating:
+            fresh, previous = await self.inbox.claim(session, cmd.command_id)
+            if not fresh and previous is not None:
+                return decode(self.env.box.open(previous, "inbox:" + cmd.command_id), Result)
+        try:
+            async with session.begin_nested():
+                result = await service.execute(session, self.env, cmd)
+        except ServiceError as exc:
+            log.info("refused %s: %s %s", type(cmd).__name__, exc.code, exc.details)
+            result = service.error_result(cmd, exc)
+        if mutating:
+            sealed = self.env.box.seal(encode(result), "inbox:" + cmd.command_id)
+            await self.inbox.record(session, cmd.command_id, sealed)
+        return result
+
+    async def run_commands(self, cmds: Sequence[WebhooksCommand]) -> None:
+        out: list[tuple[str | None, Result]] = []
+        async with self.sm() as session, session.begin():
+            for cmd in cmds:
+                out.append((cmd.ctx.reply_to, await self.run_one(session, cmd)))
+        await asyncio.gather(*(reply(self.broker, to, r) for to, r in out))
+        self.commands_handled += len(cmds)
+
+    async def run_command(self, cmd: WebhooksCommand) -> None:
+        await self.run_commands([cmd])
+
+    async def run_events(self, events: Sequence[AnyEvent]) -> None:
+        async with self.sm() as session, session.begin():
+            created = await service.fan_out(session, list(events), self.env.max_attempts)
+        self.deliveries_created += len(created)
+        if created:
+            self.on_new_deliveries()
+
+    async def run_event(self, event: AnyEvent) -> None:
+        await self.run_events([event])
+
+    def _processor(self, topic: str, decoder: Any, batch: Any, one: Any) -> BatchProcessor[Any]:
+        async def dlq(raw: bytes, exc: BaseException, attempts: int, msg: Any) -> None:
+            rid = getattr(getattr(msg, "ctx", None), "request_id", None) or getattr(msg, "request_id", None)
+            await dead_letter(
+                self.broker,
+                self.settings,
+                service="webhooks",
+                topic=topic,
+                raw=raw,
+                error=exc,
+                attempts=attempts,
+                request_id=rid,
+            )
+
+        return BatchProcessor(
+            decode=decoder,
+            handle_batch=batch,
+            handle_one=one,
+            dead_letter=dlq,
+            attempts=self.settings.consumer_max_attempts,
+        )
+
+    def command_processor(self) -> BatchProcessor[Any]:
+        return self._processor(
+            self.topics.webhooks_commands,
+            lambda raw: decode(raw, WebhooksCommand),  # type: ignore[arg-type]
+            self.run_commands,
+            self.run_command,
+        )
+
+    def event_processor(self) -> BatchProcessor[Any]:
+        return self._processor(
+            self.topics.events,
+            lambda raw: decode(raw, AnyEvent),  # type: ignore[arg-type]
+            self.run_events,
+            self.run_event,
+        )

@@ -1,0 +1,264 @@
+"""Webhooks decisions: endpoint commands, operator commands and event fan-out.
+
+Functions take the session and never commit; the message boundary (``handlers``) owns the
+transaction. Every refusal is a :class:`ServiceError` that names its reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from common.contracts import Command, Result
+from common.contracts.base import ErrorBody
+from common.contracts.commands import (
+    CreateWebhook,
+    EnableWebhook,
+    GetWebhook,
+    GetWebhookStatus,
+    ListDeliveries,
+    ListWebhooks,
+    ReplayDelivery,
+    RotateWebhookSecret,
+)
+from common.contracts.events import AnyEvent
+from common.errors import ErrorCode, ServiceError, invalid, not_found
+from webhooks import repository as repo
+from webhooks.signing import SecretBox, new_secret
+from webhooks.targets import TargetError, vet
+
+API_VERSION = "1.0.1"
+ROTATION_GRACE_S = 24 * 3600.0
+DELIVERY_STATUSES = ("pending", "succeeded", "dead")
+READ_ONLY = (GetWebhook, ListWebhooks, ListDeliveries, GetWebhookStatus)
+
+_json = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True, slots=True)
+class Env:
+    """What command handling needs from settings, read once at startup."""
+
+    box: SecretBox
+    allow_private: bool
+    max_attempts: int
+
+
+def iso(dt: datetime | None) -> str | None:
+    if dt is None:
+        return None
+    return dt.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def endpoint_view(row: Any) -> dict[str, Any]:
+    return {
+        "webhook_id": row.id,
+        "endpoint_url": row.url,
+        "created_at": iso(row.created_at),
+        "status": "enabled" if row.enabled else "disabled",
+        "disabled_reason": row.disabled_reason,
+    }
+
+
+def delivery_view(row: Any) -> dict[str, Any]:
+    return {
+        "delivery_id": row.id,
+        "webhook_id": row.webhook_id,
+        "event_id": row.event_id,
+        "event_type": row.event_type,
+        "status": row.status,
+        "attempts": row.attempts,
+        "last_status_code": row.last_status_code,
+        "tenant_id": row.tenant_id,
+        "mode": row.mode,
+        "last_error": row.last_error,
+        "next_attempt_at": iso(row.next_attempt_at) if row.status == "pending" else None,
+        "created_at": iso(row.created_at),
+    }
+
+
+def _limit(value: int, top: int = 100) -> int:
+    if not 1 <= value <= top:
+        raise invalid("limit", f"limit must be between 1 and {top}")
+    return value
+
+
+def _page(rows: list[Any], limit: int, view: Any) -> dict[str, Any]:
+    items = [view(r) for r in rows[:limit]]
+    more = len(rows) > limit
+    return {"items": items, "next_cursor": rows[limit - 1].id if more else None}
+
+
+# ---- partner commands (scoped to ctx tenant and mode) ----
+
+
+async def create_webhook(session: AsyncSession, env: Env, cmd: CreateWebhook) -> tuple[int, Any]:
+    try:
+        await vet(cmd.endpoint_url, env.allow_private)
+    except TargetError as exc:
+        raise invalid("endpoint_url", exc.message, reason=exc.reason) from None
+    secret = new_secret()
+    row = await repo.insert_endpoint(
+        session,
+        webhook_id=cmd.webhook_id,
+        tenant_id=cmd.ctx.tenant_id,
+        mode=cmd.ctx.mode,
+        url=cmd.endpoint_url,
+        secret_enc=env.box.seal_secret(secret, cmd.webhook_id),
+    )
+    if row is None:
+        raise invalid("webhook_id", "a webhook with this id already exists", reason="duplicate_id")
+    return 201, {**endpoint_view(row), "signing_secret": secret}
+
+
+async def _owned(session: AsyncSession, cmd: Command, webhook_id: str, lock: bool = False) -> Any:
+    row = await repo.get_endpoint(session, webhook_id, cmd.ctx.tenant_id, cmd.ctx.mode, lock=lock)
+    if row is None:
+        raise not_found("webhook")
+    return row
+
+
+async def get_webhook(session: AsyncSession, env: Env, cmd: GetWebhook) -> tuple[int, Any]:
+    return 200, endpoint_view(await _owned(session, cmd, cmd.webhook_id))
+
+
+async def list_webhooks(session: AsyncSession, env: Env, cmd: ListWebhooks) -> tuple[int, Any]:
+    limit = _limit(cmd.limit)
+    rows = await repo.list_endpoints(session, cmd.ctx.tenant_id, cmd.ctx.mode, limit + 1, cmd.starting_after)
+    return 200, _page(list(rows), limit, endpoint_view)
+
+
+async def rotate_secret(session: AsyncSession, env: Env, cmd: RotateWebhookSecret) -> tuple[int, Any]:
+    """New secret now; the current one stays valid (both signatures sent) for 24 hours."""
+    row = await _owned(session, cmd, cmd.webhook_id, lock=True)
+    secret = new_secret()
+    row = await repo.rotate_secret(
+        session, row.id, env.box.seal_secret(secret, row.id), row.secret_enc, ROTATION_GRACE_S
+    )
+    return 200, {
+        **endpoint_view(row),
+        "signing_secret": secret,
+        "previous_secret_expires_at": iso(row.previous_expires_at),
+    }
+
+
+# ---- operator commands (from admin; not scoped to the ctx tenant) ----
+
+
+def _operator_scope(cmd: Command, tenant_id: str) -> None:
+    """An operator may name the tenant (ctx.tenant_id); an id of another tenant is not found."""
+    if cmd.ctx.tenant_id and cmd.ctx.tenant_id != tenant_id:
+        raise not_found("webhook" if isinstance(cmd, EnableWebhook) else "delivery")
+
+
+async def enable_webhook(session: AsyncSession, env: Env, cmd: EnableWebhook) -> tuple[int, Any]:
+    current = await repo.get_endpoint(session, cmd.webhook_id, lock=True)
+    if current is None:
+        raise not_found("webhook")
+    _operator_scope(cmd, current.tenant_id)
+    row = await repo.enable_endpoint(session, cmd.webhook_id)
+    return 200, endpoint_view(row)
+
+
+async def replay_delivery(session: AsyncSession, env: Env, cmd: ReplayDelivery) -> tuple[int, Any]:
+    current = await repo.get_delivery(session, cmd.delivery_id, lock=True)
+    if current is None:
+        raise not_found("delivery")
+    _operator_scope(cmd, current.tenant_id)
+    if current.status != "dead":
+        raise invalid(
+            "delivery_id",
+            f"only dead deliveries can be replayed; this one is {current.status}",
+            reason="not_dead",
+        )
+    endpoint = await repo.get_endpoint(session, current.webhook_id)
+    if endpoint is None or not endpoint.enabled:
+        raise invalid(
+            "delivery_id", "the delivery's endpoint is disabled; enable it first", reason="endpoint_disabled"
+        )
+    row = await repo.replay_delivery(session, cmd.delivery_id)
+    return 200, delivery_view(row)
+
+
+async def list_deliveries(session: AsyncSession, env: Env, cmd: ListDeliveries) -> tuple[int, Any]:
+    limit = _limit(cmd.limit)
+    if cmd.status is not None and cmd.status not in DELIVERY_STATUSES:
+        raise invalid("status", "status must be one of pending, succeeded, dead", reason="unknown_status")
+    rows = await repo.list_deliveries(
+        session,
+        tenant_id=cmd.target_tenant_id,
+        webhook_id=cmd.webhook_id,
+        status=cmd.status,
+        limit=limit + 1,
+        starting_after=cmd.starting_after,
+    )
+    return 200, _page(list(rows), limit, delivery_view)
+
+
+async def webhook_status(session: AsyncSession, env: Env, cmd: GetWebhookStatus) -> tuple[int, Any]:
+    return 200, {"verified_endpoint": await repo.tenant_verified(session, cmd.ctx.tenant_id)}
+
+
+HANDLERS: dict[type, Any] = {
+    CreateWebhook: create_webhook,
+    GetWebhook: get_webhook,
+    ListWebhooks: list_webhooks,
+    RotateWebhookSecret: rotate_secret,
+    EnableWebhook: enable_webhook,
+    ReplayDelivery: replay_delivery,
+    ListDeliveries: list_deliveries,
+    GetWebhookStatus: webhook_status,
+}
+
+
+async def execute(session: AsyncSession, env: Env, cmd: Command) -> Result:
+    """Run one command; a refusal becomes an error result (the caller rolls back its savepoint)."""
+    handler = HANDLERS.get(type(cmd))
+    if handler is None:
+        raise ServiceError(ErrorCode.INVALID_REQUEST, f"unsupported command {type(cmd).__name__}")
+    status, data = await handler(session, env, cmd)
+    return Result(command_id=cmd.command_id, request_id=cmd.ctx.request_id, status=status, data=data)
+
+
+def error_result(cmd: Command, err: ServiceError) -> Result:
+    return Result(
+        command_id=cmd.command_id,
+        request_id=cmd.ctx.request_id,
+        status=err.status,
+        error=ErrorBody(code=err.code, message=err.message, details=err.details),
+    )
+
+
+# ---- events ----
+
+
+def envelope(event: AnyEvent) -> bytes:
+    """The exact bytes delivered: contract section 7, with only the partner-safe ``data``."""
+    return _json.encode(
+        {
+            "id": event.event_id,
+            "type": type(event).__struct_config__.tag,
+            "created_at": event.created_at,
+            "api_version": API_VERSION,
+            "mode": event.mode,
+            "data": event.data,
+        }
+    )
+
+
+async def fan_out(session: AsyncSession, events: list[AnyEvent], max_attempts: int) -> list[str]:
+    rows = [
+        {
+            "event_id": e.event_id,
+            "tenant_id": e.tenant_id,
+            "mode": e.mode,
+            "type": type(e).__struct_config__.tag,
+            "body": envelope(e),
+        }
+        for e in events
+    ]
+    return await repo.fan_out(session, rows, max_attempts)

@@ -1,0 +1,120 @@
+"""Endpoint URL vetting against SSRF, at registration and again before every attempt.
+
+A target is refused unless it is ``https`` and every address its host resolves to is public
+(not loopback, private, link-local, metadata, CGNAT, multicast, reserved or unspecified).
+Delivery connects to the vetted address itself (the ``Host`` header and TLS SNI keep the
+name), so a DNS answer that changes between the check and the connection (rebinding) is
+never followed. ``allow_private`` (development and tests) permits ``http`` and local hosts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+MAX_URL_LENGTH = 2048
+RESOLVE_TIMEOUT_S = 5.0
+
+# Beyond what ``is_global`` already excludes: cloud metadata addresses, named explicitly.
+_METADATA = {
+    ipaddress.ip_address("169.254.169.254"),
+    ipaddress.ip_address("169.254.170.2"),
+    ipaddress.ip_address("100.100.100.200"),
+    ipaddress.ip_address("fd00:ec2::254"),
+}
+
+
+class TargetError(Exception):
+    """A refused target; ``reason`` is the machine-readable ``details.reason``."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    url: str
+    scheme: str
+    host: str  # name or literal, without brackets
+    port: int
+    addresses: tuple[str, ...]  # vetted, in resolver order
+
+    @property
+    def host_header(self) -> str:
+        default = 443 if self.scheme == "https" else 80
+        name = f"[{self.host}]" if ":" in self.host else self.host
+        return name if self.port == default else f"{name}:{self.port}"
+
+
+def is_public(ip: IPAddress) -> bool:
+    if isinstance(ip, ipaddress.IPv6Address):
+        mapped = ip.ipv4_mapped or ip.sixtofour
+        if mapped is not None:
+            return is_public(mapped)
+    if ip in _METADATA:
+        return False
+    return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_link_local)
+
+
+def parse(url: str, allow_private: bool) -> tuple[str, str, int]:
+    """(scheme, host, port) of an acceptable URL, else :class:`TargetError`."""
+    if not isinstance(url, str) or not url or len(url) > MAX_URL_LENGTH:
+        raise TargetError("invalid_url", f"endpoint_url must be a URL of at most {MAX_URL_LENGTH} characters")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise TargetError("invalid_url", "endpoint_url is not a valid URL") from None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https"):
+        raise TargetError("invalid_url", "endpoint_url must be an http(s) URL")
+    if scheme != "https" and not allow_private:
+        raise TargetError("https_required", "endpoint_url must use https")
+    if parts.username is not None or parts.password is not None:
+        raise TargetError("invalid_url", "endpoint_url must not carry credentials")
+    host = (parts.hostname or "").rstrip(".")
+    if not host or any(c.isspace() for c in url):
+        raise TargetError("invalid_url", "endpoint_url must name a host")
+    return scheme, host, port or (443 if scheme == "https" else 80)
+
+
+async def _resolve(host: str, port: int) -> list[str]:
+    try:
+        return [str(ipaddress.ip_address(host))]
+    except ValueError:
+        pass
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(RESOLVE_TIMEOUT_S):
+            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, TimeoutError):
+        raise TargetError("unresolvable_host", "endpoint_url's host does not resolve") from None
+    seen: list[str] = []
+    for info in infos:
+        addr = str(info[4][0]).split("%", 1)[0]
+        if addr not in seen:
+            seen.append(addr)
+    if not seen:
+        raise TargetError("unresolvable_host", "endpoint_url's host does not resolve")
+    return seen
+
+
+async def vet(url: str, allow_private: bool) -> Target:
+    """Parse, resolve and vet; refuses if any resolved address is not public."""
+    scheme, host, port = parse(url, allow_private)
+    addresses = await _resolve(host, port)
+    if not allow_private:
+        for addr in addresses:
+            if not is_public(ipaddress.ip_address(addr)):
+                raise TargetError(
+                    "private_target",
+                    "endpoint_url resolves to a loopback, private, link-local or metadata address",
+                )
+    return Target(url, scheme, host, port, tuple(addresses))

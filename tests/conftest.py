@@ -1,0 +1,174 @@
+"""Session fixtures: real PostgreSQL, Redis and a Kafka-protocol broker, and the five
+services as separate processes, started once per test session.
+
+Stores come from ``SLUICE_DATABASE_URL`` / ``SLUICE_REDIS_URL`` / ``SLUICE_KAFKA_BOOTSTRAP``
+when set, from testcontainers when a Docker engine answers, else embedded local ones.
+Each session gets a fresh database and a fresh broker; each test makes its own tenant.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from devstack.stores import Stores, drop_database, free_port
+from devstack.suite import Proc, Suite, migrate
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+ADMIN_TOKEN = "test-admin-token-" + uuid.uuid4().hex
+SECOND_ADMIN_TOKEN = "second-admin-token-" + uuid.uuid4().hex
+
+
+@dataclass
+class Stack:
+    stores: Stores
+    suite: Suite
+    env: dict[str, str]
+    gateways: list[Proc] = field(default_factory=list)
+    ledgers: list[Proc] = field(default_factory=list)
+    procs: dict[str, Proc] = field(default_factory=dict)
+
+    @property
+    def gateway(self) -> str:
+        return self.gateways[0].url
+
+    @property
+    def admin(self) -> str:
+        return self.procs["admin"].url
+
+    def admin_call(self, action: str, token: str = ADMIN_TOKEN, **fields: Any) -> httpx.Response:
+        return httpx.post(
+            self.admin + "/",
+            json={"action": action, **fields},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+
+
+def _base_env(stores: Stores) -> dict[str, str]:
+    return {
+        "SLUICE_ENVIRONMENT": "test",
+        "SLUICE_DATABASE_URL": stores.database_url,
+        "SLUICE_REDIS_URL": stores.redis_url,
+        "SLUICE_KAFKA_BOOTSTRAP": stores.kafka_bootstrap,
+        "SLUICE_ADMIN_TOKEN": f"ops={ADMIN_TOKEN},auditor={SECOND_ADMIN_TOKEN}",
+        "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",
+        "SLUICE_WEBHOOKS_RETRY_SCHEDULE": "1,1,1",
+        "SLUICE_WEBHOOKS_JITTER": "0",
+        "SLUICE_SANDBOX_SETTLE_S": "1",
+        "SLUICE_GATEWAY_TIMEOUT_S": "10",
+        "SLUICE_DB_POOL_SIZE": "5",
+    }
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    workdir = tmp_path_factory.mktemp("stack")
+    db_name = f"sluice_test_{uuid.uuid4().hex[:10]}"
+    stores = Stores(workdir).start(fresh_kafka=True, database=db_name)
+    env = _base_env(stores)
+    suite = Suite(env, ARTIFACTS / "logs")
+    stack = Stack(stores, suite, env)
+    try:
+        migrate(env)
+        for name in ("compliance", "webhooks", "admin"):
+            stack.procs[name] = suite.start(name, free_port())
+        stack.ledgers = [suite.start("ledger", free_port(), instance=f"ledger-{i}") for i in range(2)]
+        stack.gateways = [suite.start("gateway", free_port(), instance=f"gateway-{i}") for i in range(2)]
+        suite.wait_ready(timeout=float(os.environ.get("SLUICE_TEST_READY_S", "300")))
+        yield stack
+    finally:
+        suite.stop()
+        try:
+            drop_database(stores.database_url)
+        except Exception:  # noqa: BLE001 - the store may be embedded and already gone
+            pass
+        stores.stop()
+
+
+@dataclass
+class Tenant:
+    tenant_id: str
+    name: str
+    key: str
+    key_id: str
+    stack: Stack
+    scopes: list[str]
+
+    def headers(self, idem: str | None = None, **extra: str) -> dict[str, str]:
+        h = {"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"}
+        if idem:
+            h["Idempotency-Key"] = idem
+        h.update(extra)
+        return h
+
+    def post(
+        self, path: str, body: Any, idem: str | None = "auto", gateway: int = 0, **headers: str
+    ) -> httpx.Response:
+        key = uuid.uuid4().hex if idem == "auto" else idem
+        return httpx.post(
+            self.stack.gateways[gateway].url + path,
+            json=body,
+            headers=self.headers(key, **headers),
+            timeout=30,
+        )
+
+    def get(self, path: str, gateway: int = 0, **headers: str) -> httpx.Response:
+        return httpx.get(
+            self.stack.gateways[gateway].url + path, headers=self.headers(None, **headers), timeout=30
+        )
+
+
+ALL_SCOPES = [
+    "customers:write",
+    "wallets:write",
+    "virtual_accounts:write",
+    "transfers:write",
+    "payouts:write",
+    "webhooks:write",
+    "onboarding:write",
+]
+
+
+def make_tenant(
+    stack: Stack, scopes: list[str] | None = None, rate_limit: int = 600, **tenant_fields: Any
+) -> Tenant:
+    name = f"tenant-{uuid.uuid4().hex[:12]}"
+    r = stack.admin_call(
+        "upsert_tenant",
+        tenant_name=name,
+        default_mode="sandbox",
+        rate_limit_per_minute=rate_limit,
+        **tenant_fields,
+    )
+    assert r.status_code == 200, r.text
+    tenant_id = r.json()["data"]["tenant_id"]
+    scopes = ALL_SCOPES if scopes is None else scopes
+    k = stack.admin_call("create_api_key", tenant_id=tenant_id, key_label="test", scopes=scopes)
+    assert k.status_code == 200, k.text
+    d = k.json()["data"]
+    return Tenant(tenant_id, name, d["api_key"], d["key_id"], stack, scopes)
+
+
+@pytest.fixture
+def tenant(stack: Stack) -> Tenant:
+    return make_tenant(stack)
+
+
+def customer_body(**over: Any) -> dict[str, Any]:
+    body = {
+        "account_type": "individual",
+        "email": "ada@example.com",
+        "country_code": "US",
+        "service_user_id": "u-" + uuid.uuid4().hex[:8],
+        "full_name": "Ada Lovelace",
+    }
+    body.update(over)
+    return body

@@ -1,0 +1,119 @@
+"""Compliance through the whole suite: partner requests on the gateway, policy set through
+the admin service, decisions listed by the operator (sandbox, where keys need no go-live)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+
+from tests.conftest import Stack, Tenant, customer_body, make_tenant
+
+pytestmark = pytest.mark.integration
+
+
+def _wallet(t: Tenant, country: str = "US") -> tuple[str, str]:
+    r = t.post("/v1/customers", customer_body(country_code=country))
+    assert r.status_code == 201, r.text
+    cid = r.json()["data"]["customer_id"]
+    r = t.post("/v1/wallets", {"customer_id": cid, "symbol": "USDC", "chain": "ETH"})
+    assert r.status_code == 201, r.text
+    return cid, r.json()["data"]["wallet_id"]
+
+
+def _payout(t: Tenant, wallet: str, ea: str, amount: str = "5") -> Any:
+    key = "po-" + uuid.uuid4().hex  # header and body carry the same key (contract section 3)
+    return t.post(
+        "/v1/payouts",
+        {
+            "source": {
+                "payment_rail": "provider_wallet",
+                "currency": "USDC",
+                "amount": amount,
+                "provider_wallet_id": wallet,
+            },
+            "destination": {"payment_rail": "ach", "currency": "USD", "external_account_id": ea},
+            "idempotency_key": key,
+        },
+        idem=key,
+    )
+
+
+def _transfer(t: Tenant, src: str, dst: str, amount: str) -> Any:
+    key = "tr-" + uuid.uuid4().hex
+    return t.post(
+        "/v1/transfers",
+        {
+            "source": {
+                "payment_rail": "provider_wallet",
+                "currency": "USDC",
+                "amount": amount,
+                "provider_wallet_id": src,
+            },
+            "destination": {"payment_rail": "provider_wallet", "currency": "USDC", "provider_wallet_id": dst},
+            "idempotency_key": key,
+        },
+        idem=key,
+    )
+
+
+def _refusal(r: Any, reason: str) -> dict[str, Any]:
+    assert r.status_code == 403, r.text
+    err = r.json()["error"]
+    assert err["code"] == "forbidden" and err["details"]["reason"] == reason, err
+    assert err["details"]["request_id"] == r.headers["x-request-id"]
+    return err
+
+
+def test_payout_waits_for_an_approved_external_account(stack: Stack) -> None:
+    t = make_tenant(stack)
+    cid, wallet = _wallet(t)
+    upsert = {
+        "tenant_id": t.tenant_id,
+        "mode": "sandbox",
+        "customer_id": cid,
+        "rail": "ach",
+        "currency": "USD",
+        "account_number": "000123456789",
+        "routing_number": "021000021",
+    }
+    r = stack.admin_call("upsert_external_account", approved=False, **upsert)
+    assert r.status_code == 200, r.text
+    ea = r.json()["data"]["external_account_id"]
+    err = _refusal(_payout(t, wallet, ea), "external_account_not_approved")
+    assert err["details"]["problem"] == "not_approved"
+    r = stack.admin_call("upsert_external_account", approved=True, external_account_id=ea, **upsert)
+    assert r.status_code == 200 and r.json()["data"]["approved"] is True, r.text
+    r = _payout(t, wallet, ea)  # compliance lets it through; the empty wallet cannot pay
+    assert r.status_code != 403, r.text
+    assert r.status_code in (201, 400), r.text
+    if r.status_code == 400:
+        assert r.json()["error"]["details"]["reason"] == "insufficient_funds"
+
+
+def test_sandbox_caps_and_the_decision_log(stack: Stack) -> None:
+    t = make_tenant(stack)
+    _, a = _wallet(t)
+    _, b = _wallet(t)
+    err = _refusal(_transfer(t, a, b, "1000000.01"), "transfer_cap_exceeded")  # default sandbox cap
+    assert err["details"]["limit"] == "per_transfer"
+    r = stack.admin_call(
+        "set_transfer_cap", tenant_id=t.tenant_id, mode="sandbox", per_transfer="10", daily="10"
+    )
+    assert r.status_code == 200, r.text
+    err = _refusal(_transfer(t, a, b, "10.50"), "transfer_cap_exceeded")
+    assert err["details"]["cap"] == "10.000000" or err["details"]["cap"] == "10"
+    r = stack.admin_call("list_decisions", tenant_id=t.tenant_id, limit=10)
+    assert r.status_code == 200, r.text
+    items = r.json()["data"]["items"]
+    assert [i["outcome"] for i in items[:2]] == ["refuse", "refuse"]
+    assert items[0]["reason"] == "transfer_cap_exceeded" and items[0]["inputs"]["amount"] == "10.50"
+    assert items[0]["request_id"]
+    assert {i["command_type"] for i in items} >= {"CreateTransfer", "CreateWallet", "CreateCustomer"}
+
+
+def test_restricted_customer_refused_at_the_gateway_in_sandbox(stack: Stack) -> None:
+    t = make_tenant(stack)
+    err = _refusal(t.post("/v1/customers", customer_body(country_code="TN")), "jurisdiction_restricted")
+    assert "TN" in err["message"]

@@ -1,0 +1,201 @@
+"""Test helpers for the webhooks suites: a real HTTP receiver, an RPC client for webhook
+commands over Kafka, and direct reads of the webhooks schema."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import asyncpg
+from sqlalchemy.engine import make_url
+
+from common.broker import create_broker
+from common.contracts import Ctx, Result
+from common.contracts.commands import CreateWebhook, RotateWebhookSecret
+from common.ids import new_id
+from common.rpc import RpcClient
+from common.settings import Settings
+from common.topics import Topics
+from devstack.stores import free_port
+from tests.conftest import Stack, customer_body
+
+
+@dataclass
+class Received:
+    headers: dict[str, str]
+    body: bytes
+    at: float
+    answered: int
+
+
+@dataclass
+class Receiver:
+    """A stdlib HTTP server in a thread. ``plan`` gives the status of successive requests
+    (then ``default``); ``delay_s`` holds each request before answering."""
+
+    plan: list[int] = field(default_factory=list)
+    default: int = 200
+    delay_s: float = 0.0
+    port: int = field(default_factory=free_port)
+    received: list[Received] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                at = time.time()
+                with receiver._lock:
+                    n = len(receiver.received)
+                    status = receiver.plan[n] if n < len(receiver.plan) else receiver.default
+                    receiver.received.append(
+                        Received({k.lower(): v for k, v in self.headers.items()}, body, at, status)
+                    )
+                if receiver.delay_s:
+                    time.sleep(receiver.delay_s)
+                self.send_response(status)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self._handler = Handler
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def start(self) -> Receiver:
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), self._handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def for_event(self, event_id: str) -> list[Received]:
+        return [r for r in list(self.received) if r.headers.get("x-service-webhook-id") == event_id]
+
+    async def wait_for(self, n: int, timeout: float = 30.0, event_id: str | None = None) -> list[Received]:
+        deadline = time.monotonic() + timeout
+        while True:
+            got = self.for_event(event_id) if event_id else list(self.received)
+            if len(got) >= n or time.monotonic() > deadline:
+                return got
+            await asyncio.sleep(0.05)
+
+
+class WebhookCommands:
+    """Publishes webhook commands to Topics.webhooks_commands and awaits their Result."""
+
+    def __init__(self, stack: Stack, prefix: str = "sluice") -> None:
+        self.settings = Settings(
+            kafka_bootstrap=stack.stores.kafka_bootstrap,
+            topic_prefix=prefix,
+            instance_id="test-webhooks-" + uuid.uuid4().hex[:8],
+        )
+        self.topic = Topics(self.settings.topic_prefix).webhooks_commands
+        self.broker = create_broker(self.settings, "test-webhooks")
+        self.rpc = RpcClient(self.broker, self.settings, "test-webhooks")
+
+    async def start(self) -> None:
+        await self.broker.start()
+        await self.rpc.start()
+
+    async def stop(self) -> None:
+        await self.rpc.stop()
+        await self.broker.stop()
+
+    def ctx(self, tenant_id: str, mode: str = "sandbox") -> Ctx:
+        return Ctx(
+            request_id="req_" + uuid.uuid4().hex,
+            tenant_id=tenant_id,
+            mode=mode,  # type: ignore[arg-type]
+            reply_to=self.rpc.reply_topic,
+        )
+
+    async def call(self, cls: type, tenant_id: str, mode: str = "sandbox", **fields: Any) -> Result:
+        cmd = cls(command_id=uuid.uuid4().hex, ctx=self.ctx(tenant_id, mode), **fields)
+        return await self.rpc.call(self.topic, cmd, key=tenant_id, timeout=20)
+
+    async def create(self, tenant_id: str, url: str, mode: str = "sandbox") -> Result:
+        return await self.call(CreateWebhook, tenant_id, mode, webhook_id=new_id("we"), endpoint_url=url)
+
+    async def rotate(self, tenant_id: str, webhook_id: str) -> Result:
+        return await self.call(RotateWebhookSecret, tenant_id, webhook_id=webhook_id)
+
+
+@asynccontextmanager
+async def webhook_commands(stack: Stack, prefix: str = "sluice") -> AsyncIterator[WebhookCommands]:
+    client = WebhookCommands(stack, prefix)
+    await client.start()
+    try:
+        yield client
+    finally:
+        await client.stop()
+
+
+async def connect_db(stack: Stack) -> asyncpg.Connection:
+    url = make_url(stack.stores.database_url)
+    kw: dict[str, Any] = {"user": url.username or "postgres", "database": url.database}
+    if url.query.get("host"):
+        kw["host"] = url.query["host"]
+    else:
+        kw.update(host=url.host, port=url.port or 5432)
+    if url.password:
+        kw["password"] = url.password
+    return await asyncpg.connect(**kw)
+
+
+async def deliveries_of(stack: Stack, webhook_id: str) -> list[asyncpg.Record]:
+    conn = await connect_db(stack)
+    try:
+        return await conn.fetch(
+            "SELECT * FROM webhooks.deliveries WHERE webhook_id = $1 ORDER BY id", webhook_id
+        )
+    finally:
+        await conn.close()
+
+
+async def attempts_of(stack: Stack, delivery_id: str) -> list[asyncpg.Record]:
+    conn = await connect_db(stack)
+    try:
+        return await conn.fetch(
+            "SELECT * FROM webhooks.attempts WHERE delivery_id = $1 ORDER BY attempt", delivery_id
+        )
+    finally:
+        await conn.close()
+
+
+async def wait_delivery(
+    stack: Stack, webhook_id: str, status: str, timeout: float = 30.0, count: int = 1
+) -> list[asyncpg.Record]:
+    """Wait until ``count`` deliveries of the endpoint have ``status``; returns them all."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = await deliveries_of(stack, webhook_id)
+        if sum(1 for r in rows if r["status"] == status) >= count or time.monotonic() > deadline:
+            return rows
+        await asyncio.sleep(0.2)
+
+
+async def create_customer(tenant: Any) -> str:
+    r = await asyncio.to_thread(tenant.post, "/v1/customers", customer_body())
+    assert r.status_code == 201, r.text
+    return str(r.json()["data"]["customer_id"])

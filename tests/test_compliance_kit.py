@@ -153,11 +153,11 @@ class Probe:
             **kw,
         )
 
-    async def publish(self, cmd: Command) -> asyncio.Future[Seen]:
+    async def publish(self, cmd: Command, key: str | None = None) -> asyncio.Future[Seen]:
         fut: asyncio.Future[Seen] = asyncio.get_running_loop().create_future()
         self.waiters[cmd.command_id] = fut
         await self.producer.send_and_wait(
-            self.topics.compliance_commands, encode(cmd), key=partition_key(cmd).encode()
+            self.topics.compliance_commands, encode(cmd), key=(key or partition_key(cmd)).encode()
         )
         return fut
 

@@ -16,6 +16,7 @@ from common.contracts.commands import (
     GetPolicyStatus,
     ListDecisions,
     VADestination,
+    partition_key,
 )
 from tests.conftest import Stack
 from tests.test_compliance_kit import (
@@ -274,7 +275,11 @@ async def test_policy_changes_apply_to_the_next_command(probe: Probe) -> None:
 
 
 async def test_policy_commands_in_one_batch_apply_in_order(probe: Probe) -> None:
-    """A route approval and the transfer right behind it, published back to back."""
+    """A route approval and the transfer right behind it, back to back on one partition.
+
+    Kafka orders only within a partition, so the approval is sent under the transfer's key:
+    whether both land in one fetched batch or in consecutive ones, the transfer must see it.
+    """
     t = uid("ten")
     src, dst = await _pair(probe, t, "production")
     await probe.set_cap(t, "100", "1000")
@@ -286,8 +291,9 @@ async def test_policy_commands_in_one_batch_apply_in_order(probe: Probe) -> None
         rail="provider_wallet",
         currency="USDC",
     )
-    approve_fut = await probe.publish(approve)
-    seen = await probe.submit(probe.transfer(t, src, dst, "10", "production", True))
+    transfer = probe.transfer(t, src, dst, "10", "production", True)
+    approve_fut = await probe.publish(approve, key=partition_key(transfer))
+    seen = await probe.submit(transfer)
     assert (await approve_fut).reply.status == 200
     assert seen.kind == "forward"
 

@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -33,6 +34,22 @@ async def transaction(sm: async_sessionmaker[AsyncSession]) -> AsyncIterator[Asy
     """The boundary's transaction: commit on success, roll back on error."""
     async with sm() as session, session.begin():
         yield session
+
+
+async def driver(session: AsyncSession) -> Any:
+    """The session's asyncpg connection, for bulk statements (unnest) in one round trip.
+
+    It is the same connection, so statements run inside the session's transaction.
+    """
+    conn = await session.connection()
+    raw = await conn.get_raw_connection()
+    adapted: Any = raw.dbapi_connection
+    # SQLAlchemy's asyncpg adapter sends BEGIN lazily, with its first statement. A bulk
+    # statement sent first would otherwise run in autocommit and survive a rollback.
+    if getattr(adapted, "_transaction", False) is None and conn.in_transaction():
+        await adapted._start_transaction()
+    assert raw.driver_connection is not None
+    return raw.driver_connection
 
 
 async def ping(engine: AsyncEngine) -> None:

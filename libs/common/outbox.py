@@ -21,6 +21,8 @@ from faststream.kafka import KafkaBroker
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from common.db import driver
+
 log = logging.getLogger(__name__)
 
 PENDING_KEY = "outbox_pending"
@@ -50,11 +52,8 @@ class Outbox:
         msgs: list[OutMessage] = session.info.get(PENDING_KEY, [])
         if not msgs:
             return []
-        conn = await session.connection()
-        raw = await conn.get_raw_connection()
-        driver = raw.driver_connection  # asyncpg: one round trip for the whole batch
-        assert driver is not None
-        rows = await driver.fetch(
+        conn = await driver(session)  # asyncpg: one round trip for the whole batch
+        rows = await conn.fetch(
             f"INSERT INTO {self.schema}.outbox (topic, key, partition, payload) "
             "SELECT * FROM unnest($1::text[], $2::bytea[], $3::int[], $4::bytea[]) RETURNING id",
             [m.topic for m in msgs],

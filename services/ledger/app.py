@@ -14,7 +14,7 @@ from common.inbox import Inbox
 from common.logging import setup_logging
 from common.outbox import Outbox
 from common.settings import Settings
-from common.topics import GROUP_LEDGER, Topics
+from common.topics import Topics
 from ledger.effects import LedgerConfig
 from ledger.handlers import LedgerRuntime
 from ledger.simulator import Simulator
@@ -41,7 +41,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
     process = runtime.processor()
     tasks: list[asyncio.Task[Any]] = []
 
-    @broker.subscriber(topics.ledger_commands, **consumer_options(settings, GROUP_LEDGER))
+    @broker.subscriber(topics.ledger_commands, **consumer_options(settings, topics.group("ledger")))
     async def on_commands(msgs: list[bytes]) -> None:
         await process(msgs)
 

@@ -1,4 +1,4 @@
-"""Customers: the benchmark path, one insert and one event."""
+"""Customers: the benchmark path, one insert and one event (batched when they queue up)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,16 @@ from ledger.effects import Effects, LedgerConfig, now_iso
 
 async def create_customer(session: AsyncSession, cmd: CreateCustomer, cfg: LedgerConfig) -> Effects:
     await repo.insert_customer(session, cmd)
+    return created(cmd)
+
+
+async def create_customers(session: AsyncSession, cmds: list[CreateCustomer]) -> list[Effects]:
+    """Several customers in one statement; the caller falls back to one by one if it fails."""
+    await repo.insert_customers(session, cmds)
+    return [created(cmd) for cmd in cmds]
+
+
+def created(cmd: CreateCustomer) -> Effects:
     fx = Effects(201, {"customer_id": cmd.customer_id, "provider": "service"})
     fx.events.append(
         CustomerCreated(

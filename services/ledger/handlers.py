@@ -1,9 +1,10 @@
 """The Kafka boundary of the ledger: decode, run each command under the inbox, commit, dispatch.
 
-A batch is one transaction with a savepoint per command (the group commit that makes
-throughput). Writes claim their command id in the inbox and stage their result and events
-in the outbox of that transaction; reads change nothing, so their answers skip both and are
-published straight after commit (a redelivered read is simply answered again).
+A batch is one transaction (the group commit that makes throughput): the inbox is claimed
+and recorded for all writes in one statement each, queued customers are inserted in one
+statement, and every other command runs under its own savepoint, in order. Writes stage
+their result and events in the outbox of that transaction; reads change nothing, so their
+answers skip both and are published straight after commit (a redelivered read is simply answered again).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from common.broker import dead_letter
 from common.consume import BatchProcessor
 from common.contracts import LedgerCommand, Result, decode, encode
 from common.contracts.base import ErrorBody
+from common.contracts.commands import CreateCustomer
 from common.errors import ErrorCode, ServiceError
 from common.inbox import Inbox
 from common.logging import request_id_var
@@ -28,8 +30,8 @@ from common.outbox import Outbox, OutMessage
 from common.rpc import reply
 from common.settings import Settings
 from common.topics import Topics
-from ledger import service
-from ledger.effects import LedgerConfig
+from ledger import customers, service
+from ledger.effects import Effects, LedgerConfig
 
 log = logging.getLogger(__name__)
 
@@ -54,35 +56,68 @@ class LedgerRuntime:
         except ServiceError as exc:
             fx, err = None, exc
             log.info("refused %s: %s %s", type(cmd).__name__, exc.code, exc.details)
+        return self._settle(session, cmd, fx, err)
+
+    def _settle(
+        self, session: AsyncSession, cmd: LedgerCommand, fx: Effects | None, err: ServiceError | None
+    ) -> bytes:
+        """Encode the result and stage the events of one executed command."""
         result = encode(service.result_of(cmd, fx, err))
         if fx is not None and fx.events:
             service.stage_events(session, self.outbox, self.topics, fx.events)
         return result
 
-    async def run_one(self, session: AsyncSession, cmd: LedgerCommand, direct: list[OutMessage]) -> None:
-        request_id_var.set(cmd.ctx.request_id)
-        if service.is_read(cmd):
-            result = await self._execute(session, cmd)
-            if cmd.ctx.reply_to:
-                direct.append(OutMessage(cmd.ctx.reply_to, result, partition=0))
-            return
-        fresh, previous = await self.inbox.claim(session, cmd.command_id)
-        if not fresh:
-            # Redelivered: change nothing, answer the same result again.
-            if previous is not None and cmd.ctx.reply_to:
-                self.outbox.add(session, OutMessage(cmd.ctx.reply_to, previous, partition=0))
-            return
-        result = await self._execute(session, cmd)
-        await self.inbox.record(session, cmd.command_id, result)
-        if cmd.ctx.reply_to:
-            self.outbox.add(session, OutMessage(cmd.ctx.reply_to, result, partition=0))
+    async def _execute_customers(self, session: AsyncSession, cmds: list[CreateCustomer]) -> list[bytes]:
+        """Queued customers in one statement under one savepoint; one by one if that fails."""
+        if len(cmds) > 1:
+            try:
+                async with session.begin_nested():
+                    effects = await customers.create_customers(session, cmds)
+            except Exception:  # noqa: BLE001 - e.g. one duplicate id: isolate it below
+                log.info("batched insert of %d customers failed; one by one", len(cmds), exc_info=True)
+            else:
+                return [self._settle(session, c, fx, None) for c, fx in zip(cmds, effects, strict=True)]
+        return [await self._execute(session, c) for c in cmds]
 
     async def run_batch(self, cmds: Sequence[LedgerCommand]) -> None:
+        """One transaction for the batch: the inbox claimed and recorded in one statement each,
+        queued customers inserted together, every other command under its own savepoint, in
+        order; then commit, dispatch the outbox, and answer the reads."""
         direct: list[OutMessage] = []
         async with self.sm() as session:
             async with session.begin():
+                writes = list({c.command_id: c for c in cmds if not service.is_read(c)})
+                fresh, previous = await self.inbox.claim_many(session, writes)
+                results: dict[str, bytes] = {}
+                queued: list[CreateCustomer] = []
+
+                async def flush() -> None:
+                    if queued:
+                        done = await self._execute_customers(session, queued)
+                        results.update(zip((c.command_id for c in queued), done, strict=True))
+                        queued.clear()
+
                 for cmd in cmds:
-                    await self.run_one(session, cmd, direct)
+                    request_id_var.set(cmd.ctx.request_id)
+                    if service.is_read(cmd):
+                        await flush()
+                        answer = await self._execute(session, cmd)
+                        if cmd.ctx.reply_to:
+                            direct.append(OutMessage(cmd.ctx.reply_to, answer, partition=0))
+                    elif cmd.command_id in fresh:
+                        fresh.discard(cmd.command_id)
+                        if isinstance(cmd, CreateCustomer):
+                            queued.append(cmd)
+                        else:
+                            await flush()
+                            results[cmd.command_id] = await self._execute(session, cmd)
+                await flush()
+                await self.inbox.record_many(session, results)
+                # Replies in batch order; a redelivered command answers its stored result again.
+                for cmd in cmds:
+                    stored = results.get(cmd.command_id) or previous.get(cmd.command_id)
+                    if stored is not None and cmd.ctx.reply_to and not service.is_read(cmd):
+                        self.outbox.add(session, OutMessage(cmd.ctx.reply_to, stored, partition=0))
                 msgs = await self.outbox.write(session)
             if self.crash_after_commit and msgs:
                 log.error("crash_after_commit: killing this process before dispatch")

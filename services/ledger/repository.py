@@ -10,6 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts.commands import CreateCustomer
+from common.db import driver
 
 Row = Any
 
@@ -46,6 +47,33 @@ async def insert_customer(session: AsyncSession, cmd: CreateCustomer) -> dict[st
         phone_e164=cmd.phone_e164,
     )
     return {"created_at": row.created_at}
+
+
+CUSTOMER_COLUMNS = (
+    "id, tenant_id, mode, account_type, email, country_code, service_user_id, full_name,"
+    " company_name, registration_number, phone_e164"
+)
+
+
+async def insert_customers(session: AsyncSession, cmds: list[CreateCustomer]) -> None:
+    """The batched form of :func:`insert_customer`: one statement for a whole batch."""
+    conn = await driver(session)
+    await conn.execute(
+        f"INSERT INTO ledger.customers ({CUSTOMER_COLUMNS}) SELECT * FROM unnest("
+        "$1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],"
+        " $8::text[], $9::text[], $10::text[], $11::text[])",
+        [c.customer_id for c in cmds],
+        [c.ctx.tenant_id for c in cmds],
+        [c.ctx.mode for c in cmds],
+        [c.account_type for c in cmds],
+        [c.email for c in cmds],
+        [c.country_code for c in cmds],
+        [c.service_user_id for c in cmds],
+        [c.full_name for c in cmds],
+        [c.company_name for c in cmds],
+        [c.registration_number for c in cmds],
+        [c.phone_e164 for c in cmds],
+    )
 
 
 async def get_customer(session: AsyncSession, tenant_id: str, mode: str, customer_id: str) -> Row:

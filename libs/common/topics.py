@@ -40,8 +40,7 @@ class Topics:
     def replies(self, instance_id: str) -> str:
         return f"{self.prefix}.replies.{instance_id}"
 
-
-# Consumer group ids: one per service, so instances of a service split partitions.
-GROUP_COMPLIANCE = "sluice-compliance"
-GROUP_LEDGER = "sluice-ledger"
-GROUP_WEBHOOKS = "sluice-webhooks"
+    def group(self, service: str) -> str:
+        """A service's consumer group: instances split partitions. It follows the prefix, so a
+        deployment (or a test) under another prefix never joins, nor rebalances, the default one."""
+        return f"{self.prefix}-{service}"

@@ -10,7 +10,7 @@ from common.db import ping, sessionmaker
 from common.health import broker_check, health_routes
 from common.logging import setup_logging
 from common.settings import Settings
-from common.topics import GROUP_COMPLIANCE, Topics
+from common.topics import Topics
 from compliance import usage
 from compliance.handlers import ComplianceRuntime
 
@@ -37,15 +37,13 @@ def create_app(settings: Settings) -> AsgiFastStream:
     runtime = ComplianceRuntime(settings, broker, sm, topics)
     process = runtime.processor()
 
-    # Groups follow the topic prefix ("sluice" gives GROUP_COMPLIANCE), so a deployment or a
-    # test running under another prefix never joins, and never rebalances, the default group.
-    group = GROUP_COMPLIANCE if settings.topic_prefix == "sluice" else f"{settings.topic_prefix}-compliance"
+    group = topics.group("compliance")  # follows the prefix: see Topics.group
 
     @broker.subscriber(topics.compliance_commands, **consumer_options(settings, group))
     async def on_commands(msgs: list[bytes]) -> None:
         await process(msgs)
 
-    @broker.subscriber(topics.events, **consumer_options(settings, f"{group}-usage"))
+    @broker.subscriber(topics.events, **consumer_options(settings, f"{group}-usage", background=True))
     async def on_events(msgs: list[bytes]) -> None:
         await usage.release_batch(sm, msgs)
 

@@ -27,9 +27,7 @@ from webhooks.signing import SecretBox
 def create_app(settings: Settings) -> AsgiFastStream:
     setup_logging("webhooks")
     topics = Topics(settings.topic_prefix)
-    # "sluice-webhooks" under the default prefix (common.topics.GROUP_WEBHOOKS); a deployment
-    # with its own prefix on a shared broker gets its own groups.
-    group = f"{settings.topic_prefix}-webhooks"
+    group = topics.group("webhooks")  # follows the prefix: see Topics.group
     broker = create_broker(settings, "webhooks")
     engine = create_engine(settings.database_url, settings.db_pool_size)
     sm = sessionmaker(engine)
@@ -43,7 +41,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
     process_commands = runtime.command_processor()
     tasks: list[asyncio.Task[Any]] = []
 
-    @broker.subscriber(topics.events, **consumer_options(settings, group))
+    @broker.subscriber(topics.events, **consumer_options(settings, group, background=True))
     async def on_events(msgs: list[bytes]) -> None:
         await process_events(msgs)
 

@@ -40,13 +40,20 @@ async def raw_body(msg: Any) -> Any:
     return msg.body
 
 
-def consumer_options(settings: Settings, group_id: str, *, batch: bool = True) -> dict[str, Any]:
-    """Keyword arguments for ``broker.subscriber``: at-least-once, batched, tuned fetches."""
+def consumer_options(
+    settings: Settings, group_id: str, *, batch: bool = True, background: bool = False
+) -> dict[str, Any]:
+    """Keyword arguments for ``broker.subscriber``: at-least-once, batched, tuned fetches.
+
+    ``background`` consumers (not on a request's path) wait longer per fetch and per idle
+    batch: Tansu answers a fetch only when its wait expires, so a short wait is a busy poll.
+    """
+    wait_ms = settings.kafka_background_fetch_max_wait_ms if background else settings.kafka_fetch_max_wait_ms
     opts: dict[str, Any] = {
         "group_id": group_id,
         "ack_policy": AckPolicy.ACK,
         "auto_offset_reset": "earliest",
-        "fetch_max_wait_ms": settings.kafka_fetch_max_wait_ms,
+        "fetch_max_wait_ms": wait_ms,
         "session_timeout_ms": settings.kafka_session_timeout_ms,
         "heartbeat_interval_ms": settings.kafka_heartbeat_interval_ms,
         "decoder": raw_body,
@@ -55,7 +62,7 @@ def consumer_options(settings: Settings, group_id: str, *, batch: bool = True) -
         opts.update(
             batch=True,
             max_records=settings.kafka_max_records,
-            batch_timeout_ms=settings.kafka_batch_timeout_ms,
+            batch_timeout_ms=wait_ms if background else settings.kafka_batch_timeout_ms,
         )
     return opts
 

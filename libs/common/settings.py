@@ -25,6 +25,9 @@ class Settings(BaseSettings):
 
     # Kafka consumer tuning (Tansu answers a waiting fetch only when fetch_max_wait_ms expires).
     kafka_fetch_max_wait_ms: int = 5
+    # Consumers off the request path (events feeding webhooks and cap usage) poll less often:
+    # every idle poll costs the broker and the consumer CPU, which the hot path needs.
+    kafka_background_fetch_max_wait_ms: int = 100
     kafka_session_timeout_ms: int = 10000
     kafka_heartbeat_interval_ms: int = 1000
     kafka_max_records: int = 200

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from devstack.suite import die_with_parent
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -123,6 +125,7 @@ class Stores:
                 stdout=log,
                 stderr=log,
                 start_new_session=True,
+                preexec_fn=die_with_parent,
             )
         )
         wait_port("127.0.0.1", port)
@@ -151,6 +154,7 @@ class Stores:
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
+                preexec_fn=die_with_parent,
             )
         )
         wait_port("127.0.0.1", port)

@@ -1,11 +1,18 @@
 """Authentication: API keys by hash, cached in Redis (revocation deletes the entry), and
 HS256 JWTs issued by the admin (contract section 2: ``iss, sub, mode, scopes, exp, jti``).
 
+Hot path: one Lua call reads the cached key and its tenant and counts the request in the
+tenant's rate-limit window, one round trip instead of three. A cold cache, a revoked or
+unknown key, and JWTs take the slow path (Redis GETs, then PostgreSQL; the limiter counts).
+The script touches keys it derives from the key record, so it needs one Redis (or a
+cluster where those keys share a slot), which is what the suite runs on.
+
 Every failure is ``unauthorized`` (401) or ``forbidden`` (403) in the envelope.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import jwt
@@ -22,11 +29,33 @@ from common.auth import (
     verify_access_token,
 )
 from common.errors import ErrorCode, ServiceError
+from gateway import ratelimit
 from gateway import repository as repo
+from gateway.ratelimit import window_start
 
 CACHE_TTL_S = 300
+
+# KEYS[1]: the key's cache entry. ARGV: tenant cache prefix, rate-window prefix, window start,
+# window TTL. Returns {} (key not cached), {key} (cached, not counted: unknown, revoked, or
+# tenant not cached) or {key, tenant, count}.
+LOOKUP_AND_COUNT = """
+local k = redis.call('GET', KEYS[1])
+if not k then return {} end
+if k == '-' then return {k} end
+local rec = cjson.decode(k)
+if rec['revoked'] then return {k} end
+local t = redis.call('GET', ARGV[1] .. rec['tenant_id'])
+if not t then return {k} end
+local w = ARGV[2] .. rec['tenant_id'] .. ':' .. rec['mode'] .. ':' .. ARGV[3]
+local n = redis.call('INCR', w)
+if n == 1 then redis.call('EXPIRE', w, tonumber(ARGV[4])) end
+return {k, t, n}
+"""
 _key_dec = msgspec.json.Decoder(KeyRecord)
 _tenant_dec = msgspec.json.Decoder(TenantRecord)
+
+
+Cached = tuple[KeyRecord | None, TenantRecord | None, tuple[int, int] | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +64,7 @@ class Principal:
     key_id: str
     mode: str
     scopes: frozenset[str]
+    counted: tuple[int, int] | None = None  # (count, window start) if already counted
 
 
 def _unauthorized(message: str) -> ServiceError:
@@ -53,6 +83,22 @@ class Authenticator:
         self.sm = sm
         self.jwt_secret = jwt_secret
         self.jwt_issuer = jwt_issuer
+        self._lookup = redis.register_script(LOOKUP_AND_COUNT)
+
+    async def _cached(self, key_hash: str) -> Cached | None:
+        """From Redis alone: the key (None if known invalid), its tenant and the counted request
+        (None where not cached or not counted); None if the key is not cached at all."""
+        start = window_start(time.time())
+        got = await self._lookup(
+            keys=[key_cache_name(key_hash)],
+            args=[tenant_cache_name(""), ratelimit.PREFIX, start, ratelimit.WINDOW_TTL_S],
+        )
+        if not got:
+            return None
+        rec = _key_dec.decode(got[0]) if got[0] != b"-" else None
+        if len(got) < 3:
+            return rec, None, None
+        return rec, _tenant_dec.decode(got[1]), (int(got[2]), start)
 
     async def _key(self, key_hash: str) -> KeyRecord | None:
         cached = await self.redis.get(key_cache_name(key_hash))
@@ -99,8 +145,15 @@ class Authenticator:
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise _unauthorized("authorization must be 'Bearer <API_KEY>'")
+        tenant: TenantRecord | None = None
+        counted: tuple[int, int] | None = None
         if token.startswith("sk_test_") or token.startswith("sk_live_"):
-            rec = await self._key(hash_api_key(token))
+            key_hash = hash_api_key(token)
+            cached = await self._cached(key_hash)
+            if cached is not None:
+                rec, tenant, counted = cached
+            else:
+                rec = await self._key(key_hash)
             if rec is None:
                 raise _unauthorized("invalid API key")
             if rec.revoked:
@@ -109,16 +162,27 @@ class Authenticator:
             rec = self._jwt(token)
         else:
             raise _unauthorized("invalid API key")
-        tenant = await self.tenant(rec.tenant_id)
+        if tenant is None:
+            tenant = await self.tenant(rec.tenant_id)
         if tenant is None:
             raise _unauthorized("invalid credential")
+        principal = Principal(
+            tenant=tenant, key_id=rec.key_id, mode=rec.mode, scopes=frozenset(rec.scopes), counted=counted
+        )
         if mode_header is not None and mode_header != rec.mode:
+            await self.give_back(principal)
             raise ServiceError(
                 ErrorCode.FORBIDDEN,
                 f"x-service-mode {mode_header[:20]!r} does not match the credential's mode {rec.mode!r}",
                 details={"reason": "mode_mismatch"},
             )
-        return Principal(tenant=tenant, key_id=rec.key_id, mode=rec.mode, scopes=frozenset(rec.scopes))
+        return principal
+
+    async def give_back(self, principal: Principal) -> None:
+        """Uncount a request counted with the lookup that is refused before the rate limit."""
+        if principal.counted is not None:
+            start = principal.counted[1]
+            await self.redis.decr(ratelimit.window_name(principal.tenant.tenant_id, principal.mode, start))
 
     def _jwt(self, token: str) -> KeyRecord:
         """A verified access token as a key record: tenant = sub, mode and scopes from claims."""

@@ -164,16 +164,22 @@ class Pipeline:
             principal = await self.auth.authenticate(
                 headers.get("authorization"), headers.get("x-service-mode")
             )
-            require_scope(principal, ep.scope)
-            if not _ip_allowed(principal.tenant.metadata, client_ip):
-                raise ServiceError(
-                    ErrorCode.FORBIDDEN,
-                    "requests from this IP address are not allowed",
-                    details={"reason": "ip_not_allowed"},
-                )
-            window = await self.limiter.hit(
-                principal.tenant.tenant_id, principal.mode, principal.tenant.rate_limit_per_minute
-            )
+            try:
+                require_scope(principal, ep.scope)
+                if not _ip_allowed(principal.tenant.metadata, client_ip):
+                    raise ServiceError(
+                        ErrorCode.FORBIDDEN,
+                        "requests from this IP address are not allowed",
+                        details={"reason": "ip_not_allowed"},
+                    )
+            except ServiceError:
+                await self.auth.give_back(principal)  # refusals before the limit do not count
+                raise
+            limit = principal.tenant.rate_limit_per_minute
+            if principal.counted is not None:  # counted by the key lookup, in the same round trip
+                window = self.limiter.check(limit, *principal.counted)
+            else:
+                window = await self.limiter.hit(principal.tenant.tenant_id, principal.mode, limit)
             answer = await self._run(ep, principal, window, headers, raw, body, params, query, request_id)
         except ServiceError as err:
             answer = Answer(err.status, error_body(err, request_id), dict(err.headers))

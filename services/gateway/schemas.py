@@ -42,11 +42,14 @@ AnyCurrency = Annotated[str, _ci_meta(STABLECOINS + FIATS, "currency")]
 Rail = Literal["provider_wallet", "stablecoin", "ach", "wire", "sepa", "faster_payments"]
 WalletRail = Literal["provider_wallet", "stablecoin"]
 
+# An address as the OpenAPI ``format: email`` means it (RFC 5321 dot-atom local part, a
+# hostname with a letters-only top-level label), so the validator and the document agree.
+EMAIL_PATTERN = (
+    r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$"
+)
 Email = Annotated[
-    str,
-    msgspec.Meta(
-        pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=254, extra_json_schema={"format": "email"}
-    ),
+    str, msgspec.Meta(pattern=EMAIL_PATTERN, max_length=254, extra_json_schema={"format": "email"})
 ]
 Country = Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{2}$")]
 E164 = Annotated[str, msgspec.Meta(pattern=r"^\+[1-9][0-9]{1,14}$")]

@@ -38,12 +38,18 @@ class RpcClient:
         settings: Settings,
         service: str,
         on_result: Callable[[Result], Awaitable[None]] | None = None,
+        *,
+        background: bool = False,
     ) -> None:
         self.broker = broker
         self.settings = settings
         self.topics = Topics(settings.topic_prefix)
         self.reply_topic = self.topics.replies(instance_id(settings, service))
         self.on_result = on_result
+        # Operator tools (admin) are not on a partner's request path: poll for replies less often.
+        self.fetch_max_wait_ms = (
+            settings.kafka_background_fetch_max_wait_ms if background else settings.kafka_fetch_max_wait_ms
+        )
         self._waiters: dict[str, asyncio.Future[Result]] = {}
         self._consumer: AIOKafkaConsumer | None = None
         self._task: asyncio.Task[None] | None = None
@@ -54,7 +60,7 @@ class RpcClient:
             bootstrap_servers=self.settings.kafka_bootstrap,
             enable_auto_commit=False,
             auto_offset_reset="latest",
-            fetch_max_wait_ms=self.settings.kafka_fetch_max_wait_ms,
+            fetch_max_wait_ms=self.fetch_max_wait_ms,
             group_id=None,
         )
         await self._consumer.start()

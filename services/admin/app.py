@@ -150,7 +150,7 @@ def create_app(settings: Settings) -> Litestar:
         broker = create_broker(settings, "admin")
         await ensure_topics(settings, service_topics(settings))
         await broker.start()
-        rpc = RpcClient(broker, settings, "admin")
+        rpc = RpcClient(broker, settings, "admin", background=True)
         await rpc.start()
         outbox = Outbox("identity", broker)
         relay = asyncio.create_task(outbox.relay_forever(sm), name="identity-outbox-relay")

@@ -9,7 +9,11 @@ import uvicorn
 
 
 def serve(app: Any, host: str, port: int) -> None:
-    """Run an ASGI app with uvicorn (uvloop and httptools when available)."""
+    """Run an ASGI app with uvicorn on uvloop, with httptools.
+
+    ``uvicorn.Server.serve`` under a plain ``asyncio.run`` would use the stdlib loop: uvicorn
+    only installs uvloop in its own ``run``, so the loop is chosen here.
+    """
     config = uvicorn.Config(
         app,
         host=host,
@@ -19,4 +23,10 @@ def serve(app: Any, host: str, port: int) -> None:
         lifespan="on",
         timeout_graceful_shutdown=5,
     )
-    asyncio.run(uvicorn.Server(config).serve())
+    server = uvicorn.Server(config)
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency; stdlib loop elsewhere
+        asyncio.run(server.serve())
+    else:
+        uvloop.run(server.serve())

@@ -4,7 +4,7 @@ Each HTTP instance owns a one-partition reply topic ``<prefix>.replies.<instance
 reads it by manual assignment (no consumer group, so no join delay). Commands carry
 ``ctx.reply_to``; consumers publish the :class:`Result` there on partition 0. A waiting
 request is resolved by ``command_id``; a result that arrives after its waiter gave up is
-handed to ``on_late`` so the outcome is still recorded (idempotency).
+handed to ``on_results`` too (one call per fetched batch) so the outcome is still recorded.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class RpcClient:
         broker: KafkaBroker,
         settings: Settings,
         service: str,
-        on_result: Callable[[Result], Awaitable[None]] | None = None,
+        on_results: Callable[[list[Result]], Awaitable[None]] | None = None,
         *,
         background: bool = False,
     ) -> None:
@@ -45,7 +45,7 @@ class RpcClient:
         self.settings = settings
         self.topics = Topics(settings.topic_prefix)
         self.reply_topic = self.topics.replies(instance_id(settings, service))
-        self.on_result = on_result
+        self.on_results = on_results
         # Operator tools (admin) are not on a partner's request path: poll for replies less often.
         self.fetch_max_wait_ms = (
             settings.kafka_background_fetch_max_wait_ms if background else settings.kafka_fetch_max_wait_ms
@@ -92,18 +92,19 @@ class RpcClient:
                     except (msgspec.DecodeError, msgspec.ValidationError):
                         log.error("undecodable reply on %s", self.reply_topic)
             if results:
-                # Recorded concurrently: one slow store write must not hold up the others.
-                await asyncio.gather(*(self._resolve(r) for r in results))
+                await self._resolve(results)
 
-    async def _resolve(self, result: Result) -> None:
-        if self.on_result is not None:
+    async def _resolve(self, results: list[Result]) -> None:
+        """Record the batch (one call, e.g. one Redis pipeline), then wake the waiters."""
+        if self.on_results is not None:
             try:
-                await self.on_result(result)
-            except Exception:  # noqa: BLE001 - still resolve the waiter
-                log.exception("recording a result failed", extra={"request_id": result.request_id})
-        fut = self._waiters.pop(result.command_id, None)
-        if fut is not None and not fut.done():
-            fut.set_result(result)
+                await self.on_results(results)
+            except Exception:  # noqa: BLE001 - still resolve the waiters
+                log.exception("recording %d results failed", len(results))
+        for result in results:
+            fut = self._waiters.pop(result.command_id, None)
+            if fut is not None and not fut.done():
+                fut.set_result(result)
 
     async def send(self, topic: str, command: Command, key: str | None = None) -> None:
         await self.broker.publish(encode(command), topic=topic, key=key.encode() if key else None)

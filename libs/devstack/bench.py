@@ -63,6 +63,22 @@ def load(
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
+def cpu_times() -> tuple[int, int]:
+    """(steal, total) jiffies of the whole machine, from /proc/stat (0, 0 elsewhere)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def steal_pct(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """Share of CPU time the hypervisor took from this machine between two readings: when it
+    is high, every figure of the run (baselines included) is depressed."""
+    total = after[1] - before[1]
+    return 100.0 * (after[0] - before[0]) / total if total > 0 else 0.0
+
+
 def peak_rss_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -117,6 +133,7 @@ def main() -> int:
         env={k: v for k, v in os.environ.items() if k not in ("SLUICE_KAFKA_BOOTSTRAP",)},
     )
     suite: Suite | None = None
+    started = cpu_times()
     try:
         print(
             f"stores: pg {stores.database_url.split('@')[-1]}, redis {stores.redis_url}, "
@@ -188,6 +205,7 @@ def main() -> int:
         )
         for name, proc in procs.items():
             print(f"peak RSS {name:<10} {peak_rss_mb(proc.popen.pid):6.1f} MB", flush=True)
+        print(f"cpu steal during the run: {steal_pct(started, cpu_times()):.0f}%", flush=True)
         ratio = e2e["rps"] / mono["rps"] if mono["rps"] else 0.0
         print(
             f"bench: e2e {e2e['rps']:.0f} req/s p99 {paced['p99_ms']:.0f} ms; "

@@ -110,7 +110,7 @@ def create_app(settings: Settings) -> Litestar:
             settings.derived_secret("idempotency"),
         )
         pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, None)  # type: ignore[arg-type]
-        rpc = RpcClient(broker, settings, "gateway", on_result=pipeline.on_result)
+        rpc = RpcClient(broker, settings, "gateway", on_results=pipeline.on_results)
         pipeline.rpc = rpc
         await rpc.start()
         app.state.update(

@@ -97,8 +97,17 @@ class IdempotencyStore:
             await asyncio.sleep(0.02)
 
     async def complete(self, name: str, fp: str, status: int, body: bytes) -> None:
-        rec = Record(state="done", fp=fp, status=status, body=self._seal(name, body))
-        await self.redis.set(name, msgspec.json.encode(rec), ex=self.ttl_s)
+        await self.complete_many([(name, fp, status, body)])
+
+    async def complete_many(self, outcomes: list[tuple[str, str, int, bytes]]) -> None:
+        """Record several outcomes (name, fingerprint, status, body) in one round trip."""
+        if not outcomes:
+            return
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for name, fp, status, body in outcomes:
+                rec = Record(state="done", fp=fp, status=status, body=self._seal(name, body))
+                pipe.set(name, msgspec.json.encode(rec), ex=self.ttl_s)
+            await pipe.execute()
 
     def _seal(self, name: str, body: bytes) -> bytes:
         nonce = os.urandom(12)

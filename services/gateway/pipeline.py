@@ -136,12 +136,16 @@ class Pipeline:
         # command_id -> (idempotency record name, fingerprint): lets a late result be recorded.
         self.inflight: dict[str, tuple[str, str, float]] = {}
 
-    async def on_result(self, result: Result) -> None:
-        """Every result that reaches this instance is recorded, even if its waiter gave up."""
-        entry = self.inflight.pop(result.command_id, None)
-        if entry is not None:
-            name, fp, _ = entry
-            await self.idem.complete(name, fp, result.status, result_body(result, result.request_id))
+    async def on_results(self, results: list[Result]) -> None:
+        """Every result that reaches this instance is recorded, even if its waiter gave up:
+        a fetched batch of outcomes is written in one Redis pipeline before anyone is answered."""
+        done = []
+        for result in results:
+            entry = self.inflight.pop(result.command_id, None)
+            if entry is not None:
+                name, fp, _ = entry
+                done.append((name, fp, result.status, result_body(result, result.request_id)))
+        await self.idem.complete_many(done)
         if len(self.inflight) > 10000:
             cutoff = time.monotonic() - 3600
             for k in [k for k, v in self.inflight.items() if v[2] < cutoff]:

@@ -31,7 +31,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
         settings,
         broker,
         sm,
-        Outbox("ledger", broker),
+        Outbox("ledger", broker, lazy_delete=True),
         Inbox("ledger"),
         topics,
         cfg=cfg,

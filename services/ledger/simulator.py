@@ -56,7 +56,7 @@ class Simulator:
                         await repo.unschedule(session, t.id)
                 service.stage_events(session, self.outbox, self.topics, events)
                 msgs = await self.outbox.write(session)
-            await self.outbox.dispatch(self.sm, msgs)
+            await self.outbox.dispatch(self.sm, msgs, Outbox.pruned(session))
         self.steps += len(events)
         return len(due)
 

@@ -337,3 +337,31 @@ def test_an_unanswered_attempt_is_resent_never_duplicated(stack: Stack) -> None:
     assert lost.customer_id in r.text
     rows = db(stack, "SELECT * FROM ledger.customers WHERE tenant_id = $1", t.tenant_id)
     assert [(c["id"], c["full_name"]) for c in rows] == [(lost.customer_id, "Lost Attempt")]
+
+
+def test_public_pages_are_rate_limited_per_client_ip(stack: Stack) -> None:
+    """No API key guards the signup pages, so each client IP gets a shared per-minute window
+    (X-Forwarded-For is honoured from the local proxy address, as uvicorn does by default)."""
+    limit = 200
+    flooder = {"X-Forwarded-For": f"198.51.100.{uuid.uuid4().int % 250 + 1}"}
+    now = datetime.now(UTC)
+    if now.second > 50:  # keep the burst inside one fixed window
+        import time
+
+        time.sleep(61 - now.second)
+    clients = [httpx.Client(base_url=g.url, timeout=30) for g in stack.gateways]
+    try:
+        statuses = [
+            clients[i % 2].get(f"/onboarding/not-a-token-{i}", headers=flooder).status_code
+            for i in range(limit)
+        ]
+        assert 429 not in statuses and set(statuses) == {410}
+        refused = clients[1].post("/onboarding/not-a-token", headers=flooder, data={"email": "a@b.co"})
+        assert refused.status_code == 429
+        assert 1 <= int(refused.headers["retry-after"]) <= 60
+        assert "Too many attempts" in refused.text and "<script" not in refused.text
+        other = {"X-Forwarded-For": "203.0.113.9"}
+        assert clients[0].get("/onboarding/not-a-token", headers=other).status_code == 410
+    finally:
+        for c in clients:
+            c.close()

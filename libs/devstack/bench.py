@@ -79,6 +79,15 @@ def steal_pct(before: tuple[int, int], after: tuple[int, int]) -> float:
     return 100.0 * (after[0] - before[0]) / total if total > 0 else 0.0
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its reaped children (0 if gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -208,10 +217,24 @@ def main() -> int:
         url = procs["gateway"].url + "/v1/customers"
         settle(url, headers)
         load(url, headers, duration=3, unique=True)  # warm-up: pools, caches, batch sizes
+        pids = {name: proc.popen.pid for name, proc in procs.items()}
+        for p in stores.processes():  # tansu, valkey-server
+            args = p.args if isinstance(p.args, list) else [p.args]
+            pids[Path(str(args[0])).name.split("-")[0]] = p.pid
+        cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
         e2e = load(url, headers, unique=True)
+        cpu_used = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
         print(
             f"e2e:      {e2e['rps']:.0f} req/s p50 {e2e['p50_ms']:.1f} ms p99 {e2e['p99_ms']:.1f} ms "
             f"errors {e2e['errors']:.0f} (closed loop, {CONNECTIONS} connections)",
+            flush=True,
+        )
+        served = max(1.0, e2e["requests"])
+        print(
+            "cpu per request (closed loop): "
+            + ", ".join(
+                f"{n} {1000 * c / served:.2f} ms" for n, c in sorted(cpu_used.items(), key=lambda x: -x[1])
+            ),
             flush=True,
         )
         half = max(1.0, mono["rps"] / 2)

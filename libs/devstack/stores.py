@@ -93,6 +93,10 @@ class Stores:
         self.database_url = create_database(base, database) if database else base
         return self
 
+    def processes(self) -> list[subprocess.Popen[bytes]]:
+        """The servers this instance started itself (Tansu, valkey), for measurements."""
+        return list(self._procs)
+
     def stop(self) -> None:
         for p in reversed(self._procs):
             p.terminate()

@@ -107,3 +107,15 @@ def gone(reason: str) -> Response[str]:
         tone="error",
     )
     return render("message.mako", page, 410)
+
+
+def too_many(retry_after: str) -> Response[str]:
+    page = Page(
+        title="Too many attempts",
+        heading="Too many attempts from your network",
+        message="Please wait a minute, then reload this page.",
+        tone="error",
+    )
+    response = render("message.mako", page, 429)
+    response.headers["Retry-After"] = retry_after
+    return response

@@ -12,19 +12,35 @@ from typing import Any
 from litestar import Request, Response, get, post
 from litestar.datastructures import State
 
+from common.errors import ServiceError
 from common.http import request_id_of
 from gateway import onboarding_signup as signup
 from gateway.onboarding_links import OnboardingAuthorization, OnboardingAuthorizationCreate, build_create
+from gateway.onboarding_pages import too_many
 from gateway.pipeline import Endpoint
 
 
+async def throttled(request: Request[Any, Any, State], state: State) -> Response[str] | None:
+    """The public pages carry no API key, so they are limited per client IP (fixed one-minute
+    windows in Redis, shared by all gateways): token guessing and form flooding get 429."""
+    ip = request.client.host if request.client else "unknown"
+    limit = state.settings.onboarding_rate_limit_per_minute
+    try:
+        await state.pipeline.limiter.hit(f"ip:{ip}", "onboarding", limit)
+    except ServiceError as err:
+        return too_many(err.headers.get("Retry-After", "60"))
+    return None
+
+
 @get("/onboarding/{token:str}", include_in_schema=False, name="onboarding_page")
-async def onboarding_page(token: str, state: State) -> Response[str]:
-    return await signup.show(state, token)
+async def onboarding_page(request: Request[Any, Any, State], token: str, state: State) -> Response[str]:
+    return await throttled(request, state) or await signup.show(state, token)
 
 
 @post("/onboarding/{token:str}", include_in_schema=False, name="onboarding_submit", status_code=200)
 async def onboarding_submit(request: Request[Any, Any, State], token: str, state: State) -> Response[str]:
+    if (refused := await throttled(request, state)) is not None:
+        return refused
     form = await request.form()
     values = {k: str(form.get(k) or "") for k in signup.FIELDS}
     return await signup.submit(state, token, values, request_id_of(request))

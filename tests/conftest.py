@@ -62,9 +62,12 @@ def _base_env(stores: Stores) -> dict[str, str]:
         "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",
         "SLUICE_WEBHOOKS_RETRY_SCHEDULE": "1,1,1",
         "SLUICE_WEBHOOKS_JITTER": "0",
+        "SLUICE_WEBHOOKS_PRUNE_INTERVAL_S": "1",
         "SLUICE_SANDBOX_SETTLE_S": "1",
         "SLUICE_GATEWAY_TIMEOUT_S": "10",
         "SLUICE_DB_POOL_SIZE": "5",
+        # Every test comes from 127.0.0.1; the per-IP limit test uses its own X-Forwarded-For.
+        "SLUICE_ONBOARDING_RATE_LIMIT_PER_MINUTE": "200",
     }
 
 

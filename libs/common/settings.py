@@ -49,6 +49,7 @@ class Settings(BaseSettings):
     gateway_timeout_s: float = 10.0
     idempotency_ttl_s: int = 86400
     default_rate_limit_per_minute: int = 600
+    onboarding_rate_limit_per_minute: int = 60  # per client IP on the public signup pages
     max_body_bytes: int = 65536
 
     jwt_secret: SecretStr = SecretStr("")
@@ -62,6 +63,10 @@ class Settings(BaseSettings):
     webhooks_jitter: float = 0.1
     webhooks_disable_after_s: int = 5 * 86400
     webhooks_poll_s: float = 0.5
+    # Finished deliveries (and their attempts) and events older than this are deleted; a dead
+    # delivery can be replayed until then. Keep it above the events topic's Kafka retention.
+    webhooks_retention_s: int = 30 * 86400
+    webhooks_prune_interval_s: float = 600.0
 
     sandbox_settle_s: float = 2.0
     sandbox_default_cap: Decimal = Field(default=Decimal("1000000"))

@@ -20,6 +20,7 @@ from common.settings import Settings
 from common.topics import Topics
 from webhooks.delivery import DeliveryWorker, Policy, Sender
 from webhooks.handlers import WebhooksRuntime
+from webhooks.retention import Pruner
 from webhooks.service import Env
 from webhooks.signing import SecretBox
 
@@ -35,6 +36,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
     box = SecretBox(settings.derived_secret("webhook"))
     sender = Sender(policy)
     worker = DeliveryWorker(sm, sender, box, instance_id(settings, "webhooks"), settings.webhooks_poll_s)
+    pruner = Pruner(sm, settings.webhooks_retention_s, settings.webhooks_prune_interval_s)
     env = Env(box=box, allow_private=policy.allow_private, max_attempts=policy.max_attempts)
     runtime = WebhooksRuntime(settings, broker, sm, topics, env, worker.wake)
     process_events = runtime.event_processor()
@@ -54,6 +56,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
 
     async def started() -> None:
         tasks.append(asyncio.create_task(worker.run(), name="delivery-worker"))
+        tasks.append(asyncio.create_task(pruner.run(), name="retention"))
 
     async def shutdown() -> None:
         for t in tasks:
@@ -69,6 +72,8 @@ def create_app(settings: Settings) -> AsgiFastStream:
             "deliveries_created": runtime.deliveries_created,
             "attempts_sent": worker.sent,
             "in_flight": len(worker.tasks),
+            "deliveries_pruned": pruner.deliveries_pruned,
+            "events_pruned": pruner.events_pruned,
         }
 
     return AsgiFastStream(

@@ -381,3 +381,37 @@ async def attempts_of(session: AsyncSession, delivery_id: str) -> Sequence[Any]:
             {"id": delivery_id},
         )
     ).all()
+
+
+# ---- retention ----
+
+
+async def prune(session: AsyncSession, older_than_s: float, limit: int) -> tuple[int, int]:
+    """Delete finished deliveries (with their attempts) and then events without deliveries,
+    older than ``older_than_s``, at most ``limit`` of each; (deliveries, events) deleted.
+    Pending deliveries and their events are never touched."""
+    deliveries = (
+        await session.execute(
+            text(
+                "WITH old AS (SELECT id FROM webhooks.deliveries WHERE status <> 'pending'"
+                "  AND updated_at < now() - make_interval(secs => :age)"
+                "  ORDER BY updated_at LIMIT :limit FOR UPDATE SKIP LOCKED),"
+                " gone_attempts AS (DELETE FROM webhooks.attempts WHERE delivery_id IN"
+                "  (SELECT id FROM old))"
+                " DELETE FROM webhooks.deliveries WHERE id IN (SELECT id FROM old) RETURNING id"
+            ),
+            {"age": older_than_s, "limit": limit},
+        )
+    ).all()
+    events = (
+        await session.execute(
+            text(
+                "DELETE FROM webhooks.events WHERE event_id IN (SELECT e.event_id FROM webhooks.events e"
+                "  WHERE e.received_at < now() - make_interval(secs => :age) AND NOT EXISTS"
+                "  (SELECT 1 FROM webhooks.deliveries d WHERE d.event_id = e.event_id)"
+                "  ORDER BY e.received_at LIMIT :limit FOR UPDATE SKIP LOCKED) RETURNING event_id"
+            ),
+            {"age": older_than_s, "limit": limit},
+        )
+    ).all()
+    return len(deliveries), len(events)

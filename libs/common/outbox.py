@@ -100,14 +100,15 @@ class Outbox:
             self._published.update(ids)
             return
         async with sm() as session, session.begin():
-            await session.execute(
-                text(f"DELETE FROM {self.schema}.outbox WHERE id = ANY(:ids)"), {"ids": ids}
-            )
+            await self._delete(session, ids)
 
     @staticmethod
     def pruned(session: AsyncSession) -> list[int]:
         """The ids the session's :meth:`write` deleted (hand them to :meth:`dispatch`)."""
         return list(session.info.get(PRUNED_KEY, []))
+
+    async def _delete(self, session: AsyncSession, ids: list[int]) -> None:
+        await session.execute(text(f"DELETE FROM {self.schema}.outbox WHERE id = ANY(:ids)"), {"ids": ids})
 
     async def _publish(self, m: OutMessage) -> None:
         await self.broker.publish(m.payload, topic=m.topic, key=m.key, partition=m.partition)
@@ -147,10 +148,7 @@ class Outbox:
             ]
             for m in msgs:  # in id order, so one key's messages keep their order
                 await self._publish(m)
-            await session.execute(
-                text(f"DELETE FROM {self.schema}.outbox WHERE id = ANY(:ids)"),
-                {"ids": [m.id for m in msgs]},
-            )
+            await self._delete(session, [m.id for m in msgs if m.id is not None])
             log.info("outbox relay published %d left-over messages", len(msgs))
             return len(msgs)
 

@@ -138,7 +138,7 @@ class Authenticator:
         await self.redis.set(tenant_cache_name(tenant_id), msgspec.json.encode(rec), ex=CACHE_TTL_S)
         return rec
 
-    async def authenticate(self, authorization: str | None, mode_header: str | None) -> Principal:
+    async def authenticate(self, authorization: str | None) -> Principal:
         if not authorization:
             raise _unauthorized("missing bearer token")
         scheme, _, token = authorization.partition(" ")
@@ -166,23 +166,9 @@ class Authenticator:
             tenant = await self.tenant(rec.tenant_id)
         if tenant is None:
             raise _unauthorized("invalid credential")
-        principal = Principal(
+        return Principal(
             tenant=tenant, key_id=rec.key_id, mode=rec.mode, scopes=frozenset(rec.scopes), counted=counted
         )
-        if mode_header is not None and mode_header != rec.mode:
-            await self.give_back(principal)
-            raise ServiceError(
-                ErrorCode.FORBIDDEN,
-                f"x-service-mode {mode_header[:20]!r} does not match the credential's mode {rec.mode!r}",
-                details={"reason": "mode_mismatch"},
-            )
-        return principal
-
-    async def give_back(self, principal: Principal) -> None:
-        """Uncount a request counted with the lookup that is refused before the rate limit."""
-        if principal.counted is not None:
-            start = principal.counted[1]
-            await self.redis.decr(ratelimit.window_name(principal.tenant.tenant_id, principal.mode, start))
 
     def _jwt(self, token: str) -> KeyRecord:
         """A verified access token as a key record: tenant = sub, mode and scopes from claims."""
@@ -206,6 +192,15 @@ class Authenticator:
         ):
             raise _unauthorized("invalid access token")
         return KeyRecord(key_id=f"jwt:{jti}", tenant_id=sub, mode=str(mode), scopes=list(scopes))
+
+
+def require_mode(principal: Principal, mode_header: str | None) -> None:
+    if mode_header is not None and mode_header != principal.mode:
+        raise ServiceError(
+            ErrorCode.FORBIDDEN,
+            f"x-service-mode {mode_header[:20]!r} does not match the credential's mode {principal.mode!r}",
+            details={"reason": "mode_mismatch"},
+        )
 
 
 def require_scope(principal: Principal, scope: str | None) -> None:

@@ -25,7 +25,7 @@ from common.errors import ErrorCode, ServiceError, envelope
 from common.rpc import RpcClient
 from common.settings import Settings
 from common.topics import Topics
-from gateway.auth import Authenticator, Principal, require_scope
+from gateway.auth import Authenticator, Principal, require_mode, require_scope
 from gateway.idempotency import IdempotencyStore, fingerprint, validate_key
 from gateway.ratelimit import RateLimiter, Window
 
@@ -165,10 +165,9 @@ class Pipeline:
     ) -> Answer:
         window: Window | None = None
         try:
-            principal = await self.auth.authenticate(
-                headers.get("authorization"), headers.get("x-service-mode")
-            )
+            principal = await self.auth.authenticate(headers.get("authorization"))
             try:
+                require_mode(principal, headers.get("x-service-mode"))
                 require_scope(principal, ep.scope)
                 if not _ip_allowed(principal.tenant.metadata, client_ip):
                     raise ServiceError(
@@ -177,7 +176,9 @@ class Pipeline:
                         details={"reason": "ip_not_allowed"},
                     )
             except ServiceError:
-                await self.auth.give_back(principal)  # refusals before the limit do not count
+                if principal.counted is not None:  # refusals before the limit do not count
+                    tenant, (_, start) = principal.tenant.tenant_id, principal.counted
+                    await self.limiter.give_back(tenant, principal.mode, start)
                 raise
             limit = principal.tenant.rate_limit_per_minute
             if principal.counted is not None:  # counted by the key lookup, in the same round trip

@@ -56,6 +56,11 @@ class RateLimiter:
             count, _ = await pipe.execute()
         return self.check(limit, int(count), start)
 
+    async def give_back(self, tenant_id: str, mode: str, start: int) -> None:
+        """Uncount a request that was counted (with the key lookup) and then refused before
+        the limit applies, so only requests that pass authorization count."""
+        await self.redis.decr(window_name(tenant_id, mode, start))
+
     @staticmethod
     def check(limit: int, count: int, start: int) -> Window:
         """The window after ``count`` requests; ``rate_limited`` (429) past the limit."""

@@ -3,9 +3,9 @@
 A batch is one transaction (the group commit that makes throughput): the inbox is claimed
 and recorded for all writes in one statement each, queued customers are inserted in one
 statement (a failure there fails the batch, which is then retried command by command), and
-every other command runs under its own savepoint, in order. Writes stage
-their result and events in the outbox of that transaction; reads change nothing, so their
-answers skip both and are published straight after commit (a redelivered read is simply answered again).
+every other command runs under its own savepoint, in order. Writes stage their result and
+events in the outbox of that transaction; reads change nothing, so their answers skip both
+and are published straight after commit (a redelivered read is simply answered again).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first te
 async def test_ledger_killed_between_commit_and_publish_loses_nothing(stack: Stack) -> None:
     """A ledger on its own topic prefix SIGKILLs itself after commit, before dispatch."""
     prefix = f"crash{uuid.uuid4().hex[:8]}"
-    extra = {"SLUICE_TOPIC_PREFIX": prefix, "SLUICE_LEDGER_CRASH_AFTER_COMMIT": "true"}
+    extra = {"SLUICE_TOPIC_PREFIX": prefix, "SLUICE_FAILPOINTS": "ledger.after_commit=kill"}
     crasher = stack.suite.start("ledger", free_port(), extra, instance=f"ledger-crash-{prefix}")
     survivor = None
     try:

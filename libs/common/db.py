@@ -68,8 +68,13 @@ def migrate(service: str, url: str) -> None:
     command.upgrade(cfg, "head")
 
 
-def run_alembic_env(schema: str) -> None:
-    """Body of every service's ``migrations/env.py``: online, async, version table in schema."""
+def run_alembic_env(schema: str, target_metadata: Any = None) -> None:
+    """Body of every service's ``migrations/env.py``: online, async, version table in schema.
+
+    ``target_metadata`` (the service's SQLModel tables) lets ``alembic revision
+    --autogenerate`` and the drift test compare the models with the migrations; only objects
+    of the service's own schema are compared.
+    """
     from alembic import context
 
     config = context.config
@@ -78,9 +83,12 @@ def run_alembic_env(schema: str) -> None:
     def do_run(connection: object) -> None:
         context.configure(
             connection=connection,  # type: ignore[arg-type]
-            target_metadata=None,
+            target_metadata=target_metadata,
             version_table_schema=schema,
             include_schemas=True,
+            include_name=lambda name, type_, _parent: type_ != "schema" or name == schema,
+            include_object=lambda obj, _name, type_, _r, _c: type_ != "table" or obj.schema == schema,
+            compare_type=True,
         )
         with context.begin_transaction():
             context.run_migrations()

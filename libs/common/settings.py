@@ -70,8 +70,6 @@ class Settings(BaseSettings):
 
     sandbox_settle_s: float = 2.0
     sandbox_default_cap: Decimal = Field(default=Decimal("1000000"))
-    # Test-only: the ledger kills itself between commit and outbox dispatch (crash tests).
-    ledger_crash_after_commit: bool = False
 
     @property
     def retry_schedule(self) -> list[float]:

@@ -35,7 +35,6 @@ def create_app(settings: Settings) -> AsgiFastStream:
         Inbox("ledger"),
         topics,
         cfg=cfg,
-        crash_after_commit=settings.ledger_crash_after_commit,
     )
     simulator = Simulator(sm, runtime.outbox, topics, cfg)
     process = runtime.processor()

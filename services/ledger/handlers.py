@@ -11,8 +11,6 @@ and are published straight after commit (a redelivered read is simply answered a
 from __future__ import annotations
 
 import logging
-import os
-import signal
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -25,6 +23,7 @@ from common.contracts import LedgerCommand, Result, decode, encode
 from common.contracts.base import ErrorBody
 from common.contracts.commands import CreateCustomer
 from common.errors import ErrorCode, ServiceError
+from common.failpoints import failpoint
 from common.inbox import Inbox
 from common.logging import request_id_var
 from common.outbox import Outbox, OutMessage
@@ -46,7 +45,6 @@ class LedgerRuntime:
     inbox: Inbox
     topics: Topics
     cfg: LedgerConfig = field(default_factory=LedgerConfig)
-    crash_after_commit: bool = False  # test-only: SIGKILL between commit and dispatch
     processed: int = 0
 
     async def _execute(self, session: AsyncSession, cmd: LedgerCommand) -> bytes:
@@ -117,9 +115,8 @@ class LedgerRuntime:
                     if stored is not None and cmd.ctx.reply_to and not service.is_read(cmd):
                         self.outbox.add(session, OutMessage(cmd.ctx.reply_to, stored, partition=0))
                 msgs = await self.outbox.write(session)
-            if self.crash_after_commit and msgs:
-                log.error("crash_after_commit: killing this process before dispatch")
-                os.kill(os.getpid(), signal.SIGKILL)
+            if msgs:
+                await failpoint("ledger.after_commit")
             await self.outbox.dispatch(self.sm, msgs, Outbox.pruned(session))
         for m in direct:
             await self.broker.publish(m.payload, topic=m.topic, partition=m.partition)

@@ -1,0 +1,85 @@
+"""Tables every service shares the shape of (outbox, inbox), declared once, and the check
+that a service's declared tables and its migrations agree.
+
+Each service declares its own tables as SQLModel models in ``<service>/models.py`` (one
+PostgreSQL schema per service, unique class names: all models share ``SQLModel.metadata``)
+and calls :func:`outbox_table` / :func:`inbox_table` for the shared shapes in its schema.
+``migrations/env.py`` hands that metadata to :func:`common.db.run_alembic_env`, so
+``alembic revision --autogenerate`` writes the next migration and :func:`schema_drift`
+(run by the tests) fails when models and migrations disagree.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import BigInteger, Column, DateTime, Integer, LargeBinary, MetaData, Table, Text, func
+from sqlmodel import SQLModel
+
+
+def _table(schema: str, name: str, *columns: Column[Any]) -> Table:
+    """The table ``schema.name`` in ``SQLModel.metadata``, declared on the first call."""
+    found = SQLModel.metadata.tables.get(f"{schema}.{name}")
+    return found if found is not None else Table(name, SQLModel.metadata, *columns, schema=schema)
+
+
+def outbox_table(schema: str) -> Table:
+    """``<schema>.outbox``: messages written with the state they describe (common.outbox)."""
+    return _table(
+        schema,
+        "outbox",
+        Column("id", BigInteger, primary_key=True, autoincrement=True),
+        Column("topic", Text, nullable=False),
+        Column("key", LargeBinary),
+        Column("partition", Integer),
+        Column("payload", LargeBinary, nullable=False),
+        Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    )
+
+
+def inbox_table(schema: str) -> Table:
+    """``<schema>.inbox``: processed command ids and their results (common.inbox)."""
+    return _table(
+        schema,
+        "inbox",
+        Column("command_id", Text, primary_key=True),
+        Column("result", LargeBinary),
+        Column("processed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+    )
+
+
+async def schema_drift(url: str, schema: str, metadata: MetaData | None = None) -> list[Any]:
+    """Alembic's differences between the declared tables of ``schema`` and the database
+    (migrated to head): empty when models and migrations agree."""
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    md = metadata or SQLModel.metadata
+
+    def include_name(name: str | None, type_: str, parent: Any) -> bool:
+        if type_ == "schema":
+            return name == schema
+        if type_ == "table":
+            return name != "alembic_version"
+        return True
+
+    def compare(conn: Any) -> list[Any]:
+        ctx = MigrationContext.configure(
+            conn,
+            opts={
+                "include_schemas": True,
+                "include_name": include_name,
+                "include_object": lambda obj, _n, type_, _r, _c: type_ != "table" or obj.schema == schema,
+                "compare_type": True,
+                "target_metadata": md,
+            },
+        )
+        return list(compare_metadata(ctx, md))
+
+    engine = create_async_engine(url)
+    try:
+        async with engine.connect() as conn:
+            return await conn.run_sync(compare)
+    finally:
+        await engine.dispose()

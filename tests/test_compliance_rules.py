@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 
+from common.faults import is_transient
 from compliance import rules
-from compliance.handlers import store_unreachable
 from compliance.rules import Cap, ExternalAccount, PartyFacts, TransferFacts
 
 pytestmark = pytest.mark.unit
@@ -138,10 +138,21 @@ def test_customer_jurisdiction_and_amounts() -> None:
 
 
 def test_store_errors_are_told_apart_from_bad_commands() -> None:
+    from redis.exceptions import ConnectionError as RedisDown
     from sqlalchemy import exc
 
-    assert store_unreachable(ConnectionRefusedError())
-    assert store_unreachable(TimeoutError())
-    assert store_unreachable(exc.InterfaceError("x", {}, Exception("closed")))
-    assert not store_unreachable(exc.IntegrityError("x", {}, Exception("dup")))
-    assert not store_unreachable(ValueError("bad"))
+    class PgError(Exception):
+        def __init__(self, sqlstate: str) -> None:
+            self.sqlstate = sqlstate
+
+    assert is_transient(ConnectionRefusedError())
+    assert is_transient(TimeoutError())
+    assert is_transient(RedisDown("gone"))
+    assert is_transient(exc.InterfaceError("x", {}, Exception("closed")))
+    assert is_transient(exc.DBAPIError("x", {}, PgError("57P01")))  # admin shutdown
+    assert is_transient(exc.DBAPIError("x", {}, PgError("40P01")))  # deadlock: retry alone
+    wrapped = RuntimeError("batch failed")
+    wrapped.__cause__ = ConnectionResetError()
+    assert is_transient(wrapped)
+    assert not is_transient(exc.IntegrityError("x", {}, PgError("23505")))
+    assert not is_transient(ValueError("bad"))

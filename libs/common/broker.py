@@ -1,13 +1,17 @@
-"""Kafka wiring: the broker, consumer settings, topics, and dead letters.
+"""Kafka wiring: the broker, the one way to subscribe a consumer, topics, and dead letters.
 
-One place produces the arguments for FastStream subscribers so every consumer commits
-after its work is durable (``AckPolicy.ACK``) and uses the fetch settings Tansu needs.
+:func:`subscribe` is how every consumer of the suite is built: a FastStream batch subscriber
+whose handler hands the raw records to a :class:`common.consume.BatchProcessor`. Offsets are
+committed only when the handler returns, that is after the work is durable or dead-lettered:
+``AckPolicy.NACK_ON_ERROR`` rewinds the partitions when the handler raises, and a handler
+cancelled at shutdown commits nothing (``AckPolicy.ACK`` would commit even on error).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -15,7 +19,9 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker
+from faststream.kafka.annotations import KafkaMessage
 
+from common.consume import Failure
 from common.settings import Settings
 from common.topics import Topics
 
@@ -29,7 +35,7 @@ def create_broker(settings: Settings, client_id: str) -> KafkaBroker:
         enable_idempotence=False,
         acks=1,
         linger_ms=0,
-        request_timeout_ms=15000,
+        request_timeout_ms=settings.kafka_request_timeout_ms,
         logger=logging.getLogger("faststream"),
         log_level=logging.DEBUG,
     )
@@ -51,7 +57,7 @@ def consumer_options(
     wait_ms = settings.kafka_background_fetch_max_wait_ms if background else settings.kafka_fetch_max_wait_ms
     opts: dict[str, Any] = {
         "group_id": group_id,
-        "ack_policy": AckPolicy.ACK,
+        "ack_policy": AckPolicy.NACK_ON_ERROR,
         "auto_offset_reset": "earliest",
         "fetch_max_wait_ms": wait_ms,
         "session_timeout_ms": settings.kafka_session_timeout_ms,
@@ -97,39 +103,71 @@ def service_topics(settings: Settings) -> list[str]:
     ]
 
 
-class DeadLetter(msgspec.Struct, tag="dead_letter.v1", tag_field="type", kw_only=True):
+def subscribe(
+    broker: KafkaBroker,
+    settings: Settings,
+    topic: str,
+    group_id: str,
+    process: Callable[[Sequence[Any]], Awaitable[None]],
+    *,
+    background: bool = False,
+) -> None:
+    """Subscribe ``process`` (a :class:`common.consume.BatchProcessor`) to ``topic`` in
+    ``group_id``: batched, committed after the handler returns, rewound if it raises."""
+
+    async def handler(body: list[bytes], msg: KafkaMessage) -> None:
+        raw = msg.raw_message
+        await process(raw if isinstance(raw, tuple) else (raw,))
+
+    handler.__name__ = f"on_{topic.rsplit('.', 1)[-1]}_{group_id}".replace("-", "_").replace(".", "_")
+    broker.subscriber(topic, **consumer_options(settings, group_id, background=background))(handler)
+
+
+class DeadLetter(msgspec.Struct, tag="dead_letter.v2", tag_field="type", kw_only=True):
+    """A message given up on, with what an operator needs to judge and redrive it."""
+
+    dead_letter_id: str
     service: str
-    topic: str
+    topic: str  # where it came from, and where a redrive sends it back
+    partition: int
+    offset: int
+    key: bytes | None = None
     error: str
     attempts: int
     request_id: str | None = None
-    payload: str  # original bytes, decoded as UTF-8 with replacement
+    payload: bytes  # the original bytes, exactly (redriven as they were)
+    dead_lettered_at: str
 
 
-async def dead_letter(
-    broker: KafkaBroker,
-    settings: Settings,
-    *,
-    service: str,
-    topic: str,
-    raw: bytes,
-    error: BaseException | str,
-    attempts: int,
-    request_id: str | None = None,
-) -> None:
-    msg = DeadLetter(
+async def dead_letter(broker: KafkaBroker, settings: Settings, service: str, failure: Failure) -> None:
+    """Publish ``failure`` to the dead-letter topic (``<prefix>.dlq``)."""
+    rec, msg = failure.record, failure.message
+    ctx = getattr(msg, "ctx", None)
+    request_id = getattr(ctx, "request_id", None) or getattr(msg, "request_id", None)
+    letter = DeadLetter(
+        dead_letter_id=f"dlq_{rec.topic}_{rec.partition}_{rec.offset}",
         service=service,
-        topic=topic,
-        error=repr(error)[:2000],
-        attempts=attempts,
-        request_id=request_id,
-        payload=raw.decode("utf-8", "replace"),
+        topic=rec.topic,
+        partition=rec.partition,
+        offset=rec.offset,
+        key=rec.key,
+        error=repr(failure.error)[:2000],
+        attempts=failure.attempts,
+        request_id=request_id if isinstance(request_id, str) else None,
+        payload=rec.value or b"",
+        dead_lettered_at=datetime.now(UTC).isoformat(),
     )
     log.error(
-        "dead-lettered a message from %s after %d attempts: %s",
-        topic,
-        attempts,
-        msg.error,
-        extra={"request_id": request_id},
+        "dead-lettered %s[%d]@%d after %d attempts: %s",
+        rec.topic,
+        rec.partition,
+        rec.offset,
+        failure.attempts,
+        letter.error,
+        extra={"request_id": letter.request_id},
     )
-    await broker.publish(msgspec.json.encode(msg), topic=Topics(settings.topic_prefix).dead_letters)
+    await broker.publish(
+        msgspec.json.encode(letter),
+        topic=Topics(settings.topic_prefix).dead_letters,
+        key=letter.dead_letter_id.encode(),
+    )

@@ -19,9 +19,28 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def create_engine(url: str, pool_size: int = 10) -> AsyncEngine:
+def create_engine(
+    url: str,
+    pool_size: int = 10,
+    *,
+    connect_timeout_s: float = 2.0,
+    command_timeout_s: float = 10.0,
+    pool_timeout_s: float = 2.0,
+) -> AsyncEngine:
+    """Every call is bounded: connecting, each statement, and waiting for a pooled connection.
+
+    A timeout is a transient fault (:mod:`common.faults`): consumers wait it out, the HTTP
+    services answer 503 at once. A connection severed by a restart is invalidated by
+    SQLAlchemy and replaced on the next checkout.
+    """
     return create_async_engine(
-        url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=False, pool_recycle=1800
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=False,
+        pool_recycle=1800,
+        pool_timeout=pool_timeout_s,
+        connect_args={"timeout": connect_timeout_s, "command_timeout": command_timeout_s},
     )
 
 
@@ -87,7 +106,9 @@ def run_alembic_env(schema: str, target_metadata: Any = None) -> None:
             version_table_schema=schema,
             include_schemas=True,
             include_name=lambda name, type_, _parent: type_ != "schema" or name == schema,
-            include_object=lambda obj, _name, type_, _r, _c: type_ != "table" or obj.schema == schema,
+            include_object=lambda obj, _n, type_, _r, _c: (
+                type_ != "table" or getattr(obj, "schema", None) == schema
+            ),
             compare_type=True,
         )
         with context.begin_transaction():

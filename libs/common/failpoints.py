@@ -9,7 +9,9 @@ A failpoint is a named place in production code, ``await failpoint("ledger.after
     SLUICE_FAILPOINTS="compliance.decide=1*error"           # only the first time it is hit
 
 Actions: ``kill`` (SIGKILL: no cleanup, as a power cut), ``error`` (raise
-:class:`FailpointError`), ``sleep(s)`` (block the task that hit it), ``off``. A ``N*`` prefix
+:class:`FailpointError`: a deterministic failure), ``unavailable`` (raise
+:class:`FailpointUnavailable`, a ``ConnectionError``: a transient one, as a store that cannot
+be reached), ``sleep(s)`` (block the task that hit it), ``off``. A ``N*`` prefix
 fires the action the first N hits only. The setting is read once, at the first hit, from the
 environment: failpoints are process-wide test scaffolding, not configuration, so they do not
 live in :class:`common.settings.Settings`. With the variable unset a hit costs one dict lookup.
@@ -28,11 +30,17 @@ from dataclasses import dataclass
 log = logging.getLogger(__name__)
 
 ENV = "SLUICE_FAILPOINTS"
-_SPEC = re.compile(r"^(?:(?P<count>\d+)\*)?(?P<action>kill|error|off|sleep\((?P<secs>[0-9.]+)\))$")
+_SPEC = re.compile(
+    r"^(?:(?P<count>\d+)\*)?(?P<action>kill|error|unavailable|off|sleep\((?P<secs>[0-9.]+)\))$"
+)
 
 
 class FailpointError(RuntimeError):
     """Raised by a failpoint whose action is ``error``."""
+
+
+class FailpointUnavailable(ConnectionError):
+    """Raised by a failpoint whose action is ``unavailable`` (a transient fault)."""
 
 
 @dataclass
@@ -52,7 +60,9 @@ def parse(spec: str) -> dict[str, _Point]:
         name, sep, action = part.partition("=")
         m = _SPEC.match(action.strip())
         if not sep or not name.strip() or m is None:
-            raise ValueError(f"{ENV}: cannot read {part!r} (expected name=kill|error|sleep(s)|off)")
+            raise ValueError(
+                f"{ENV}: cannot read {part!r} (expected name=kill|error|unavailable|sleep(s)|off)"
+            )
         kind = m.group("action").split("(")[0]
         points[name.strip()] = _Point(
             kind,
@@ -90,10 +100,10 @@ def hit(name: str) -> None:
         return
     if point.action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
-    elif point.action == "error":
-        raise FailpointError(name)
     elif point.action == "sleep":
         time.sleep(point.seconds)
+    else:
+        _raise(point, name)
 
 
 async def failpoint(name: str) -> None:
@@ -105,5 +115,11 @@ async def failpoint(name: str) -> None:
         await asyncio.sleep(point.seconds)
     elif point.action == "kill":
         os.kill(os.getpid(), signal.SIGKILL)
-    elif point.action == "error":
-        raise FailpointError(name)
+    else:
+        _raise(point, name)
+
+
+def _raise(point: _Point, name: str) -> None:
+    if point.action == "unavailable":
+        raise FailpointUnavailable(f"failpoint {name}")
+    raise FailpointError(name)

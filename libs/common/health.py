@@ -1,4 +1,9 @@
-"""``GET /healthz`` and ``GET /readyz`` for the consumer services (plain ASGI)."""
+"""Readiness, and ``GET /healthz`` / ``GET /readyz`` for the consumer services (plain ASGI).
+
+``/readyz`` is 503 while a store or the broker does not answer its check, or while a part of
+the service reports itself unhealthy through :class:`Readiness`: a consumer waiting out a
+transient fault, a background task that crashed and waits to be restarted.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,22 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 Check = Callable[[], Awaitable[Any]]
+
+
+class Readiness:
+    """Parts of a process that report their own health (consumers, background tasks)."""
+
+    def __init__(self) -> None:
+        self._problems: dict[str, str] = {}
+
+    def fail(self, component: str, why: str) -> None:
+        self._problems[component] = why
+
+    def ok(self, component: str) -> None:
+        self._problems.pop(component, None)
+
+    def problems(self) -> dict[str, str]:
+        return dict(self._problems)
 
 
 async def run_checks(checks: dict[str, Check], timeout: float = 2.0) -> tuple[bool, dict[str, str]]:
@@ -45,18 +66,35 @@ def _json_app(body_fn: Callable[[], Awaitable[tuple[int, dict[str, Any]]]]) -> A
     return app
 
 
+async def readiness_report(
+    service: str, checks: dict[str, Check], readiness: Readiness | None = None
+) -> tuple[int, dict[str, Any]]:
+    """``/readyz``'s status and body: every check, and every part reporting a problem."""
+    ok, status = await run_checks(checks)
+    problems = readiness.problems() if readiness is not None else {}
+    status.update(problems)
+    ok = ok and not problems
+    return (200 if ok else 503), {
+        "status": "ready" if ok else "unavailable",
+        "service": service,
+        "checks": status,
+    }
+
+
 def health_routes(
-    service: str, checks: Callable[[], dict[str, Check]], stats: Callable[[], dict[str, Any]] | None = None
+    service: str,
+    checks: Callable[[], dict[str, Check]],
+    stats: Callable[[], dict[str, Any]] | None = None,
+    readiness: Readiness | None = None,
 ) -> list[tuple[str, Any]]:
     async def live() -> tuple[int, dict[str, Any]]:
         return 200, {"status": "ok", "service": service}
 
     async def ready() -> tuple[int, dict[str, Any]]:
-        ok, status = await run_checks(checks())
-        body = {"status": "ready" if ok else "unavailable", "service": service, "checks": status}
+        code, body = await readiness_report(service, checks(), readiness)
         if stats is not None:
             body["stats"] = stats()
-        return (200 if ok else 503), body
+        return code, body
 
     return [("/healthz", _json_app(live)), ("/readyz", _json_app(ready))]
 

@@ -153,11 +153,8 @@ class Outbox:
             return len(msgs)
 
     async def relay_forever(self, sm: async_sessionmaker[AsyncSession], interval_s: float = 1.0) -> None:
+        """Relay every ``interval_s``. A failed pass raises: run it under
+        :class:`common.tasks.Supervisor`, which restarts it with backoff and reports it."""
         while True:
-            try:
-                await self.relay_once(sm)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001 - keep relaying; the rows stay until published
-                log.warning("outbox relay pass failed", exc_info=True)
+            await self.relay_once(sm)
             await asyncio.sleep(interval_s)

@@ -21,7 +21,9 @@ from faststream.kafka import KafkaBroker
 
 from common.broker import ensure_topics
 from common.contracts import Command, Result, decode, encode
+from common.health import Readiness
 from common.settings import Settings
+from common.tasks import Supervisor
 from common.topics import Topics
 
 log = logging.getLogger(__name__)
@@ -32,6 +34,12 @@ def instance_id(settings: Settings, service: str) -> str:
 
 
 class RpcClient:
+    """Publishes commands and resolves their results from this instance's reply topic.
+
+    The reply reader runs under the process's :class:`~common.tasks.Supervisor`: if it dies it
+    is restarted (resuming after the last reply it read) and ``/readyz`` says so meanwhile.
+    """
+
     def __init__(
         self,
         broker: KafkaBroker,
@@ -50,49 +58,58 @@ class RpcClient:
         self.fetch_max_wait_ms = (
             settings.kafka_background_fetch_max_wait_ms if background else settings.kafka_fetch_max_wait_ms
         )
-        self._waiters: dict[str, asyncio.Future[Result]] = {}
-        self._consumer: AIOKafkaConsumer | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._waiters: dict[str, list[asyncio.Future[Result]]] = {}
+        self._next_offset: int | None = None  # where a restarted reader resumes
+        self._reading = asyncio.Event()
+        self._own: Supervisor | None = None
 
-    async def start(self) -> None:
+    async def start(self, supervisor: Supervisor | None = None, timeout_s: float = 30.0) -> None:
+        """Create the reply topic and start the reader under ``supervisor`` (the process's, or
+        one of its own for a standalone client); returns once it reads."""
         await ensure_topics(self.settings, [self.reply_topic], partitions=1)
-        self._consumer = AIOKafkaConsumer(
+        if supervisor is None:
+            supervisor = self._own = Supervisor(Readiness())
+        supervisor.start("rpc-replies", self.run)
+        await asyncio.wait_for(self._reading.wait(), timeout_s)
+
+    async def stop(self) -> None:
+        """Stop a standalone client's reader (a process's supervisor stops its own)."""
+        if self._own is not None:
+            await self._own.stop()
+
+    async def run(self) -> None:
+        consumer = AIOKafkaConsumer(
             bootstrap_servers=self.settings.kafka_bootstrap,
             enable_auto_commit=False,
             auto_offset_reset="latest",
             fetch_max_wait_ms=self.fetch_max_wait_ms,
+            request_timeout_ms=self.settings.kafka_request_timeout_ms,
             group_id=None,
         )
-        await self._consumer.start()
-        tp = TopicPartition(self.reply_topic, 0)
-        self._consumer.assign([tp])
-        await self._consumer.seek_to_end(tp)
-        await self._consumer.position(tp)
-        self._task = asyncio.create_task(self._run(), name="rpc-replies")
-
-    async def stop(self) -> None:
-        if self._task:
-            self._task.cancel()
-            try:
-                await self._task
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass
-        if self._consumer:
-            await self._consumer.stop()
-
-    async def _run(self) -> None:
-        assert self._consumer is not None
-        while True:
-            batches = await self._consumer.getmany(timeout_ms=1000, max_records=500)
-            results: list[Result] = []
-            for records in batches.values():
-                for rec in records:
-                    try:
-                        results.append(decode(rec.value or b"", Result))
-                    except (msgspec.DecodeError, msgspec.ValidationError):
-                        log.error("undecodable reply on %s", self.reply_topic)
-            if results:
-                await self._resolve(results)
+        await consumer.start()
+        try:
+            tp = TopicPartition(self.reply_topic, 0)
+            consumer.assign([tp])
+            if self._next_offset is None:
+                await consumer.seek_to_end(tp)
+                self._next_offset = await consumer.position(tp)
+            else:  # restarted: read what arrived while the reader was down
+                consumer.seek(tp, self._next_offset)
+            self._reading.set()
+            while True:
+                batches = await consumer.getmany(timeout_ms=1000, max_records=500)
+                results: list[Result] = []
+                for records in batches.values():
+                    for rec in records:
+                        self._next_offset = rec.offset + 1
+                        try:
+                            results.append(decode(rec.value or b"", Result))
+                        except (msgspec.DecodeError, msgspec.ValidationError):
+                            log.error("undecodable reply on %s", self.reply_topic)
+                if results:
+                    await self._resolve(results)
+        finally:
+            await consumer.stop()
 
     async def _resolve(self, results: list[Result]) -> None:
         """Record the batch (one call, e.g. one Redis pipeline), then wake the waiters."""
@@ -102,9 +119,9 @@ class RpcClient:
             except Exception:  # noqa: BLE001 - still resolve the waiters
                 log.exception("recording %d results failed", len(results))
         for result in results:
-            fut = self._waiters.pop(result.command_id, None)
-            if fut is not None and not fut.done():
-                fut.set_result(result)
+            for fut in self._waiters.pop(result.command_id, ()):
+                if not fut.done():
+                    fut.set_result(result)
 
     async def send(self, topic: str, command: Command, key: str | None = None) -> None:
         await self.broker.publish(encode(command), topic=topic, key=key.encode() if key else None)
@@ -115,12 +132,17 @@ class RpcClient:
         """Publish and wait for the result; raises ``TimeoutError`` when none arrives in time."""
         loop = asyncio.get_running_loop()
         fut: asyncio.Future[Result] = loop.create_future()
-        self._waiters[command.command_id] = fut
+        waiters = self._waiters.setdefault(command.command_id, [])
+        waiters.append(fut)
         try:
-            await self.send(topic, command, key)
+            async with asyncio.timeout(self.settings.kafka_publish_timeout_s):
+                await self.send(topic, command, key)
             return await asyncio.wait_for(fut, timeout or self.settings.gateway_timeout_s)
         finally:
-            self._waiters.pop(command.command_id, None)
+            if fut in waiters:
+                waiters.remove(fut)
+            if not waiters and self._waiters.get(command.command_id) is waiters:
+                del self._waiters[command.command_id]
 
 
 async def reply(broker: KafkaBroker, reply_to: str | None, result: Result) -> None:

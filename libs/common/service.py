@@ -1,11 +1,131 @@
-"""Process entry helpers shared by the services."""
+"""One way to build a service process: its stores, readiness, supervised tasks, the consumer
+app with ``/healthz``, ``/readyz`` and ``/metrics``, and serving it.
+
+Every service builds a :class:`Runtime` (the broker, the database engine, Redis when it needs
+it, one :class:`~common.health.Readiness` and one :class:`~common.tasks.Supervisor`). The
+consumers turn it into an ASGI app with :func:`consumer_app`; the HTTP services (gateway,
+admin) use :func:`readyz` for their own route. Shutdown is the same everywhere: supervised
+tasks are cancelled and awaited, then the stores are closed.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import uvicorn
+from faststream.asgi import AsgiFastStream
+from faststream.kafka import KafkaBroker
+from prometheus_client import make_asgi_app
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from common.broker import create_broker, ensure_topics, service_topics
+from common.db import create_engine, ping, sessionmaker
+from common.health import Check, Readiness, broker_check, health_routes, readiness_report
+from common.settings import Settings
+from common.tasks import Supervisor
+from common.topics import Topics
+
+
+def connect_redis(settings: Settings) -> Redis:
+    """Redis with every call bounded: a stalled or stopped Redis is an error within
+    ``redis_timeout_s``, never a hang."""
+    return Redis.from_url(
+        settings.redis_url,
+        socket_timeout=settings.redis_timeout_s,
+        socket_connect_timeout=settings.redis_timeout_s,
+        retry_on_timeout=False,
+    )
+
+
+@dataclass
+class Runtime:
+    name: str
+    settings: Settings
+    broker: KafkaBroker
+    engine: AsyncEngine
+    sm: async_sessionmaker[AsyncSession]
+    topics: Topics
+    readiness: Readiness = field(default_factory=Readiness)
+    redis: Redis | None = None
+    # Closed after the supervised tasks stopped, before the stores (HTTP clients, workers).
+    on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    supervisor: Supervisor = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.supervisor = Supervisor(self.readiness)
+
+    def checks(self) -> dict[str, Check]:
+        checks: dict[str, Check] = {"database": lambda: ping(self.engine), "kafka": broker_check(self.broker)}
+        if self.redis is not None:
+            checks["redis"] = self.redis.ping
+        return checks
+
+    async def close(self) -> None:
+        """Stop the supervised tasks (awaited), then close the stores."""
+        await self.supervisor.stop()
+        for stop in self.on_stop:
+            await stop()
+        if self.redis is not None:
+            await self.redis.aclose()
+        await self.engine.dispose()
+
+
+def build_runtime(
+    name: str, settings: Settings, *, redis: bool = False, command_timeout_s: float | None = None
+) -> Runtime:
+    engine = create_engine(
+        settings.database_url,
+        settings.db_pool_size,
+        connect_timeout_s=settings.db_connect_timeout_s,
+        command_timeout_s=command_timeout_s or settings.db_command_timeout_s,
+        pool_timeout_s=settings.db_connect_timeout_s,
+    )
+    return Runtime(
+        name=name,
+        settings=settings,
+        broker=create_broker(settings, name),
+        engine=engine,
+        sm=sessionmaker(engine),
+        topics=Topics(settings.topic_prefix),
+        redis=connect_redis(settings) if redis else None,
+    )
+
+
+async def readyz(rt: Runtime) -> tuple[int, dict[str, Any]]:
+    """``/readyz`` of any service: stores, broker, consumers and supervised tasks."""
+    return await readiness_report(rt.name, rt.checks(), rt.readiness)
+
+
+def consumer_app(
+    rt: Runtime,
+    *,
+    tasks: dict[str, Callable[[], Awaitable[None]]] | None = None,
+    stats: Callable[[], dict[str, Any]] | None = None,
+) -> AsgiFastStream:
+    """The ASGI app of a consumer service: the broker's subscribers, health and metrics routes,
+    and ``tasks`` started under supervision once the broker runs."""
+
+    async def startup() -> None:
+        await ensure_topics(rt.settings, service_topics(rt.settings))
+
+    async def started() -> None:
+        for name, run in (tasks or {}).items():
+            rt.supervisor.start(name, run)
+
+    return AsgiFastStream(
+        rt.broker,
+        asgi_routes=[
+            *health_routes(rt.name, rt.checks, stats=stats, readiness=rt.readiness),
+            ("/metrics", make_asgi_app()),
+        ],
+        on_startup=[startup],
+        after_startup=[started],
+        on_shutdown=[rt.close],
+    )
 
 
 def serve(app: Any, host: str, port: int) -> None:

@@ -35,6 +35,14 @@ class Settings(BaseSettings):
     kafka_batch_timeout_ms: int = 5
     kafka_topic_partitions: int = 6
     consumer_max_attempts: int = 3
+    # Every call to a store is bounded (issue 10): a store that does not answer in time is a
+    # transient fault (consumers wait it out; the gateway answers 503 with Retry-After).
+    # Above the session timeout: a JoinGroup request legitimately waits for a rebalance.
+    kafka_request_timeout_ms: int = 15000
+    kafka_publish_timeout_s: float = 2.0  # a request's publish: then 503, never a hang
+    db_connect_timeout_s: float = 2.0
+    db_command_timeout_s: float = 10.0
+    redis_timeout_s: float = 1.0
 
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 8000
@@ -47,6 +55,9 @@ class Settings(BaseSettings):
     admin_token: SecretStr = SecretStr("")
     public_base_url: str = "http://127.0.0.1:8000"
     gateway_timeout_s: float = 10.0
+    # A request in flight holds its Idempotency-Key for the command's deadline plus this
+    # margin; after that a retry on any gateway runs it again (downstream dedupe: one effect).
+    idempotency_lease_margin_s: float = 5.0
     idempotency_ttl_s: int = 86400
     default_rate_limit_per_minute: int = 600
     onboarding_rate_limit_per_minute: int = 60  # per client IP on the public signup pages

@@ -8,8 +8,6 @@ Refusals are audited too, in a transaction of their own.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,19 +16,19 @@ from typing import Any
 import msgspec
 from litestar import Litestar, Request, Response, get, post
 from litestar.datastructures import State
-from redis.asyncio import Redis
 
 from admin import actions, operators
 from admin import repository as repo
 from admin.context import ActionContext
-from common.broker import create_broker, ensure_topics, service_topics
-from common.db import create_engine, ping, sessionmaker, transaction
+from common.broker import ensure_topics, service_topics
+from common.db import transaction
 from common.errors import ErrorCode, ServiceError
-from common.health import broker_check, run_checks
 from common.http import EXCEPTION_HANDLERS, request_id_middleware, request_id_of
 from common.logging import setup_logging
 from common.outbox import Outbox, OutMessage
 from common.rpc import RpcClient
+from common.service import build_runtime
+from common.service import readyz as readiness
 from common.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -127,39 +125,28 @@ async def healthz() -> dict[str, str]:
 
 @get("/readyz")
 async def readyz(state: State) -> Response[Any]:
-    ok, checks = await run_checks(
-        {
-            "database": lambda: ping(state.engine),
-            "redis": state.redis.ping,
-            "kafka": broker_check(state.broker),
-        }
-    )
-    return Response(
-        {"status": "ready" if ok else "unavailable", "service": "admin", "checks": checks},
-        status_code=200 if ok else 503,
-    )
+    status, body = await readiness(state.runtime)
+    return Response(body, status_code=status)
 
 
 def create_app(settings: Settings) -> Litestar:
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         setup_logging("admin")
-        engine = create_engine(settings.database_url, settings.db_pool_size)
-        sm = sessionmaker(engine)
-        redis = Redis.from_url(settings.redis_url)
-        broker = create_broker(settings, "admin")
+        rt = build_runtime("admin", settings, redis=True)
         await ensure_topics(settings, service_topics(settings))
-        await broker.start()
-        rpc = RpcClient(broker, settings, "admin", background=True)
-        await rpc.start()
-        outbox = Outbox("identity", broker)
-        relay = asyncio.create_task(outbox.relay_forever(sm), name="identity-outbox-relay")
+        await rt.broker.start()
+        rpc = RpcClient(rt.broker, settings, "admin", background=True)
+        await rpc.start(rt.supervisor)
+        outbox = Outbox("identity", rt.broker)
+        rt.supervisor.start("identity-outbox-relay", lambda: outbox.relay_forever(rt.sm))
         app.state.update(
             settings=settings,
-            engine=engine,
-            sm=sm,
-            redis=redis,
-            broker=broker,
+            runtime=rt,
+            engine=rt.engine,
+            sm=rt.sm,
+            redis=rt.redis,
+            broker=rt.broker,
             rpc=rpc,
             outbox=outbox,
             operators=operators.parse_operators(settings.admin_tokens),
@@ -167,13 +154,9 @@ def create_app(settings: Settings) -> Litestar:
         try:
             yield
         finally:
-            relay.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await relay
-            await rpc.stop()
-            await broker.stop()
-            await redis.aclose()
-            await engine.dispose()
+            await rt.supervisor.stop()
+            await rt.broker.stop()
+            await rt.close()
 
     return Litestar(
         route_handlers=[administer, healthz, readyz],

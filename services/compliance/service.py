@@ -217,6 +217,24 @@ def _reply(cmd: Command, topics: Topics, result: Result) -> Outcome:
     return Outcome(cmd.ctx.reply_to or topics.dead_letters, encode(result), partition=0)
 
 
+def readdressed(out: Outcome, cmd: Command, topics: Topics) -> Outcome:
+    """The outcome already decided for ``cmd``'s command id, answered to ``cmd``'s reply address.
+
+    A retry after a gateway died carries the same command id (derived from the
+    Idempotency-Key) but the reply topic of the gateway that is waiting now: the decision is
+    the stored one, only the address is new.
+    """
+    if not cmd.ctx.reply_to:
+        return out
+    if out.topic != topics.ledger_commands:  # a refusal or answer: to the caller
+        return Outcome(cmd.ctx.reply_to, out.payload, out.key, 0)
+    stamped = msgspec.json.decode(out.payload, type=type(cmd))
+    if stamped.ctx.reply_to == cmd.ctx.reply_to:
+        return out
+    ctx = msgspec.structs.replace(stamped.ctx, reply_to=cmd.ctx.reply_to, request_id=cmd.ctx.request_id)
+    return Outcome(out.topic, encode(msgspec.structs.replace(stamped, ctx=ctx)), out.key, out.partition)
+
+
 async def decide_batch(
     session: AsyncSession, snap: Snapshot, topics: Topics, cmds: Sequence[Command]
 ) -> list[Outcome]:
@@ -229,18 +247,17 @@ async def decide_batch(
     for cmd in cmds:
         request_id_var.set(cmd.ctx.request_id)
         prev = stored.get(cmd.command_id)
-        if prev is not None:  # redelivered: publish the same outcome again
-            outs.append(
-                Outcome(
-                    prev.out_topic,
-                    bytes(prev.out_payload),
-                    prev.out_key and bytes(prev.out_key),
-                    prev.out_partition,
-                )
+        if prev is not None:  # redelivered or retried: publish the same outcome again
+            stored_out = Outcome(
+                prev.out_topic,
+                bytes(prev.out_payload),
+                prev.out_key and bytes(prev.out_key),
+                prev.out_partition,
             )
+            outs.append(readdressed(stored_out, cmd, topics))
             continue
         if cmd.command_id in decided:  # the same command twice in one batch
-            outs.append(decided[cmd.command_id])
+            outs.append(readdressed(decided[cmd.command_id], cmd, topics))
             continue
         decider = DECIDERS.get(type(cmd))
         if decider is None:

@@ -11,14 +11,13 @@ from litestar import Litestar, Request, Response, get, route
 from litestar.datastructures import State
 from litestar.enums import HttpMethod
 from litestar.handlers import HTTPRouteHandler
-from redis.asyncio import Redis
 
-from common.broker import create_broker, ensure_topics, service_topics
-from common.db import create_engine, ping, sessionmaker
-from common.health import broker_check, run_checks
+from common.broker import ensure_topics, service_topics
 from common.http import EXCEPTION_HANDLERS, request_id_middleware
 from common.logging import setup_logging
 from common.rpc import RpcClient
+from common.service import build_runtime
+from common.service import readyz as readiness
 from common.settings import Settings
 from gateway.auth import Authenticator
 from gateway.idempotency import IdempotencyStore
@@ -80,44 +79,39 @@ async def healthz() -> dict[str, str]:
 
 @get("/readyz", include_in_schema=False)
 async def readyz(state: State) -> Response[Any]:
-    ok, checks = await run_checks(
-        {
-            "database": lambda: ping(state.engine),
-            "redis": state.redis.ping,
-            "kafka": broker_check(state.broker),
-        }
-    )
-    return Response(
-        {"status": "ready" if ok else "unavailable", "service": "gateway", "checks": checks},
-        status_code=200 if ok else 503,
-    )
+    status, body = await readiness(state.runtime)
+    return Response(body, status_code=status)
 
 
 def create_app(settings: Settings) -> Litestar:
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         setup_logging("gateway")
-        engine = create_engine(settings.database_url, settings.db_pool_size)
-        redis = Redis.from_url(settings.redis_url)
-        broker = create_broker(settings, "gateway")
+        # A partner waits on the gateway: its store calls are bounded well inside 2 s, so a
+        # store that is down is a 503 with Retry-After, never a hang.
+        rt = build_runtime("gateway", settings, redis=True, command_timeout_s=1.5)
+        redis = rt.redis
+        assert redis is not None
         await ensure_topics(settings, service_topics(settings))
-        await broker.start()
-        auth = Authenticator(redis, sessionmaker(engine), settings.derived_secret("jwt"), settings.jwt_issuer)
+        await rt.broker.start()
+        auth = Authenticator(redis, rt.sm, settings.derived_secret("jwt"), settings.jwt_issuer)
         idem = IdempotencyStore(
             redis,
             settings.idempotency_ttl_s,
             settings.gateway_timeout_s,
             settings.derived_secret("idempotency"),
+            lease_s=settings.gateway_timeout_s + settings.idempotency_lease_margin_s,
         )
         pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, None)  # type: ignore[arg-type]
-        rpc = RpcClient(broker, settings, "gateway", on_results=pipeline.on_results)
+        rpc = RpcClient(rt.broker, settings, "gateway", on_results=pipeline.on_results)
         pipeline.rpc = rpc
-        await rpc.start()
+        await rpc.start(rt.supervisor)
         app.state.update(
             settings=settings,
-            engine=engine,
+            runtime=rt,
+            engine=rt.engine,
             redis=redis,
-            broker=broker,
+            broker=rt.broker,
             pipeline=pipeline,
             router=Router(ENDPOINTS),
             openapi=msgspec.json.encode(build_document(ENDPOINTS)),
@@ -126,10 +120,9 @@ def create_app(settings: Settings) -> Litestar:
         try:
             yield
         finally:
-            await rpc.stop()
-            await broker.stop()
-            await redis.aclose()
-            await engine.dispose()
+            await rt.supervisor.stop()
+            await rt.broker.stop()
+            await rt.close()
 
     app = Litestar(
         route_handlers=[

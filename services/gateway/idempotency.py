@@ -1,8 +1,17 @@
-"""Idempotency (contract section 3), kept in Redis so every gateway instance and a restarted
-one see the same records.
+"""Idempotency (contract sections 3 and 12.1), kept in Redis so every gateway instance and a
+restarted one see the same records.
 
 A record is ``pending`` (with the request fingerprint) while the command is in flight and
 ``done`` (status and body) once an outcome was decided; ``done`` lives ``idempotency_ttl_s``.
+
+``pending`` is a bounded lease: the command's deadline plus a margin, not minutes. If the
+gateway holding it dies, a retry on any gateway takes the key over when the lease expires
+and publishes the command again under the same command id (:func:`command_id`, derived
+from tenant, mode, key and fingerprint): compliance and the ledger find it in their inbox
+and answer the original outcome, or execute it for the first time. Never two effects.
+
+An outcome that invites a retry (any 5xx) is never stored as final: the lease is released
+so the retry runs again.
 """
 
 from __future__ import annotations
@@ -19,8 +28,6 @@ from redis.asyncio import Redis
 
 from common.errors import ErrorCode, ServiceError
 
-PENDING_TTL_S = 300
-
 
 class Record(msgspec.Struct, kw_only=True):
     state: str  # pending | done
@@ -33,8 +40,20 @@ _dec = msgspec.json.Decoder(Record)
 
 
 def fingerprint(method: str, path: str, body: object) -> str:
+    """The request's identity: method, concrete path (not the route template) and body."""
     canonical = msgspec.json.encode(body, order="sorted")
     return hashlib.sha256(f"{method} {path} ".encode() + canonical).hexdigest()
+
+
+def command_id(tenant_id: str, mode: str, key: str, fp: str) -> str:
+    """The command id of a keyed request: the same for every retry of the same request, on
+    any gateway, so the services that execute it deduplicate it through their inbox."""
+    digest = hashlib.sha256(f"{tenant_id}\x00{mode}\x00{key}\x00{fp}".encode()).hexdigest()
+    return f"cmd_{digest[:32]}"
+
+
+def invites_retry(status: int) -> bool:
+    return status >= 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +77,16 @@ def validate_key(key: str | None) -> str:
 
 
 class IdempotencyStore:
-    def __init__(self, redis: Redis, ttl_s: int, wait_s: float, secret: bytes | None = None) -> None:
+    def __init__(
+        self, redis: Redis, ttl_s: int, wait_s: float, secret: bytes | None = None, lease_s: float = 15.0
+    ) -> None:
         # Saved bodies can hold secrets shown once (webhook signing secrets, onboarding links):
         # they are kept encrypted (AES-GCM, bound to the record name), never in clear.
         self._aead = AESGCM(hashlib.sha256(secret or b"sluice-idempotency").digest())
         self.redis = redis
         self.ttl_s = ttl_s
         self.wait_s = wait_s
+        self.lease_ms = int(lease_s * 1000)
 
     @staticmethod
     def name(tenant_id: str, mode: str, key: str) -> str:
@@ -75,7 +97,7 @@ class IdempotencyStore:
         pending = msgspec.json.encode(Record(state="pending", fp=fp))
         deadline = time.monotonic() + self.wait_s
         while True:
-            if await self.redis.set(name, pending, nx=True, ex=PENDING_TTL_S):
+            if await self.redis.set(name, pending, nx=True, px=self.lease_ms):
                 return None
             raw = await self.redis.get(name)
             if raw is None:
@@ -100,11 +122,17 @@ class IdempotencyStore:
         await self.complete_many([(name, fp, status, body)])
 
     async def complete_many(self, outcomes: list[tuple[str, str, int, bytes]]) -> None:
-        """Record several outcomes (name, fingerprint, status, body) in one round trip."""
+        """Record several outcomes (name, fingerprint, status, body) in one round trip.
+
+        An outcome that invites a retry (5xx) is not recorded: its pending lease is released
+        instead, so the client's retry runs the request again."""
         if not outcomes:
             return
         async with self.redis.pipeline(transaction=False) as pipe:
             for name, fp, status, body in outcomes:
+                if invites_retry(status):
+                    pipe.delete(name)
+                    continue
                 rec = Record(state="done", fp=fp, status=status, body=self._seal(name, body))
                 pipe.set(name, msgspec.json.encode(rec), ex=self.ttl_s)
             await pipe.execute()

@@ -26,7 +26,7 @@ from common.rpc import RpcClient
 from common.settings import Settings
 from common.topics import Topics
 from gateway.auth import Authenticator, Principal, require_mode, require_scope
-from gateway.idempotency import IdempotencyStore, fingerprint, validate_key
+from gateway.idempotency import IdempotencyStore, command_id, fingerprint, validate_key
 from gateway.ratelimit import RateLimiter, Window
 
 log = logging.getLogger(__name__)
@@ -235,11 +235,14 @@ class Pipeline:
             return Answer(built.status, success_body(built.data))
         name = fp = ""
         if key is not None:
-            fp = fingerprint(ep.method, ep.path, body)
+            fp = fingerprint(ep.method, ep.path.format(**params), body)
             name = self.idem.name(principal.tenant.tenant_id, principal.mode, key)
             replay = await self.idem.begin(name, fp)
             if replay is not None:
                 return Answer(replay.status, replay.body, {"X-Idempotent-Replay": "true"})
+            if isinstance(built, Command):  # every retry of this request: the same command
+                cid = command_id(principal.tenant.tenant_id, principal.mode, key, fp)
+                built = msgspec.structs.replace(built, command_id=cid)
         if isinstance(built, Local):
             out = Answer(built.status, success_body(built.data))
             if key is not None:
@@ -251,6 +254,8 @@ class Pipeline:
         try:
             result = await self.rpc.call(getattr(self.topics, ep.topic), built, key=partition_key(built))
         except TimeoutError:
+            # Not an outcome: the lease stays until it expires (a retry meanwhile waits for
+            # the real result, which on_results records whenever it arrives).
             raise ServiceError(
                 ErrorCode.PROVIDER_UNAVAILABLE,
                 "the service did not answer in time; retry with the same Idempotency-Key",

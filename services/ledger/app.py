@@ -1,20 +1,15 @@
-"""Ledger service: FastStream consumer of ledger commands, with health routes."""
+"""Ledger service: FastStream consumer of ledger commands, with health and metrics routes."""
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
-
 from faststream.asgi import AsgiFastStream
 
-from common.broker import consumer_options, create_broker, ensure_topics, service_topics
-from common.db import create_engine, ping, sessionmaker
-from common.health import broker_check, health_routes
+from common.broker import subscribe
 from common.inbox import Inbox
 from common.logging import setup_logging
 from common.outbox import Outbox
+from common.service import build_runtime, consumer_app
 from common.settings import Settings
-from common.topics import Topics
 from ledger.effects import LedgerConfig
 from ledger.handlers import LedgerRuntime
 from ledger.simulator import Simulator
@@ -22,48 +17,20 @@ from ledger.simulator import Simulator
 
 def create_app(settings: Settings) -> AsgiFastStream:
     setup_logging("ledger")
-    topics = Topics(settings.topic_prefix)
-    broker = create_broker(settings, "ledger")
-    engine = create_engine(settings.database_url, settings.db_pool_size)
-    sm = sessionmaker(engine)
+    rt = build_runtime("ledger", settings)
     cfg = LedgerConfig(settle_s=settings.sandbox_settle_s)
-    runtime = LedgerRuntime(
+    outbox = Outbox("ledger", rt.broker, lazy_delete=True)
+    runtime = LedgerRuntime(settings, rt.broker, rt.sm, outbox, Inbox("ledger"), rt.topics, cfg=cfg)
+    simulator = Simulator(rt.sm, outbox, rt.topics, cfg)
+    subscribe(
+        rt.broker,
         settings,
-        broker,
-        sm,
-        Outbox("ledger", broker, lazy_delete=True),
-        Inbox("ledger"),
-        topics,
-        cfg=cfg,
+        rt.topics.ledger_commands,
+        rt.topics.group("ledger"),
+        runtime.processor(rt.readiness),
     )
-    simulator = Simulator(sm, runtime.outbox, topics, cfg)
-    process = runtime.processor()
-    tasks: list[asyncio.Task[Any]] = []
-
-    @broker.subscriber(topics.ledger_commands, **consumer_options(settings, topics.group("ledger")))
-    async def on_commands(msgs: list[bytes]) -> None:
-        await process(msgs)
-
-    async def startup() -> None:
-        await ensure_topics(settings, service_topics(settings))
-
-    async def started() -> None:
-        tasks.append(asyncio.create_task(runtime.outbox.relay_forever(sm)))
-        tasks.append(asyncio.create_task(simulator.run_forever()))
-
-    async def shutdown() -> None:
-        for t in tasks:
-            t.cancel()
-        await engine.dispose()
-
-    return AsgiFastStream(
-        broker,
-        asgi_routes=health_routes(
-            "ledger",
-            lambda: {"database": lambda: ping(engine), "kafka": broker_check(broker)},
-            stats=lambda: {"processed": runtime.processed, "simulated_steps": simulator.steps},
-        ),
-        on_startup=[startup],
-        after_startup=[started],
-        on_shutdown=[shutdown],
+    return consumer_app(
+        rt,
+        tasks={"outbox-relay": lambda: outbox.relay_forever(rt.sm), "simulator": simulator.run_forever},
+        stats=lambda: {"processed": runtime.processed, "simulated_steps": simulator.steps},
     )

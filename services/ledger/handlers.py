@@ -18,12 +18,13 @@ from faststream.kafka import KafkaBroker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.broker import dead_letter
-from common.consume import BatchProcessor
+from common.consume import BatchProcessor, Failure
 from common.contracts import LedgerCommand, Result, decode, encode
 from common.contracts.base import ErrorBody
 from common.contracts.commands import CreateCustomer
 from common.errors import ErrorCode, ServiceError
 from common.failpoints import failpoint
+from common.health import Readiness
 from common.inbox import Inbox
 from common.logging import request_id_var
 from common.outbox import Outbox, OutMessage
@@ -142,25 +143,18 @@ class LedgerRuntime:
         except Exception:
             log.warning("could not answer a dead-lettered command", exc_info=True)
 
-    def processor(self) -> BatchProcessor[LedgerCommand]:
-        async def dlq(raw: bytes, exc: BaseException, attempts: int, cmd: LedgerCommand | None) -> None:
-            await dead_letter(
-                self.broker,
-                self.settings,
-                service="ledger",
-                topic=self.topics.ledger_commands,
-                raw=raw,
-                error=exc,
-                attempts=attempts,
-                request_id=cmd.ctx.request_id if cmd else None,
-            )
-            if cmd is not None:
-                await self.answer_failure(cmd)
+    def processor(self, readiness: Readiness | None = None) -> BatchProcessor[LedgerCommand]:
+        async def give_up(failure: Failure) -> None:
+            await dead_letter(self.broker, self.settings, "ledger", failure)
+            if failure.message is not None:
+                await self.answer_failure(failure.message)
 
         return BatchProcessor(
+            name="ledger-commands",
             decode=lambda raw: decode(raw, LedgerCommand),  # type: ignore[arg-type]
             handle_batch=self.run_batch,
             handle_one=self.run_single,
-            dead_letter=dlq,
+            dead_letter=give_up,
+            readiness=readiness,
             attempts=self.settings.consumer_max_attempts,
         )

@@ -61,13 +61,8 @@ class Simulator:
         return len(due)
 
     async def run_forever(self) -> None:
+        """Step forever; a failed step raises (the supervisor restarts it with backoff)."""
         while True:
-            try:
-                busy = await self.step_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.warning("simulator pass failed", exc_info=True)
-                busy = 0
+            busy = await self.step_once()
             if not busy:
                 await asyncio.sleep(self.poll_s)

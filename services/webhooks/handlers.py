@@ -6,7 +6,7 @@ redelivered command changes nothing and answers the same. Results are published 
 commit; a crash in between redelivers the command, which republishes the stored result.
 
 Events: one transaction per batch stores each new event and one delivery per matching
-endpoint; then the delivery worker is woken. Offsets are committed after that (AckPolicy.ACK).
+endpoint; then the delivery worker is woken. Offsets are committed after that (common.broker.subscribe).
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ from faststream.kafka import KafkaBroker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.broker import dead_letter
-from common.consume import BatchProcessor
+from common.consume import BatchProcessor, Failure
 from common.contracts import AnyEvent, Result, WebhooksCommand, decode, encode
 from common.errors import ServiceError
+from common.health import Readiness
 from common.inbox import Inbox
 from common.logging import request_id_var
 from common.rpc import reply
@@ -72,9 +73,6 @@ class WebhooksRuntime:
         await asyncio.gather(*(reply(self.broker, to, r) for to, r in out))
         self.commands_handled += len(cmds)
 
-    async def run_command(self, cmd: WebhooksCommand) -> None:
-        await self.run_commands([cmd])
-
     async def run_events(self, events: Sequence[AnyEvent]) -> None:
         async with self.sm() as session, session.begin():
             created = await service.fan_out(session, list(events), self.env.max_attempts)
@@ -82,43 +80,33 @@ class WebhooksRuntime:
         if created:
             self.on_new_deliveries()
 
-    async def run_event(self, event: AnyEvent) -> None:
-        await self.run_events([event])
-
-    def _processor(self, topic: str, decoder: Any, batch: Any, one: Any) -> BatchProcessor[Any]:
-        async def dlq(raw: bytes, exc: BaseException, attempts: int, msg: Any) -> None:
-            rid = getattr(getattr(msg, "ctx", None), "request_id", None) or getattr(msg, "request_id", None)
-            await dead_letter(
-                self.broker,
-                self.settings,
-                service="webhooks",
-                topic=topic,
-                raw=raw,
-                error=exc,
-                attempts=attempts,
-                request_id=rid,
-            )
+    def _processor(
+        self, name: str, decoder: Any, batch: Any, readiness: Readiness | None
+    ) -> BatchProcessor[Any]:
+        async def give_up(failure: Failure) -> None:
+            await dead_letter(self.broker, self.settings, "webhooks", failure)
 
         return BatchProcessor(
+            name=name,
             decode=decoder,
             handle_batch=batch,
-            handle_one=one,
-            dead_letter=dlq,
+            dead_letter=give_up,
+            readiness=readiness,
             attempts=self.settings.consumer_max_attempts,
         )
 
-    def command_processor(self) -> BatchProcessor[Any]:
+    def command_processor(self, readiness: Readiness | None = None) -> BatchProcessor[Any]:
         return self._processor(
-            self.topics.webhooks_commands,
+            "webhooks-commands",
             lambda raw: decode(raw, WebhooksCommand),  # type: ignore[arg-type]
             self.run_commands,
-            self.run_command,
+            readiness,
         )
 
-    def event_processor(self) -> BatchProcessor[Any]:
+    def event_processor(self, readiness: Readiness | None = None) -> BatchProcessor[Any]:
         return self._processor(
-            self.topics.events,
+            "webhooks-events",
             lambda raw: decode(raw, AnyEvent),  # type: ignore[arg-type]
             self.run_events,
-            self.run_event,
+            readiness,
         )

@@ -3,6 +3,7 @@ the admin service, decisions listed by the operator (sandbox, where keys need no
 
 from __future__ import annotations
 
+import time
 import uuid
 from typing import Any
 
@@ -117,3 +118,29 @@ def test_restricted_customer_refused_at_the_gateway_in_sandbox(stack: Stack) -> 
     t = make_tenant(stack)
     err = _refusal(t.post("/v1/customers", customer_body(country_code="TN")), "jurisdiction_restricted")
     assert "TN" in err["message"]
+
+
+def test_allowance_given_back_when_the_ledger_refuses(stack: Stack) -> None:
+    """Compliance approves 8 of a daily 10; the empty wallet makes the ledger refuse it; the 8
+    comes back to the day (contract 12.2), so a later 8 is approved, not refused for the cap."""
+    t = make_tenant(stack)
+    _, a = _wallet(t)
+    _, b = _wallet(t)
+    r = stack.admin_call(
+        "set_transfer_cap", tenant_id=t.tenant_id, mode="sandbox", per_transfer="10", daily="10"
+    )
+    assert r.status_code == 200, r.text
+    first = _transfer(t, a, b, "8")
+    assert first.status_code == 400, first.text
+    assert first.json()["error"]["details"]["reason"] == "insufficient_funds"
+    deadline = time.monotonic() + 20
+    while True:  # the release travels ledger -> compliance asynchronously
+        again = _transfer(t, a, b, "8")
+        assert again.status_code in (400, 403), again.text
+        if again.status_code == 400:  # compliance let it through: the first 8 came back
+            assert again.json()["error"]["details"]["reason"] == "insufficient_funds"
+            break
+        details = again.json()["error"]["details"]
+        assert details["reason"] == "transfer_cap_exceeded" and details["limit"] == "daily", again.text
+        assert time.monotonic() < deadline, "the refused transfer's allowance never came back"
+        time.sleep(0.5)

@@ -30,6 +30,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import msgspec
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_never, wait_exponential_jitter
 
+from common.failpoints import failpoint
 from common.faults import is_transient
 from common.health import Readiness
 
@@ -159,4 +160,8 @@ class BatchProcessor(Generic[M]):
         self.dead_lettered += 1
 
     def _transient(self, fn: Callable[[], Awaitable[None]]) -> Awaitable[None]:
-        return wait_out_transient(fn, readiness=self.readiness, component=f"consumer {self.name}")
+        async def attempt() -> None:
+            await failpoint(f"consume.{self.name}")  # tests inject faults into any consumer
+            await fn()
+
+        return wait_out_transient(attempt, readiness=self.readiness, component=f"consumer {self.name}")

@@ -21,6 +21,7 @@ from faststream.kafka import KafkaBroker
 
 from common.broker import ensure_topics
 from common.contracts import Command, Result, decode, encode
+from common.failpoints import failpoint
 from common.health import Readiness
 from common.settings import Settings
 from common.tasks import Supervisor
@@ -137,6 +138,7 @@ class RpcClient:
         try:
             async with asyncio.timeout(self.settings.kafka_publish_timeout_s):
                 await self.send(topic, command, key)
+            await failpoint("rpc.after_send")  # a caller dying with its command in flight
             return await asyncio.wait_for(fut, timeout or self.settings.gateway_timeout_s)
         finally:
             if fut in waiters:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from admin import keys, operations, policy, schemas, tenants
+from admin import dead_letters, keys, operations, policy, schemas, tenants
 from admin import repository as repo
 from admin.context import ActionContext
 from admin.paging import page_of
@@ -48,6 +48,8 @@ ACTIONS: dict[str, Action] = {
     "enable_webhook": operations.enable_webhook,
     "list_deliveries": operations.list_deliveries,
     "list_audit_log": list_audit_log,
+    "list_dead_letters": dead_letters.list_dead_letters,
+    "redrive_dead_letters": dead_letters.redrive_dead_letters,
 }
 
 

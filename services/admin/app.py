@@ -17,10 +17,10 @@ import msgspec
 from litestar import Litestar, Request, Response, get, post
 from litestar.datastructures import State
 
-from admin import actions, operators
+from admin import actions, dead_letters, operators
 from admin import repository as repo
 from admin.context import ActionContext
-from common.broker import ensure_topics, service_topics
+from common.broker import ensure_topics, service_topics, subscribe
 from common.db import transaction
 from common.errors import ErrorCode, ServiceError
 from common.http import EXCEPTION_HANDLERS, request_id_middleware, request_id_of
@@ -135,6 +135,14 @@ def create_app(settings: Settings) -> Litestar:
         setup_logging("admin")
         rt = build_runtime("admin", settings, redis=True)
         await ensure_topics(settings, service_topics(settings))
+        subscribe(
+            rt.broker,
+            settings,
+            rt.topics.dead_letters,
+            rt.topics.group("admin-dlq"),
+            dead_letters.processor(rt.sm, rt.readiness),
+            background=True,
+        )
         await rt.broker.start()
         rpc = RpcClient(rt.broker, settings, "admin", background=True)
         await rpc.start(rt.supervisor)

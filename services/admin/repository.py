@@ -7,8 +7,11 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import func, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from admin.models import DeadLetterRecord
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -255,3 +258,43 @@ async def list_audit(
             params[col] = value
     sql = f"SELECT * FROM identity.audit_log WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT :lim"
     return list((await session.execute(text(sql), params)).all())
+
+
+# ---- dead letters (identity.dead_letters) ----
+DEAD_LETTERS = DeadLetterRecord.__table__  # type: ignore[attr-defined]
+
+
+async def record_dead_letters(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    """Keep each dead letter once (a redelivered DLQ record is the same ``dead_letter_id``)."""
+    if rows:
+        await session.execute(
+            pg_insert(DEAD_LETTERS).values(rows).on_conflict_do_nothing(index_elements=["dead_letter_id"])
+        )
+
+
+async def list_dead_letters(
+    session: AsyncSession, limit: int, after_seq: int | None, service: str | None
+) -> list[Any]:
+    """Newest first, keyset on ``seq``."""
+    q = select(DEAD_LETTERS).order_by(DEAD_LETTERS.c.seq.desc()).limit(limit + 1)
+    if after_seq is not None:
+        q = q.where(DEAD_LETTERS.c.seq < after_seq)
+    if service is not None:
+        q = q.where(DEAD_LETTERS.c.service == service)
+    return list((await session.execute(q)).all())
+
+
+async def take_for_redrive(session: AsyncSession, ids: list[str] | None, actor: str, limit: int) -> list[Any]:
+    """Mark dead letters redriven (those not redriven yet) and return them: redriving twice
+    has one effect, because the second call finds nothing left to take."""
+    pick = select(DEAD_LETTERS.c.seq).where(DEAD_LETTERS.c.redriven_at.is_(None))
+    if ids is not None:
+        pick = pick.where(DEAD_LETTERS.c.dead_letter_id.in_(ids))
+    pick = pick.order_by(DEAD_LETTERS.c.seq).limit(limit).with_for_update(skip_locked=True)
+    stmt = (
+        update(DEAD_LETTERS)
+        .where(DEAD_LETTERS.c.seq.in_(pick.scalar_subquery()))
+        .values(redriven_at=func.now(), redriven_by=actor)
+        .returning(DEAD_LETTERS)
+    )
+    return sorted((await session.execute(stmt)).all(), key=lambda r: r.seq)

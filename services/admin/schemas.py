@@ -163,3 +163,13 @@ class ListAuditLog(Page, forbid_unknown_fields=True):
     actor: Label | None = None
     audit_action: Label | None = None
     target: Id | None = None
+
+
+class ListDeadLetters(Page, forbid_unknown_fields=True):
+    service: Label | None = None
+
+
+class RedriveDeadLetters(msgspec.Struct, forbid_unknown_fields=True):
+    action: str
+    dead_letter_ids: Annotated[list[Label], msgspec.Meta(min_length=1, max_length=1000)] | None = None
+    all: bool = False

@@ -8,6 +8,7 @@ any later one (policy is read from PostgreSQL per batch, never cached across bat
 from __future__ import annotations
 
 import json
+import logging
 import re
 from decimal import Decimal
 from typing import Any
@@ -20,6 +21,7 @@ from common.contracts.commands import (
     ApproveRoute,
     GetPolicyStatus,
     ListDecisions,
+    ReleaseAllowance,
     RevokeRoute,
     SetTransferCap,
     UpsertExternalAccount,
@@ -28,6 +30,8 @@ from common.errors import ErrorCode, ServiceError, invalid, not_found
 from compliance import repository as repo
 from compliance.rules import PAYMENT_RAILS, parse_amount
 from compliance.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
 
 _CURRENCY = re.compile(r"^[A-Z]{3,5}$")
 
@@ -196,6 +200,13 @@ async def policy_status(session: AsyncSession, snap: Snapshot, cmd: GetPolicySta
     return {"tenant_id": cmd.ctx.tenant_id, "production_route_approved": route, "production_cap_set": cap}
 
 
+async def release_allowance(session: AsyncSession, snap: Snapshot, cmd: ReleaseAllowance) -> dict[str, Any]:
+    released = await repo.release_hold(session, cmd.transfer_id, cmd.ctx.tenant_id)
+    if released is not None:
+        log.info("gave back %s of daily cap for refused transfer %s", released, cmd.transfer_id)
+    return {"transfer_id": cmd.transfer_id, "released": released is not None}
+
+
 HANDLERS: dict[type, Any] = {
     ApproveRoute: approve_route,
     RevokeRoute: revoke_route,
@@ -203,6 +214,7 @@ HANDLERS: dict[type, Any] = {
     UpsertExternalAccount: upsert_external_account,
     ListDecisions: list_decisions,
     GetPolicyStatus: policy_status,
+    ReleaseAllowance: release_allowance,
 }
 
 

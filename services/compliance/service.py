@@ -213,8 +213,9 @@ def refusal_result(cmd: Command, v: Verdict) -> Result:
     )
 
 
-def _reply(cmd: Command, topics: Topics, result: Result) -> Outcome:
-    return Outcome(cmd.ctx.reply_to or topics.dead_letters, encode(result), partition=0)
+def _reply(cmd: Command, result: Result) -> Outcome:
+    """The answer to the caller (no topic for a command nobody waits for: not published)."""
+    return Outcome(cmd.ctx.reply_to or "", encode(result), partition=0)
 
 
 def readdressed(out: Outcome, cmd: Command, topics: Topics) -> Outcome:
@@ -261,13 +262,12 @@ async def decide_batch(
             continue
         decider = DECIDERS.get(type(cmd))
         if decider is None:
-            result = await policy_admin.handle(session, snap, cmd)
-            outs.append(_reply(cmd, topics, result))
+            outs.append(_reply(cmd, await policy_admin.handle(session, snap, cmd)))
             continue
         verdict, inputs = await decider(session, snap, cmd)
         decision_id = new_id("dec")
         if verdict.refused:
-            out = _reply(cmd, topics, refusal_result(cmd, verdict))
+            out = _reply(cmd, refusal_result(cmd, verdict))
         else:
             stamped = msgspec.structs.replace(
                 cmd,
@@ -300,4 +300,4 @@ async def decide_batch(
         )
     await snap.flush(session)
     await repo.insert_decisions(session, rows)
-    return outs
+    return [o for o in outs if o.topic]

@@ -65,6 +65,8 @@ class LedgerRuntime:
         result = encode(service.result_of(cmd, fx, err))
         if fx is not None and fx.events:
             service.stage_events(session, self.outbox, self.topics, fx.events)
+        if err is not None and (release := service.allowance_release(cmd, self.topics)) is not None:
+            self.outbox.add(session, release)
         return result
 
     async def _execute_customers(self, session: AsyncSession, cmds: list[CreateCustomer]) -> list[bytes]:
@@ -138,10 +140,9 @@ class LedgerRuntime:
                 details={"reason": "ledger_failure"},
             ),
         )
-        try:
-            await reply(self.broker, cmd.ctx.reply_to, result)
-        except Exception:
-            log.warning("could not answer a dead-lettered command", exc_info=True)
+        await reply(self.broker, cmd.ctx.reply_to, result)
+        if (release := service.allowance_release(cmd, self.topics)) is not None:
+            await self.broker.publish(release.payload, topic=release.topic, key=release.key)
 
     def processor(self, readiness: Readiness | None = None) -> BatchProcessor[LedgerCommand]:
         async def give_up(failure: Failure) -> None:

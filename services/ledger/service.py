@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts import Command, Result, encode
@@ -21,6 +22,7 @@ from common.contracts.commands import (
     CreateWallet,
     GetResource,
     ListResources,
+    ReleaseAllowance,
     ReviewTransfer,
     SandboxDeposit,
 )
@@ -76,13 +78,25 @@ def stage_events(session: AsyncSession, outbox: Outbox, topics: Topics, events: 
         outbox.add(session, OutMessage(topics.events, encode(ev), key=ev.tenant_id.encode()))
 
 
-def stage(
-    session: AsyncSession, outbox: Outbox, topics: Topics, cmd: Command, result: bytes, events: list[Event]
-) -> None:
-    """Stage the reply and the events in the outbox of this transaction."""
-    if cmd.ctx.reply_to:
-        outbox.add(session, OutMessage(cmd.ctx.reply_to, result, partition=0))
-    stage_events(session, outbox, topics, events)
+def allowance_release(cmd: Command, topics: Topics) -> OutMessage | None:
+    """For a transfer compliance approved that the ledger refused or failed: the message that
+    gives its daily-cap allowance back (contract 12.2). None for anything else."""
+    if not isinstance(cmd, CreateTransfer) or cmd.decision is None:
+        return None
+    release = ReleaseAllowance(
+        command_id=f"rel_{cmd.command_id}",
+        ctx=msgspec.structs.replace(cmd.ctx, reply_to=None, idempotency_key=None),
+        transfer_id=cmd.transfer_id,
+    )
+    return OutMessage(topics.compliance_commands, encode(release), key=cmd.ctx.tenant_id.encode())
 
 
-__all__ = ["Effects", "LedgerConfig", "execute", "is_read", "result_of", "stage", "stage_events"]
+__all__ = [
+    "Effects",
+    "LedgerConfig",
+    "allowance_release",
+    "execute",
+    "is_read",
+    "result_of",
+    "stage_events",
+]

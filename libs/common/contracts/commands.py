@@ -153,6 +153,13 @@ class GetPolicyStatus(Command, tag="policy.status.get.v1"):
     """What enable_live needs: approved production route and production cap."""
 
 
+class ReleaseAllowance(Command, tag="policy.allowance.release.v1"):
+    """From the ledger: a transfer compliance approved was refused or failed there, so its
+    daily-cap allowance is given back (once; a redelivery finds nothing left to release)."""
+
+    transfer_id: str
+
+
 # ---- webhooks ----
 
 
@@ -216,6 +223,7 @@ ComplianceCommand = (
     | UpsertExternalAccount
     | ListDecisions
     | GetPolicyStatus
+    | ReleaseAllowance
 )
 WebhooksCommand = (
     CreateWebhook

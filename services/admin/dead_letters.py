@@ -1,0 +1,117 @@
+"""Dead letters operators can act on (contract 12.2).
+
+Every service's consumer runtime publishes a message it gave up on to ``<prefix>.dlq`` with
+its original topic, partition, offset, error and attempt count. Admin keeps them
+(``identity.dead_letters``, one row per ``dead_letter_id``) so that operators can list them
+and redrive them to their original topic: ``redrive_dead_letters`` marks each redriven in
+the same transaction that stages the re-publication (identity outbox), so redriving twice
+has one effect, and the services' inboxes make a redriven command harmless if it had
+already been carried out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from admin import repository as repo
+from admin import schemas
+from admin.context import ActionContext
+from admin.paging import page_of
+from common.broker import DeadLetter
+from common.consume import BatchProcessor, Failure
+from common.errors import invalid
+from common.health import Readiness
+from common.outbox import OutMessage
+from common.validation import decode_body
+
+log = logging.getLogger(__name__)
+
+REDRIVE_LIMIT = 1000  # per call; ``remaining`` says when to call again
+
+
+class _Tagged(msgspec.Struct):
+    type: str | None = None
+
+
+def _command_type(payload: bytes) -> str | None:
+    try:
+        return msgspec.json.decode(payload, type=_Tagged).type
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def view(row: Any) -> dict[str, Any]:
+    """What an operator sees; the payload itself stays inside (it may carry personal data)."""
+    return {
+        "dead_letter_id": row.dead_letter_id,
+        "service": row.service,
+        "topic": row.topic,
+        "partition": row.partition,
+        "offset": row.offset,
+        "error": row.error,
+        "attempts": row.attempts,
+        "request_id": row.request_id,
+        "message_type": _command_type(bytes(row.payload)),
+        "payload_bytes": len(row.payload),
+        "dead_lettered_at": row.dead_lettered_at.isoformat(),
+        "redriven_at": row.redriven_at.isoformat() if row.redriven_at else None,
+        "cursor": str(row.seq),
+    }
+
+
+async def list_dead_letters(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
+    p = decode_body(raw, schemas.ListDeadLetters)
+    after = None
+    if p.after is not None:
+        if not p.after.isdigit():
+            raise invalid("cursor", "not a cursor returned by list_dead_letters")
+        after = int(p.after)
+    rows = await repo.list_dead_letters(ctx.session, p.limit, after, p.service)
+    return page_of([view(r) for r in rows], p.limit, "cursor")
+
+
+async def redrive_dead_letters(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
+    p = decode_body(raw, schemas.RedriveDeadLetters)
+    if (p.dead_letter_ids is None) == (not p.all):
+        raise invalid("dead_letter_ids", "give dead_letter_ids, or all: true (not both)")
+    rows = await repo.take_for_redrive(ctx.session, p.dead_letter_ids, ctx.actor, REDRIVE_LIMIT)
+    for r in rows:  # published after commit, in the order they were dead-lettered
+        ctx.outbox.add(ctx.session, OutMessage(r.topic, bytes(r.payload), key=r.key and bytes(r.key)))
+    ctx.target = ",".join(r.dead_letter_id for r in rows[:20]) or None
+    ctx.details = {"redriven": len(rows), "all": p.all}
+    return {
+        "redriven": [r.dead_letter_id for r in rows],
+        "remaining": len(rows) == REDRIVE_LIMIT,
+    }
+
+
+def processor(sm: async_sessionmaker[AsyncSession], readiness: Readiness) -> BatchProcessor[DeadLetter]:
+    """The consumer of ``<prefix>.dlq``: keeps each dead letter in ``identity.dead_letters``."""
+
+    async def keep(letters: Sequence[DeadLetter]) -> None:
+        rows = [
+            {
+                **{f: getattr(d, f) for f in DeadLetter.__struct_fields__ if f != "dead_lettered_at"},
+                "dead_lettered_at": datetime.fromisoformat(d.dead_lettered_at),
+            }
+            for d in letters
+        ]
+        async with sm() as session, session.begin():
+            await repo.record_dead_letters(session, rows)
+
+    async def unreadable(failure: Failure) -> None:  # never back onto the DLQ: no loop
+        log.error("unreadable dead letter at offset %d: %r", failure.record.offset, failure.error)
+
+    return BatchProcessor(
+        name="admin-dead-letters",
+        decode=lambda raw: msgspec.json.decode(raw, type=DeadLetter),
+        handle_batch=keep,
+        dead_letter=unreadable,
+        readiness=readiness,
+    )

@@ -15,23 +15,36 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
+from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker
-from faststream.kafka.annotations import KafkaMessage
+from faststream.kafka.annotations import Consumer, KafkaMessage
+from faststream.kafka.opentelemetry import KafkaTelemetryMiddleware
+from faststream.kafka.prometheus import KafkaPrometheusMiddleware
+from prometheus_client import REGISTRY
 
 from common.consume import Failure
+from common.metrics import CONSUMER_LAG, DEAD_LETTERS
 from common.settings import Settings
+from common.telemetry import tracer_provider
 from common.topics import Topics
 
 log = logging.getLogger(__name__)
 
 
 def create_broker(settings: Settings, client_id: str) -> KafkaBroker:
+    """The service's broker, with FastStream's Prometheus middleware (messages received,
+    processed, failed and published per topic, with durations) and its OpenTelemetry
+    middleware (W3C ``traceparent`` in the Kafka headers, spans per publish and consume)."""
     return KafkaBroker(
         settings.kafka_bootstrap,
         client_id=client_id,
+        middlewares=[
+            KafkaTelemetryMiddleware(tracer_provider=tracer_provider(client_id)),
+            KafkaPrometheusMiddleware(registry=REGISTRY, app_name=client_id, metrics_prefix="sluice"),
+        ],
         enable_idempotence=False,
         acks=1,
         linger_ms=0,
@@ -115,9 +128,17 @@ def subscribe(
     """Subscribe ``process`` (a :class:`common.consume.BatchProcessor`) to ``topic`` in
     ``group_id``: batched, committed after the handler returns, rewound if it raises."""
 
-    async def handler(body: list[bytes], msg: KafkaMessage) -> None:
+    async def handler(body: list[bytes], msg: KafkaMessage, consumer: Consumer) -> None:
         raw = msg.raw_message
-        await process(raw if isinstance(raw, tuple) else (raw,))
+        records = raw if isinstance(raw, tuple) else (raw,)
+        await process(records)
+        last: dict[tuple[str, int], int] = {}
+        for r in records:
+            last[(r.topic, r.partition)] = max(r.offset, last.get((r.topic, r.partition), -1))
+        for (t, p), offset in last.items():
+            high = consumer.highwater(TopicPartition(t, p))
+            if high is not None:
+                CONSUMER_LAG.labels(group_id, t, str(p)).set(max(high - offset - 1, 0))
 
     handler.__name__ = f"on_{topic.rsplit('.', 1)[-1]}_{group_id}".replace("-", "_").replace(".", "_")
     broker.subscriber(topic, **consumer_options(settings, group_id, background=background))(handler)
@@ -166,6 +187,7 @@ async def dead_letter(broker: KafkaBroker, settings: Settings, service: str, fai
         letter.error,
         extra={"request_id": letter.request_id},
     )
+    DEAD_LETTERS.labels(service, rec.topic).inc()
     await broker.publish(
         msgspec.json.encode(letter),
         topic=Topics(settings.topic_prefix).dead_letters,

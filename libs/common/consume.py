@@ -33,6 +33,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_nev
 from common.failpoints import failpoint
 from common.faults import is_transient
 from common.health import Readiness
+from common.metrics import BATCH_SIZE, CONSUMED, TRANSIENT_RETRIES
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,7 @@ async def wait_out_transient(
         exc = state.outcome.exception() if state.outcome else None
         if readiness is not None:
             readiness.fail(component, f"retrying a transient fault: {type(exc).__name__}")
+        TRANSIENT_RETRIES.labels(component).inc()
         if state.attempt_number in (1, 10) or state.attempt_number % 50 == 0:
             log.warning(
                 "%s: transient fault, retrying (attempt %d): %r", component, state.attempt_number, exc
@@ -126,6 +128,7 @@ class BatchProcessor(Generic[M]):
         self.dead_lettered = 0
 
     async def __call__(self, records: Sequence[Record]) -> None:
+        BATCH_SIZE.labels(self.name).observe(len(records))
         good: list[tuple[Record, M]] = []
         for rec in records:
             try:
@@ -140,6 +143,7 @@ class BatchProcessor(Generic[M]):
                 for rec, msg in good:
                     await self._one(rec, msg)
         self.consumed += len(records)
+        CONSUMED.labels(self.name).inc(len(records))
 
     async def _one(self, rec: Record, msg: M) -> None:
         last: BaseException | None = None

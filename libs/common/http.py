@@ -94,3 +94,16 @@ EXCEPTION_HANDLERS: dict[Any, Any] = {
     HTTPException: http_exception_handler,
     Exception: internal_error_handler,
 }
+
+
+def http_metrics(service: str) -> Any:
+    """Litestar's Prometheus middleware: ``sluice_http_requests_total`` and
+    ``sluice_http_request_duration_seconds`` by method, route template and status."""
+    from litestar.plugins.prometheus import PrometheusConfig
+
+    return PrometheusConfig(
+        app_name=service,
+        prefix="sluice_http",
+        group_path=True,
+        exclude=["/metrics", "/healthz", "/readyz"],
+    ).middleware

@@ -28,6 +28,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.db import driver
+from common.metrics import OUTBOX_BACKLOG
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +142,7 @@ class Outbox:
                     {"grace": self.grace_s, "limit": limit},
                 )
             ).all()
+            OUTBOX_BACKLOG.labels(self.schema).set(len(rows))
             if not rows:
                 return 0
             msgs = [

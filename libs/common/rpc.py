@@ -125,7 +125,12 @@ class RpcClient:
                     fut.set_result(result)
 
     async def send(self, topic: str, command: Command, key: str | None = None) -> None:
-        await self.broker.publish(encode(command), topic=topic, key=key.encode() if key else None)
+        await self.broker.publish(
+            encode(command),
+            topic=topic,
+            key=key.encode() if key else None,
+            headers={"x-request-id": command.ctx.request_id},
+        )
 
     async def call(
         self, topic: str, command: Command, key: str | None = None, timeout: float | None = None

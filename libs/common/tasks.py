@@ -21,6 +21,7 @@ from tenacity import (
 )
 
 from common.health import Readiness
+from common.metrics import TASK_RESTARTS
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ class Supervisor:
         def crashed(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
             self.restarts[name] += 1
+            TASK_RESTARTS.labels(name).inc()
             self.readiness.fail(component, f"crashed ({type(exc).__name__}), restarting")
             log.error("background task %s crashed; restarting", name, exc_info=exc)
 

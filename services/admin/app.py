@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 from litestar import Litestar, Request, Response, get, post
 from litestar.datastructures import State
+from litestar.plugins.prometheus import PrometheusController
 
 from admin import actions, dead_letters, operators
 from admin import repository as repo
@@ -23,7 +24,7 @@ from admin.context import ActionContext
 from common.broker import ensure_topics, service_topics, subscribe
 from common.db import transaction
 from common.errors import ErrorCode, ServiceError
-from common.http import EXCEPTION_HANDLERS, request_id_middleware, request_id_of
+from common.http import EXCEPTION_HANDLERS, http_metrics, request_id_middleware, request_id_of
 from common.logging import setup_logging
 from common.outbox import Outbox, OutMessage
 from common.rpc import RpcClient
@@ -167,9 +168,9 @@ def create_app(settings: Settings) -> Litestar:
             await rt.close()
 
     return Litestar(
-        route_handlers=[administer, healthz, readyz],
+        route_handlers=[administer, healthz, readyz, PrometheusController],
         lifespan=[lifespan],
-        middleware=[request_id_middleware],
+        middleware=[request_id_middleware, http_metrics("admin")],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=None,

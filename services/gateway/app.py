@@ -11,9 +11,10 @@ from litestar import Litestar, Request, Response, get, route
 from litestar.datastructures import State
 from litestar.enums import HttpMethod
 from litestar.handlers import HTTPRouteHandler
+from litestar.plugins.prometheus import PrometheusController
 
 from common.broker import ensure_topics, service_topics
-from common.http import EXCEPTION_HANDLERS, request_id_middleware
+from common.http import EXCEPTION_HANDLERS, http_metrics, request_id_middleware
 from common.logging import setup_logging
 from common.rpc import RpcClient
 from common.service import build_runtime
@@ -131,8 +132,10 @@ def create_app(settings: Settings) -> Litestar:
             healthz,
             readyz,
             openapi_json,
+            PrometheusController,
             *onboarding.PAGES,
         ],
+        middleware=[http_metrics("gateway")],
         openapi_config=None,  # served from the endpoint table by openapi_json
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,

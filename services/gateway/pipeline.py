@@ -22,6 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from common.contracts import Command, Ctx, Result
 from common.contracts.commands import partition_key
 from common.errors import ErrorCode, ServiceError, envelope
+from common.metrics import IDEMPOTENCY_REPLAYS
 from common.rpc import RpcClient
 from common.settings import Settings
 from common.topics import Topics
@@ -239,6 +240,7 @@ class Pipeline:
             name = self.idem.name(principal.tenant.tenant_id, principal.mode, key)
             replay = await self.idem.begin(name, fp)
             if replay is not None:
+                IDEMPOTENCY_REPLAYS.inc()
                 return Answer(replay.status, replay.body, {"X-Idempotent-Replay": "true"})
             if isinstance(built, Command):  # every retry of this request: the same command
                 cid = command_id(principal.tenant.tenant_id, principal.mode, key, fp)

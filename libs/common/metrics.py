@@ -1,0 +1,31 @@
+"""The suite's own Prometheus metrics (prometheus-client, default registry), beside those the
+kept integrations emit: FastStream's Kafka Prometheus middleware (``sluice_received_messages_*``,
+``sluice_published_messages_*`` per topic, see :func:`common.broker.create_broker`) and
+Litestar's Prometheus plugin (``sluice_http_*`` by route and status, gateway and admin).
+
+Every service serves them at ``GET /metrics``; names are listed in docs/operations.md.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+BATCH_SIZE = Histogram(
+    "sluice_batch_size",
+    "Messages per fetched batch, per consumer",
+    ["consumer"],
+    buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500),
+)
+CONSUMED = Counter("sluice_messages_consumed_total", "Messages made durable, per consumer", ["consumer"])
+TRANSIENT_RETRIES = Counter(
+    "sluice_transient_retries_total", "Retries of work waiting out a transient fault", ["component"]
+)
+CONSUMER_LAG = Gauge(
+    "sluice_consumer_lag",
+    "Messages behind the partition's high watermark, as of the last fetch",
+    ["consumer", "topic", "partition"],
+)
+DEAD_LETTERS = Counter("sluice_dead_letters_total", "Messages dead-lettered", ["service", "topic"])
+OUTBOX_BACKLOG = Gauge("sluice_outbox_backlog", "Outbox rows not yet published", ["schema"])
+TASK_RESTARTS = Counter("sluice_task_restarts_total", "Background task crashes (restarted)", ["task"])
+IDEMPOTENCY_REPLAYS = Counter("sluice_idempotency_replays_total", "Answers replayed for a same-key retry")

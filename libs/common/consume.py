@@ -160,7 +160,9 @@ class BatchProcessor(Generic[M]):
 
     async def _give_up(self, failure: Failure) -> None:
         # Publishing the dead letter is itself edge I/O: wait out a broker outage.
-        await self._transient(lambda: self.dead_letter(failure))
+        await wait_out_transient(
+            lambda: self.dead_letter(failure), readiness=self.readiness, component=f"consumer {self.name}"
+        )
         self.dead_lettered += 1
 
     def _transient(self, fn: Callable[[], Awaitable[None]]) -> Awaitable[None]:

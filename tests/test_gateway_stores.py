@@ -1,0 +1,88 @@
+"""A gateway whose Redis stalls answers every request within 2 s (503 provider_unavailable with
+Retry-After, never a hang), says it is not ready, and serves again as soon as Redis is back
+(issue 10, contract 12.2). The gateway runs with a Redis of its own that the test pauses."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from devstack.stores import free_port
+from tests.conftest import Stack, Tenant, customer_body
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def paused_redis_gateway(stack: Stack) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    port = free_port()
+    redis = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"],
+        stdout=subprocess.DEVNULL,
+    )
+    gw_port = free_port()
+    gw = stack.suite.start(
+        "gateway",
+        gw_port,
+        {"SLUICE_REDIS_URL": f"redis://127.0.0.1:{port}/0"},
+        instance=f"gateway-own-redis-{gw_port}",
+    )
+    try:
+        stack.suite.wait_ready([gw], 120)
+        yield redis, gw.url
+    finally:
+        os.kill(redis.pid, signal.SIGCONT)
+        stack.suite.stop_proc(gw)
+        redis.terminate()
+        redis.wait(10)
+
+
+def test_redis_stalled_requests_answered_503_within_2s_then_served(
+    stack: Stack, tenant: Tenant, paused_redis_gateway: tuple[subprocess.Popen[bytes], str]
+) -> None:
+    redis, url = paused_redis_gateway
+    headers = tenant.headers("before-" + os.urandom(6).hex())
+    assert (
+        httpx.post(url + "/v1/customers", json=customer_body(), headers=headers, timeout=30).status_code
+        == 201
+    )
+    os.kill(redis.pid, signal.SIGSTOP)
+    try:
+        slowest = 0.0
+        bodies = [customer_body() for _ in range(10)]
+        for i, body in enumerate(bodies):
+            started = time.monotonic()
+            r = httpx.post(
+                url + "/v1/customers",
+                json=body,
+                headers=tenant.headers(f"stalled-{i}-{os.getpid()}"),
+                timeout=30,
+            )
+            slowest = max(slowest, time.monotonic() - started)
+            assert r.status_code == 503, r.text
+            assert r.json()["error"]["code"] == "provider_unavailable"
+            assert r.headers["Retry-After"] == "1"
+        assert slowest < 2.0, slowest
+        ready = httpx.get(url + "/readyz", timeout=10)
+        assert ready.status_code == 503 and ready.json()["checks"]["redis"].startswith("unavailable")
+    finally:
+        os.kill(redis.pid, signal.SIGCONT)
+    deadline = time.monotonic() + 30
+    while True:  # the same request, retried, now runs (a 503 was never stored as its answer)
+        r = httpx.post(
+            url + "/v1/customers",
+            json=bodies[0],
+            headers=tenant.headers(f"stalled-0-{os.getpid()}"),
+            timeout=30,
+        )
+        if r.status_code == 201:
+            break
+        assert r.status_code == 503 and time.monotonic() < deadline, r.text
+        time.sleep(0.5)
+    assert httpx.get(url + "/readyz", timeout=10).status_code == 200

@@ -19,7 +19,6 @@ from sqlalchemy import (
     column,
     exists,
     func,
-    literal,
     select,
     tuple_,
     update,
@@ -370,59 +369,3 @@ async def release_hold(session: AsyncSession, transfer_id: str, tenant_id: str) 
 
 def iso(ts: datetime | None) -> str | None:
     return None if ts is None else ts.isoformat().replace("+00:00", "Z")
-
-
-async def take_allowance(
-    session: AsyncSession,
-    tenant_id: str,
-    mode: str,
-    currency: str,
-    day: date,
-    amount: Decimal,
-    daily: Decimal,
-) -> bool:
-    """Add ``amount`` to the day's usage iff it stays within ``daily``: one conditional upsert.
-
-    The row lock taken by the upsert serialises racing transactions: the second re-checks
-    the condition against the first's committed total, so two cannot share the last of a cap.
-    """
-    u = cap_usage.c
-    money = u.used.type
-    wanted = select(
-        literal(tenant_id, Text),
-        literal(mode, Text),
-        literal(currency, Text),
-        literal(day, u.day.type),
-        literal(amount, money),
-    ).where(literal(amount, money) <= literal(daily, money))
-    ins = pg_insert(cap_usage).from_select(["tenant_id", "mode", "currency", "day", "used"], wanted)
-    stmt = ins.on_conflict_do_update(
-        index_elements=[u.tenant_id, u.mode, u.currency, u.day],
-        set_={"used": u.used + ins.excluded.used},
-        where=u.used + ins.excluded.used <= literal(daily, money),
-    ).returning(u.used)
-    return (await session.execute(stmt)).first() is not None
-
-
-async def insert_hold(
-    session: AsyncSession,
-    transfer_id: str,
-    tenant_id: str,
-    mode: str,
-    currency: str,
-    day: date,
-    amount: Decimal,
-) -> None:
-    await insert_holds(
-        session,
-        [
-            {
-                "transfer_id": transfer_id,
-                "tenant_id": tenant_id,
-                "mode": mode,
-                "currency": currency,
-                "day": day,
-                "amount": amount,
-            }
-        ],
-    )

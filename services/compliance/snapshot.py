@@ -22,6 +22,7 @@ from common.contracts.commands import (
     UpsertExternalAccount,
 )
 from compliance import repository as repo
+from compliance.allowance import Claim
 from compliance.rules import Cap, ExternalAccount
 
 Key = tuple[str, str, str]
@@ -43,6 +44,7 @@ class Snapshot:
         self.routes: dict[TenantMode, set[tuple[str, str]]] = {}
         self.caps: dict[TenantMode, Cap | None] = {}
         self.new_parties: list[tuple[str, str, str, str, str | None, str | None]] = []
+        self.claims: list[Claim] = []
 
     # ---- loading ----
     async def load(self, session: AsyncSession, cmds: Sequence[Any]) -> None:
@@ -149,6 +151,14 @@ class Snapshot:
 
     def remember_external(self, row: Any) -> None:
         self._remember_external(row)
+
+    def claim(self, claim: Claim) -> None:
+        """A transfer that passed every rule but the daily cap: settled for the whole batch."""
+        self.claims.append(claim)
+
+    def take_claims(self) -> list[Claim]:
+        claims, self.claims = self.claims, []
+        return claims
 
     async def flush(self, session: AsyncSession) -> None:
         await repo.insert_parties(session, self.new_parties)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -15,7 +16,9 @@ from aiokafka import AIOKafkaProducer
 from common.contracts import encode
 from common.contracts.events import TransferUpdated
 from common.db import create_engine, sessionmaker
+from compliance import allowance
 from compliance import repository as repo
+from compliance.allowance import Claim
 from tests.conftest import Stack
 from tests.test_compliance_kit import Probe, db_connect, start_private_compliance, uid
 
@@ -39,6 +42,19 @@ async def probe(stack: Stack, two_instances: None) -> AsyncIterator[Probe]:
         yield p
 
 
+def _claim(tenant: str, amount: int, daily: int, currency: str = "USDC", mode: str = "production") -> Claim:
+    return Claim(
+        uid("cmd"),
+        uid("tr"),
+        tenant,
+        mode,
+        currency,
+        datetime.now(UTC).date(),
+        Decimal(amount),
+        Decimal(daily),
+    )
+
+
 async def test_racing_transactions_cannot_share_the_last_of_a_cap(stack: Stack) -> None:
     """20 concurrent transactions take 10 each from a daily 50: exactly 5 succeed."""
     engine = create_engine(stack.stores.database_url, pool_size=20)
@@ -49,11 +65,9 @@ async def test_racing_transactions_cannot_share_the_last_of_a_cap(stack: Stack) 
     async def take() -> bool:
         async with sm() as session, session.begin():
             await gate.wait()
-            ok = await repo.take_allowance(
-                session, tenant, "production", "USDC", day, Decimal(10), Decimal(50)
-            )
+            refused = await allowance.settle(session, [_claim(tenant, 10, 50)])
             await asyncio.sleep(0.01)  # hold the row lock a moment: racers must wait, then re-check
-            return ok
+            return not refused
 
     try:
         tasks = [asyncio.create_task(take()) for _ in range(20)]
@@ -66,6 +80,71 @@ async def test_racing_transactions_cannot_share_the_last_of_a_cap(stack: Stack) 
         await engine.dispose()
     assert results.count(True) == 5
     assert used == Decimal(50)
+
+
+async def test_concurrent_batches_never_approve_beyond_the_cap(stack: Stack) -> None:
+    """16 instances settle batches of 25 transfers of two tenants (three daily caps, keys in
+    random order within each batch) at once: no deadlock, no cap exceeded, and no transfer
+    refused that would still have fitted (the caps are filled exactly)."""
+    rnd = random.Random(15)
+    engine = create_engine(stack.stores.database_url, pool_size=16)
+    sm = sessionmaker(engine)
+    a, b = uid("ten"), uid("ten")
+    daily = {(a, "USDC"): 500, (b, "USDC"): 300, (b, "EUR"): 200}
+    keys = list(daily)
+    batches = [
+        [
+            _claim(t, rnd.choice((3, 7, 10, 25, 40)), daily[(t, cur)], cur)
+            for t, cur in rnd.choices(keys, k=25)
+        ]
+        for _ in range(16)
+    ]
+    gate = asyncio.Event()
+
+    async def settle(batch: list[Claim]) -> dict[str, Decimal]:
+        async with sm() as session, session.begin():
+            await gate.wait()
+            refused = await allowance.settle(session, batch)
+            await asyncio.sleep(0.02)  # hold the locks: the other instances must wait, then re-read
+            return refused
+
+    try:
+        tasks = [asyncio.create_task(settle(batch)) for batch in batches]
+        await asyncio.sleep(0.3)
+        started = time.monotonic()
+        gate.set()
+        refusals = await asyncio.gather(*tasks)
+        elapsed = time.monotonic() - started
+        day = datetime.now(UTC).date()
+        async with sm() as session:
+            used = {k: await repo.used_today(session, k[0], "production", k[1], day) for k in keys}
+    finally:
+        await engine.dispose()
+    conn = await db_connect(stack.stores.database_url)
+    try:
+        holds = {
+            (r["tenant_id"], r["currency"]): r["total"]
+            for r in await conn.fetch(
+                "SELECT tenant_id, currency, sum(amount) AS total FROM compliance.cap_holds"
+                " WHERE tenant_id = ANY($1) GROUP BY 1, 2",
+                [a, b],
+            )
+        }
+    finally:
+        await conn.close()
+    granted: dict[tuple[str, str], Decimal] = dict.fromkeys(keys, Decimal(0))
+    for batch, refused in zip(batches, refusals, strict=True):
+        for c in batch:
+            key = (c.tenant_id, c.currency)
+            if c.command_id in refused:
+                assert refused[c.command_id] + c.amount > c.daily  # refused only when it did not fit
+                assert used[key] + c.amount > c.daily, "a refused transfer would still have fitted"
+            else:
+                granted[key] += c.amount
+    for key in keys:
+        assert granted[key] == used[key] == holds.get(key, Decimal(0))
+        assert used[key] <= daily[key], f"{key}: {used[key]} approved against a cap of {daily[key]}"
+    print(f"\n16 concurrent batches of 25 settled in {elapsed:.2f}s; used {sorted(used.values())}")
 
 
 async def test_parallel_transfers_against_a_cap_exactly_k_pass(stack: Stack, probe: Probe) -> None:

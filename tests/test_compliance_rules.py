@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from datetime import date
 from decimal import Decimal
 
 import pytest
 
 from common.faults import is_transient
 from compliance import rules
+from compliance.allowance import Claim, allot
 from compliance.rules import Cap, ExternalAccount, PartyFacts, TransferFacts
 
 pytestmark = pytest.mark.unit
@@ -156,3 +158,29 @@ def test_store_errors_are_told_apart_from_bad_commands() -> None:
     assert is_transient(wrapped)
     assert not is_transient(exc.IntegrityError("x", {}, PgError("23505")))
     assert not is_transient(ValueError("bad"))
+
+
+def _claims(*spec: tuple[str, int, int]) -> list[Claim]:
+    day = date(2026, 1, 1)
+    return [
+        Claim(f"c{i}", f"t{i}", tenant, "production", "USDC", day, Decimal(a), Decimal(d))
+        for i, (tenant, a, d) in enumerate(spec)
+    ]
+
+
+def test_batch_allowance_grants_in_order_and_a_refusal_takes_nothing() -> None:
+    claims = _claims(("a", 30, 60), ("a", 50, 60), ("a", 20, 60), ("a", 10, 60), ("a", 1, 60))
+    refused, totals = allot(claims, {})
+    assert refused == {"c1": Decimal(30), "c4": Decimal(60)}
+    assert totals == {("a", "production", "USDC", date(2026, 1, 1)): Decimal(60)}
+
+
+def test_batch_allowance_starts_from_the_committed_usage_per_key() -> None:
+    day = date(2026, 1, 1)
+    claims = _claims(("a", 10, 100), ("b", 10, 100), ("a", 5, 100))
+    refused, totals = allot(claims, {("a", "production", "USDC", day): Decimal(88)})
+    assert refused == {"c2": Decimal(98)}
+    assert totals == {
+        ("a", "production", "USDC", day): Decimal(98),
+        ("b", "production", "USDC", day): Decimal(10),
+    }

@@ -11,10 +11,13 @@ and calls :func:`outbox_table` / :func:`inbox_table` for the shared shapes in it
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
-from sqlalchemy import BigInteger, Column, DateTime, Integer, LargeBinary, MetaData, Table, Text, func
+from sqlalchemy import BigInteger, Column, DateTime, Integer, LargeBinary, MetaData, Row, Table, Text, func
 from sqlmodel import SQLModel
+
+#: A row read from a declared table (columns by attribute, as the select named them).
+AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 
 
 def _table(schema: str, name: str, *columns: Column[Any]) -> Table:

@@ -1,4 +1,4 @@
-"""All identity SQL (tenants, API keys, audit log) lives here."""
+"""All identity SQL (tenants, API keys, audit log) lives here, built from ``admin.models``."""
 
 from __future__ import annotations
 
@@ -7,11 +7,12 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from admin.models import DeadLetterRecord
+from admin.models import DeadLetterRecord, api_keys, audit_log, tenants
+from common.tables import AnyRow
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -68,39 +69,42 @@ def as_uuid(value: str | None) -> uuid.UUID | None:
         return None
 
 
-async def get_tenant(session: AsyncSession, tenant_id: str, *, lock: bool = False) -> Any:
+async def get_tenant(session: AsyncSession, tenant_id: str, *, lock: bool = False) -> AnyRow | None:
     tid = as_uuid(tenant_id)
     if tid is None:
         return None
-    sql = "SELECT * FROM identity.tenants WHERE id = :id" + (" FOR UPDATE" if lock else "")
-    return (await session.execute(text(sql), {"id": tid})).first()
+    q = select(tenants).where(tenants.c.id == tid)
+    return (await session.execute(q.with_for_update() if lock else q)).first()
 
 
-async def tenant_by_name(session: AsyncSession, name: str, *, lock: bool = False) -> Any:
-    sql = "SELECT * FROM identity.tenants WHERE name = :n" + (" FOR UPDATE" if lock else "")
-    return (await session.execute(text(sql), {"n": name})).first()
+async def tenant_by_name(session: AsyncSession, name: str, *, lock: bool = False) -> AnyRow | None:
+    q = select(tenants).where(tenants.c.name == name)
+    return (await session.execute(q.with_for_update() if lock else q)).first()
 
 
-async def insert_tenant(session: AsyncSession, fields: dict[str, Any], approved_by: str | None) -> Any:
-    return (
-        await session.execute(
-            text(
-                "INSERT INTO identity.tenants (id, name, default_mode, rate_limit_per_minute, metadata,"
-                " branding_approved_by, branding_approved_at)"
-                " VALUES (:id, :name, :mode, :rl, CAST(:meta AS jsonb), :by,"
-                " CASE WHEN CAST(:by AS text) IS NULL THEN NULL ELSE now() END)"
-                " ON CONFLICT (name) DO NOTHING RETURNING *"
-            ),
-            {
-                "id": uuid.uuid4(),
-                "name": fields["name"],
-                "mode": fields["default_mode"],
-                "rl": fields["rate_limit_per_minute"],
-                "meta": json.dumps(fields["metadata"]),
-                "by": approved_by,
-            },
+def _approved_at(approved_by: str | None) -> Any:
+    """When branding was approved: now, or never (no approver)."""
+    return None if approved_by is None else func.now()
+
+
+async def insert_tenant(
+    session: AsyncSession, fields: dict[str, Any], approved_by: str | None
+) -> AnyRow | None:
+    stmt = (
+        pg_insert(tenants)
+        .values(
+            id=uuid.uuid4(),
+            name=fields["name"],
+            default_mode=fields["default_mode"],
+            rate_limit_per_minute=fields["rate_limit_per_minute"],
+            metadata=fields["metadata"],
+            branding_approved_by=approved_by,
+            branding_approved_at=_approved_at(approved_by),
         )
-    ).first()
+        .on_conflict_do_nothing(index_elements=[tenants.c.name])
+        .returning(*tenants.c)
+    )
+    return (await session.execute(stmt)).first()
 
 
 async def update_tenant(
@@ -109,71 +113,46 @@ async def update_tenant(
     fields: dict[str, Any],
     approved_by: str | None,
     branding_changed: bool,
-) -> Any:
+) -> AnyRow | None:
     """Write the given fields; a branding change records who approved it (or clears approval)."""
-    return (
-        await session.execute(
-            text(
-                "UPDATE identity.tenants SET name = :name, default_mode = :mode,"
-                " rate_limit_per_minute = :rl, metadata = CAST(:meta AS jsonb), updated_at = now(),"
-                " branding_approved_by = CASE WHEN :changed THEN CAST(:by AS text)"
-                "   ELSE branding_approved_by END,"
-                " branding_approved_at = CASE WHEN :changed THEN"
-                "   (CASE WHEN CAST(:by AS text) IS NULL THEN NULL ELSE now() END)"
-                "   ELSE branding_approved_at END"
-                " WHERE id = :id RETURNING *"
-            ),
-            {
-                "id": tenant_id,
-                "name": fields["name"],
-                "mode": fields["default_mode"],
-                "rl": fields["rate_limit_per_minute"],
-                "meta": json.dumps(fields["metadata"]),
-                "by": approved_by,
-                "changed": branding_changed,
-            },
-        )
-    ).first()
+    values: dict[str, Any] = {
+        "name": fields["name"],
+        "default_mode": fields["default_mode"],
+        "rate_limit_per_minute": fields["rate_limit_per_minute"],
+        "metadata": fields["metadata"],
+        "updated_at": func.now(),
+    }
+    if branding_changed:
+        values["branding_approved_by"] = approved_by
+        values["branding_approved_at"] = _approved_at(approved_by)
+    stmt = update(tenants).where(tenants.c.id == tenant_id).values(values).returning(*tenants.c)
+    return (await session.execute(stmt)).first()
 
 
-async def set_live_enabled(session: AsyncSession, tenant_id: uuid.UUID) -> Any:
-    return (
-        await session.execute(
-            text(
-                "UPDATE identity.tenants SET live_enabled = true, updated_at = now() WHERE id = :id"
-                " RETURNING *"
-            ),
-            {"id": tenant_id},
-        )
-    ).first()
-
-
-async def list_tenants(session: AsyncSession, limit: int, after: uuid.UUID | None) -> list[Any]:
-    """Newest first; keyset on (created_at, id) of the cursor's tenant."""
-    if after is None:
-        sql = "SELECT * FROM identity.tenants ORDER BY created_at DESC, id DESC LIMIT :lim"
-        params: dict[str, Any] = {"lim": limit + 1}
-    else:
-        sql = (
-            "SELECT t.* FROM identity.tenants t, identity.tenants c WHERE c.id = :after"
-            " AND (t.created_at, t.id) < (c.created_at, c.id)"
-            " ORDER BY t.created_at DESC, t.id DESC LIMIT :lim"
-        )
-        params = {"lim": limit + 1, "after": after}
-    return list((await session.execute(text(sql), params)).all())
-
-
-async def keys_of(session: AsyncSession, tenant_id: uuid.UUID) -> list[Any]:
-    return list(
-        (
-            await session.execute(
-                text(
-                    "SELECT * FROM identity.api_keys WHERE tenant_id = :t ORDER BY created_at DESC, id DESC"
-                ),
-                {"t": tenant_id},
-            )
-        ).all()
+async def set_live_enabled(session: AsyncSession, tenant_id: uuid.UUID) -> AnyRow | None:
+    stmt = (
+        update(tenants)
+        .where(tenants.c.id == tenant_id)
+        .values(live_enabled=True, updated_at=func.now())
+        .returning(*tenants.c)
     )
+    return (await session.execute(stmt)).first()
+
+
+async def list_tenants(session: AsyncSession, limit: int, after: uuid.UUID | None) -> list[AnyRow]:
+    """Newest first; keyset on (created_at, id) of the cursor's tenant."""
+    t = tenants.c
+    q = select(tenants).order_by(t.created_at.desc(), t.id.desc()).limit(limit + 1)
+    if after is not None:
+        c = tenants.alias("c")
+        q = q.where(c.c.id == after, tuple_(t.created_at, t.id) < tuple_(c.c.created_at, c.c.id))
+    return list((await session.execute(q)).all())
+
+
+async def keys_of(session: AsyncSession, tenant_id: uuid.UUID) -> list[AnyRow]:
+    k = api_keys.c
+    q = select(api_keys).where(k.tenant_id == tenant_id).order_by(k.created_at.desc(), k.id.desc())
+    return list((await session.execute(q)).all())
 
 
 async def insert_api_key(
@@ -187,32 +166,27 @@ async def insert_api_key(
     mode: str,
 ) -> None:
     await session.execute(
-        text(
-            "INSERT INTO identity.api_keys (id, tenant_id, key_hash, key_prefix, label, scopes, mode)"
-            " VALUES (:id, :t, :h, :p, :l, :s, :m)"
-        ),
-        {
-            "id": key_id,
-            "t": uuid.UUID(tenant_id),
-            "h": key_hash,
-            "p": key_prefix,
-            "l": label,
-            "s": scopes,
-            "m": mode,
-        },
+        api_keys.insert().values(
+            id=key_id,
+            tenant_id=uuid.UUID(tenant_id),
+            key_hash=key_hash,
+            key_prefix=key_prefix,
+            label=label,
+            scopes=scopes,
+            mode=mode,
+        )
     )
 
 
-async def revoke_api_key(session: AsyncSession, key_id: str) -> Any:
-    return (
-        await session.execute(
-            text(
-                "UPDATE identity.api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = :id"
-                " RETURNING id, tenant_id, key_hash, revoked_at"
-            ),
-            {"id": key_id},
-        )
-    ).first()
+async def revoke_api_key(session: AsyncSession, key_id: str) -> AnyRow | None:
+    k = api_keys.c
+    stmt = (
+        update(api_keys)
+        .where(k.id == key_id)
+        .values(revoked_at=func.coalesce(k.revoked_at, func.now()))
+        .returning(k.id, k.tenant_id, k.key_hash, k.revoked_at)
+    )
+    return (await session.execute(stmt)).first()
 
 
 async def append_audit(
@@ -226,19 +200,20 @@ async def append_audit(
     details: dict[str, Any],
 ) -> None:
     await session.execute(
-        text(
-            "INSERT INTO identity.audit_log (actor, action, request_id, outcome, target, details)"
-            " VALUES (:a, :ac, :r, :o, :t, CAST(:d AS jsonb))"
-        ),
-        {
-            "a": actor,
-            "ac": action,
-            "r": request_id,
-            "o": outcome,
-            "t": target,
-            "d": json.dumps(details, default=str),
-        },
+        audit_log.insert().values(
+            actor=actor,
+            action=action,
+            request_id=request_id,
+            outcome=outcome,
+            target=target,
+            details=_jsonable(details),
+        )
     )
+
+
+def _jsonable(value: dict[str, Any]) -> Any:
+    """Details as JSON (anything else, such as a Decimal or a UUID, as its string)."""
+    return json.loads(json.dumps(value, default=str))
 
 
 async def list_audit(
@@ -248,16 +223,16 @@ async def list_audit(
     actor: str | None,
     action: str | None,
     target: str | None,
-) -> list[Any]:
+) -> list[AnyRow]:
     """Newest first, keyset on the id; optional filters."""
-    where = ["(CAST(:after AS bigint) IS NULL OR id < :after)"]
-    params: dict[str, Any] = {"after": after, "lim": limit + 1}
-    for col, value in (("actor", actor), ("action", action), ("target", target)):
+    a = audit_log.c
+    q = select(audit_log).order_by(a.id.desc()).limit(limit + 1)
+    if after is not None:
+        q = q.where(a.id < after)
+    for column, value in ((a.actor, actor), (a.action, action), (a.target, target)):
         if value is not None:
-            where.append(f"{col} = :{col}")
-            params[col] = value
-    sql = f"SELECT * FROM identity.audit_log WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT :lim"
-    return list((await session.execute(text(sql), params)).all())
+            q = q.where(column == value)
+    return list((await session.execute(q)).all())
 
 
 # ---- dead letters (identity.dead_letters) ----

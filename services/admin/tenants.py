@@ -75,6 +75,7 @@ async def upsert_tenant(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
         created = await repo.insert_tenant(ctx.session, fields, approved_by)
         if created is None:  # created concurrently under the same name: update that one
             row = await repo.tenant_by_name(ctx.session, fields["name"], lock=True)
+            assert row is not None, "a name conflict means the row exists"
             row = await repo.update_tenant(ctx.session, row.id, fields, approved_by, changed)
         else:
             row = created
@@ -83,6 +84,7 @@ async def upsert_tenant(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
         if other is not None and other.id != row.id:
             raise invalid("tenant_name", "another tenant already uses this tenant_name")
         row = await repo.update_tenant(ctx.session, row.id, fields, approved_by, changed)
+    assert row is not None, "the tenant is locked: it cannot have gone"
     tid = str(row.id)
     ctx.target = tid
     ctx.details = {

@@ -152,8 +152,8 @@ async def upsert_external_account(
         session,
         {
             "id": cmd.external_account_id,
-            "t": t,
-            "m": m,
+            "tenant_id": t,
+            "mode": m,
             "customer_id": cmd.customer_id,
             "rail": _rail(cmd.rail),
             "currency": _currency(cmd.currency),
@@ -162,12 +162,12 @@ async def upsert_external_account(
             "routing_number": cmd.routing_number,
             "iban": cmd.iban,
             "bic": cmd.bic,
-            "by": cmd.ctx.actor,
+            "updated_by": cmd.ctx.actor,
         },
     )
     if row is None:  # the id belongs to another tenant or mode: do not reveal it
         raise not_found("external account")
-    snap.remember_external(row._mapping)
+    snap.remember_external(row)
     snap.register(t, m, cmd.external_account_id, "external_account", cmd.customer_id)
     return external_account_data(row._mapping)
 

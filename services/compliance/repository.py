@@ -1,4 +1,8 @@
-"""All compliance SQL lives here. Batch reads and writes take one round trip each."""
+"""All compliance SQL lives here, built from the tables in ``compliance.models``.
+
+Batch reads take one statement each (row-value ``IN`` lists); batch writes are one
+executemany (asyncpg pipelines it). Reads return SQLAlchemy rows typed by the tables.
+"""
 
 from __future__ import annotations
 
@@ -7,31 +11,63 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import (
+    Text,
+    and_,
+    bindparam,
+    cast,
+    column,
+    exists,
+    func,
+    select,
+    tuple_,
+    update,
+    values,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from common.tables import AnyRow
+from compliance.models import cap_holds, cap_usage, caps, decisions, external_accounts, parties, routes
 
 Key = tuple[str, str, str]  # (tenant_id, mode, id)
 
-
-async def _driver(session: AsyncSession) -> Any:
-    """The asyncpg connection under the session's transaction (for unnest batch statements)."""
-    conn = await session.connection()
-    raw = await conn.get_raw_connection()
-    return raw.driver_connection
-
-
 # ---- decisions (also the inbox) ----
 
+_DECISION_COLUMNS = (
+    "id",
+    "command_id",
+    "request_id",
+    "tenant_id",
+    "mode",
+    "command_type",
+    "outcome",
+    "rule",
+    "reason",
+    "out_topic",
+    "out_key",
+    "out_partition",
+    "out_payload",
+)
+_INSERT_DECISIONS = (
+    pg_insert(decisions)
+    .values(
+        **{c: bindparam(c) for c in _DECISION_COLUMNS},
+        inputs=cast(bindparam("inputs_json", type_=Text), JSONB),
+    )
+    .on_conflict_do_nothing(index_elements=[decisions.c.command_id])
+)
 
-async def stored_outcomes(session: AsyncSession, command_ids: list[str]) -> dict[str, Any]:
+
+async def stored_outcomes(session: AsyncSession, command_ids: list[str]) -> dict[str, AnyRow]:
     if not command_ids:
         return {}
+    d = decisions.c
     rows = await session.execute(
-        text(
-            "SELECT command_id, out_topic, out_key, out_partition, out_payload"
-            " FROM compliance.decisions WHERE command_id = ANY(:ids)"
-        ),
-        {"ids": command_ids},
+        select(d.command_id, d.out_topic, d.out_key, d.out_partition, d.out_payload).where(
+            d.command_id.in_(command_ids)
+        )
     )
     return {r.command_id: r for r in rows}
 
@@ -39,61 +75,50 @@ async def stored_outcomes(session: AsyncSession, command_ids: list[str]) -> dict
 async def insert_decisions(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
     if not rows:
         return
-    db = await _driver(session)
-    cols = [
-        "id",
-        "command_id",
-        "request_id",
-        "tenant_id",
-        "mode",
-        "command_type",
-        "outcome",
-        "rule",
-        "reason",
+    params = [
+        {**{c: r[c] for c in _DECISION_COLUMNS}, "inputs_json": json.dumps(r["inputs"], default=str)}
+        for r in rows
     ]
-    await db.execute(
-        "INSERT INTO compliance.decisions (id, command_id, request_id, tenant_id, mode, command_type,"
-        " outcome, rule, reason, inputs, out_topic, out_key, out_partition, out_payload)"
-        " SELECT u.id, u.command_id, u.request_id, u.tenant_id, u.mode, u.command_type, u.outcome,"
-        " u.rule, u.reason, u.inputs::jsonb, u.out_topic, u.out_key, u.out_partition, u.out_payload"
-        " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],"
-        " $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::int[],"
-        " $14::bytea[]) AS u(id, command_id, request_id, tenant_id, mode, command_type, outcome, rule,"
-        " reason, inputs, out_topic, out_key, out_partition, out_payload)"
-        " ON CONFLICT (command_id) DO NOTHING",
-        *[[r[c] for r in rows] for c in cols],
-        [json.dumps(r["inputs"], default=str) for r in rows],
-        [r["out_topic"] for r in rows],
-        [r["out_key"] for r in rows],
-        [r["out_partition"] for r in rows],
-        [r["out_payload"] for r in rows],
-    )
+    await session.execute(_INSERT_DECISIONS, params)
 
 
 async def list_decisions(
     session: AsyncSession, tenant_id: str | None, starting_after: str | None, limit: int
-) -> list[Any]:
-    where: list[str] = []
-    params: dict[str, Any] = {"limit": limit}
-    if tenant_id is not None:
-        where.append("d.tenant_id = :t")
-        params["t"] = tenant_id
-    if starting_after is not None:
-        where.append(
-            "(d.created_at, d.id) < (SELECT c.created_at, c.id FROM compliance.decisions c"
-            " WHERE c.id = :after)"
+) -> list[AnyRow]:
+    d = decisions.c
+    q = (
+        select(
+            d.id,
+            d.request_id,
+            d.command_id,
+            d.tenant_id,
+            d.mode,
+            d.command_type,
+            d.outcome,
+            d.rule,
+            d.reason,
+            d.inputs,
+            d.created_at,
         )
-        params["after"] = starting_after
-    sql = (
-        "SELECT d.id, d.request_id, d.command_id, d.tenant_id, d.mode, d.command_type, d.outcome,"
-        " d.rule, d.reason, d.inputs, d.created_at FROM compliance.decisions d"
-        + (" WHERE " + " AND ".join(where) if where else "")
-        + " ORDER BY d.created_at DESC, d.id DESC LIMIT :limit"
+        .order_by(d.created_at.desc(), d.id.desc())
+        .limit(limit)
     )
-    return list(await session.execute(text(sql), params))
+    if tenant_id is not None:
+        q = q.where(d.tenant_id == tenant_id)
+    if starting_after is not None:
+        c = decisions.alias("c")
+        cursor = select(c.c.created_at, c.c.id).where(c.c.id == starting_after).subquery()
+        q = q.where(
+            tuple_(d.created_at, d.id) < select(tuple_(cursor.c.created_at, cursor.c.id)).scalar_subquery()
+        )
+    return list((await session.execute(q)).all())
 
 
 # ---- party registry ----
+
+_INSERT_PARTIES = pg_insert(parties).on_conflict_do_nothing(
+    index_elements=[parties.c.tenant_id, parties.c.mode, parties.c.party_id]
+)
 
 
 async def insert_parties(
@@ -102,84 +127,68 @@ async def insert_parties(
     """(tenant_id, mode, party_id, kind, customer_id, country_code); the first record wins."""
     if not rows:
         return
-    db = await _driver(session)
-    cols = list(zip(*rows, strict=True))
-    await db.execute(
-        "INSERT INTO compliance.parties (tenant_id, mode, party_id, kind, customer_id, country_code)"
-        " SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[])"
-        " ON CONFLICT (tenant_id, mode, party_id) DO NOTHING",
-        *[list(c) for c in cols],
-    )
+    names = ("tenant_id", "mode", "party_id", "kind", "customer_id", "country_code")
+    await session.execute(_INSERT_PARTIES, [dict(zip(names, r, strict=True)) for r in rows])
 
 
-async def load_parties(session: AsyncSession, keys: list[Key]) -> list[Any]:
+async def load_parties(session: AsyncSession, keys: list[Key]) -> list[AnyRow]:
     """Parties by id, each with its customer's country (a wallet's is its customer's)."""
     if not keys:
         return []
-    db = await _driver(session)
-    t, m, p = (list(c) for c in zip(*keys, strict=True))
-    return list(
-        await db.fetch(
-            "SELECT p.tenant_id, p.mode, p.party_id, p.kind, p.customer_id,"
-            " COALESCE(p.country_code, c.country_code) AS country_code"
-            " FROM compliance.parties p LEFT JOIN compliance.parties c"
-            " ON c.tenant_id = p.tenant_id AND c.mode = p.mode AND c.party_id = p.customer_id"
-            " WHERE (p.tenant_id, p.mode, p.party_id) IN"
-            " (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))",
-            t,
-            m,
-            p,
+    p, c = parties.alias("p"), parties.alias("c")
+    q = (
+        select(
+            p.c.tenant_id,
+            p.c.mode,
+            p.c.party_id,
+            p.c.kind,
+            p.c.customer_id,
+            func.coalesce(p.c.country_code, c.c.country_code).label("country_code"),
         )
+        .select_from(
+            p.outerjoin(
+                c,
+                and_(
+                    c.c.tenant_id == p.c.tenant_id,
+                    c.c.mode == p.c.mode,
+                    c.c.party_id == p.c.customer_id,
+                ),
+            )
+        )
+        .where(tuple_(p.c.tenant_id, p.c.mode, p.c.party_id).in_(keys))
     )
+    return list((await session.execute(q)).all())
 
 
 # ---- policy data ----
 
 
-async def load_external_accounts(session: AsyncSession, keys: list[Key]) -> list[Any]:
+async def load_external_accounts(session: AsyncSession, keys: list[Key]) -> list[AnyRow]:
     if not keys:
         return []
-    db = await _driver(session)
-    t, m, ids = (list(c) for c in zip(*keys, strict=True))
-    return list(
-        await db.fetch(
-            "SELECT * FROM compliance.external_accounts WHERE (tenant_id, mode, id) IN"
-            " (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))",
-            t,
-            m,
-            ids,
-        )
-    )
+    e = external_accounts.c
+    q = select(external_accounts).where(tuple_(e.tenant_id, e.mode, e.id).in_(keys))
+    return list((await session.execute(q)).all())
 
 
-async def load_routes(session: AsyncSession, tenants: list[tuple[str, str]]) -> list[Any]:
+async def load_routes(session: AsyncSession, tenants: list[tuple[str, str]]) -> list[AnyRow]:
     if not tenants:
         return []
-    db = await _driver(session)
-    t, m = (list(c) for c in zip(*tenants, strict=True))
-    return list(
-        await db.fetch(
-            "SELECT tenant_id, mode, rail, currency FROM compliance.routes WHERE approved AND"
-            " (tenant_id, mode) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
-            t,
-            m,
-        )
+    r = routes.c
+    q = select(r.tenant_id, r.mode, r.rail, r.currency).where(
+        r.approved, tuple_(r.tenant_id, r.mode).in_(tenants)
     )
+    return list((await session.execute(q)).all())
 
 
-async def load_caps(session: AsyncSession, tenants: list[tuple[str, str]]) -> list[Any]:
+async def load_caps(session: AsyncSession, tenants: list[tuple[str, str]]) -> list[AnyRow]:
     if not tenants:
         return []
-    db = await _driver(session)
-    t, m = (list(c) for c in zip(*tenants, strict=True))
-    return list(
-        await db.fetch(
-            "SELECT tenant_id, mode, per_transfer, daily, review_threshold FROM compliance.caps WHERE"
-            " (tenant_id, mode) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
-            t,
-            m,
-        )
+    c = caps.c
+    q = select(c.tenant_id, c.mode, c.per_transfer, c.daily, c.review_threshold).where(
+        tuple_(c.tenant_id, c.mode).in_(tenants)
     )
+    return list((await session.execute(q)).all())
 
 
 async def set_route(
@@ -190,18 +199,19 @@ async def set_route(
     currency: str,
     approved: bool,
     actor: str | None,
-) -> Any:
-    return (
-        await session.execute(
-            text(
-                "INSERT INTO compliance.routes (tenant_id, mode, rail, currency, approved, updated_by)"
-                " VALUES (:t, :m, :r, :c, :a, :by) ON CONFLICT (tenant_id, mode, rail, currency)"
-                " DO UPDATE SET approved = EXCLUDED.approved, updated_by = EXCLUDED.updated_by,"
-                " updated_at = now() RETURNING *"
-            ),
-            {"t": tenant_id, "m": mode, "r": rail, "c": currency, "a": approved, "by": actor},
-        )
-    ).one()
+) -> AnyRow:
+    ins = pg_insert(routes).values(
+        tenant_id=tenant_id, mode=mode, rail=rail, currency=currency, approved=approved, updated_by=actor
+    )
+    stmt = ins.on_conflict_do_update(
+        index_elements=[routes.c.tenant_id, routes.c.mode, routes.c.rail, routes.c.currency],
+        set_={
+            "approved": ins.excluded.approved,
+            "updated_by": ins.excluded.updated_by,
+            "updated_at": func.now(),
+        },
+    ).returning(*routes.c)
+    return (await session.execute(stmt)).one()
 
 
 async def set_cap(
@@ -212,142 +222,147 @@ async def set_cap(
     daily: Decimal,
     review_threshold: Decimal | None,
     actor: str | None,
-) -> Any:
-    return (
-        await session.execute(
-            text(
-                "INSERT INTO compliance.caps (tenant_id, mode, per_transfer, daily, review_threshold,"
-                " updated_by) VALUES (:t, :m, :p, :d, :r, :by) ON CONFLICT (tenant_id, mode) DO UPDATE"
-                " SET per_transfer = EXCLUDED.per_transfer, daily = EXCLUDED.daily,"
-                " review_threshold = EXCLUDED.review_threshold, updated_by = EXCLUDED.updated_by,"
-                " updated_at = now() RETURNING *"
-            ),
-            {"t": tenant_id, "m": mode, "p": per_transfer, "d": daily, "r": review_threshold, "by": actor},
-        )
-    ).one()
+) -> AnyRow:
+    ins = pg_insert(caps).values(
+        tenant_id=tenant_id,
+        mode=mode,
+        per_transfer=per_transfer,
+        daily=daily,
+        review_threshold=review_threshold,
+        updated_by=actor,
+    )
+    x = ins.excluded
+    stmt = ins.on_conflict_do_update(
+        index_elements=[caps.c.tenant_id, caps.c.mode],
+        set_={
+            "per_transfer": x.per_transfer,
+            "daily": x.daily,
+            "review_threshold": x.review_threshold,
+            "updated_by": x.updated_by,
+            "updated_at": func.now(),
+        },
+    ).returning(*caps.c)
+    return (await session.execute(stmt)).one()
 
 
-async def upsert_external_account(session: AsyncSession, row: dict[str, Any]) -> Any:
-    """Insert, or update the same tenant and mode's account; None if the id is someone else's."""
-    return (
-        await session.execute(
-            text(
-                "INSERT INTO compliance.external_accounts (id, tenant_id, mode, customer_id, rail,"
-                " currency, approved, account_number, routing_number, iban, bic, updated_by)"
-                " VALUES (:id, :t, :m, :customer_id, :rail, :currency, :approved, :account_number,"
-                " :routing_number, :iban, :bic, :by) ON CONFLICT (id) DO UPDATE SET"
-                " customer_id = EXCLUDED.customer_id, rail = EXCLUDED.rail,"
-                " currency = EXCLUDED.currency, approved = EXCLUDED.approved,"
-                " account_number = EXCLUDED.account_number, routing_number = EXCLUDED.routing_number,"
-                " iban = EXCLUDED.iban, bic = EXCLUDED.bic, updated_by = EXCLUDED.updated_by,"
-                " updated_at = now()"
-                " WHERE compliance.external_accounts.tenant_id = EXCLUDED.tenant_id"
-                " AND compliance.external_accounts.mode = EXCLUDED.mode RETURNING *"
-            ),
-            row,
-        )
-    ).first()
+_EA_UPDATED = (
+    "customer_id",
+    "rail",
+    "currency",
+    "approved",
+    "account_number",
+    "routing_number",
+    "iban",
+    "bic",
+    "updated_by",
+)
+
+
+async def upsert_external_account(session: AsyncSession, row: dict[str, Any]) -> AnyRow | None:
+    """Insert, or update the same tenant and mode's account; None if the id is someone else's.
+
+    ``row`` holds the table's columns (``id``, ``tenant_id``, ``mode``, ``customer_id``, ...).
+    """
+    ins = pg_insert(external_accounts).values(**row)
+    e = external_accounts.c
+    stmt = ins.on_conflict_do_update(
+        index_elements=[e.id],
+        set_={**{c: ins.excluded[c] for c in _EA_UPDATED}, "updated_at": func.now()},
+        where=and_(e.tenant_id == ins.excluded.tenant_id, e.mode == ins.excluded.mode),
+    ).returning(*external_accounts.c)
+    return (await session.execute(stmt)).first()
 
 
 async def policy_status(session: AsyncSession, tenant_id: str) -> tuple[bool, bool]:
-    row = (
-        await session.execute(
-            text(
-                "SELECT EXISTS (SELECT 1 FROM compliance.routes WHERE tenant_id = :t"
-                " AND mode = 'production' AND approved) AS route,"
-                " EXISTS (SELECT 1 FROM compliance.caps WHERE tenant_id = :t"
-                " AND mode = 'production') AS cap"
-            ),
-            {"t": tenant_id},
-        )
-    ).one()
+    r, c = routes.c, caps.c
+    q = select(
+        exists().where(r.tenant_id == tenant_id, r.mode == "production", r.approved).label("route"),
+        exists().where(c.tenant_id == tenant_id, c.mode == "production").label("cap"),
+    )
+    row = (await session.execute(q)).one()
     return bool(row.route), bool(row.cap)
 
 
 # ---- daily allowance ----
 
 
-async def take_allowance(
-    session: AsyncSession,
-    tenant_id: str,
-    mode: str,
-    currency: str,
-    day: date,
-    amount: Decimal,
-    daily: Decimal,
-) -> bool:
-    """Add ``amount`` to the day's usage iff it stays within ``daily``: one conditional upsert.
+UsageKey = tuple[str, str, str, date]  # (tenant_id, mode, currency, day)
+_USAGE_KEY = ("tenant_id", "mode", "currency", "day")
 
-    The row lock taken by the upsert serialises racing transactions: the second re-checks
-    the condition against the first's committed total, so two cannot share the last of a cap.
+
+async def lock_usage(session: AsyncSession, keys: list[UsageKey]) -> dict[UsageKey, Decimal]:
+    """Lock the usage rows of ``keys`` (created at zero when missing), in the order given, and
+    return their committed totals: one statement for a whole batch.
+
+    ``ON CONFLICT DO UPDATE`` locks an existing row (waiting for a transaction that holds it,
+    then reading what that one committed); a new row is locked by its insert. Callers pass
+    the keys sorted, so concurrent batches lock in one global order and cannot deadlock.
     """
-    row = (
-        await session.execute(
-            text(
-                "INSERT INTO compliance.cap_usage AS u (tenant_id, mode, currency, day, used)"
-                " SELECT CAST(:t AS text), CAST(:m AS text), CAST(:c AS text), CAST(:day AS date),"
-                " CAST(:amount AS numeric) WHERE CAST(:amount AS numeric) <= CAST(:daily AS numeric)"
-                " ON CONFLICT (tenant_id, mode, currency, day) DO UPDATE"
-                " SET used = u.used + EXCLUDED.used WHERE u.used + EXCLUDED.used <= CAST(:daily AS numeric)"
-                " RETURNING used"
-            ),
-            {"t": tenant_id, "m": mode, "c": currency, "day": day, "amount": amount, "daily": daily},
-        )
-    ).first()
-    return row is not None
+    if not keys:
+        return {}
+    u = cap_usage.c
+    ins = pg_insert(cap_usage).values([{**dict(zip(_USAGE_KEY, k, strict=True)), "used": 0} for k in keys])
+    stmt = ins.on_conflict_do_update(
+        index_elements=[u.tenant_id, u.mode, u.currency, u.day], set_={"used": u.used}
+    ).returning(u.tenant_id, u.mode, u.currency, u.day, u.used)
+    rows = await session.execute(stmt)
+    return {(r.tenant_id, r.mode, r.currency, r.day): Decimal(r.used) for r in rows}
+
+
+async def set_usage(session: AsyncSession, totals: dict[UsageKey, Decimal]) -> None:
+    """Write the new totals of rows this transaction locked (:func:`lock_usage`)."""
+    if not totals:
+        return
+    u = cap_usage.c
+    v = values(*(column(c, cap_usage.c[c].type) for c in (*_USAGE_KEY, "used")), name="v").data(
+        [(*k, used) for k, used in sorted(totals.items())]
+    )
+    await session.execute(
+        update(cap_usage)
+        .where(u.tenant_id == v.c.tenant_id, u.mode == v.c.mode, u.currency == v.c.currency, u.day == v.c.day)
+        .values(used=v.c.used)
+    )
 
 
 async def used_today(session: AsyncSession, tenant_id: str, mode: str, currency: str, day: date) -> Decimal:
+    u = cap_usage.c
     used = (
         await session.execute(
-            text(
-                "SELECT used FROM compliance.cap_usage WHERE tenant_id = :t AND mode = :m"
-                " AND currency = :c AND day = :day"
-            ),
-            {"t": tenant_id, "m": mode, "c": currency, "day": day},
+            select(u.used).where(
+                u.tenant_id == tenant_id, u.mode == mode, u.currency == currency, u.day == day
+            )
         )
     ).scalar()
     return Decimal(used or 0)
 
 
-async def insert_hold(
-    session: AsyncSession,
-    transfer_id: str,
-    tenant_id: str,
-    mode: str,
-    currency: str,
-    day: date,
-    amount: Decimal,
-) -> None:
-    await session.execute(
-        text(
-            "INSERT INTO compliance.cap_holds (transfer_id, tenant_id, mode, currency, day, amount)"
-            " VALUES (:id, :t, :m, :c, :day, :a) ON CONFLICT (transfer_id) DO NOTHING"
-        ),
-        {"id": transfer_id, "t": tenant_id, "m": mode, "c": currency, "day": day, "a": amount},
-    )
+_INSERT_HOLDS = pg_insert(cap_holds).on_conflict_do_nothing(index_elements=[cap_holds.c.transfer_id])
+
+
+async def insert_holds(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
+    """What each granted transfer took (``cap_holds`` columns); a transfer is held once."""
+    if rows:
+        await session.execute(_INSERT_HOLDS, rows)
 
 
 async def release_hold(session: AsyncSession, transfer_id: str, tenant_id: str) -> Decimal | None:
     """Give a failed transfer's amount back to its day, once; None if nothing to release."""
+    h = cap_holds.c
     row = (
         await session.execute(
-            text(
-                "UPDATE compliance.cap_holds SET released_at = now() WHERE transfer_id = :id"
-                " AND tenant_id = :t AND released_at IS NULL"
-                " RETURNING tenant_id, mode, currency, day, amount"
-            ),
-            {"id": transfer_id, "t": tenant_id},
+            update(cap_holds)
+            .where(h.transfer_id == transfer_id, h.tenant_id == tenant_id, h.released_at.is_(None))
+            .values(released_at=func.now())
+            .returning(h.tenant_id, h.mode, h.currency, h.day, h.amount)
         )
     ).first()
     if row is None:
         return None
+    u = cap_usage.c
     await session.execute(
-        text(
-            "UPDATE compliance.cap_usage SET used = GREATEST(used - :a, 0) WHERE tenant_id = :t"
-            " AND mode = :m AND currency = :c AND day = :day"
-        ),
-        {"a": row.amount, "t": row.tenant_id, "m": row.mode, "c": row.currency, "day": row.day},
+        update(cap_usage)
+        .where(u.tenant_id == row.tenant_id, u.mode == row.mode, u.currency == row.currency, u.day == row.day)
+        .values(used=func.greatest(u.used - row.amount, 0))
     )
     return Decimal(row.amount)
 

@@ -32,8 +32,9 @@ from common.errors import HTTP_STATUS, ErrorCode
 from common.ids import new_id
 from common.logging import request_id_var
 from common.topics import Topics
-from compliance import policy_admin, rules
+from compliance import allowance, policy_admin, rules
 from compliance import repository as repo
+from compliance.allowance import Claim
 from compliance.rules import PartyFacts, TransferFacts, Verdict
 from compliance.snapshot import Snapshot
 
@@ -181,12 +182,14 @@ async def decide_transfer(session: AsyncSession, snap: Snapshot, cmd: CreateTran
     if verdict.refused:
         return verdict, inputs
     assert cap is not None
-    if not await repo.take_allowance(session, t, m, facts.currency, day, amount, cap.daily):
-        used = await repo.used_today(session, t, m, facts.currency, day)
-        remaining = max(cap.daily - used, Decimal(0))
-        return rules.daily_cap_exceeded(facts, remaining), {**inputs, "used": str(used)}
-    await repo.insert_hold(session, cmd.transfer_id, t, m, facts.currency, day, amount)
+    # The daily cap is taken for the whole batch at once (compliance.allowance.settle).
+    snap.claim(Claim(cmd.command_id, cmd.transfer_id, t, m, facts.currency, day, amount, cap.daily, facts))
     return verdict, inputs
+
+
+def _cap_refusal(claim: Claim, used: Decimal, inputs: dict[str, Any]) -> Decided:
+    remaining = max(claim.daily - used, Decimal(0))
+    return rules.daily_cap_exceeded(claim.context, remaining), {**inputs, "used": str(used)}
 
 
 DECIDERS: dict[type, Any] = {
@@ -239,65 +242,85 @@ def readdressed(out: Outcome, cmd: Command, topics: Topics) -> Outcome:
 async def decide_batch(
     session: AsyncSession, snap: Snapshot, topics: Topics, cmds: Sequence[Command]
 ) -> list[Outcome]:
-    """Decide every command of a batch in the caller's transaction; returns what to publish."""
+    """Decide every command of a batch in the caller's transaction; returns what to publish.
+
+    Commands are decided in order in memory; the transfers' daily cap is then settled for the
+    whole batch in a few statements (:func:`compliance.allowance.settle`), and only then is
+    each decision addressed and recorded.
+    """
     stored = await repo.stored_outcomes(session, [c.command_id for c in cmds if type(c) in DECIDERS])
     await snap.load(session, [c for c in cmds if c.command_id not in stored])
-    outs: list[Outcome] = []
-    rows: list[dict[str, Any]] = []
-    decided: dict[str, Outcome] = {}
+    # An outcome, or a command decided in this batch (its outcome comes after the cap).
+    plan: list[Outcome | Command] = []
+    decided: dict[str, tuple[Command, Verdict, dict[str, Any]]] = {}
     for cmd in cmds:
         request_id_var.set(cmd.ctx.request_id)
         prev = stored.get(cmd.command_id)
         if prev is not None:  # redelivered or retried: publish the same outcome again
-            stored_out = Outcome(
+            out = Outcome(
                 prev.out_topic,
                 bytes(prev.out_payload),
                 prev.out_key and bytes(prev.out_key),
                 prev.out_partition,
             )
-            outs.append(readdressed(stored_out, cmd, topics))
+            plan.append(readdressed(out, cmd, topics))
             continue
         if cmd.command_id in decided:  # the same command twice in one batch
-            outs.append(readdressed(decided[cmd.command_id], cmd, topics))
+            plan.append(cmd)
             continue
         decider = DECIDERS.get(type(cmd))
         if decider is None:
-            outs.append(_reply(cmd, await policy_admin.handle(session, snap, cmd)))
+            plan.append(_reply(cmd, await policy_admin.handle(session, snap, cmd)))
             continue
-        verdict, inputs = await decider(session, snap, cmd)
-        decision_id = new_id("dec")
-        if verdict.refused:
-            out = _reply(cmd, refusal_result(cmd, verdict))
-        else:
-            stamped = msgspec.structs.replace(
-                cmd,
-                decision=Decision(
-                    decision_id=decision_id,
-                    outcome=verdict.outcome,  # type: ignore[arg-type]
-                    rule=verdict.rule,
-                ),
-            )
-            out = Outcome(topics.ledger_commands, encode(stamped), key=partition_key(cmd).encode())
-        decided[cmd.command_id] = out
-        outs.append(out)
-        rows.append(
-            {
-                "id": decision_id,
-                "command_id": cmd.command_id,
-                "request_id": cmd.ctx.request_id,
-                "tenant_id": cmd.ctx.tenant_id,
-                "mode": cmd.ctx.mode,
-                "command_type": type(cmd).__name__,
-                "outcome": verdict.outcome,
-                "rule": verdict.rule,
-                "reason": verdict.reason or (verdict.code if verdict.refused else None),
-                "inputs": inputs,
-                "out_topic": out.topic,
-                "out_key": out.key,
-                "out_partition": out.partition,
-                "out_payload": out.payload,
-            }
-        )
+        decided[cmd.command_id] = (cmd, *await decider(session, snap, cmd))
+        plan.append(cmd)
+    claims = snap.take_claims()
+    refused = await allowance.settle(session, claims)
+    by_command = {c.command_id: c for c in claims}
+    outcomes: dict[str, Outcome] = {}
+    rows: list[dict[str, Any]] = []
+    for command_id, (cmd, verdict, inputs) in decided.items():
+        if command_id in refused:
+            verdict, inputs = _cap_refusal(by_command[command_id], refused[command_id], inputs)
+        outcomes[command_id], row = _record(cmd, verdict, inputs, topics)
+        rows.append(row)
     await snap.flush(session)
     await repo.insert_decisions(session, rows)
-    return [o for o in outs if o.topic]
+    planned = [p if isinstance(p, Outcome) else readdressed(outcomes[p.command_id], p, topics) for p in plan]
+    return [o for o in planned if o.topic]
+
+
+def _record(
+    cmd: Command, verdict: Verdict, inputs: dict[str, Any], topics: Topics
+) -> tuple[Outcome, dict[str, Any]]:
+    """What to publish for a decided command, and its decision row."""
+    decision_id = new_id("dec")
+    if verdict.refused:
+        out = _reply(cmd, refusal_result(cmd, verdict))
+    else:
+        stamped = msgspec.structs.replace(
+            cmd,
+            decision=Decision(
+                decision_id=decision_id,
+                outcome=verdict.outcome,  # type: ignore[arg-type]
+                rule=verdict.rule,
+            ),
+        )
+        out = Outcome(topics.ledger_commands, encode(stamped), key=partition_key(cmd).encode())
+    row = {
+        "id": decision_id,
+        "command_id": cmd.command_id,
+        "request_id": cmd.ctx.request_id,
+        "tenant_id": cmd.ctx.tenant_id,
+        "mode": cmd.ctx.mode,
+        "command_type": type(cmd).__name__,
+        "outcome": verdict.outcome,
+        "rule": verdict.rule,
+        "reason": verdict.reason or (verdict.code if verdict.refused else None),
+        "inputs": inputs,
+        "out_topic": out.topic,
+        "out_key": out.key,
+        "out_partition": out.partition,
+        "out_payload": out.payload,
+    }
+    return out, row

@@ -22,6 +22,7 @@ from common.contracts.commands import (
     UpsertExternalAccount,
 )
 from compliance import repository as repo
+from compliance.allowance import Claim
 from compliance.rules import Cap, ExternalAccount
 
 Key = tuple[str, str, str]
@@ -43,6 +44,7 @@ class Snapshot:
         self.routes: dict[TenantMode, set[tuple[str, str]]] = {}
         self.caps: dict[TenantMode, Cap | None] = {}
         self.new_parties: list[tuple[str, str, str, str, str | None, str | None]] = []
+        self.claims: list[Claim] = []
 
     # ---- loading ----
     async def load(self, session: AsyncSession, cmds: Sequence[Any]) -> None:
@@ -66,15 +68,15 @@ class Snapshot:
                     ea_keys.add((t, m, cmd.destination.external_account_id))
         for row in await repo.load_external_accounts(session, sorted(ea_keys)):
             self._remember_external(row)
-            party_keys.add((row["tenant_id"], row["mode"], row["customer_id"]))
+            party_keys.add((row.tenant_id, row.mode, row.customer_id))
         await self._load_parties(session, party_keys)
         await self._load_tenants(session, tenants)
 
     async def _load_parties(self, session: AsyncSession, keys: set[Key]) -> None:
         missing = sorted(k for k in keys if k not in self.parties)
         for row in await repo.load_parties(session, missing):
-            key = (row["tenant_id"], row["mode"], row["party_id"])
-            self.parties[key] = PartyRow(row["kind"], row["customer_id"], row["country_code"])
+            key = (row.tenant_id, row.mode, row.party_id)
+            self.parties[key] = PartyRow(row.kind, row.customer_id, row.country_code)
 
     async def _load_tenants(self, session: AsyncSession, tenants: set[TenantMode]) -> None:
         missing = sorted(tm for tm in tenants if tm not in self.caps)
@@ -84,18 +86,18 @@ class Snapshot:
             self.routes[tm] = set()
             self.caps[tm] = None
         for row in await repo.load_routes(session, missing):
-            self.routes[(row["tenant_id"], row["mode"])].add((row["rail"], row["currency"]))
+            self.routes[(row.tenant_id, row.mode)].add((row.rail, row.currency))
         for row in await repo.load_caps(session, missing):
-            self.caps[(row["tenant_id"], row["mode"])] = Cap(
-                Decimal(row["per_transfer"]),
-                Decimal(row["daily"]),
-                None if row["review_threshold"] is None else Decimal(row["review_threshold"]),
+            self.caps[(row.tenant_id, row.mode)] = Cap(
+                Decimal(row.per_transfer),
+                Decimal(row.daily),
+                None if row.review_threshold is None else Decimal(row.review_threshold),
                 "tenant",
             )
 
     def _remember_external(self, row: Any) -> None:
-        self.external[(row["tenant_id"], row["mode"], row["id"])] = ExternalAccount(
-            row["id"], row["customer_id"], row["rail"], row["currency"], bool(row["approved"])
+        self.external[(row.tenant_id, row.mode, row.id)] = ExternalAccount(
+            row.id, row.customer_id, row.rail, row.currency, bool(row.approved)
         )
 
     # ---- reading ----
@@ -149,6 +151,14 @@ class Snapshot:
 
     def remember_external(self, row: Any) -> None:
         self._remember_external(row)
+
+    def claim(self, claim: Claim) -> None:
+        """A transfer that passed every rule but the daily cap: settled for the whole batch."""
+        self.claims.append(claim)
+
+    def take_claims(self) -> list[Claim]:
+        claims, self.claims = self.claims, []
+        return claims
 
     async def flush(self, session: AsyncSession) -> None:
         await repo.insert_parties(session, self.new_parties)

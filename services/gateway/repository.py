@@ -3,32 +3,27 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-
-async def key_by_hash(session: AsyncSession, key_hash: str) -> Any:
-    return (
-        await session.execute(
-            text("SELECT id, tenant_id, mode, scopes, revoked_at FROM identity.api_keys WHERE key_hash = :h"),
-            {"h": key_hash},
-        )
-    ).first()
+from common.tables import AnyRow
+from gateway.models import api_keys, tenants
 
 
-async def tenant_by_id(session: AsyncSession, tenant_id: str) -> Any:
+async def key_by_hash(session: AsyncSession, key_hash: str) -> AnyRow | None:
+    k = api_keys.c
+    q = select(k.id, k.tenant_id, k.mode, k.scopes, k.revoked_at).where(k.key_hash == key_hash)
+    return (await session.execute(q)).first()
+
+
+async def tenant_by_id(session: AsyncSession, tenant_id: str) -> AnyRow | None:
     try:
         tid = uuid.UUID(tenant_id)
     except ValueError:
         return None
-    return (
-        await session.execute(
-            text(
-                "SELECT id, name, default_mode, rate_limit_per_minute, live_enabled, metadata"
-                " FROM identity.tenants WHERE id = :id"
-            ),
-            {"id": tid},
-        )
-    ).first()
+    t = tenants.c
+    q = select(t.id, t.name, t.default_mode, t.rate_limit_per_minute, t.live_enabled, t.metadata).where(
+        t.id == tid
+    )
+    return (await session.execute(q)).first()

@@ -1,3 +1,6 @@
+from sqlmodel import SQLModel
+
+import gateway.models  # noqa: F401  (declares the tables in SQLModel.metadata)
 from common.db import run_alembic_env
 
-run_alembic_env("gateway")
+run_alembic_env("gateway", SQLModel.metadata)

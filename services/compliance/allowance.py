@@ -1,0 +1,95 @@
+"""The daily cap of a whole batch of transfers, settled in three statements.
+
+Transfers are decided one by one in memory; each one that passes every other rule leaves a
+:class:`Claim` on the batch's snapshot. :func:`settle` then, for the whole batch (every tenant
+in it):
+
+1. locks the usage row of every (tenant, mode, currency, UTC day) the batch touches, in one
+   upsert that creates missing rows and returns the committed totals; rows are locked in key
+   order, so two instances settling overlapping batches wait for each other, never deadlock;
+2. grants the claims in batch order in memory (:func:`allot`), a claim passing iff the day's
+   usage plus its amount stays within its cap, exactly as one conditional upsert per transfer
+   would, without a round trip per transfer;
+3. writes the new totals (one UPDATE from VALUES) and the holds of the granted transfers.
+
+The locks are held until the batch's transaction commits, so a second instance deciding the
+same tenant's transfers reads totals that already include the first's: caps stay exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from compliance import repository as repo
+
+UsageKey = tuple[str, str, str, date]  # (tenant_id, mode, currency, day)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A transfer's wish to take ``amount`` from its day's cap of ``daily``."""
+
+    command_id: str
+    transfer_id: str
+    tenant_id: str
+    mode: str
+    currency: str
+    day: date
+    amount: Decimal
+    daily: Decimal
+    context: Any = field(default=None, compare=False)  # what the decider needs to word a refusal
+
+    @property
+    def key(self) -> UsageKey:
+        return (self.tenant_id, self.mode, self.currency, self.day)
+
+
+def allot(
+    claims: Sequence[Claim], used: dict[UsageKey, Decimal]
+) -> tuple[dict[str, Decimal], dict[UsageKey, Decimal]]:
+    """Grant claims in order against the usage ``used``: (refused command id -> the usage it
+    met, new totals of the keys that grew)."""
+    totals = dict(used)
+    refused: dict[str, Decimal] = {}
+    grown: dict[UsageKey, Decimal] = {}
+    for c in claims:
+        now = totals.get(c.key, Decimal(0))
+        if now + c.amount <= c.daily:
+            totals[c.key] = grown[c.key] = now + c.amount
+        else:
+            refused[c.command_id] = now
+    return refused, grown
+
+
+async def settle(session: AsyncSession, claims: Sequence[Claim]) -> dict[str, Decimal]:
+    """Take the batch's claims from the daily allowances in the caller's transaction.
+
+    Returns the refused claims (command id -> the day's usage when it was refused).
+    """
+    if not claims:
+        return {}
+    used = await repo.lock_usage(session, sorted({c.key for c in claims}))
+    refused, totals = allot(claims, used)
+    await repo.set_usage(session, totals)
+    await repo.insert_holds(
+        session,
+        [
+            {
+                "transfer_id": c.transfer_id,
+                "tenant_id": c.tenant_id,
+                "mode": c.mode,
+                "currency": c.currency,
+                "day": c.day,
+                "amount": c.amount,
+            }
+            for c in claims
+            if c.command_id not in refused
+        ],
+    )
+    return refused

@@ -1,0 +1,174 @@
+"""The tables of the ``compliance`` schema, declared once (SQLModel): the source for Alembic
+autogenerate and for the statements in ``compliance.repository``.
+
+The decisions table is also the inbox (a command id is decided once); there is no outbox:
+a decision stores the message it publishes.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import (
+    CHAR,
+    Boolean,
+    Column,
+    Date,
+    DateTime,
+    Index,
+    Integer,
+    LargeBinary,
+    Numeric,
+    Table,
+    Text,
+    func,
+)
+from sqlalchemy import text as sql_text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlmodel import Field, SQLModel
+
+SCHEMA = "compliance"
+MONEY = Numeric(30, 6)
+
+
+def _now() -> Any:
+    return Field(sa_column=Column(DateTime(timezone=True), nullable=False, server_default=func.now()))
+
+
+def _text(*, nullable: bool = False, primary_key: bool = False) -> Any:
+    return Field(sa_column=Column(Text, nullable=nullable, primary_key=primary_key))
+
+
+class ComplianceDecision(SQLModel, table=True):
+    """One decision per command id, with its inputs and the message it published."""
+
+    __tablename__ = "decisions"
+    __table_args__ = (
+        Index("decisions_tenant", "tenant_id", sql_text("id DESC")),
+        Index("decisions_newest", sql_text("created_at DESC"), sql_text("id DESC")),
+        Index("decisions_tenant_newest", "tenant_id", sql_text("created_at DESC"), sql_text("id DESC")),
+        {"schema": SCHEMA},
+    )
+
+    id: str = _text(primary_key=True)
+    command_id: str = Field(sa_column=Column(Text, nullable=False, unique=True))
+    request_id: str = _text()
+    tenant_id: str = _text()
+    mode: str = _text()
+    command_type: str = _text()
+    outcome: str = _text()
+    rule: str = _text()
+    reason: str | None = _text(nullable=True)
+    inputs: dict[str, Any] = Field(sa_column=Column(JSONB, nullable=False))
+    out_topic: str = _text()
+    out_key: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
+    out_partition: int | None = Field(default=None, sa_column=Column(Integer))
+    out_payload: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    created_at: datetime = _now()
+
+
+class ComplianceParty(SQLModel, table=True):
+    """The party registry: customers, wallets and accounts with the customer they belong to."""
+
+    __tablename__ = "parties"
+    __table_args__ = {"schema": SCHEMA}
+
+    tenant_id: str = _text(primary_key=True)
+    mode: str = _text(primary_key=True)
+    party_id: str = _text(primary_key=True)
+    kind: str = _text()
+    customer_id: str | None = _text(nullable=True)
+    country_code: str | None = Field(default=None, sa_column=Column(CHAR(2)))
+
+
+class ComplianceRoute(SQLModel, table=True):
+    __tablename__ = "routes"
+    __table_args__ = {"schema": SCHEMA}
+
+    tenant_id: str = _text(primary_key=True)
+    mode: str = _text(primary_key=True)
+    rail: str = _text(primary_key=True)
+    currency: str = _text(primary_key=True)
+    approved: bool = Field(sa_column=Column(Boolean, nullable=False))
+    updated_by: str | None = _text(nullable=True)
+    updated_at: datetime = _now()
+
+
+class ComplianceCap(SQLModel, table=True):
+    __tablename__ = "caps"
+    __table_args__ = {"schema": SCHEMA}
+
+    tenant_id: str = _text(primary_key=True)
+    mode: str = _text(primary_key=True)
+    per_transfer: Decimal = Field(sa_column=Column(MONEY, nullable=False))
+    daily: Decimal = Field(sa_column=Column(MONEY, nullable=False))
+    review_threshold: Decimal | None = Field(default=None, sa_column=Column(MONEY))
+    updated_by: str | None = _text(nullable=True)
+    updated_at: datetime = _now()
+
+
+class ComplianceExternalAccount(SQLModel, table=True):
+    __tablename__ = "external_accounts"
+    __table_args__ = (
+        Index("external_accounts_owner", "tenant_id", "mode", "customer_id"),
+        {"schema": SCHEMA},
+    )
+
+    id: str = _text(primary_key=True)
+    tenant_id: str = _text()
+    mode: str = _text()
+    customer_id: str = _text()
+    rail: str = _text()
+    currency: str = _text()
+    approved: bool = Field(sa_column=Column(Boolean, nullable=False))
+    account_number: str | None = _text(nullable=True)
+    routing_number: str | None = _text(nullable=True)
+    iban: str | None = _text(nullable=True)
+    bic: str | None = _text(nullable=True)
+    updated_by: str | None = _text(nullable=True)
+    created_at: datetime = _now()
+    updated_at: datetime = _now()
+
+
+class ComplianceCapUsage(SQLModel, table=True):
+    """What a (tenant, mode, currency, UTC day) has used of its daily cap."""
+
+    __tablename__ = "cap_usage"
+    __table_args__ = {"schema": SCHEMA}
+
+    tenant_id: str = _text(primary_key=True)
+    mode: str = _text(primary_key=True)
+    currency: str = _text(primary_key=True)
+    day: date = Field(sa_column=Column(Date, primary_key=True))
+    used: Decimal = Field(sa_column=Column(MONEY, nullable=False))
+
+
+class ComplianceCapHold(SQLModel, table=True):
+    """What each approved transfer took from its day's cap, so a failure gives it back once."""
+
+    __tablename__ = "cap_holds"
+    __table_args__ = {"schema": SCHEMA}
+
+    transfer_id: str = _text(primary_key=True)
+    tenant_id: str = _text()
+    mode: str = _text()
+    currency: str = _text()
+    day: date = Field(sa_column=Column(Date, nullable=False))
+    amount: Decimal = Field(sa_column=Column(MONEY, nullable=False))
+    released_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+
+
+def _table(model: type[SQLModel]) -> Table:
+    table: Table = model.__table__  # type: ignore[attr-defined]
+    return table
+
+
+decisions = _table(ComplianceDecision)
+parties = _table(ComplianceParty)
+routes = _table(ComplianceRoute)
+caps = _table(ComplianceCap)
+external_accounts = _table(ComplianceExternalAccount)
+cap_usage = _table(ComplianceCapUsage)
+cap_holds = _table(ComplianceCapHold)

@@ -191,9 +191,13 @@ class Scenario:
         steps = self.plan()
         for n, (label, act) in enumerate(steps, 1):
             threshold = args.transfers * n // (len(steps) + 1)
+            waiting = time.monotonic()
             while progress.decided < threshold and clients.is_alive():
                 self.poll_restarts()
                 time.sleep(0.2)
+                if time.monotonic() - waiting > 10:
+                    waiting = time.monotonic()
+                    log(f"{progress.decided}/{args.transfers} decided (next fault at {threshold})")
             if not clients.is_alive():
                 log(f"clients finished before fault {label!r}")
                 break
@@ -278,13 +282,21 @@ class Scenario:
         )
         for why, n in refusals.most_common(5):
             log(f"refused x{n}: {why}")
-        for b in undecided[:5]:
-            log(f"undecided {b.key}: {b.error[:200]}")
+        committed = {r["idempotency_key"] for r in rows}
+        by_last = Counter(f"last answer {b.last_answer or '-'}" for b in undecided)
+        for why, n in by_last.most_common(5):
+            log(f"undecided x{n}: {why}")
+        if undecided:
+            done = sum(b.key in committed for b in undecided)
+            log(f"of the {len(undecided)} undecided, {done} were committed (a transfer row has the key)")
         if phantom:
             log(f"{len(phantom)} transfer rows exist for keys whose definitive answer was a refusal")
+        quiet = time.monotonic() - receiver.last_at if receiver.last_at else float("inf")
         log(
             f"webhooks: {receiver.deliveries} deliveries, {sum(receiver.created.values())} "
-            f"transfer.created for {len(receiver.created)} transfers"
+            f"transfer.created for {len(receiver.created)} transfers; the last delivery came "
+            f"{quiet:.1f} s before the audit"
+            + (" (still arriving: late, not necessarily lost)" if quiet < 5 else "")
         )
         line = (
             f"chaos: transfers {len(p.bookings)} lost {len(lost)} duplicated {duplicated} undecided "

@@ -36,6 +36,7 @@ class Booking:
     status: int | None = None  # the definitive answer's status; None = undecided
     transfer_id: str | None = None
     error: str = ""
+    last_answer: str = ""  # the latest attempt's outcome, e.g. "503 provider_unavailable"
     decided_after_s: float = 0.0
     attempts: int = 0
 
@@ -95,11 +96,14 @@ async def book(
                     r = await c.post(gw + "/v1/transfers", json=body, headers=headers, timeout=CALL_TIMEOUT_S)
                 except httpx.TimeoutException as e:
                     p.answers["timeout"] += 1
+                    b.last_answer = "timeout"
                     raise _Again("timeout") from e
                 except httpx.TransportError as e:
                     p.answers["connection_error"] += 1
+                    b.last_answer = "connection_error"
                     raise _Again(type(e).__name__) from e
                 p.answers[str(r.status_code)] += 1
+                b.last_answer = f"{r.status_code} {_code(r)}"
                 if r.status_code in (409, 429) or r.status_code >= 500:
                     try:
                         retry_after = float(r.headers.get("Retry-After", "0"))
@@ -116,6 +120,14 @@ async def book(
         b.error = f"undecided after {b.attempts} attempts; last: {e}"
     b.decided_after_s = time.monotonic() - b.started
     p.decided += 1
+
+
+def _code(r: httpx.Response) -> str:
+    try:
+        err = r.json().get("error") or {}
+        return f"{err.get('code', '')} {(err.get('details') or {}).get('reason', '')}".strip()
+    except ValueError:
+        return ""
 
 
 async def run_clients(
@@ -150,6 +162,7 @@ class Receiver:
         self.port = port
         self.created: Counter[str] = Counter()
         self.deliveries = 0
+        self.last_at = 0.0  # time.monotonic() of the latest delivery
         self._lock = threading.Lock()
         receiver = self
 
@@ -162,6 +175,7 @@ class Receiver:
                     ev = {}
                 with receiver._lock:
                     receiver.deliveries += 1
+                    receiver.last_at = time.monotonic()
                     if ev.get("type") == "transfer.created":
                         receiver.created[str(ev.get("data", {}).get("transfer_id"))] += 1
                 self.send_response(200)

@@ -71,11 +71,14 @@ def baselines(dsn: str) -> dict[str, dict[str, float]]:
             wait_ready(f"http://127.0.0.1:{port}")
             url = f"http://127.0.0.1:{port}/v1/transfers"
             wrk.run(url, wallets=seeded, duration=2, connections=CONNECTIONS)  # warm-up
+            cpu0 = cpu_seconds(p.pid)
             res = wrk.run(url, wallets=seeded, duration=DURATION, connections=CONNECTIONS)
+            res["server_cpu_ms"] = 1000 * (cpu_seconds(p.pid) - cpu0) / max(1.0, res["requests"])
             res["peak_rss_mb"] = peak_rss_mb(p.pid)
             out[kind] = res
             print(
-                _fmt(f"transfers {kind}:", res) + f" (wrk used {res['client_cores']:.2f} cores)",
+                _fmt(f"transfers {kind}:", res) + f" (server cpu {res['server_cpu_ms']:.2f} ms per "
+                f"request; wrk used {res['client_cores']:.2f} cores)",
                 flush=True,
             )
         finally:

@@ -332,7 +332,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument(
         "--deadline-s", type=float, default=180.0, help="a transfer undecided after this is undecided"
     )
-    ap.add_argument("--webhook-grace-s", type=float, default=60.0)
+    ap.add_argument("--webhook-grace-s", type=float, default=120.0)
     args = ap.parse_args(argv)
     if args.short:
         args.transfers, args.faults, args.kills, args.kill_only = 150, "kill,pg", 1, "ledger"

@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 export PYTHONPATH := $(CURDIR)/libs:$(CURDIR)/services
 export UV_LINK_MODE := copy
 
-.PHONY: setup run test lint bench browser fmt
+.PHONY: setup run test lint bench bench-short chaos chaos-short browser fmt wrk
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
@@ -30,5 +30,20 @@ fmt: setup
 	@$(UV) run --frozen ruff format libs services tests
 	@$(UV) run --frozen ruff check --fix libs services tests
 
-bench: setup
+wrk:
+	@command -v wrk >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq wrk >/dev/null)
+
+# BENCH_WALLETS, BENCH_DURATION_S, BENCH_CONNECTIONS, BENCH_PARTS (customers,transfers) are settable.
+bench: setup wrk
 	@$(UV) run --frozen python -m devstack.bench
+
+bench-short: setup wrk
+	@BENCH_WALLETS=$${BENCH_WALLETS:-300} BENCH_DURATION_S=$${BENCH_DURATION_S:-4} \
+		$(UV) run --frozen python -m devstack.bench
+
+# The fault scenario of issue 10 (devstack.chaos): 1,000 transfers, every fault; exit 1 unless clean.
+chaos: setup
+	@$(UV) run --frozen python -m devstack.chaos
+
+chaos-short: setup
+	@$(UV) run --frozen python -m devstack.chaos --short

@@ -1,5 +1,7 @@
-"""``make bench``: end-to-end throughput and latency of POST /v1/customers beside two
-baselines measured in the same run on the same machine, on a fresh embedded stack.
+"""``make bench``: end-to-end throughput and latency of POST /v1/customers and of
+POST /v1/transfers (devstack.bench_transfers) beside two baselines each, measured in the same
+run on the same machine, on a fresh embedded stack. ``BENCH_PARTS=customers`` or
+``=transfers`` runs one part; the last line is the transfers summary when that part runs.
 
 1. bare: a Litestar endpoint that answers at once; 2. monolith: Litestar doing the same
 single INSERT synchronously with asyncpg; 3. e2e: the suite (gateway -> compliance -> ledger
@@ -20,8 +22,10 @@ from pathlib import Path
 
 import httpx
 
+from devstack import bench_transfers
+from devstack.measure import cpu_report, cpu_seconds, cpu_times, peak_rss_mb, steal_pct, wait_ready
 from devstack.stores import Stores, free_port
-from devstack.suite import ROOT, Suite, migrate, python_env
+from devstack.suite import ROOT, Proc, Suite, migrate, python_env
 
 DURATION = float(os.environ.get("BENCH_DURATION_S", "10"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "64"))
@@ -61,53 +65,6 @@ def load(
         cmd.append("--unique")
     out = subprocess.run(cmd, env=python_env({}), capture_output=True, text=True, check=True, cwd=ROOT)
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
-
-
-def cpu_times() -> tuple[int, int]:
-    """(steal, total) jiffies of the whole machine, from /proc/stat (0, 0 elsewhere)."""
-    try:
-        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    except (OSError, ValueError):
-        return 0, 0
-    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
-
-
-def steal_pct(before: tuple[int, int], after: tuple[int, int]) -> float:
-    """Share of CPU time the hypervisor took from this machine between two readings: when it
-    is high, every figure of the run (baselines included) is depressed."""
-    total = after[1] - before[1]
-    return 100.0 * (after[0] - before[0]) / total if total > 0 else 0.0
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process and its reaped children (0 if gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-
-
-def peak_rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def wait_ready(url: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise TimeoutError(url)
 
 
 def settle(url: str, headers: list[str], timeout: float = 90.0) -> None:
@@ -150,6 +107,56 @@ def asyncpg_dsn(sqlalchemy_url: str) -> str:
     return sqlalchemy_url.replace("postgresql+asyncpg://", "postgresql://", 1)
 
 
+PARTS = set(os.environ.get("BENCH_PARTS", "customers,transfers").split(","))
+
+
+def customers_e2e(procs: dict[str, Proc], token: str, pids: dict[str, int], mono: dict[str, float]) -> str:
+    admin = procs["admin"].url
+    auth = {"Authorization": f"Bearer {token}"}
+    t = httpx.post(
+        admin + "/",
+        headers=auth,
+        json={"action": "upsert_tenant", "tenant_name": "bench", "rate_limit_per_minute": 1_000_000},
+    )
+    t.raise_for_status()
+    k = httpx.post(
+        admin + "/",
+        headers=auth,
+        json={
+            "action": "create_api_key",
+            "tenant_id": t.json()["data"]["tenant_id"],
+            "key_label": "bench",
+            "scopes": ["customers:write"],
+        },
+    )
+    k.raise_for_status()
+    headers = [f"Authorization: Bearer {k.json()['data']['api_key']}"]
+    url = procs["gateway"].url + "/v1/customers"
+    settle(url, headers)
+    load(url, headers, duration=3, unique=True)  # warm-up: pools, caches, batch sizes
+    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    e2e = load(url, headers, unique=True)
+    print(
+        f"e2e:      {e2e['rps']:.0f} req/s p50 {e2e['p50_ms']:.1f} ms p99 {e2e['p99_ms']:.1f} ms "
+        f"errors {e2e['errors']:.0f} (closed loop, {CONNECTIONS} connections)",
+        flush=True,
+    )
+    print("cpu per request (closed loop): " + cpu_report(pids, cpu_before, e2e["requests"]), flush=True)
+    half = max(1.0, mono["rps"] / 2)
+    paced = load(url, headers, rate=half, unique=True)
+    print(
+        f"e2e at half the monolith's rate ({half:.0f} req/s): achieved {paced['rps']:.0f} req/s "
+        f"p50 {paced['p50_ms']:.1f} ms p99 {paced['p99_ms']:.1f} ms errors {paced['errors']:.0f}",
+        flush=True,
+    )
+    ratio = e2e["rps"] / mono["rps"] if mono["rps"] else 0.0
+    return (
+        f"bench: e2e {e2e['rps']:.0f} req/s p99 {paced['p99_ms']:.0f} ms; "
+        f"monolith {mono['rps']:.0f} req/s; bare {mono['bare_rps']:.0f} req/s; "
+        f"ratio e2e/monolith {ratio:.2f}"
+    )
+
+
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="sluice-bench-"))
     stores = Stores(work).start(
@@ -166,18 +173,23 @@ def main() -> int:
             f"kafka {stores.kafka_bootstrap}",
             flush=True,
         )
-        bare = baseline("bare", asyncpg_dsn(stores.database_url))
-        print(
-            f"bare:     {bare['rps']:.0f} req/s p50 {bare['p50_ms']:.1f} ms "
-            f"p99 {bare['p99_ms']:.1f} ms errors {bare['errors']:.0f}",
-            flush=True,
-        )
-        mono = baseline("monolith", asyncpg_dsn(stores.database_url))
-        print(
-            f"monolith: {mono['rps']:.0f} req/s p50 {mono['p50_ms']:.1f} ms "
-            f"p99 {mono['p99_ms']:.1f} ms errors {mono['errors']:.0f}",
-            flush=True,
-        )
+        dsn = asyncpg_dsn(stores.database_url)
+        mono: dict[str, float] = {}
+        if "customers" in PARTS:
+            bare = baseline("bare", dsn)
+            print(
+                f"bare:     {bare['rps']:.0f} req/s p50 {bare['p50_ms']:.1f} ms "
+                f"p99 {bare['p99_ms']:.1f} ms errors {bare['errors']:.0f}",
+                flush=True,
+            )
+            mono = baseline("monolith", dsn)
+            mono["bare_rps"] = bare["rps"]
+            print(
+                f"monolith: {mono['rps']:.0f} req/s p50 {mono['p50_ms']:.1f} ms "
+                f"p99 {mono['p99_ms']:.1f} ms errors {mono['errors']:.0f}",
+                flush=True,
+            )
+        transfer_base = bench_transfers.baselines(dsn) if "transfers" in PARTS else {}
 
         token = "bench-" + uuid.uuid4().hex
         env = {
@@ -194,66 +206,22 @@ def main() -> int:
             for name in ("ledger", "compliance", "webhooks", "admin", "gateway")
         }
         suite.wait_ready(timeout=120)
-        admin = procs["admin"].url
-        auth = {"Authorization": f"Bearer {token}"}
-        t = httpx.post(
-            admin + "/",
-            headers=auth,
-            json={"action": "upsert_tenant", "tenant_name": "bench", "rate_limit_per_minute": 1_000_000},
-        )
-        t.raise_for_status()
-        k = httpx.post(
-            admin + "/",
-            headers=auth,
-            json={
-                "action": "create_api_key",
-                "tenant_id": t.json()["data"]["tenant_id"],
-                "key_label": "bench",
-                "scopes": ["customers:write"],
-            },
-        )
-        k.raise_for_status()
-        headers = [f"Authorization: Bearer {k.json()['data']['api_key']}"]
-        url = procs["gateway"].url + "/v1/customers"
-        settle(url, headers)
-        load(url, headers, duration=3, unique=True)  # warm-up: pools, caches, batch sizes
         pids = {name: proc.popen.pid for name, proc in procs.items()}
         for p in stores.processes():  # tansu, valkey-server
             args = p.args if isinstance(p.args, list) else [p.args]
             pids[Path(str(args[0])).name.split("-")[0]] = p.pid
-        cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
-        e2e = load(url, headers, unique=True)
-        cpu_used = {name: cpu_seconds(pid) - cpu_before[name] for name, pid in pids.items()}
-        print(
-            f"e2e:      {e2e['rps']:.0f} req/s p50 {e2e['p50_ms']:.1f} ms p99 {e2e['p99_ms']:.1f} ms "
-            f"errors {e2e['errors']:.0f} (closed loop, {CONNECTIONS} connections)",
-            flush=True,
-        )
-        served = max(1.0, e2e["requests"])
-        print(
-            "cpu per request (closed loop): "
-            + ", ".join(
-                f"{n} {1000 * c / served:.2f} ms" for n, c in sorted(cpu_used.items(), key=lambda x: -x[1])
-            ),
-            flush=True,
-        )
-        half = max(1.0, mono["rps"] / 2)
-        paced = load(url, headers, rate=half, unique=True)
-        print(
-            f"e2e at half the monolith's rate ({half:.0f} req/s): achieved {paced['rps']:.0f} req/s "
-            f"p50 {paced['p50_ms']:.1f} ms p99 {paced['p99_ms']:.1f} ms errors {paced['errors']:.0f}",
-            flush=True,
-        )
+        lines = []
+        if "customers" in PARTS:
+            lines.append(customers_e2e(procs, token, pids, mono))
+        if "transfers" in PARTS:
+            lines.append(
+                bench_transfers.e2e(procs["gateway"].url, procs["admin"].url, token, pids, transfer_base)
+            )
         for name, proc in procs.items():
             print(f"peak RSS {name:<10} {peak_rss_mb(proc.popen.pid):6.1f} MB", flush=True)
         print(f"cpu steal during the run: {steal_pct(started, cpu_times()):.0f}%", flush=True)
-        ratio = e2e["rps"] / mono["rps"] if mono["rps"] else 0.0
-        print(
-            f"bench: e2e {e2e['rps']:.0f} req/s p99 {paced['p99_ms']:.0f} ms; "
-            f"monolith {mono['rps']:.0f} req/s; bare {bare['rps']:.0f} req/s; "
-            f"ratio e2e/monolith {ratio:.2f}",
-            flush=True,
-        )
+        for line in lines:
+            print(line, flush=True)
         return 0
     finally:
         if suite is not None:

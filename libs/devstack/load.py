@@ -3,7 +3,11 @@
 Closed loop (``--rate 0``): each connection sends its next request as soon as the previous
 answer arrives, for maximum throughput. Open loop (``--rate R``): requests start on a fixed
 schedule of R per second regardless of answers, so latency includes queueing (no
-coordinated omission). Prints one JSON object: requests, errors, rps, p50/p99 in ms.
+coordinated omission); requests still unanswered ``--grace`` seconds after the schedule ends
+are counted as ``unfinished`` errors with their latency so far (a lower bound). With
+``--wallets FILE`` each request is a ``POST /v1/transfers`` of 0.01 USDC between two random
+wallets of the file (``--hot S``: from the first wallet for a share S), its Idempotency-Key in
+the header and the body. Prints one JSON object: requests, errors, rps, p50/p99 in ms.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import time
 import uuid
+from pathlib import Path
 from urllib.parse import urlsplit
 
 
@@ -39,11 +45,43 @@ class Conn:
         return status
 
 
-def build(method: str, url: str, headers: dict[str, str], body: bytes | None, unique: bool) -> bytes:
+def transfer_body(wallets: list[str], hot: float, key: str) -> bytes:
+    s = 0 if hot > 0 and random.random() < hot else random.randrange(len(wallets))
+    d = random.randrange(len(wallets) - 1)
+    d += d >= s
+    return json.dumps(
+        {
+            "source": {
+                "payment_rail": "provider_wallet",
+                "currency": "USDC",
+                "amount": "0.01",
+                "provider_wallet_id": wallets[s],
+            },
+            "destination": {
+                "payment_rail": "provider_wallet",
+                "currency": "USDC",
+                "provider_wallet_id": wallets[d],
+            },
+            "idempotency_key": key,
+        }
+    ).encode()
+
+
+def build(
+    method: str,
+    url: str,
+    headers: dict[str, str],
+    body: bytes | None,
+    unique: bool,
+    wallets: list[str] | None = None,
+    hot: float = 0.0,
+) -> bytes:
     parts = urlsplit(url)
     hs = {"Host": parts.netloc, "Connection": "keep-alive", **headers}
-    if unique:
+    if unique or wallets:
         hs["Idempotency-Key"] = uuid.uuid4().hex
+    if wallets:
+        body = transfer_body(wallets, hot, hs["Idempotency-Key"])
     if body is not None:
         hs["Content-Length"] = str(len(body))
     head = f"{method} {parts.path or '/'} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in hs.items())
@@ -56,14 +94,16 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     headers = {k.strip(): v.strip() for k, v in headers.items()}
     body = args.body.encode() if args.body else None
     conns = [Conn(parts.hostname or "127.0.0.1", parts.port or 80) for _ in range(args.connections)]
+    wallets = args.wallet_ids or None
     lat: list[float] = []
-    errors = 0
+    errors = unfinished = 0
     stop_at = time.perf_counter() + args.duration
 
     async def one(conn: Conn, scheduled: float) -> None:
         nonlocal errors
         try:
-            status = await conn.request(build(args.method, args.url, headers, body, args.unique))
+            raw = build(args.method, args.url, headers, body, args.unique, wallets, args.hot)
+            status = await conn.request(raw)
             if status >= 400:
                 errors += 1
         except (OSError, asyncio.IncompleteReadError, ValueError):
@@ -82,7 +122,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         free: asyncio.Queue[Conn] = asyncio.Queue()
         for c in conns:
             free.put_nowait(c)
-        tasks = []
+        tasks: dict[asyncio.Task[None], float] = {}
         interval = 1.0 / args.rate
         n = 0
         while True:
@@ -100,9 +140,15 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                 finally:
                     free.put_nowait(c)
 
-            tasks.append(asyncio.create_task(fire()))
+            tasks[asyncio.create_task(fire())] = scheduled
             n += 1
-        await asyncio.gather(*tasks)
+        _, pending = await asyncio.wait(tasks, timeout=max(0.0, stop_at + args.grace - time.perf_counter()))
+        now = time.perf_counter()
+        for t in pending:
+            t.cancel()
+        unfinished = len(pending)
+        errors += unfinished
+        lat.extend(now - tasks[t] for t in pending)  # their wait so far: a lower bound
     elapsed = time.perf_counter() - start
     lat.sort()
 
@@ -112,7 +158,8 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     return {
         "requests": len(lat),
         "errors": errors,
-        "rps": len(lat) / elapsed,
+        "unfinished": unfinished,
+        "rps": (len(lat) - unfinished) / elapsed,
         "p50_ms": pct(0.50),
         "p99_ms": pct(0.99),
     }
@@ -128,7 +175,11 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=10)
     ap.add_argument("--connections", type=int, default=32)
     ap.add_argument("--rate", type=float, default=0)
+    ap.add_argument("--grace", type=float, default=30, help="open loop: wait this long after the schedule")
+    ap.add_argument("--wallets", default="", help="file of wallet ids: POST /v1/transfers bodies")
+    ap.add_argument("--hot", type=float, default=0.0, help="share of transfers from the first wallet")
     args = ap.parse_args()
+    args.wallet_ids = Path(args.wallets).read_text().split() if args.wallets else []
     try:
         import uvloop
 

@@ -1,0 +1,264 @@
+"""The transfers part of ``make bench``: ``POST /v1/transfers`` (provider_wallet to
+provider_wallet, 0.01 USDC) end to end, beside a bare endpoint and a one-process monolith doing
+the same work (devstack.baselines), measured in the same run on the same machine.
+
+Closed-loop throughput comes from wrk (devstack.wrk), whose own CPU use is printed to show it
+had headroom; latency at half the monolith's rate comes from the open-loop driver
+(devstack.load, its own process). Two mixes: uniform over all funded wallets, and hot (half
+the transfers from one wallet). The suite's wallets are set up through the real API: a tenant
+via admin, customers, wallets, virtual accounts and sandbox deposits through the gateway.
+
+Settings: ``BENCH_WALLETS`` (10000), ``BENCH_DURATION_S`` (10), ``BENCH_CONNECTIONS`` (64),
+``BENCH_SETUP_CONCURRENCY`` (48), ``BENCH_WRK_THREADS`` (1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import uuid
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+from devstack import wrk
+from devstack.measure import cpu_report, cpu_seconds, peak_rss_mb, wait_ready
+from devstack.stores import free_port
+from devstack.suite import ROOT, python_env
+
+WALLETS = int(os.environ.get("BENCH_WALLETS", "10000"))
+DURATION = float(os.environ.get("BENCH_DURATION_S", "10"))
+CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "64"))
+SETUP_CONCURRENCY = int(os.environ.get("BENCH_SETUP_CONCURRENCY", "48"))
+HOT = 0.5
+WALLETS_PER_CUSTOMER = 100
+SCOPES = ["customers:write", "wallets:write", "virtual_accounts:write", "transfers:write"]
+
+
+def _fmt(name: str, r: dict[str, float]) -> str:
+    return (
+        f"{name:<26} {r['rps']:7.0f} req/s p50 {r['p50_ms']:7.1f} ms p99 {r['p99_ms']:8.1f} ms "
+        f"errors {r['errors']:.0f}"
+    )
+
+
+def baselines(dsn: str) -> dict[str, dict[str, float]]:
+    """Bare and monolith on ``POST /v1/transfers`` (the monolith over ``WALLETS`` seeded wallets)."""
+    out: dict[str, dict[str, float]] = {}
+    seeded = subprocess.run(
+        [sys.executable, "-m", "devstack.baselines", "seed", dsn, str(WALLETS)],
+        env=python_env({}),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    for kind in ("bare", "monolith"):
+        port = free_port()
+        p = subprocess.Popen(
+            [sys.executable, "-m", "devstack.baselines", kind, str(port)],
+            env=python_env({"BENCH_DSN": dsn}),
+            cwd=ROOT,
+        )
+        try:
+            wait_ready(f"http://127.0.0.1:{port}")
+            url = f"http://127.0.0.1:{port}/v1/transfers"
+            wrk.run(url, wallets=seeded, duration=2, connections=CONNECTIONS)  # warm-up
+            cpu0 = cpu_seconds(p.pid)
+            res = wrk.run(url, wallets=seeded, duration=DURATION, connections=CONNECTIONS)
+            res["server_cpu_ms"] = 1000 * (cpu_seconds(p.pid) - cpu0) / max(1.0, res["requests"])
+            res["peak_rss_mb"] = peak_rss_mb(p.pid)
+            out[kind] = res
+            print(
+                _fmt(f"transfers {kind}:", res) + f" (server cpu {res['server_cpu_ms']:.2f} ms per "
+                f"request; wrk used {res['client_cores']:.2f} cores)",
+                flush=True,
+            )
+        finally:
+            p.terminate()
+            p.wait(10)
+    bare = out["bare"]["rps"]
+    verdict = "reaches" if bare >= 10_000 else "does NOT reach"
+    print(
+        f"load generator check: wrk drives the bare endpoint to {bare:.0f} req/s ({verdict} 10,000 "
+        f"on this machine, {os.cpu_count()} cores shared by server and client; wrk itself used "
+        f"{out['bare']['client_cores']:.2f} of {wrk.THREADS} thread(s))",
+        flush=True,
+    )
+    return out
+
+
+class _Retry(Exception):
+    pass
+
+
+async def _post(
+    client: httpx.AsyncClient, url: str, body: dict[str, Any], headers: dict[str, str]
+) -> dict[str, Any]:
+    """One creating call, retried with the same Idempotency-Key on 409/429/5xx and timeouts."""
+    hs = {**headers, "Idempotency-Key": uuid.uuid4().hex}
+    async for attempt in AsyncRetrying(
+        retry=retry_if_exception_type((_Retry, httpx.TransportError)),
+        wait=wait_exponential(multiplier=0.2, max=5),
+        stop=stop_after_attempt(12),
+        reraise=True,
+    ):
+        with attempt:
+            r = await client.post(url, json=body, headers=hs)
+            if r.status_code in (409, 429) or r.status_code >= 500:
+                raise _Retry(f"{r.status_code} {r.text[:200]}")
+            if r.status_code not in (200, 201):
+                raise RuntimeError(f"set-up call {url} refused: {r.status_code} {r.text[:300]}")
+            return dict(r.json()["data"])
+    raise AssertionError("unreachable")
+
+
+async def provision(
+    gateway: str,
+    admin: str,
+    token: str,
+    n: int,
+    scopes: list[str] = SCOPES,
+    funding: str = "1000.00",
+) -> tuple[str, list[str]]:
+    """A sandbox tenant with ``n`` USDC wallets funded with ``funding`` each, all through the API;
+    (api key, wallet ids). The first wallet (the hot one) gets 100x the others' deposit."""
+    auth = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(timeout=60) as c:
+
+        async def act(action: str, **fields: Any) -> dict[str, Any]:
+            r = await c.post(admin + "/", headers=auth, json={"action": action, **fields})
+            if r.status_code != 200:
+                raise RuntimeError(f"admin {action} refused: {r.status_code} {r.text[:300]}")
+            return dict(r.json()["data"])
+
+        t = await act(
+            "upsert_tenant",
+            tenant_name="bench-transfers-" + uuid.uuid4().hex[:8],
+            default_mode="sandbox",
+            rate_limit_per_minute=1_000_000,
+        )
+        tid = t["tenant_id"]
+        key = (await act("create_api_key", tenant_id=tid, key_label="bench", scopes=scopes))["api_key"]
+        await act(
+            "set_transfer_cap", tenant_id=tid, mode="sandbox", per_transfer="1000000", daily="1000000000000"
+        )
+        hs = {"Authorization": f"Bearer {key}"}
+        sem = asyncio.Semaphore(SETUP_CONCURRENCY)
+
+        async def customer(i: int) -> str:
+            async with sem:
+                body = {
+                    "account_type": "individual",
+                    "email": f"bench{i}@example.com",
+                    "country_code": "US",
+                    "service_user_id": f"u-{i}",
+                    "full_name": "Bench Customer",
+                }
+                return str((await _post(c, gateway + "/v1/customers", body, hs))["customer_id"])
+
+        customers = await asyncio.gather(*(customer(i) for i in range(-(-n // WALLETS_PER_CUSTOMER))))
+
+        async def wallet(i: int) -> str:
+            async with sem:
+                cus = customers[i // WALLETS_PER_CUSTOMER]
+                w = await _post(
+                    c, gateway + "/v1/wallets", {"customer_id": cus, "symbol": "usdc", "chain": "base"}, hs
+                )
+                va = await _post(
+                    c,
+                    gateway + "/v1/virtual-accounts",
+                    {
+                        "customer_id": cus,
+                        "currency": "USD",
+                        "destination": {
+                            "rail": "stablecoin",
+                            "currency": "USDC",
+                            "address": w["deposit_address"],
+                        },
+                    },
+                    hs,
+                )
+                amount = str(Decimal(funding) * (100 if i == 0 else 1))
+                dep = {"virtual_account_id": va["virtual_account_id"], "amount": amount}
+                await _post(c, gateway + "/v1/sandbox/deposits", dep, hs)
+                return str(w["wallet_id"])
+
+        wallets = await asyncio.gather(*(wallet(i) for i in range(n)))
+    return key, list(wallets)
+
+
+def open_loop(url: str, key: str, wallets: list[str], rate: float, hot: float = 0.0) -> dict[str, float]:
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+        f.write("\n".join(wallets))
+    try:
+        cmd = [
+            sys.executable,
+            "-m",
+            "devstack.load",
+            url,
+            "--method",
+            "POST",
+            "--wallets",
+            f.name,
+            "--hot",
+            str(hot),
+            "--duration",
+            str(DURATION),
+            "--connections",
+            str(CONNECTIONS * 4),
+            "--rate",
+            str(rate),
+            "--grace",
+            str(max(10.0, DURATION)),
+            "--header",
+            "Content-Type: application/json",
+            "--header",
+            f"Authorization: Bearer {key}",
+        ]
+        out = subprocess.run(cmd, env=python_env({}), capture_output=True, text=True, check=True, cwd=ROOT)
+        return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    finally:
+        Path(f.name).unlink()
+
+
+def e2e(gateway: str, admin: str, token: str, pids: dict[str, int], base: dict[str, Any]) -> str:
+    """Set up, measure the suite, print the figures; returns the ``bench-transfers:`` line."""
+    import time
+
+    t0 = time.monotonic()
+    key, wallets = asyncio.run(provision(gateway, admin, token, WALLETS))
+    print(
+        f"set-up through the API: {len(wallets)} funded wallets in {time.monotonic() - t0:.0f} s", flush=True
+    )
+    url, auth = gateway + "/v1/transfers", f"Bearer {key}"
+    wrk.run(url, wallets=wallets, auth=auth, duration=3, connections=CONNECTIONS)  # warm-up
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    uni = wrk.run(url, wallets=wallets, auth=auth, duration=DURATION, connections=CONNECTIONS)
+    print(_fmt("transfers e2e uniform:", uni) + f" (closed loop, {CONNECTIONS} connections)", flush=True)
+    print("cpu per transfer (closed loop, uniform): " + cpu_report(pids, before, uni["requests"]), flush=True)
+    hot = wrk.run(url, wallets=wallets, auth=auth, hot=HOT, duration=DURATION, connections=CONNECTIONS)
+    print(_fmt("transfers e2e hot:", hot) + f" ({HOT:.0%} from one wallet)", flush=True)
+    mono = base["monolith"]["ok_rps"]
+    half = max(1.0, mono / 2)
+    paced = open_loop(url, key, wallets, half)
+    print(
+        f"transfers e2e at half the monolith's rate ({half:.0f} req/s, open loop): achieved "
+        f"{paced['rps']:.0f} req/s p50 {paced['p50_ms']:.1f} ms p99 {paced['p99_ms']:.1f} ms "
+        f"errors {paced['errors']:.0f} (unanswered after the grace period {paced['unfinished']:.0f})",
+        flush=True,
+    )
+    ratio = uni["ok_rps"] / mono if mono else 0.0
+    hot_ratio = hot["ok_rps"] / mono if mono else 0.0
+    return (
+        f"bench-transfers: e2e {uni['ok_rps']:.0f} req/s p99 {uni['p99_ms']:.0f} ms at half load "
+        f"{paced['p99_ms']:.0f} ms; monolith {mono:.0f} req/s; ratio e2e/monolith {ratio:.2f}; "
+        f"hot ratio {hot_ratio:.2f}"
+    )

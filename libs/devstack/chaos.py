@@ -1,0 +1,355 @@
+"""``make chaos``: the fault scenario of issue 10, run as a platform team would.
+
+The suite runs as separate processes (two gateways, ledgers, compliance and webhooks instances,
+one admin) on stores this run owns: its own PostgreSQL (stoppable), its own redis-server
+(pausable) and a fresh Kafka-protocol broker. A tenant is set up through the API (admin, then
+customers, wallets, virtual accounts and sandbox deposits through the gateway) with a webhook
+endpoint this process serves. 24 clients book transfers among the funded wallets, each retrying
+with the same Idempotency-Key (devstack.chaos_clients) while faults are injected as the run
+progresses: SIGKILL of each service type in turn (restarted after a few seconds), PostgreSQL
+stopped then started, Redis paused (SIGSTOP/SIGCONT).
+
+Then an exact audit from the clients' side against the database, ending in one line:
+``chaos: transfers N lost N duplicated N undecided N balance_drift X webhooks_missing N
+longest_decision_s S`` (exit 1 unless lost, duplicated, undecided, drift and missing are 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+
+from devstack.bench_transfers import provision
+from devstack.chaos_clients import Progress, Receiver, run_clients
+from devstack.chaos_stores import OwnPostgres, OwnRedis
+from devstack.stores import Stores, free_port
+from devstack.suite import Proc, Suite, migrate
+
+KILL_ORDER = ("gateway", "ledger", "compliance", "webhooks")
+TWICE = ("gateway", "ledger", "compliance", "webhooks")
+SCOPES = ["customers:write", "wallets:write", "virtual_accounts:write", "transfers:write", "webhooks:write"]
+
+
+def log(msg: str) -> None:
+    print(f"[chaos {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+class Scenario:
+    def __init__(self, args: argparse.Namespace, work: Path) -> None:
+        self.args, self.work = args, work
+        self.pg = OwnPostgres(work)
+        self.redis = OwnRedis(work)
+        self.stores = Stores(work)
+        self.suite: Suite | None = None
+        self.procs: dict[str, list[Proc]] = {}
+        self.kills = 0
+        self.restarting: list[tuple[Proc, float]] = []
+
+    # ---- set-up ----
+    def start(self) -> None:
+        self.pg.init()
+        self.redis.start()
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
+        env |= {"SLUICE_DATABASE_URL": self.pg.url, "SLUICE_REDIS_URL": self.redis.url}
+        self.stores.start(fresh_kafka=True, database="sluice_chaos", env=env, use_local=False)
+        log(
+            f"stores: pg 127.0.0.1:{self.pg.port}, redis {self.redis.url}, "
+            f"kafka {self.stores.kafka_bootstrap}"
+        )
+        senv = {
+            "SLUICE_ENVIRONMENT": "test",
+            "SLUICE_DATABASE_URL": self.stores.database_url,
+            "SLUICE_REDIS_URL": self.redis.url,
+            "SLUICE_KAFKA_BOOTSTRAP": self.stores.kafka_bootstrap,
+            "SLUICE_ADMIN_TOKEN": "chaos-" + uuid.uuid4().hex,
+            "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",
+            "SLUICE_WEBHOOKS_RETRY_SCHEDULE": "1,2,4,8,15,30",
+            "SLUICE_WEBHOOKS_JITTER": "0",
+            "SLUICE_SANDBOX_SETTLE_S": "1",
+            "SLUICE_DB_POOL_SIZE": "5",
+            "SLUICE_LOG_LEVEL": "INFO",
+        }
+        migrate(senv)
+        self.suite = Suite(senv, self.work / "logs")
+        for name in (*TWICE, "admin"):
+            n = 2 if name in TWICE else 1
+            self.procs[name] = [self.suite.start(name, free_port(), instance=f"{name}-{i}") for i in range(n)]
+        self.suite.wait_ready(timeout=300)
+        log(f"suite ready; logs in {self.work / 'logs'}")
+
+    @property
+    def token(self) -> str:
+        assert self.suite is not None
+        return self.suite.env["SLUICE_ADMIN_TOKEN"]
+
+    def gateways(self) -> list[str]:
+        return [p.url for p in self.procs["gateway"]]
+
+    # ---- faults ----
+    def kill(self, name: str) -> None:
+        assert self.suite is not None
+        i = self.kills // len(KILL_ORDER) % len(self.procs[name])
+        self.kills += 1
+        proc = self.procs[name][i]
+        log(f"fault: SIGKILL {name}-{i} (pid {proc.popen.pid})")
+        self.suite.stop_proc(proc, signal.SIGKILL)
+        time.sleep(self.args.restart_after_s)
+        new = self.suite.start(name, proc.port, instance=f"{name}-{i}")
+        self.procs[name][i] = new
+        self.restarting.append((new, time.monotonic()))
+        log(f"{name}-{i} restarted (pid {new.popen.pid})")
+
+    def poll_restarts(self) -> None:
+        """Log when each restarted process answers /readyz (without holding up the next fault:
+        the restart happens on this thread, which the children's parent-death signal follows)."""
+        for proc, since in list(self.restarting):
+            ready = False
+            with contextlib.suppress(httpx.HTTPError):
+                ready = httpx.get(proc.url + "/readyz", timeout=0.5).status_code == 200
+            waited = time.monotonic() - since
+            if ready or proc.popen.poll() is not None or waited > 120:
+                state = "ready" if ready else f"NOT ready (exit code {proc.popen.poll()})"
+                log(f"{proc.log.stem} {state} {waited:.1f} s after its restart")
+                self.restarting.remove((proc, since))
+
+    def pg_stop(self) -> None:
+        log(f"fault: PostgreSQL stopped for {self.args.pg_stop_s:.0f} s")
+        self.pg.stop("fast")
+        time.sleep(self.args.pg_stop_s)
+        self.pg.start()
+        log("PostgreSQL started again")
+
+    def redis_pause(self) -> None:
+        log(f"fault: Redis paused (SIGSTOP) for {self.args.redis_pause_s:.0f} s")
+        self.redis.pause()
+        time.sleep(self.args.redis_pause_s)
+        self.redis.resume()
+        log("Redis resumed")
+
+    def plan(self) -> list[tuple[str, Any]]:
+        faults = set(self.args.faults.split(",")) if self.args.faults else set()
+        kills = [KILL_ORDER[i % len(KILL_ORDER)] for i in range(self.args.kills)] if "kill" in faults else []
+        if self.args.kill_only:
+            kills = [self.args.kill_only] * self.args.kills if "kill" in faults else []
+        steps: list[tuple[str, Any]] = [(f"kill {k}", lambda k=k: self.kill(k)) for k in kills]
+        if "pg" in faults:
+            steps.insert(min(2, len(steps)), ("pg stop", self.pg_stop))
+        if "redis" in faults:
+            steps.insert(min(5, len(steps)), ("redis pause", self.redis_pause))
+        return steps
+
+    # ---- the run ----
+    def run(self) -> int:
+        args = self.args
+        receiver = Receiver(free_port())
+        key, wallets = asyncio.run(
+            provision(
+                self.gateways()[0],
+                self.procs["admin"][0].url,
+                self.token,
+                args.wallets,
+                scopes=SCOPES,
+                funding="10000.00",
+            )
+        )
+        tenant_id = asyncio.run(self._tenant_of(wallets[0]))
+        r = httpx.post(
+            self.gateways()[0] + "/v1/webhooks",
+            json={"endpoint_url": receiver.url},
+            headers={"Authorization": f"Bearer {key}", "Idempotency-Key": uuid.uuid4().hex},
+            timeout=30,
+        )
+        if r.status_code != 201:
+            raise RuntimeError(f"webhook registration refused: {r.status_code} {r.text[:300]}")
+        before = asyncio.run(self._balances(tenant_id))
+        log(f"tenant {tenant_id}: {len(wallets)} funded wallets, webhook endpoint {receiver.url}")
+        progress = Progress(args.transfers)
+        run_id = uuid.uuid4().hex[:8]
+        clients = threading.Thread(
+            target=lambda: asyncio.run(
+                run_clients(self.gateways(), key, wallets, progress, args.clients, args.deadline_s, run_id)
+            ),
+            daemon=True,
+        )
+        t0 = time.monotonic()
+        clients.start()
+        steps = self.plan()
+        for n, (label, act) in enumerate(steps, 1):
+            threshold = args.transfers * n // (len(steps) + 1)
+            waiting = time.monotonic()
+            while progress.decided < threshold and clients.is_alive():
+                self.poll_restarts()
+                time.sleep(0.2)
+                if time.monotonic() - waiting > 10:
+                    waiting = time.monotonic()
+                    log(f"{progress.decided}/{args.transfers} decided (next fault at {threshold})")
+            if not clients.is_alive():
+                log(f"clients finished before fault {label!r}")
+                break
+            log(f"{progress.decided}/{args.transfers} decided")
+            act()
+        last = 0.0
+        while clients.is_alive() or self.restarting:
+            clients.join(0.5)
+            self.poll_restarts()
+            if time.monotonic() - last > 5:
+                last = time.monotonic()
+                log(f"{progress.decided}/{args.transfers} decided")
+        took = time.monotonic() - t0
+        log(
+            f"load done in {took:.0f} s ({progress.decided / took:.1f} decisions/s); answers seen: "
+            + ", ".join(f"{k} x{v}" for k, v in sorted(progress.answers.items()))
+        )
+        return asyncio.run(self.audit(tenant_id, progress, receiver, before))
+
+    async def _connect(self) -> asyncpg.Connection:
+        return await asyncpg.connect(self.stores.database_url.replace("+asyncpg", ""))
+
+    async def _tenant_of(self, wallet_id: str) -> str:
+        conn = await self._connect()
+        try:
+            return str(await conn.fetchval("SELECT tenant_id FROM ledger.wallets WHERE id = $1", wallet_id))
+        finally:
+            await conn.close()
+
+    async def _balances(self, tenant_id: str) -> dict[str, Decimal]:
+        conn = await self._connect()
+        try:
+            rows = await conn.fetch(
+                "SELECT wallet_id, sum(balance) AS total FROM ledger.accounts WHERE tenant_id = $1"
+                " AND wallet_id IS NOT NULL GROUP BY wallet_id",
+                tenant_id,
+            )
+            return {r["wallet_id"]: Decimal(r["total"]) for r in rows}
+        finally:
+            await conn.close()
+
+    async def audit(self, tenant_id: str, p: Progress, receiver: Receiver, before: dict[str, Decimal]) -> int:
+        conn = await self._connect()
+        try:
+            rows = await conn.fetch(
+                "SELECT id, idempotency_key, state FROM ledger.transfers WHERE tenant_id = $1", tenant_id
+            )
+        finally:
+            await conn.close()
+        after = await self._balances(tenant_id)
+        ids = {r["id"] for r in rows}
+        per_key = Counter(r["idempotency_key"] for r in rows)
+        ok = [b for b in p.bookings if b.status is not None and 200 <= b.status < 300]
+        refused = [b for b in p.bookings if b.status is not None and b.status >= 300]
+        undecided = [b for b in p.bookings if b.status is None]
+        lost = [b for b in ok if b.transfer_id not in ids]
+        duplicated = sum(n - 1 for n in per_key.values() if n > 1)
+        refused_keys = {b.key for b in refused}
+        phantom = [r for r in rows if r["idempotency_key"] in refused_keys]
+        expected = dict(before)
+        for b in ok:
+            expected[b.source] = expected.get(b.source, Decimal(0)) - b.amount
+            expected[b.destination] = expected.get(b.destination, Decimal(0)) + b.amount
+        drift = sum(
+            (
+                abs(expected.get(w, Decimal(0)) - after.get(w, Decimal(0)))
+                for w in expected.keys() | after.keys()
+            ),
+            Decimal(0),
+        )
+        want = ids | {b.transfer_id for b in ok if b.transfer_id}
+        deadline = time.monotonic() + self.args.webhook_grace_s
+        while time.monotonic() < deadline and not want <= set(receiver.created):  # noqa: ASYNC110
+            await asyncio.sleep(0.5)
+        missing = want - set(receiver.created)
+        longest = max((b.decided_after_s for b in p.bookings), default=0.0)
+        states = Counter(r["state"] for r in rows)
+        refusals = Counter(f"{b.status} {b.error[:80]}" for b in refused)
+        log(
+            f"answers: {len(ok)} 2xx, {len(refused)} refused, {len(undecided)} undecided; "
+            f"rows by state: {dict(states)}"
+        )
+        for why, n in refusals.most_common(5):
+            log(f"refused x{n}: {why}")
+        committed = {r["idempotency_key"] for r in rows}
+        by_last = Counter(f"last answer {b.last_answer or '-'}" for b in undecided)
+        for why, n in by_last.most_common(5):
+            log(f"undecided x{n}: {why}")
+        if undecided:
+            done = sum(b.key in committed for b in undecided)
+            log(f"of the {len(undecided)} undecided, {done} were committed (a transfer row has the key)")
+        if phantom:
+            log(f"{len(phantom)} transfer rows exist for keys whose definitive answer was a refusal")
+        quiet = time.monotonic() - receiver.last_at if receiver.last_at else float("inf")
+        log(
+            f"webhooks: {receiver.deliveries} deliveries, {sum(receiver.created.values())} "
+            f"transfer.created for {len(receiver.created)} transfers; the last delivery came "
+            f"{quiet:.1f} s before the audit"
+            + (" (still arriving: late, not necessarily lost)" if quiet < 5 else "")
+        )
+        line = (
+            f"chaos: transfers {len(p.bookings)} lost {len(lost)} duplicated {duplicated} undecided "
+            f"{len(undecided)} balance_drift {drift} webhooks_missing {len(missing)} "
+            f"longest_decision_s {longest:.1f}"
+        )
+        print(line, flush=True)
+        clean = not (lost or duplicated or undecided or drift or missing)
+        return 0 if clean else 1
+
+    def stop(self) -> None:
+        if self.suite is not None:
+            self.suite.stop()
+        self.stores.stop()
+        self.redis.stop()
+        self.pg.destroy()
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m devstack.chaos", description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--short", action="store_true", help="150 transfers, one ledger SIGKILL, a 5 s PostgreSQL stop"
+    )
+    ap.add_argument("--transfers", type=int, default=1000)
+    ap.add_argument("--clients", type=int, default=24)
+    ap.add_argument("--wallets", type=int, default=20)
+    ap.add_argument("--faults", default="kill,pg,redis", help="comma-separated: kill, pg, redis ('' = none)")
+    ap.add_argument("--kills", type=int, default=6)
+    ap.add_argument("--kill-only", default="", choices=["", *KILL_ORDER], help="kill only this service type")
+    ap.add_argument("--restart-after-s", type=float, default=3.0)
+    ap.add_argument("--pg-stop-s", type=float, default=10.0)
+    ap.add_argument("--redis-pause-s", type=float, default=10.0)
+    ap.add_argument(
+        "--deadline-s", type=float, default=180.0, help="a transfer undecided after this is undecided"
+    )
+    ap.add_argument("--webhook-grace-s", type=float, default=120.0)
+    args = ap.parse_args(argv)
+    if args.short:
+        args.transfers, args.faults, args.kills, args.kill_only = 150, "kill,pg", 1, "ledger"
+        args.pg_stop_s, args.deadline_s, args.webhook_grace_s = 5.0, 60.0, 30.0
+    return args
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    work = Path(tempfile.mkdtemp(prefix="sluice-chaos-"))
+    scenario = Scenario(args, work)
+    try:
+        scenario.start()
+        return scenario.run()
+    finally:
+        scenario.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

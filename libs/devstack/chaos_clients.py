@@ -1,0 +1,198 @@
+"""The chaos scenario's clients and webhook receiver.
+
+Each client books transfers one after another; each transfer keeps one Idempotency-Key and is
+retried (alternating gateways, exponential backoff with jitter, honouring Retry-After) until a
+definitive answer: a 2xx, or a 4xx other than 409 (still in progress) and 429. A 5xx, a
+timeout or a refused connection is retried. A transfer without a definitive answer by the
+deadline is undecided.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_delay
+
+CALL_TIMEOUT_S = 15.0
+
+
+@dataclass
+class Booking:
+    key: str
+    source: str
+    destination: str
+    amount: Decimal
+    started: float
+    status: int | None = None  # the definitive answer's status; None = undecided
+    transfer_id: str | None = None
+    error: str = ""
+    last_answer: str = ""  # the latest attempt's outcome, e.g. "503 provider_unavailable"
+    decided_after_s: float = 0.0
+    attempts: int = 0
+
+
+@dataclass
+class Progress:
+    total: int
+    issued: int = 0
+    decided: int = 0
+    bookings: list[Booking] = field(default_factory=list)
+    answers: Counter[str] = field(default_factory=Counter)  # every attempt's outcome
+
+
+class _Again(Exception):
+    def __init__(self, why: str, retry_after: float = 0.0) -> None:
+        super().__init__(why)
+        self.retry_after = retry_after
+
+
+def _wait(state: RetryCallState) -> float:
+    """Exponential backoff with jitter (0.2 s doubling to 5 s), at least the Retry-After."""
+    base = min(5.0, 0.2 * 2 ** (state.attempt_number - 1)) * random.uniform(0.5, 1.0)
+    exc = state.outcome.exception() if state.outcome else None
+    return max(base, exc.retry_after if isinstance(exc, _Again) else 0.0)
+
+
+async def book(
+    c: httpx.AsyncClient, gateways: list[str], key: str, b: Booking, p: Progress, deadline_s: float
+) -> None:
+    body = {
+        "source": {
+            "payment_rail": "provider_wallet",
+            "currency": "USDC",
+            "amount": str(b.amount),
+            "provider_wallet_id": b.source,
+        },
+        "destination": {
+            "payment_rail": "provider_wallet",
+            "currency": "USDC",
+            "provider_wallet_id": b.destination,
+        },
+        "idempotency_key": b.key,
+    }
+    headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": b.key}
+    first = random.randrange(len(gateways))
+    try:
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception_type(_Again),
+            wait=_wait,
+            stop=stop_after_delay(deadline_s),
+            reraise=True,
+        ):
+            with attempt:
+                b.attempts = attempt.retry_state.attempt_number
+                gw = gateways[(first + b.attempts - 1) % len(gateways)]
+                try:
+                    r = await c.post(gw + "/v1/transfers", json=body, headers=headers, timeout=CALL_TIMEOUT_S)
+                except httpx.TimeoutException as e:
+                    p.answers["timeout"] += 1
+                    b.last_answer = "timeout"
+                    raise _Again("timeout") from e
+                except httpx.TransportError as e:
+                    p.answers["connection_error"] += 1
+                    b.last_answer = "connection_error"
+                    raise _Again(type(e).__name__) from e
+                p.answers[str(r.status_code)] += 1
+                b.last_answer = f"{r.status_code} {_code(r)}"
+                if r.status_code in (409, 429) or r.status_code >= 500:
+                    try:
+                        retry_after = float(r.headers.get("Retry-After", "0"))
+                    except ValueError:
+                        retry_after = 0.0
+                    raise _Again(f"{r.status_code} {r.text[:120]}", min(retry_after, 10.0))
+                b.status = r.status_code
+                data = r.json()
+                if 200 <= r.status_code < 300:
+                    b.transfer_id = data["data"]["transfer_id"]
+                else:
+                    b.error = json.dumps(data.get("error", {}))[:300]
+    except _Again as e:
+        b.error = f"undecided after {b.attempts} attempts; last: {e}"
+    b.decided_after_s = time.monotonic() - b.started
+    p.decided += 1
+
+
+def _code(r: httpx.Response) -> str:
+    try:
+        err = r.json().get("error") or {}
+        return f"{err.get('code', '')} {(err.get('details') or {}).get('reason', '')}".strip()
+    except ValueError:
+        return ""
+
+
+async def run_clients(
+    gateways: list[str],
+    key: str,
+    wallets: list[str],
+    p: Progress,
+    clients: int,
+    deadline_s: float,
+    run_id: str,
+) -> None:
+    limits = httpx.Limits(max_connections=clients * 2, max_keepalive_connections=clients * 2)
+    async with httpx.AsyncClient(limits=limits) as c:
+
+        async def client() -> None:
+            while p.issued < p.total:
+                i = p.issued
+                p.issued += 1
+                src, dst = random.sample(wallets, 2)
+                amount = Decimal(random.randint(1, 500)) / 100
+                b = Booking(f"chaos-{run_id}-{i}", src, dst, amount, time.monotonic())
+                p.bookings.append(b)
+                await book(c, gateways, key, b, p, deadline_s)
+
+        await asyncio.gather(*(client() for _ in range(clients)))
+
+
+class Receiver:
+    """A webhook endpoint in a thread: counts ``transfer.created`` deliveries by transfer id."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.created: Counter[str] = Counter()
+        self.deliveries = 0
+        self.last_at = 0.0  # time.monotonic() of the latest delivery
+        self._lock = threading.Lock()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                try:
+                    ev: dict[str, Any] = json.loads(body)
+                except ValueError:
+                    ev = {}
+                with receiver._lock:
+                    receiver.deliveries += 1
+                    receiver.last_at = time.monotonic()
+                    if ev.get("type") == "transfer.created":
+                        receiver.created[str(ev.get("data", {}).get("transfer_id"))] += 1
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hooks"
+
+    def stop(self) -> None:
+        self.server.shutdown()

@@ -1,0 +1,64 @@
+"""What the benches read from the machine: CPU of processes and of the whole box, peak RSS, and
+a readiness wait for the baselines."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import httpx
+
+
+def cpu_times() -> tuple[int, int]:
+    """(steal, total) jiffies of the whole machine, from /proc/stat (0, 0 elsewhere)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def steal_pct(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """Share of CPU time the hypervisor took from this machine between two readings: when it
+    is high, every figure of the run (baselines included) is depressed."""
+    total = after[1] - before[1]
+    return 100.0 * (after[0] - before[0]) / total if total > 0 else 0.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its reaped children (0 if gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def wait_ready(url: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(url)
+
+
+def cpu_report(pids: dict[str, int], before: dict[str, float], served: float) -> str:
+    """CPU milliseconds per request of each process since ``before``, busiest first."""
+    used = {name: cpu_seconds(pid) - before.get(name, 0.0) for name, pid in pids.items()}
+    served = max(1.0, served)
+    return ", ".join(f"{n} {1000 * c / served:.2f} ms" for n, c in sorted(used.items(), key=lambda x: -x[1]))

@@ -45,3 +45,27 @@ def test_every_service_serves_metrics_with_histograms(stack: Stack, tenant: Tena
         assert time.monotonic() < deadline
         time.sleep(0.5)
     assert "sluice_outbox_backlog" in ledgers[0]
+
+
+def test_gateway_serves_the_asyncapi_document_of_every_channel(stack: Stack) -> None:
+    r = httpx.get(stack.gateway + "/schema/asyncapi.json", timeout=10)
+    assert r.status_code == 200, r.text
+    doc = r.json()
+    assert doc["asyncapi"].startswith("3.")
+    addresses = {c["address"] for c in doc["channels"].values()}
+    assert {
+        "sluice.compliance.commands",
+        "sluice.ledger.commands",
+        "sluice.events",
+        "sluice.dlq",
+    } <= addresses
+    assert "sluice.replies.{instance}" in addresses
+    schemas = doc["components"]["schemas"]
+    transfer = schemas["CreateTransfer"]
+    assert (
+        transfer["properties"]["type"]["enum"] == ["transfer.create.v1"] or "type" in transfer["properties"]
+    )
+    assert "amount" in transfer["properties"] and "ctx" in transfer["properties"]
+    for message in doc["components"]["messages"].values():  # every payload is a real schema
+        name = message["payload"]["$ref"].rsplit("/", 1)[1]
+        assert schemas[name].get("properties"), name

@@ -13,6 +13,7 @@ from litestar.enums import HttpMethod
 from litestar.handlers import HTTPRouteHandler
 from litestar.plugins.prometheus import PrometheusController
 
+from common.asyncapi import build_asyncapi
 from common.broker import ensure_topics, service_topics
 from common.http import EXCEPTION_HANDLERS, http_metrics, request_id_middleware
 from common.logging import setup_logging
@@ -73,6 +74,11 @@ async def openapi_json(state: State) -> Response[bytes]:
     return Response(state.openapi, media_type="application/json")
 
 
+@get("/schema/asyncapi.json", include_in_schema=False)
+async def asyncapi_json(state: State) -> Response[bytes]:
+    return Response(state.asyncapi, media_type="application/json")
+
+
 @get("/healthz", include_in_schema=False)
 async def healthz() -> dict[str, str]:
     return {"status": "ok", "service": "gateway"}
@@ -116,6 +122,7 @@ def create_app(settings: Settings) -> Litestar:
             pipeline=pipeline,
             router=Router(ENDPOINTS),
             openapi=msgspec.json.encode(build_document(ENDPOINTS)),
+            asyncapi=msgspec.json.encode(build_asyncapi(settings.topic_prefix)),
         )
         pipeline.state = app.state
         try:
@@ -132,6 +139,7 @@ def create_app(settings: Settings) -> Litestar:
             healthz,
             readyz,
             openapi_json,
+            asyncapi_json,
             PrometheusController,
             *onboarding.PAGES,
         ],

@@ -1,0 +1,78 @@
+"""The AsyncAPI 3.0 document of the suite's Kafka topics, built from the wire contracts.
+
+Why not FastStream's generator: our subscribers take the raw records (the consumer runtime
+decodes them with msgspec, in batches, so that poison can be told apart from a bad batch), so
+FastStream would describe every payload as ``array<binary>``. The contracts are the truth:
+each channel lists the tagged msgspec structs that travel on it, and their JSON Schemas come
+from ``msgspec.json.schema_components``. The gateway serves it at ``/schema/asyncapi.json``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from common.broker import DeadLetter
+from common.contracts import AnyEvent, ComplianceCommand, ControlEvent, LedgerCommand, Result, WebhooksCommand
+from common.topics import Topics
+
+
+def _members(union: Any) -> tuple[type, ...]:
+    return tuple(getattr(union, "__args__", (union,)))
+
+
+def build_asyncapi(prefix: str = "sluice") -> dict[str, Any]:
+    t = Topics(prefix)
+    channels_spec: list[tuple[str, str, str, Any]] = [
+        (
+            "complianceCommands",
+            t.compliance_commands,
+            "Commands needing a policy decision",
+            ComplianceCommand,
+        ),
+        ("ledgerCommands", t.ledger_commands, "Approved commands and ledger reads", LedgerCommand),
+        ("webhooksCommands", t.webhooks_commands, "Webhook endpoint and delivery commands", WebhooksCommand),
+        ("replies", t.replies("{instance}"), "Results, one topic per gateway/admin instance", Result),
+        ("events", t.events, "Domain events (the webhook payloads), keyed by tenant", AnyEvent),
+        ("controlEvents", t.control_events, "Operator changes broadcast to services", ControlEvent),
+        ("deadLetters", t.dead_letters, "Messages a consumer gave up on, with their origin", DeadLetter),
+    ]
+    types = sorted({m for *_, u in channels_spec for m in _members(u)}, key=lambda c: c.__name__)
+    schemas, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
+    del schemas
+    channels: dict[str, Any] = {}
+    operations: dict[str, Any] = {}
+    messages: dict[str, Any] = {}
+    for cid, address, description, union in channels_spec:
+        refs = {}
+        for m in _members(union):
+            name = m.__name__
+            tag = msgspec.inspect.type_info(m).tag  # type: ignore[attr-defined]
+            messages[name] = {
+                "name": name,
+                "title": str(tag or name),
+                "contentType": "application/json",
+                "payload": {"$ref": f"#/components/schemas/{name}"},
+            }
+            refs[name] = {"$ref": f"#/components/messages/{name}"}
+        channels[cid] = {"address": address, "description": description, "messages": refs}
+        if "{instance}" in address:
+            channels[cid]["parameters"] = {"instance": {"description": "the gateway or admin instance id"}}
+        operations[f"publish_{cid}"] = {
+            "action": "send",
+            "channel": {"$ref": f"#/channels/{cid}"},
+            "messages": [{"$ref": f"#/channels/{cid}/messages/{n}"} for n in refs],
+        }
+    return {
+        "asyncapi": "3.0.0",
+        "info": {
+            "title": "Sluice message contracts",
+            "version": "1",
+            "description": "Kafka topics of the Sluice suite; headers carry x-request-id and traceparent.",
+        },
+        "defaultContentType": "application/json",
+        "channels": channels,
+        "operations": operations,
+        "components": {"messages": messages, "schemas": components},
+    }

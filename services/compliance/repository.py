@@ -106,11 +106,9 @@ async def list_decisions(
     if tenant_id is not None:
         q = q.where(d.tenant_id == tenant_id)
     if starting_after is not None:
-        c = decisions.alias("c")
-        cursor = select(c.c.created_at, c.c.id).where(c.c.id == starting_after).subquery()
-        q = q.where(
-            tuple_(d.created_at, d.id) < select(tuple_(cursor.c.created_at, cursor.c.id)).scalar_subquery()
-        )
+        c = decisions.alias("c").c
+        cursor = select(c.created_at, c.id).where(c.id == starting_after).scalar_subquery()
+        q = q.where(tuple_(d.created_at, d.id) < cursor)
     return list((await session.execute(q)).all())
 
 

@@ -20,7 +20,6 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
-    Table,
     Text,
     Uuid,
     func,
@@ -29,7 +28,7 @@ from sqlalchemy import text as sql_text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from common.tables import outbox_table
+from common.tables import outbox_table, table_of
 
 SCHEMA = "identity"
 
@@ -104,12 +103,7 @@ class AuditEntry(SQLModel, table=True):
     )
 
 
-def _table(model: type[SQLModel]) -> Table:
-    table: Table = model.__table__  # type: ignore[attr-defined]
-    return table
-
-
-tenants = _table(Tenant)
-api_keys = _table(ApiKey)
-audit_log = _table(AuditEntry)
+tenants = table_of(Tenant)
+api_keys = table_of(ApiKey)
+audit_log = table_of(AuditEntry)
 outbox = outbox_table(SCHEMA)

@@ -21,13 +21,14 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     Numeric,
-    Table,
     Text,
     func,
 )
 from sqlalchemy import text as sql_text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
+
+from common.tables import table_of
 
 SCHEMA = "compliance"
 MONEY = Numeric(30, 6)
@@ -160,15 +161,10 @@ class ComplianceCapHold(SQLModel, table=True):
     released_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
 
 
-def _table(model: type[SQLModel]) -> Table:
-    table: Table = model.__table__  # type: ignore[attr-defined]
-    return table
-
-
-decisions = _table(ComplianceDecision)
-parties = _table(ComplianceParty)
-routes = _table(ComplianceRoute)
-caps = _table(ComplianceCap)
-external_accounts = _table(ComplianceExternalAccount)
-cap_usage = _table(ComplianceCapUsage)
-cap_holds = _table(ComplianceCapHold)
+decisions = table_of(ComplianceDecision)
+parties = table_of(ComplianceParty)
+routes = table_of(ComplianceRoute)
+caps = table_of(ComplianceCap)
+external_accounts = table_of(ComplianceExternalAccount)
+cap_usage = table_of(ComplianceCapUsage)
+cap_holds = table_of(ComplianceCapHold)

@@ -7,7 +7,7 @@ executemany (asyncpg pipelines it). Reads return SQLAlchemy rows typed by the ta
 from __future__ import annotations
 
 import json
-from datetime import date, datetime
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -363,7 +363,3 @@ async def release_hold(session: AsyncSession, transfer_id: str, tenant_id: str) 
         .values(used=func.greatest(u.used - row.amount, 0))
     )
     return Decimal(row.amount)
-
-
-def iso(ts: datetime | None) -> str | None:
-    return None if ts is None else ts.isoformat().replace("+00:00", "Z")

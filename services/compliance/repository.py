@@ -343,6 +343,21 @@ async def insert_holds(session: AsyncSession, rows: list[dict[str, Any]]) -> Non
         await session.execute(_INSERT_HOLDS, rows)
 
 
+async def mark_released(session: AsyncSession, holds: list[tuple[str, str]]) -> list[AnyRow]:
+    """Mark the holds of (transfer_id, tenant_id) released, those not released yet; returns
+    what each took (transfer_id, tenant_id, mode, currency, day, amount)."""
+    if not holds:
+        return []
+    h = cap_holds.c
+    stmt = (
+        update(cap_holds)
+        .where(tuple_(h.transfer_id, h.tenant_id).in_(holds), h.released_at.is_(None))
+        .values(released_at=func.now())
+        .returning(h.transfer_id, h.tenant_id, h.mode, h.currency, h.day, h.amount)
+    )
+    return list((await session.execute(stmt)).all())
+
+
 async def release_hold(session: AsyncSession, transfer_id: str, tenant_id: str) -> Decimal | None:
     """Give a failed transfer's amount back to its day, once; None if nothing to release."""
     h = cap_holds.c

@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from common.auth import ALL_SCOPES as SCOPES
 from devstack.stores import Stores, drop_database, free_port
 from devstack.suite import Proc, Suite, migrate
 
@@ -129,15 +130,7 @@ class Tenant:
         )
 
 
-ALL_SCOPES = [
-    "customers:write",
-    "wallets:write",
-    "virtual_accounts:write",
-    "transfers:write",
-    "payouts:write",
-    "webhooks:write",
-    "onboarding:write",
-]
+ALL_SCOPES = list(SCOPES)
 
 
 def make_tenant(

@@ -217,3 +217,59 @@ async def test_failed_transfer_gives_its_cap_back(stack: Stack, probe: Probe) ->
     assert (
         await probe.submit(probe.transfer(t, uid("wal"), uid("wal"), "10", "production", True))
     ).kind == "forward"
+
+
+async def test_settling_and_releasing_at_once_keep_usage_equal_to_open_holds(stack: Stack) -> None:
+    """Instances settle new batches while the usage consumer gives back failed transfers of
+    the same days, keys in random order: no deadlock, and each day's usage stays exactly the
+    sum of its holds not released."""
+    rnd = random.Random(11)
+    engine = create_engine(stack.stores.database_url, pool_size=16)
+    sm = sessionmaker(engine)
+    t = uid("ten")
+    currencies = ["USDC", "USDT", "EURC"]
+    held = [_claim(t, 5, 10_000, rnd.choice(currencies)) for _ in range(60)]
+    gate = asyncio.Event()
+
+    async def settle(batch: list[Claim]) -> None:
+        async with sm() as session, session.begin():
+            await gate.wait()
+            assert await allowance.settle(session, batch) == {}
+            await asyncio.sleep(0.02)
+
+    async def release(holds: list[tuple[str, str]]) -> None:
+        async with sm() as session, session.begin():
+            await gate.wait()
+            await allowance.release(session, holds)
+            await asyncio.sleep(0.02)
+
+    try:
+        async with sm() as session, session.begin():
+            assert await allowance.settle(session, held) == {}
+        work = [settle([_claim(t, 3, 10_000, rnd.choice(currencies)) for _ in range(20)]) for _ in range(8)]
+        samples = [rnd.sample(held, 20) for _ in range(8)]
+        work += [release([(c.transfer_id, t) for c in sample]) for sample in samples]
+        rnd.shuffle(work)
+        tasks = [asyncio.create_task(w) for w in work]
+        await asyncio.sleep(0.3)
+        gate.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 60)
+    finally:
+        await engine.dispose()
+    conn = await db_connect(stack.stores.database_url)
+    try:
+        used = dict(
+            await conn.fetch("SELECT currency, used FROM compliance.cap_usage WHERE tenant_id = $1", t)
+        )
+        open_holds = dict(
+            await conn.fetch(
+                "SELECT currency, coalesce(sum(amount) FILTER (WHERE released_at IS NULL), 0)"
+                " FROM compliance.cap_holds WHERE tenant_id = $1 GROUP BY 1",
+                t,
+            )
+        )
+    finally:
+        await conn.close()
+    assert used == open_holds
+    released = {c.transfer_id for sample in samples for c in sample}
+    assert sum(used.values()) == 8 * 20 * 3 + 5 * (60 - len(released))

@@ -136,3 +136,24 @@ def test_openapi_document_is_consistent() -> None:
     assert len(ops) == len(ENDPOINTS) + 1  # plus the routed form
     ids = [op["operationId"] for item in doc["paths"].values() for op in item.values()]
     assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize(
+    ("rail", "currency", "bank", "refused"),
+    [
+        ("ach", "USD", {"routing_number": "021000021", "account_number": "12345678"}, None),
+        ("sepa", "EUR", {"iban": "DE89370400440532013000"}, None),
+        ("faster_payments", "GBP", {"routing_number": "123456"}, None),  # a sort code: no ABA sum
+        ("wire", "USD", {"routing_number": "021000022"}, "destination.bank_account.routing_number"),
+        ("sepa", "EUR", {"iban": "DE89370400440532013001"}, "destination.bank_account.iban"),
+    ],
+)
+def test_partner_bank_numbers_are_checked_by_checksum(
+    rail: str, currency: str, bank: dict[str, str], refused: str | None
+) -> None:
+    src = party(payment_rail="provider_wallet", currency="USDC", amount="1", provider_wallet_id="w")
+    dst = party(payment_rail=rail, currency=currency, external_account_id="e", bank_account=bank)
+    if refused is None:
+        rules.transfer_parties("payout", src, dst)
+    else:
+        assert field_of(rules.transfer_parties, "payout", src, dst) == refused

@@ -8,10 +8,23 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Literal, get_args
 
 import msgspec
 
 PREFIX = {"sandbox": "sk_test_", "production": "sk_live_"}
+
+#: What an API key may do (contract section 3); admin grants them, the gateway checks them.
+Scope = Literal[
+    "customers:write",
+    "wallets:write",
+    "virtual_accounts:write",
+    "transfers:write",
+    "payouts:write",
+    "webhooks:write",
+    "onboarding:write",
+]
+ALL_SCOPES: tuple[str, ...] = get_args(Scope)
 
 
 def generate_api_key(mode: str) -> str:

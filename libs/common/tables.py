@@ -26,6 +26,12 @@ def _table(schema: str, name: str, *columns: Column[Any]) -> Table:
     return found if found is not None else Table(name, SQLModel.metadata, *columns, schema=schema)
 
 
+def table_of(model: type[SQLModel]) -> Table:
+    """A ``table=True`` model's Core table, for statements built with SQLAlchemy Core."""
+    table: Table = model.__table__  # type: ignore[attr-defined]
+    return table
+
+
 def outbox_table(schema: str) -> Table:
     """``<schema>.outbox``: messages written with the state they describe (common.outbox)."""
     return _table(

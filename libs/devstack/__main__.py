@@ -16,6 +16,7 @@ import time
 
 import httpx
 
+from common.auth import ALL_SCOPES
 from devstack.stores import Stores
 from devstack.suite import ROOT, Suite, migrate
 
@@ -64,15 +65,7 @@ def sandbox_key(admin_url: str, token: str) -> str:
             "action": "create_api_key",
             "tenant_id": tenant_id,
             "key_label": "make run",
-            "scopes": [
-                "customers:write",
-                "wallets:write",
-                "virtual_accounts:write",
-                "transfers:write",
-                "payouts:write",
-                "webhooks:write",
-                "onboarding:write",
-            ],
+            "scopes": list(ALL_SCOPES),
         },
     )
     k.raise_for_status()

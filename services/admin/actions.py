@@ -12,8 +12,8 @@ from typing import Any
 from admin import dead_letters, keys, operations, policy, schemas, tenants
 from admin import repository as repo
 from admin.context import ActionContext
-from admin.paging import page_of
 from common.errors import ErrorCode, ServiceError, invalid
+from common.paging import page
 from common.validation import decode_body
 
 Action = Callable[[ActionContext, bytes], Awaitable[Any]]
@@ -27,7 +27,7 @@ async def list_audit_log(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
             raise invalid("cursor", "not a cursor returned by list_audit_log")
         after = int(p.after)
     rows = await repo.list_audit(ctx.session, p.limit, after, p.actor, p.audit_action, p.target)
-    return page_of([repo.audit_dict(r) for r in rows], p.limit, "audit_id")
+    return page(rows, p.limit, repo.audit_dict)
 
 
 ACTIONS: dict[str, Action] = {

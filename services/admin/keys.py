@@ -6,7 +6,6 @@ SHA-256 of a key, the audit log holds its id and prefix only.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from admin import repository as repo
@@ -22,6 +21,7 @@ from common.auth import (
 )
 from common.errors import Reason, forbidden, not_found
 from common.ids import new_id
+from common.times import iso, iso_from_epoch
 from common.validation import decode_body
 
 
@@ -71,7 +71,7 @@ async def revoke_api_key(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
     return {
         "key_id": row.id,
         "tenant_id": str(row.tenant_id),
-        "revoked_at": row.revoked_at.isoformat().replace("+00:00", "Z"),
+        "revoked_at": iso(row.revoked_at),
     }
 
 
@@ -89,7 +89,7 @@ async def issue_access_token(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
     token, exp = sign_access_token(
         ctx.settings.derived_secret("jwt"), ctx.settings.jwt_issuer, tid, p.mode, scopes, p.ttl_seconds
     )
-    expires_at = datetime.fromtimestamp(exp, UTC).isoformat().replace("+00:00", "Z")
+    expires_at = iso_from_epoch(exp)
     ctx.details["expires_at"] = expires_at
     return {
         "access_token": token,

@@ -22,7 +22,6 @@ from sqlalchemy import (
     Index,
     Integer,
     LargeBinary,
-    Table,
     Text,
     Uuid,
     func,
@@ -31,7 +30,7 @@ from sqlalchemy import text as sql_text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from common.tables import outbox_table
+from common.tables import outbox_table, table_of
 
 SCHEMA = "identity"
 
@@ -130,12 +129,7 @@ class DeadLetterRecord(SQLModel, table=True):
     redriven_by: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
-def _table(model: type[SQLModel]) -> Table:
-    table: Table = model.__table__  # type: ignore[attr-defined]
-    return table
-
-
-tenants = _table(Tenant)
-api_keys = _table(ApiKey)
-audit_log = _table(AuditEntry)
+tenants = table_of(Tenant)
+api_keys = table_of(ApiKey)
+audit_log = table_of(AuditEntry)
 outbox = outbox_table(SCHEMA)

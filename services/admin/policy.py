@@ -13,6 +13,7 @@ from typing import Any
 from admin import repository as repo
 from admin import schemas
 from admin.context import ActionContext
+from common.checksums import aba_valid, iban_valid, normalize_iban
 from common.contracts.commands import (
     ApproveRoute,
     ListDecisions,
@@ -89,27 +90,17 @@ async def set_transfer_cap(ctx: ActionContext, raw: bytes) -> Any:
     return await ctx.call(ctx.topics.compliance_commands, cmd)
 
 
-def _aba_ok(routing: str) -> bool:
-    d = [int(c) for c in routing]
-    return sum(w * x for w, x in zip([3, 7, 1] * 3, d, strict=True)) % 10 == 0
-
-
-def _iban_ok(iban: str) -> bool:
-    moved = iban[4:] + iban[:4]
-    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
-
-
 def _bank_fields(p: schemas.ExternalAccount) -> dict[str, str | None]:
     """Normalise and check the bank details each rail needs (refusals name the field)."""
-    iban = p.iban.replace(" ", "").upper() if p.iban else None
+    iban = normalize_iban(p.iban) if p.iban else None
     bic = p.bic.upper() if p.bic else None
     if p.rail in ("ach", "wire"):
         if not p.account_number:
             raise invalid("account_number", f"{p.rail} needs account_number")
-        if not p.routing_number or len(p.routing_number) != 9 or not _aba_ok(p.routing_number):
+        if not p.routing_number or not aba_valid(p.routing_number):
             raise invalid("routing_number", f"{p.rail} needs a valid 9-digit ABA routing_number")
     elif p.rail == "sepa":
-        if not iban or not _iban_ok(iban):
+        if not iban or not iban_valid(iban):
             raise invalid("iban", "sepa needs a valid IBAN")
     else:  # faster_payments
         if not p.account_number or len(p.account_number) != 8:

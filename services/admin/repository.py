@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select, tuple_, update
@@ -13,10 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from admin.models import DeadLetterRecord, api_keys, audit_log, tenants
 from common.tables import AnyRow
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+from common.times import iso
 
 
 def tenant_dict(row: Any) -> dict[str, Any]:
@@ -28,9 +24,9 @@ def tenant_dict(row: Any) -> dict[str, Any]:
         "metadata": row.metadata,
         "live_enabled": row.live_enabled,
         "branding_approved_by": row.branding_approved_by,
-        "branding_approved_at": _iso(row.branding_approved_at),
-        "created_at": _iso(row.created_at),
-        "updated_at": _iso(row.updated_at),
+        "branding_approved_at": iso(row.branding_approved_at),
+        "created_at": iso(row.created_at),
+        "updated_at": iso(row.updated_at),
     }
 
 
@@ -42,15 +38,15 @@ def key_dict(row: Any) -> dict[str, Any]:
         "key_label": row.label,
         "scopes": list(row.scopes),
         "mode": row.mode,
-        "created_at": _iso(row.created_at),
-        "revoked_at": _iso(row.revoked_at),
+        "created_at": iso(row.created_at),
+        "revoked_at": iso(row.revoked_at),
     }
 
 
 def audit_dict(row: Any) -> dict[str, Any]:
     return {
         "audit_id": str(row.id),
-        "at": _iso(row.at),
+        "at": iso(row.at),
         "actor": row.actor,
         "action": row.action,
         "request_id": row.request_id,

@@ -9,18 +9,10 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from common.auth import Scope
 from common.contracts.branding import WhiteLabel
 
 Mode = Literal["sandbox", "production"]
-Scope = Literal[
-    "customers:write",
-    "wallets:write",
-    "virtual_accounts:write",
-    "transfers:write",
-    "payouts:write",
-    "webhooks:write",
-    "onboarding:write",
-]
 Rail = Literal["provider_wallet", "stablecoin", "ach", "wire", "sepa", "faster_payments"]
 BankRail = Literal["ach", "wire", "sepa", "faster_payments"]
 Currency = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{3,5}$")]

@@ -11,11 +11,11 @@ import msgspec
 from admin import repository as repo
 from admin import schemas
 from admin.context import ActionContext
-from admin.paging import page_of
 from common.auth import tenant_cache_name
 from common.contracts.commands import GetPolicyStatus, GetWebhookStatus
 from common.errors import forbidden, invalid, not_found
 from common.ids import new_id
+from common.paging import page
 from common.validation import decode_body
 
 
@@ -119,7 +119,7 @@ async def list_tenants(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
         if after is None:
             raise invalid("cursor", "not a cursor returned by list_tenants")
     rows = await repo.list_tenants(ctx.session, p.limit, after)
-    return page_of([repo.tenant_dict(r) for r in rows], p.limit, "tenant_id")
+    return page(rows, p.limit, repo.tenant_dict)
 
 
 async def enable_live(ctx: ActionContext, raw: bytes) -> dict[str, Any]:

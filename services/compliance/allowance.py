@@ -14,6 +14,8 @@ in it):
 
 The locks are held until the batch's transaction commits, so a second instance deciding the
 same tenant's transfers reads totals that already include the first's: caps stay exact.
+:func:`release` gives failed transfers' amounts back taking the same locks in the same order,
+so it cannot deadlock with a deciding batch either.
 """
 
 from __future__ import annotations
@@ -93,3 +95,18 @@ async def settle(session: AsyncSession, claims: Sequence[Claim]) -> dict[str, De
         ],
     )
     return refused
+
+
+async def release(session: AsyncSession, holds: Sequence[tuple[str, str]]) -> dict[str, Decimal]:
+    """Give the amounts of failed transfers (transfer_id, tenant_id) back to their days, each
+    once: returns what was released per transfer id (nothing for holds released before)."""
+    released = await repo.mark_released(session, sorted(set(holds)))
+    if not released:
+        return {}
+    back: dict[UsageKey, Decimal] = {}
+    for r in released:
+        key = (r.tenant_id, r.mode, r.currency, r.day)
+        back[key] = back.get(key, Decimal(0)) + Decimal(r.amount)
+    used = await repo.lock_usage(session, sorted(back))
+    await repo.set_usage(session, {k: max(used[k] - amount, Decimal(0)) for k, amount in back.items()})
+    return {r.transfer_id: Decimal(r.amount) for r in released}

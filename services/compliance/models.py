@@ -21,13 +21,14 @@ from sqlalchemy import (
     Integer,
     LargeBinary,
     Numeric,
-    Table,
     Text,
     func,
 )
 from sqlalchemy import text as sql_text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
+
+from common.tables import table_of
 
 SCHEMA = "compliance"
 MONEY = Numeric(30, 6)
@@ -38,7 +39,17 @@ def _now() -> Any:
 
 
 def _text(*, nullable: bool = False, primary_key: bool = False) -> Any:
-    return Field(sa_column=Column(Text, nullable=nullable, primary_key=primary_key))
+    # sa_type, not sa_column: a Column object cannot be shared by the tables inheriting it.
+    if nullable:
+        return Field(default=None, sa_type=Text, nullable=True)
+    return Field(sa_type=Text, nullable=False, primary_key=primary_key)
+
+
+class _TenantModeKey(SQLModel):
+    """The (tenant_id, mode) that leads the primary key of the per-tenant policy tables."""
+
+    tenant_id: str = _text(primary_key=True)
+    mode: str = _text(primary_key=True)
 
 
 class ComplianceDecision(SQLModel, table=True):
@@ -69,26 +80,22 @@ class ComplianceDecision(SQLModel, table=True):
     created_at: datetime = _now()
 
 
-class ComplianceParty(SQLModel, table=True):
+class ComplianceParty(_TenantModeKey, table=True):
     """The party registry: customers, wallets and accounts with the customer they belong to."""
 
     __tablename__ = "parties"
     __table_args__ = {"schema": SCHEMA}
 
-    tenant_id: str = _text(primary_key=True)
-    mode: str = _text(primary_key=True)
     party_id: str = _text(primary_key=True)
     kind: str = _text()
     customer_id: str | None = _text(nullable=True)
     country_code: str | None = Field(default=None, sa_column=Column(CHAR(2)))
 
 
-class ComplianceRoute(SQLModel, table=True):
+class ComplianceRoute(_TenantModeKey, table=True):
     __tablename__ = "routes"
     __table_args__ = {"schema": SCHEMA}
 
-    tenant_id: str = _text(primary_key=True)
-    mode: str = _text(primary_key=True)
     rail: str = _text(primary_key=True)
     currency: str = _text(primary_key=True)
     approved: bool = Field(sa_column=Column(Boolean, nullable=False))
@@ -96,12 +103,10 @@ class ComplianceRoute(SQLModel, table=True):
     updated_at: datetime = _now()
 
 
-class ComplianceCap(SQLModel, table=True):
+class ComplianceCap(_TenantModeKey, table=True):
     __tablename__ = "caps"
     __table_args__ = {"schema": SCHEMA}
 
-    tenant_id: str = _text(primary_key=True)
-    mode: str = _text(primary_key=True)
     per_transfer: Decimal = Field(sa_column=Column(MONEY, nullable=False))
     daily: Decimal = Field(sa_column=Column(MONEY, nullable=False))
     review_threshold: Decimal | None = Field(default=None, sa_column=Column(MONEY))
@@ -132,14 +137,12 @@ class ComplianceExternalAccount(SQLModel, table=True):
     updated_at: datetime = _now()
 
 
-class ComplianceCapUsage(SQLModel, table=True):
+class ComplianceCapUsage(_TenantModeKey, table=True):
     """What a (tenant, mode, currency, UTC day) has used of its daily cap."""
 
     __tablename__ = "cap_usage"
     __table_args__ = {"schema": SCHEMA}
 
-    tenant_id: str = _text(primary_key=True)
-    mode: str = _text(primary_key=True)
     currency: str = _text(primary_key=True)
     day: date = Field(sa_column=Column(Date, primary_key=True))
     used: Decimal = Field(sa_column=Column(MONEY, nullable=False))
@@ -160,15 +163,10 @@ class ComplianceCapHold(SQLModel, table=True):
     released_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
 
 
-def _table(model: type[SQLModel]) -> Table:
-    table: Table = model.__table__  # type: ignore[attr-defined]
-    return table
-
-
-decisions = _table(ComplianceDecision)
-parties = _table(ComplianceParty)
-routes = _table(ComplianceRoute)
-caps = _table(ComplianceCap)
-external_accounts = _table(ComplianceExternalAccount)
-cap_usage = _table(ComplianceCapUsage)
-cap_holds = _table(ComplianceCapHold)
+decisions = table_of(ComplianceDecision)
+parties = table_of(ComplianceParty)
+routes = table_of(ComplianceRoute)
+caps = table_of(ComplianceCap)
+external_accounts = table_of(ComplianceExternalAccount)
+cap_usage = table_of(ComplianceCapUsage)
+cap_holds = table_of(ComplianceCapHold)

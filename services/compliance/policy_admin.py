@@ -16,7 +16,6 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts import Command, Result
-from common.contracts.base import ErrorBody
 from common.contracts.commands import (
     ApproveRoute,
     GetPolicyStatus,
@@ -27,6 +26,9 @@ from common.contracts.commands import (
     UpsertExternalAccount,
 )
 from common.errors import ErrorCode, ServiceError, invalid, not_found
+from common.paging import page
+from common.results import error_result, ok_result
+from common.times import iso
 from compliance import repository as repo
 from compliance.rules import PAYMENT_RAILS, parse_amount
 from compliance.snapshot import Snapshot
@@ -64,36 +66,27 @@ def _route_data(row: Any) -> dict[str, Any]:
         "rail": row.rail,
         "currency": row.currency,
         "approved": row.approved,
-        "updated_at": repo.iso(row.updated_at),
+        "updated_at": iso(row.updated_at),
     }
 
 
-async def approve_route(session: AsyncSession, snap: Snapshot, cmd: ApproveRoute) -> dict[str, Any]:
+async def _set_route(
+    session: AsyncSession, snap: Snapshot, cmd: ApproveRoute | RevokeRoute, approved: bool
+) -> dict[str, Any]:
+    t, m = cmd.ctx.tenant_id, cmd.ctx.mode
     row = await repo.set_route(
-        session,
-        cmd.ctx.tenant_id,
-        cmd.ctx.mode,
-        _rail(cmd.rail),
-        _currency(cmd.currency),
-        True,
-        cmd.ctx.actor,
+        session, t, m, _rail(cmd.rail), _currency(cmd.currency), approved, cmd.ctx.actor
     )
-    snap.forget_policy(cmd.ctx.tenant_id, cmd.ctx.mode)
+    snap.forget_policy(t, m)
     return _route_data(row)
+
+
+async def approve_route(session: AsyncSession, snap: Snapshot, cmd: ApproveRoute) -> dict[str, Any]:
+    return await _set_route(session, snap, cmd, True)
 
 
 async def revoke_route(session: AsyncSession, snap: Snapshot, cmd: RevokeRoute) -> dict[str, Any]:
-    row = await repo.set_route(
-        session,
-        cmd.ctx.tenant_id,
-        cmd.ctx.mode,
-        _rail(cmd.rail),
-        _currency(cmd.currency),
-        False,
-        cmd.ctx.actor,
-    )
-    snap.forget_policy(cmd.ctx.tenant_id, cmd.ctx.mode)
-    return _route_data(row)
+    return await _set_route(session, snap, cmd, False)
 
 
 async def set_transfer_cap(session: AsyncSession, snap: Snapshot, cmd: SetTransferCap) -> dict[str, Any]:
@@ -119,7 +112,7 @@ async def set_transfer_cap(session: AsyncSession, snap: Snapshot, cmd: SetTransf
         "review_threshold": (
             None if row.review_threshold is None else format(row.review_threshold.normalize(), "f")
         ),
-        "updated_at": repo.iso(row.updated_at),
+        "updated_at": iso(row.updated_at),
     }
 
 
@@ -136,8 +129,8 @@ def external_account_data(row: Any) -> dict[str, Any]:
         "routing_number": row["routing_number"],
         "iban": row["iban"],
         "bic": row["bic"],
-        "created_at": repo.iso(row["created_at"]),
-        "updated_at": repo.iso(row["updated_at"]),
+        "created_at": iso(row["created_at"]),
+        "updated_at": iso(row["updated_at"]),
     }
 
 
@@ -175,24 +168,24 @@ async def upsert_external_account(
 async def list_decisions(session: AsyncSession, snap: Snapshot, cmd: ListDecisions) -> dict[str, Any]:
     limit = min(max(cmd.limit, 1), 100)
     rows = await repo.list_decisions(session, cmd.target_tenant_id, cmd.starting_after, limit + 1)
-    items = [
-        {
-            "id": r.id,
-            "decision_id": r.id,
-            "request_id": r.request_id,
-            "command_id": r.command_id,
-            "tenant_id": r.tenant_id,
-            "mode": r.mode,
-            "command_type": r.command_type,
-            "outcome": r.outcome,
-            "rule": r.rule,
-            "reason": r.reason,
-            "inputs": r.inputs if not isinstance(r.inputs, str) else json.loads(r.inputs),
-            "created_at": repo.iso(r.created_at),
-        }
-        for r in rows[:limit]
-    ]
-    return {"items": items, "next_cursor": items[-1]["id"] if len(rows) > limit else None}
+    return page(rows, limit, _decision_view)
+
+
+def _decision_view(r: Any) -> dict[str, Any]:
+    return {
+        "id": r.id,
+        "decision_id": r.id,
+        "request_id": r.request_id,
+        "command_id": r.command_id,
+        "tenant_id": r.tenant_id,
+        "mode": r.mode,
+        "command_type": r.command_type,
+        "outcome": r.outcome,
+        "rule": r.rule,
+        "reason": r.reason,
+        "inputs": r.inputs if not isinstance(r.inputs, str) else json.loads(r.inputs),
+        "created_at": iso(r.created_at),
+    }
 
 
 async def policy_status(session: AsyncSession, snap: Snapshot, cmd: GetPolicyStatus) -> dict[str, Any]:
@@ -230,10 +223,5 @@ async def handle(session: AsyncSession, snap: Snapshot, cmd: Command) -> Result:
         async with session.begin_nested():
             data = await handler(session, snap, cmd)
     except ServiceError as err:
-        return Result(
-            command_id=cmd.command_id,
-            request_id=cmd.ctx.request_id,
-            status=err.status,
-            error=ErrorBody(code=err.code, message=err.message, details=err.details),
-        )
-    return Result(command_id=cmd.command_id, request_id=cmd.ctx.request_id, status=200, data=data)
+        return error_result(cmd, err)
+    return ok_result(cmd, data)

@@ -7,7 +7,7 @@ executemany (asyncpg pipelines it). Reads return SQLAlchemy rows typed by the ta
 from __future__ import annotations
 
 import json
-from datetime import date, datetime
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -106,11 +106,9 @@ async def list_decisions(
     if tenant_id is not None:
         q = q.where(d.tenant_id == tenant_id)
     if starting_after is not None:
-        c = decisions.alias("c")
-        cursor = select(c.c.created_at, c.c.id).where(c.c.id == starting_after).subquery()
-        q = q.where(
-            tuple_(d.created_at, d.id) < select(tuple_(cursor.c.created_at, cursor.c.id)).scalar_subquery()
-        )
+        c = decisions.alias("c").c
+        cursor = select(c.created_at, c.id).where(c.id == starting_after).scalar_subquery()
+        q = q.where(tuple_(d.created_at, d.id) < cursor)
     return list((await session.execute(q)).all())
 
 
@@ -345,6 +343,21 @@ async def insert_holds(session: AsyncSession, rows: list[dict[str, Any]]) -> Non
         await session.execute(_INSERT_HOLDS, rows)
 
 
+async def mark_released(session: AsyncSession, holds: list[tuple[str, str]]) -> list[AnyRow]:
+    """Mark the holds of (transfer_id, tenant_id) released, those not released yet; returns
+    what each took (transfer_id, tenant_id, mode, currency, day, amount)."""
+    if not holds:
+        return []
+    h = cap_holds.c
+    stmt = (
+        update(cap_holds)
+        .where(tuple_(h.transfer_id, h.tenant_id).in_(holds), h.released_at.is_(None))
+        .values(released_at=func.now())
+        .returning(h.transfer_id, h.tenant_id, h.mode, h.currency, h.day, h.amount)
+    )
+    return list((await session.execute(stmt)).all())
+
+
 async def release_hold(session: AsyncSession, transfer_id: str, tenant_id: str) -> Decimal | None:
     """Give a failed transfer's amount back to its day, once; None if nothing to release."""
     h = cap_holds.c
@@ -365,7 +378,3 @@ async def release_hold(session: AsyncSession, transfer_id: str, tenant_id: str) 
         .values(used=func.greatest(u.used - row.amount, 0))
     )
     return Decimal(row.amount)
-
-
-def iso(ts: datetime | None) -> str | None:
-    return None if ts is None else ts.isoformat().replace("+00:00", "Z")

@@ -19,7 +19,6 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts import Command, Decision, Result, encode
-from common.contracts.base import ErrorBody
 from common.contracts.commands import (
     CreateCustomer,
     CreateTransfer,
@@ -28,9 +27,10 @@ from common.contracts.commands import (
     SandboxDeposit,
     partition_key,
 )
-from common.errors import HTTP_STATUS, ErrorCode
+from common.errors import ErrorCode, ServiceError
 from common.ids import new_id
 from common.logging import request_id_var
+from common.results import error_result
 from common.topics import Topics
 from compliance import allowance, policy_admin, rules
 from compliance import repository as repo
@@ -208,12 +208,7 @@ def refusal_result(cmd: Command, v: Verdict) -> Result:
     code = ErrorCode(v.code)
     if v.reason == "insufficient_funds":
         code = ErrorCode.INVALID_REQUEST
-    return Result(
-        command_id=cmd.command_id,
-        request_id=cmd.ctx.request_id,
-        status=HTTP_STATUS[code],
-        error=ErrorBody(code=code, message=v.message or "refused by policy", details=details),
-    )
+    return error_result(cmd, ServiceError(code, v.message or "refused by policy", details=details))
 
 
 def _reply(cmd: Command, result: Result) -> Outcome:

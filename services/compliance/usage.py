@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from compliance import repository as repo
+from compliance import allowance
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +48,8 @@ async def release_batch(sm: async_sessionmaker[AsyncSession], raws: Sequence[byt
     todo = releases(raws)
     if not todo:
         return 0
-    released = 0
     async with sm() as session, session.begin():
-        for tenant_id, transfer_id in todo:
-            if await repo.release_hold(session, transfer_id, tenant_id) is not None:
-                released += 1
+        released = len(await allowance.release(session, [(transfer, tenant) for tenant, transfer in todo]))
     if released:
         log.info("released daily cap of %d failed or rejected transfers", released)
     return released

@@ -26,7 +26,10 @@ from sqlalchemy import (
     func,
 )
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.types import TypeEngine
 from sqlmodel import Field, SQLModel
+
+from common.tables import table_of
 
 SCHEMA = "gateway"
 
@@ -66,30 +69,32 @@ class OnboardingAuthorization(SQLModel, table=True):
     customer_id: str | None = _text(nullable=True)
 
 
-onboarding_authorizations: Table = OnboardingAuthorization.__table__  # type: ignore[attr-defined]
+onboarding_authorizations = table_of(OnboardingAuthorization)
 
-# ---- read-only view of identity (owned by admin) ----
+# ---- read-only view of identity (owned by admin): the columns the gateway reads ----
 _identity = MetaData(schema="identity")
 
-tenants = Table(
-    "tenants",
-    _identity,
-    Column("id", Uuid, primary_key=True),
-    Column("name", Text),
-    Column("default_mode", Text),
-    Column("rate_limit_per_minute", Integer),
-    Column("metadata", JSONB),
-    Column("live_enabled", Boolean),
-    Column("branding_approved_at", DateTime(timezone=True)),
-)
 
-api_keys = Table(
+def _view(table: str, /, **columns: TypeEngine[Any]) -> Table:
+    return Table(table, _identity, *(Column(n, t, primary_key=n == "id") for n, t in columns.items()))
+
+
+tenants = _view(
+    "tenants",
+    id=Uuid(),
+    name=Text(),
+    default_mode=Text(),
+    rate_limit_per_minute=Integer(),
+    metadata=JSONB(),
+    live_enabled=Boolean(),
+    branding_approved_at=DateTime(timezone=True),
+)
+api_keys = _view(
     "api_keys",
-    _identity,
-    Column("id", Text, primary_key=True),
-    Column("tenant_id", Uuid),
-    Column("key_hash", Text),
-    Column("mode", Text),
-    Column("scopes", ARRAY(Text)),
-    Column("revoked_at", DateTime(timezone=True)),
+    id=Text(),
+    tenant_id=Uuid(),
+    key_hash=Text(),
+    mode=Text(),
+    scopes=ARRAY(Text),
+    revoked_at=DateTime(timezone=True),
 )

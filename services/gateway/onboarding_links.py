@@ -22,6 +22,7 @@ from common.db import sessionmaker, transaction
 from common.errors import invalid
 from common.ids import new_id
 from common.settings import Settings
+from common.times import iso
 from gateway import onboarding_repository as repo
 from gateway.pipeline import Call, Local
 from gateway.routes.base import body_of
@@ -51,10 +52,6 @@ def sessions(state: Any) -> async_sessionmaker[AsyncSession]:
     if sm is None:
         sm = state.onboarding_sm = sessionmaker(state.engine)
     return sm
-
-
-def _iso(value: datetime) -> str:
-    return value.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def check_redirect(url: str) -> str:
@@ -106,7 +103,7 @@ def link_of(settings: Settings, row: Any) -> dict[str, Any]:
     return {
         "authorization_id": row.id,
         "url": f"{settings.public_base_url.rstrip('/')}/onboarding/{token}",
-        "expires_at": _iso(row.expires_at),
+        "expires_at": iso(row.expires_at),
     }
 
 

@@ -1,12 +1,12 @@
 """All SQL of onboarding: authorizations (schema ``gateway``) and the approved branding.
 
 Branding is read from ``identity.tenants`` (owned by admin; read-only here, like the rest of
-the gateway's identity lookups). Statements are built from ``gateway.models``.
+the gateway's identity lookups, :func:`gateway.repository.tenant_by_id`). Statements are
+built from ``gateway.models``.
 """
 
 from __future__ import annotations
 
-import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +16,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.tables import AnyRow
 from gateway.models import onboarding_authorizations as auths
-from gateway.models import tenants
 
 _a = auths.c
 
@@ -94,13 +93,3 @@ async def consume(session: AsyncSession, authorization_id: str, customer_id: str
         .returning(_a.id)
     )
     return (await session.execute(stmt)).first() is not None
-
-
-async def tenant_of(session: AsyncSession, tenant_id: str) -> AnyRow | None:
-    try:
-        tid = uuid.UUID(tenant_id)
-    except ValueError:
-        return None
-    t = tenants.c
-    q = select(t.id, t.name, t.live_enabled, t.metadata, t.branding_approved_at).where(t.id == tid)
-    return (await session.execute(q)).first()

@@ -26,6 +26,7 @@ from common.errors import ServiceError, invalid
 from common.ids import new_id
 from common.validation import convert
 from gateway import onboarding_repository as repo
+from gateway import repository as identity
 from gateway.onboarding_links import sessions, verify
 from gateway.onboarding_pages import Page, branding, gone, origin_of, render
 from gateway.schemas import CustomerCreate
@@ -53,7 +54,7 @@ async def _load(state: State, token: str) -> tuple[Any, Any] | Response[str]:
             return gone(EXPIRED)
         if row.used_at is not None:
             return gone(USED)
-        return row, await repo.tenant_of(session, row.tenant_id)
+        return row, await identity.tenant_by_id(session, row.tenant_id)
 
 
 def _page(row: Any, tenant: Any, token: str, **kw: Any) -> Page:

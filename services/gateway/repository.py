@@ -18,12 +18,9 @@ async def key_by_hash(session: AsyncSession, key_hash: str) -> AnyRow | None:
 
 
 async def tenant_by_id(session: AsyncSession, tenant_id: str) -> AnyRow | None:
+    """The tenant's row as the gateway sees it (its read-only view), None for a malformed id."""
     try:
         tid = uuid.UUID(tenant_id)
     except ValueError:
         return None
-    t = tenants.c
-    q = select(t.id, t.name, t.default_mode, t.rate_limit_per_minute, t.live_enabled, t.metadata).where(
-        t.id == tid
-    )
-    return (await session.execute(q)).first()
+    return (await session.execute(select(tenants).where(tenants.c.id == tid))).first()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
+from common.checksums import aba_valid, iban_valid
 from common.contracts.commands import BankAccount, Party, VADestination
 from common.errors import invalid
 from gateway.schemas import (
@@ -82,6 +83,17 @@ def va_destination(d: VADestinationIn, fiat: str) -> VADestination:
     )
 
 
+def check_bank_numbers(field: str, rail: str, routing_number: str | None, iban: str | None) -> None:
+    """A partner's bank numbers pass their checksums, not only their shape: an ABA routing
+    number on the US rails (ach, wire), an IBAN's mod-97 check digits on any rail."""
+    if routing_number is not None and rail in ("ach", "wire") and not aba_valid(routing_number):
+        raise invalid(
+            f"{field}.routing_number", f"{rail} needs a 9-digit ABA routing number with a valid checksum"
+        )
+    if iban is not None and not iban_valid(iban):
+        raise invalid(f"{field}.iban", "iban check digits do not match (ISO 13616 mod 97)")
+
+
 def _party(side: str, p: PartyIn) -> Party:
     currency = p.currency.upper()
     chain = p.chain.upper() if p.chain else None
@@ -105,6 +117,7 @@ def _party(side: str, p: PartyIn) -> Party:
     bank = None
     if p.bank_account is not None:
         b = p.bank_account
+        check_bank_numbers(f"{side}.bank_account", rail, b.routing_number, b.iban)
         bank = BankAccount(
             account_number=b.account_number, routing_number=b.routing_number, iban=b.iban, bic=b.bic
         )

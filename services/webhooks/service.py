@@ -7,14 +7,12 @@ transaction. Every refusal is a :class:`ServiceError` that names its reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts import Command, Result
-from common.contracts.base import ErrorBody
 from common.contracts.commands import (
     CreateWebhook,
     EnableWebhook,
@@ -27,6 +25,10 @@ from common.contracts.commands import (
 )
 from common.contracts.events import AnyEvent
 from common.errors import ErrorCode, ServiceError, invalid, not_found
+from common.paging import page
+from common.results import error_result as error_result  # handlers answer refusals with it
+from common.results import ok_result
+from common.times import iso
 from webhooks import repository as repo
 from webhooks.signing import SecretBox, new_secret
 from webhooks.targets import TargetError, vet
@@ -46,12 +48,6 @@ class Env:
     box: SecretBox
     allow_private: bool
     max_attempts: int
-
-
-def iso(dt: datetime | None) -> str | None:
-    if dt is None:
-        return None
-    return dt.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def endpoint_view(row: Any) -> dict[str, Any]:
@@ -85,12 +81,6 @@ def _limit(value: int, top: int = 100) -> int:
     if not 1 <= value <= top:
         raise invalid("limit", f"limit must be between 1 and {top}")
     return value
-
-
-def _page(rows: list[Any], limit: int, view: Any) -> dict[str, Any]:
-    items = [view(r) for r in rows[:limit]]
-    more = len(rows) > limit
-    return {"items": items, "next_cursor": rows[limit - 1].id if more else None}
 
 
 # ---- partner commands (scoped to ctx tenant and mode) ----
@@ -129,7 +119,7 @@ async def get_webhook(session: AsyncSession, env: Env, cmd: GetWebhook) -> tuple
 async def list_webhooks(session: AsyncSession, env: Env, cmd: ListWebhooks) -> tuple[int, Any]:
     limit = _limit(cmd.limit)
     rows = await repo.list_endpoints(session, cmd.ctx.tenant_id, cmd.ctx.mode, limit + 1, cmd.starting_after)
-    return 200, _page(list(rows), limit, endpoint_view)
+    return 200, page(list(rows), limit, endpoint_view)
 
 
 async def rotate_secret(session: AsyncSession, env: Env, cmd: RotateWebhookSecret) -> tuple[int, Any]:
@@ -196,7 +186,7 @@ async def list_deliveries(session: AsyncSession, env: Env, cmd: ListDeliveries) 
         limit=limit + 1,
         starting_after=cmd.starting_after,
     )
-    return 200, _page(list(rows), limit, delivery_view)
+    return 200, page(list(rows), limit, delivery_view)
 
 
 async def webhook_status(session: AsyncSession, env: Env, cmd: GetWebhookStatus) -> tuple[int, Any]:
@@ -221,16 +211,7 @@ async def execute(session: AsyncSession, env: Env, cmd: Command) -> Result:
     if handler is None:
         raise ServiceError(ErrorCode.INVALID_REQUEST, f"unsupported command {type(cmd).__name__}")
     status, data = await handler(session, env, cmd)
-    return Result(command_id=cmd.command_id, request_id=cmd.ctx.request_id, status=status, data=data)
-
-
-def error_result(cmd: Command, err: ServiceError) -> Result:
-    return Result(
-        command_id=cmd.command_id,
-        request_id=cmd.ctx.request_id,
-        status=err.status,
-        error=ErrorBody(code=err.code, message=err.message, details=err.details),
-    )
+    return ok_result(cmd, data, status)
 
 
 # ---- events ----

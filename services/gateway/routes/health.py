@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
+from common.times import iso_from_epoch
 from gateway.pipeline import Call, Endpoint, Local
 from gateway.schemas import HealthSnapshot
 
@@ -21,7 +20,7 @@ def build_health(call: Call) -> Local:
             "mode": call.principal.mode,
             "rate_limit_per_minute": call.window.limit,
             "remaining": call.window.remaining,
-            "reset_at": datetime.fromtimestamp(call.window.reset, UTC).isoformat().replace("+00:00", "Z"),
+            "reset_at": iso_from_epoch(call.window.reset),
             "gateway": "ready",
             "white_label": wl if isinstance(wl, dict) and wl.get("enabled") else None,
         },

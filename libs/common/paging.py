@@ -1,0 +1,29 @@
+"""Cursor pages (contract section 5): ``{items, next_cursor}``, ``next_cursor`` null at the end.
+
+A repository reads ``limit + 1`` rows, newest first, keyset on the cursor row; the extra row
+only says that another page exists and is never shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+R = TypeVar("R")
+
+
+def _row_id(row: Any) -> Any:
+    return row.id
+
+
+def page(
+    rows: Sequence[R],
+    limit: int,
+    view: Callable[[R], dict[str, Any]],
+    cursor: Callable[[R], Any] = _row_id,
+) -> dict[str, Any]:
+    """The page of ``rows`` (up to ``limit + 1`` read): each shown row through ``view``; the
+    next cursor (``cursor`` of the last shown row, as a string) only when more exist."""
+    shown = rows[:limit]
+    more = len(rows) > limit and len(shown) > 0
+    return {"items": [view(r) for r in shown], "next_cursor": str(cursor(shown[-1])) if more else None}

@@ -44,9 +44,11 @@ SCOPES = ["customers:write", "wallets:write", "virtual_accounts:write", "transfe
 
 
 def _fmt(name: str, r: dict[str, float]) -> str:
+    """One measurement, with the machine's 1-minute load average: on a shared machine another
+    user's work depresses a figure, and the load average (2 = both cores busy) shows it."""
     return (
         f"{name:<26} {r['rps']:7.0f} req/s p50 {r['p50_ms']:7.1f} ms p99 {r['p99_ms']:8.1f} ms "
-        f"errors {r['errors']:.0f}"
+        f"errors {r['errors']:.0f} [load avg {os.getloadavg()[0]:.1f}]"
     )
 
 

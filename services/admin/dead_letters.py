@@ -22,12 +22,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from admin import repository as repo
 from admin import schemas
 from admin.context import ActionContext
-from admin.paging import page_of
 from common.broker import DeadLetter
 from common.consume import BatchProcessor, Failure
 from common.errors import invalid
 from common.health import Readiness
 from common.outbox import OutMessage
+from common.paging import page
+from common.times import iso
 from common.validation import decode_body
 
 log = logging.getLogger(__name__)
@@ -59,9 +60,8 @@ def view(row: Any) -> dict[str, Any]:
         "request_id": row.request_id,
         "message_type": _command_type(bytes(row.payload)),
         "payload_bytes": len(row.payload),
-        "dead_lettered_at": row.dead_lettered_at.isoformat(),
-        "redriven_at": row.redriven_at.isoformat() if row.redriven_at else None,
-        "cursor": str(row.seq),
+        "dead_lettered_at": iso(row.dead_lettered_at),
+        "redriven_at": iso(row.redriven_at),
     }
 
 
@@ -73,7 +73,7 @@ async def list_dead_letters(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
             raise invalid("cursor", "not a cursor returned by list_dead_letters")
         after = int(p.after)
     rows = await repo.list_dead_letters(ctx.session, p.limit, after, p.service)
-    return page_of([view(r) for r in rows], p.limit, "cursor")
+    return page(rows, p.limit, view, cursor=lambda r: r.seq)
 
 
 async def redrive_dead_letters(ctx: ActionContext, raw: bytes) -> dict[str, Any]:

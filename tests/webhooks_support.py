@@ -4,6 +4,7 @@ commands over Kafka, and direct reads of the webhooks schema."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 import uuid
@@ -199,3 +200,131 @@ async def create_customer(tenant: Any) -> str:
     r = await asyncio.to_thread(tenant.post, "/v1/customers", customer_body())
     assert r.status_code == 201, r.text
     return str(r.json()["data"]["customer_id"])
+
+
+class FastReceiver:
+    """An uvicorn server (keep-alive, httptools) in a thread that answers 200 at once and
+    records when each event id arrived; ``delay_s`` holds every answer (a slow endpoint)."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.port = free_port()
+        self.delay_s = delay_s
+        self.arrived: dict[str, float] = {}
+        self.requests = 0
+        self.connections: set[tuple[str, int]] = set()
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        more = True
+        while more:
+            msg = await receive()
+            more = msg.get("more_body", False)
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        self.requests += 1
+        client = scope.get("client")
+        if client:
+            self.connections.add((client[0], client[1]))
+        for name, value in scope["headers"]:
+            if name == b"x-service-webhook-id":
+                self.arrived.setdefault(value.decode(), time.time())
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    def start(self) -> FastReceiver:
+        import uvicorn
+
+        config = uvicorn.Config(
+            self._app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            interface="asgi3",
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert self._server.started, "receiver did not start"
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None and self._thread is not None:
+            self._server.should_exit = True
+            self._thread.join(timeout=10)
+            self._server = None
+
+
+class Blackhole:
+    """A TCP listener that accepts connections and never answers: a down endpoint whose
+    every attempt runs into the timeout."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.accepted = 0
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._held: list[socket.socket] = []
+        self._stopped = False
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/hook"
+
+    def start(self) -> Blackhole:
+        self._sock.bind(("127.0.0.1", self.port))
+        self._sock.listen(1024)
+        self._sock.settimeout(0.2)
+
+        def accept() -> None:
+            while not self._stopped:
+                try:
+                    conn, _ = self._sock.accept()
+                except OSError:
+                    continue
+                self.accepted += 1
+                self._held.append(conn)
+
+        threading.Thread(target=accept, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        self._stopped = True
+        for c in self._held:
+            c.close()
+        self._sock.close()
+
+
+async def insert_backlog(
+    conn: asyncpg.Connection, tenant_id: str, webhook_id: str, n: int, *, mode: str = "sandbox", tag: str = ""
+) -> list[str]:
+    """``n`` stored events with one pending delivery each to ``webhook_id``, due now, written
+    in one statement (the fan-out's result, without going through Kafka). Event ids returned."""
+    tag = tag or uuid.uuid4().hex[:8]
+    rows = await conn.fetch(
+        """WITH ev AS (
+            INSERT INTO webhooks.events (event_id, tenant_id, mode, type, body)
+            SELECT 'evt_' || $3::text || lpad(g::text, 7, '0'), $1::text, $4::text, 'customer.created',
+                   convert_to(json_build_object('id', 'evt_' || $3::text || lpad(g::text, 7, '0'),
+                       'type', 'customer.created', 'mode', $4::text,
+                       'data', json_build_object())::text, 'UTF8')
+            FROM generate_series(1, $2::int) g RETURNING event_id)
+        INSERT INTO webhooks.deliveries (id, event_id, webhook_id, tenant_id, mode, event_type, max_attempts)
+        SELECT 'dlv_' || event_id, event_id, $5::text, $1::text, $4::text, 'customer.created', 4 FROM ev
+        RETURNING event_id""",
+        tenant_id,
+        n,
+        tag,
+        mode,
+        webhook_id,
+    )
+    return [r["event_id"] for r in rows]

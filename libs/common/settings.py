@@ -74,6 +74,8 @@ class Settings(BaseSettings):
     webhooks_jitter: float = 0.1
     webhooks_disable_after_s: int = 5 * 86400
     webhooks_poll_s: float = 0.5
+    webhooks_endpoint_concurrency: int = 16  # deliveries (and connections) in flight per endpoint
+    webhooks_max_in_flight: int = 256  # deliveries in flight per webhooks process
     # Finished deliveries (and their attempts) and events older than this are deleted; a dead
     # delivery can be replayed until then. Keep it above the events topic's Kafka retention.
     webhooks_retention_s: int = 30 * 86400

@@ -45,6 +45,7 @@ ACTIONS: dict[str, Action] = {
     "list_decisions": policy.list_decisions,
     "review_transfer": operations.review_transfer,
     "replay_delivery": operations.replay_delivery,
+    "replay_deliveries": operations.replay_deliveries,
     "enable_webhook": operations.enable_webhook,
     "list_deliveries": operations.list_deliveries,
     "list_audit_log": list_audit_log,

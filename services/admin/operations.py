@@ -1,5 +1,6 @@
 """Operations on money and deliveries, relayed to their owners over Kafka request/reply:
-review_transfer (ledger), replay_delivery, list_deliveries and enable_webhook (webhooks).
+review_transfer (ledger), replay_delivery, replay_deliveries, list_deliveries and enable_webhook
+(webhooks).
 
 A transfer or delivery id names its tenant already; ``tenant_id`` (and ``mode``) may be given
 to narrow the lookup and are then checked against the tenants admin knows.
@@ -12,7 +13,13 @@ from typing import Any
 from admin import schemas
 from admin.context import ActionContext
 from admin.policy import known_tenant
-from common.contracts.commands import EnableWebhook, ListDeliveries, ReplayDelivery, ReviewTransfer
+from common.contracts.commands import (
+    EnableWebhook,
+    ListDeliveries,
+    ReplayDeliveries,
+    ReplayDelivery,
+    ReviewTransfer,
+)
 from common.ids import new_id
 from common.validation import decode_body
 
@@ -37,6 +44,18 @@ async def replay_delivery(ctx: ActionContext, raw: bytes) -> Any:
     ctx.target = p.delivery_id
     ctx.details = {"tenant_id": tid}
     cmd = ReplayDelivery(command_id=new_id("cmd"), ctx=ctx.command_ctx(tid, None), delivery_id=p.delivery_id)
+    return await ctx.call(ctx.topics.webhooks_commands, cmd)
+
+
+async def replay_deliveries(ctx: ActionContext, raw: bytes) -> Any:
+    """Replay every dead delivery of one endpoint (since a time); webhooks answers the count."""
+    p = decode_body(raw, schemas.ReplayDeliveries)
+    tid = await known_tenant(ctx, p.tenant_id) if p.tenant_id is not None else None
+    ctx.target = p.webhook_id
+    ctx.details = {"tenant_id": tid, "since": p.since}
+    cmd = ReplayDeliveries(
+        command_id=new_id("cmd"), ctx=ctx.command_ctx(tid, None), webhook_id=p.webhook_id, since=p.since
+    )
     return await ctx.call(ctx.topics.webhooks_commands, cmd)
 
 

@@ -118,6 +118,13 @@ class ReplayDelivery(msgspec.Struct, forbid_unknown_fields=True):
     tenant_id: Id | None = None
 
 
+class ReplayDeliveries(msgspec.Struct, forbid_unknown_fields=True):
+    action: str
+    webhook_id: Id
+    since: Annotated[str, msgspec.Meta(max_length=64)] | None = None  # RFC 3339
+    tenant_id: Id | None = None
+
+
 class EnableWebhook(msgspec.Struct, forbid_unknown_fields=True):
     action: str
     webhook_id: Id

@@ -18,6 +18,7 @@ from common.service import build_runtime, consumer_app
 from common.settings import Settings
 from webhooks.delivery import DeliveryWorker, Policy, Sender
 from webhooks.handlers import WebhooksRuntime
+from webhooks.metrics import MetricsRefresher
 from webhooks.retention import Pruner
 from webhooks.service import Env
 from webhooks.signing import SecretBox
@@ -56,4 +57,12 @@ def create_app(settings: Settings) -> AsgiFastStream:
             "events_pruned": pruner.events_pruned,
         }
 
-    return consumer_app(rt, tasks={"delivery-worker": worker.run, "retention": pruner.run}, stats=stats)
+    return consumer_app(
+        rt,
+        tasks={
+            "delivery-worker": worker.run,
+            "retention": pruner.run,
+            "webhook-metrics": MetricsRefresher(rt.sm).run,
+        },
+        stats=stats,
+    )

@@ -6,7 +6,9 @@ transaction. Every refusal is a :class:`ServiceError` that names its reason.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -20,16 +22,19 @@ from common.contracts.commands import (
     GetWebhookStatus,
     ListDeliveries,
     ListWebhooks,
+    ReplayDeliveries,
     ReplayDelivery,
     RotateWebhookSecret,
 )
-from common.contracts.events import AnyEvent
+from common.contracts.events import AnyEvent, WebhookEndpointDisabled
 from common.errors import ErrorCode, ServiceError, invalid, not_found
+from common.ids import new_id
 from common.paging import page
 from common.results import error_result as error_result  # handlers answer refusals with it
 from common.results import ok_result
 from common.times import iso
 from webhooks import repository as repo
+from webhooks.repository import Disabled
 from webhooks.signing import SecretBox, new_secret
 from webhooks.targets import TargetError, vet
 
@@ -39,6 +44,9 @@ DELIVERY_STATUSES = ("pending", "succeeded", "dead")
 READ_ONLY = (GetWebhook, ListWebhooks, ListDeliveries, GetWebhookStatus)
 
 _json = msgspec.json.Encoder()
+
+# What webhooks delivers: the domain events, and its own notice of a disabled endpoint.
+Delivered = AnyEvent | WebhookEndpointDisabled
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +137,7 @@ async def rotate_secret(session: AsyncSession, env: Env, cmd: RotateWebhookSecre
     row = await repo.rotate_secret(
         session, row.id, env.box.seal_secret(secret, row.id), row.secret_enc, ROTATION_GRACE_S
     )
+    assert row is not None  # locked above
     return 200, {
         **endpoint_view(row),
         "signing_secret": secret,
@@ -142,7 +151,7 @@ async def rotate_secret(session: AsyncSession, env: Env, cmd: RotateWebhookSecre
 def _operator_scope(cmd: Command, tenant_id: str) -> None:
     """An operator may name the tenant (ctx.tenant_id); an id of another tenant is not found."""
     if cmd.ctx.tenant_id and cmd.ctx.tenant_id != tenant_id:
-        raise not_found("webhook" if isinstance(cmd, EnableWebhook) else "delivery")
+        raise not_found("webhook" if isinstance(cmd, EnableWebhook | ReplayDeliveries) else "delivery")
 
 
 async def enable_webhook(session: AsyncSession, env: Env, cmd: EnableWebhook) -> tuple[int, Any]:
@@ -174,6 +183,32 @@ async def replay_delivery(session: AsyncSession, env: Env, cmd: ReplayDelivery) 
     return 200, delivery_view(row)
 
 
+def _since(value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        since = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise invalid("since", "since must be an RFC 3339 time", reason="invalid_time") from None
+    if since.tzinfo is None:
+        raise invalid("since", "since must carry a UTC offset", reason="invalid_time")
+    return since
+
+
+async def replay_deliveries(session: AsyncSession, env: Env, cmd: ReplayDeliveries) -> tuple[int, Any]:
+    """Bulk replay: every dead delivery of the endpoint (created since ``since``) gets one more
+    attempt, due now. Repeating it replays only what has died since (nothing else is dead)."""
+    since = _since(cmd.since)
+    endpoint = await repo.get_endpoint(session, cmd.webhook_id, lock=True)
+    if endpoint is None:
+        raise not_found("webhook")
+    _operator_scope(cmd, endpoint.tenant_id)
+    if not endpoint.enabled:
+        raise invalid("webhook_id", "the endpoint is disabled; enable it first", reason="endpoint_disabled")
+    replayed = await repo.replay_dead(session, cmd.webhook_id, since)
+    return 200, {"webhook_id": cmd.webhook_id, "replayed": replayed}
+
+
 async def list_deliveries(session: AsyncSession, env: Env, cmd: ListDeliveries) -> tuple[int, Any]:
     limit = _limit(cmd.limit)
     if cmd.status is not None and cmd.status not in DELIVERY_STATUSES:
@@ -200,6 +235,7 @@ HANDLERS: dict[type, Any] = {
     RotateWebhookSecret: rotate_secret,
     EnableWebhook: enable_webhook,
     ReplayDelivery: replay_delivery,
+    ReplayDeliveries: replay_deliveries,
     ListDeliveries: list_deliveries,
     GetWebhookStatus: webhook_status,
 }
@@ -217,7 +253,7 @@ async def execute(session: AsyncSession, env: Env, cmd: Command) -> Result:
 # ---- events ----
 
 
-def envelope(event: AnyEvent) -> bytes:
+def envelope(event: Delivered) -> bytes:
     """The exact bytes delivered: contract section 7, with only the partner-safe ``data``."""
     return _json.encode(
         {
@@ -231,7 +267,7 @@ def envelope(event: AnyEvent) -> bytes:
     )
 
 
-async def fan_out(session: AsyncSession, events: list[AnyEvent], max_attempts: int) -> list[str]:
+async def fan_out(session: AsyncSession, events: Sequence[Delivered], max_attempts: int) -> list[str]:
     rows = [
         {
             "event_id": e.event_id,
@@ -243,3 +279,27 @@ async def fan_out(session: AsyncSession, events: list[AnyEvent], max_attempts: i
         for e in events
     ]
     return await repo.fan_out(session, rows, max_attempts)
+
+
+async def announce_disabled(session: AsyncSession, disabled: list[Disabled], max_attempts: int) -> list[str]:
+    """Tell the tenant (through its endpoints still enabled in that mode) that an endpoint was
+    disabled and why, as Svix does with ``endpoint.disabled``: a ``webhook_endpoint.disabled``
+    event, stored and delivered like any other (so it is also retried and replayable)."""
+    events: list[Delivered] = []
+    for d in disabled:
+        events.append(
+            WebhookEndpointDisabled(
+                event_id=new_id("evt"),
+                tenant_id=d.tenant_id,
+                mode=d.mode,  # type: ignore[arg-type]  # a stored Mode
+                created_at=iso(d.disabled_at) or "",
+                data={
+                    "webhook_id": d.id,
+                    "endpoint_url": d.url,
+                    "reason": "failing_without_success",
+                    "failing_since": iso(d.failing_since),
+                    "disabled_at": iso(d.disabled_at),
+                },
+            )
+        )
+    return await fan_out(session, events, max_attempts)

@@ -189,6 +189,14 @@ class ReplayDelivery(Command, tag="delivery.replay.v1"):
     delivery_id: str
 
 
+class ReplayDeliveries(Command, tag="delivery.replay_bulk.v1"):
+    """Every dead delivery of one endpoint (created at or after ``since``, RFC 3339) gets one
+    more attempt; answers ``{webhook_id, replayed}``."""
+
+    webhook_id: str
+    since: str | None = None
+
+
 class ListDeliveries(Command, tag="delivery.list.v1"):
     target_tenant_id: str | None = None
     webhook_id: str | None = None
@@ -232,6 +240,7 @@ WebhooksCommand = (
     | RotateWebhookSecret
     | EnableWebhook
     | ReplayDelivery
+    | ReplayDeliveries
     | ListDeliveries
     | GetWebhookStatus
 )

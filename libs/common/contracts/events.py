@@ -45,6 +45,14 @@ class PayoutUpdated(Event, tag="payout.updated"):
     data: dict[str, Any]
 
 
+class WebhookEndpointDisabled(Event, tag="webhook_endpoint.disabled"):
+    """Told to the tenant's other endpoints when webhooks disables one (issue 12): ``data``
+    holds ``webhook_id``, ``endpoint_url``, ``reason``, ``failing_since``, ``disabled_at``.
+    Made and delivered by the webhooks service itself, so it is not part of ``AnyEvent``."""
+
+    data: dict[str, Any]
+
+
 AnyEvent = (
     CustomerCreated
     | WalletCreated

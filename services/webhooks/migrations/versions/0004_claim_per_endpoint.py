@@ -1,0 +1,46 @@
+"""webhooks: claims per due endpoint (issue 12)
+
+The claim no longer ranks the whole backlog: it takes a few enabled endpoints whose
+``next_due_at`` has come (index ``endpoints_due``), and for each walks its own due rows
+(``deliveries_endpoint_due``) after counting its leased rows (``deliveries_leased``, at most
+the in-flight limit of entries). ``deliveries_due`` served the old global scan only.
+
+Revision ID: 0004
+Revises: 0003
+"""
+
+from alembic import op
+
+revision = "0004"
+down_revision = "0003"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.execute("ALTER TABLE webhooks.endpoints ADD COLUMN next_due_at TIMESTAMPTZ")
+    op.execute("CREATE INDEX endpoints_due ON webhooks.endpoints (next_due_at) WHERE enabled")
+    op.execute(
+        "CREATE INDEX deliveries_endpoint_due ON webhooks.deliveries (webhook_id, next_attempt_at)"
+        " WHERE status = 'pending'"
+    )
+    op.execute(
+        "CREATE INDEX deliveries_leased ON webhooks.deliveries (webhook_id)"
+        " WHERE status = 'pending' AND lease_until IS NOT NULL"
+    )
+    op.execute("DROP INDEX webhooks.deliveries_due")
+    # Whatever is pending now is looked at by the first claim.
+    op.execute(
+        "UPDATE webhooks.endpoints e SET next_due_at = now() WHERE EXISTS"
+        " (SELECT 1 FROM webhooks.deliveries d WHERE d.webhook_id = e.id AND d.status = 'pending')"
+    )
+
+
+def downgrade() -> None:
+    op.execute(
+        "CREATE INDEX deliveries_due ON webhooks.deliveries (next_attempt_at) WHERE status = 'pending'"
+    )
+    op.execute(
+        "DROP INDEX webhooks.deliveries_leased, webhooks.deliveries_endpoint_due, webhooks.endpoints_due"
+    )
+    op.execute("ALTER TABLE webhooks.endpoints DROP COLUMN next_due_at")

@@ -1,0 +1,341 @@
+"""All webhooks SQL lives in this package, built from the tables in ``webhooks.models``.
+Functions take the session; the boundary commits. Reads of endpoints and deliveries return
+the models; the hot path (fan-out here, claiming and recording outcomes in ``queue``) uses
+set-based Core statements over ``unnest`` arrays, one round trip per batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ARRAY, Integer, LargeBinary, and_, bindparam, exists, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from webhooks.models import (
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+    attempts,
+    deliveries,
+    endpoints,
+    events,
+)
+from webhooks.repository.queue import *  # noqa: F403 - the queue half: one namespace for callers
+from webhooks.repository.sql import FRESH, NEW_DELIVERY_ID, seconds, texts
+
+# ---- endpoints ----
+
+
+async def insert_endpoint(
+    session: AsyncSession, *, webhook_id: str, tenant_id: str, mode: str, url: str, secret_enc: bytes
+) -> WebhookEndpoint | None:
+    stmt = (
+        insert(WebhookEndpoint)
+        .values(id=webhook_id, tenant_id=tenant_id, mode=mode, url=url, secret_enc=secret_enc)
+        .on_conflict_do_nothing(index_elements=["id"])
+        .returning(WebhookEndpoint)
+    )
+    return (await session.scalars(stmt, execution_options=FRESH)).first()
+
+
+async def get_endpoint(
+    session: AsyncSession,
+    webhook_id: str,
+    tenant_id: str | None = None,
+    mode: str | None = None,
+    *,
+    lock: bool = False,
+) -> WebhookEndpoint | None:
+    stmt = select(WebhookEndpoint).where(endpoints.c.id == webhook_id)
+    if tenant_id is not None:
+        stmt = stmt.where(endpoints.c.tenant_id == tenant_id, endpoints.c.mode == mode)
+    if lock:
+        stmt = stmt.with_for_update()
+    return (await session.scalars(stmt, execution_options=FRESH)).first()
+
+
+async def list_endpoints(
+    session: AsyncSession, tenant_id: str, mode: str, limit: int, starting_after: str | None
+) -> Sequence[WebhookEndpoint]:
+    stmt = select(WebhookEndpoint).where(endpoints.c.tenant_id == tenant_id, endpoints.c.mode == mode)
+    if starting_after is not None:
+        stmt = stmt.where(endpoints.c.id < starting_after)
+    stmt = stmt.order_by(endpoints.c.id.desc()).limit(limit)
+    return (await session.scalars(stmt, execution_options=FRESH)).all()
+
+
+async def _update_endpoint(session: AsyncSession, webhook_id: str, **values: Any) -> WebhookEndpoint | None:
+    stmt = (
+        update(WebhookEndpoint)
+        .where(endpoints.c.id == webhook_id)
+        .values(**values)
+        .returning(WebhookEndpoint)
+        .execution_options(synchronize_session=False)
+    )
+    return (await session.scalars(stmt, execution_options=FRESH)).first()
+
+
+async def rotate_secret(
+    session: AsyncSession, webhook_id: str, secret_enc: bytes, previous_enc: bytes, grace_s: float
+) -> WebhookEndpoint | None:
+    return await _update_endpoint(
+        session,
+        webhook_id,
+        secret_enc=secret_enc,
+        previous_secret_enc=previous_enc,
+        previous_expires_at=func.now() + seconds(grace_s),
+    )
+
+
+async def enable_endpoint(session: AsyncSession, webhook_id: str) -> WebhookEndpoint | None:
+    """Enabled again, healthy, and looked at by the next claim."""
+    return await _update_endpoint(
+        session,
+        webhook_id,
+        enabled=True,
+        disabled_reason=None,
+        disabled_at=None,
+        failing_since=None,
+        next_due_at=func.now(),
+    )
+
+
+async def tenant_verified(session: AsyncSession, tenant_id: str) -> bool:
+    stmt = select(exists().where(endpoints.c.tenant_id == tenant_id, endpoints.c.verified_at.is_not(None)))
+    return bool((await session.execute(stmt)).scalar())
+
+
+async def wake_endpoints(session: AsyncSession, webhook_ids: Sequence[str]) -> None:
+    """``next_due_at = now()`` where it is later or unset: the next claim looks at them.
+
+    Rows are locked in id order, so two batches waking overlapping endpoints never deadlock.
+    """
+    if not webhook_ids:
+        return
+    ids = sorted(set(webhook_ids))
+    locked = (
+        select(endpoints.c.id)
+        .where(
+            endpoints.c.id == func.any(texts("ids")),
+            or_(endpoints.c.next_due_at.is_(None), endpoints.c.next_due_at > func.now()),
+        )
+        .order_by(endpoints.c.id)
+        .with_for_update(key_share=True)
+    )
+    stmt = (
+        update(endpoints).where(endpoints.c.id.in_(locked.scalar_subquery())).values(next_due_at=func.now())
+    )
+    await session.execute(stmt, {"ids": ids})
+
+
+# ---- events and fan-out ----
+
+
+async def fan_out(session: AsyncSession, rows: list[dict[str, Any]], max_attempts: int) -> list[str]:
+    """Store new events and one delivery per enabled endpoint of their tenant and mode.
+
+    An event id already stored creates nothing (a redelivered event); (event_id, webhook_id)
+    is unique as a second line of defence. Returns the new delivery ids.
+    """
+    if not rows:
+        return []
+    given = (
+        func.unnest(
+            texts("ids"),
+            texts("tenants"),
+            texts("modes"),
+            texts("types"),
+            bindparam("bodies", type_=ARRAY(LargeBinary)),
+        )
+        .table_valued("event_id", "tenant_id", "mode", "type", "body")
+        .render_derived(name="given")
+    )
+    cols = ["event_id", "tenant_id", "mode", "type", "body"]
+    stored = (
+        insert(events)
+        .from_select(cols, select(*(given.c[c] for c in cols)))
+        .on_conflict_do_nothing(index_elements=["event_id"])
+        .returning(events.c.event_id, events.c.tenant_id, events.c.mode, events.c.type)
+        .cte("stored")
+    )
+    targets = select(
+        NEW_DELIVERY_ID,
+        stored.c.event_id,
+        endpoints.c.id,
+        stored.c.tenant_id,
+        stored.c.mode,
+        stored.c.type,
+        bindparam("max", type_=Integer),
+    ).join_from(
+        stored,
+        endpoints,
+        and_(
+            endpoints.c.tenant_id == stored.c.tenant_id,
+            endpoints.c.mode == stored.c.mode,
+            endpoints.c.enabled,
+        ),
+    )
+    stmt = (
+        insert(deliveries)
+        .from_select(
+            ["id", "event_id", "webhook_id", "tenant_id", "mode", "event_type", "max_attempts"], targets
+        )
+        .on_conflict_do_nothing(index_elements=["event_id", "webhook_id"])
+        .returning(deliveries.c.id, deliveries.c.webhook_id)
+    )
+    made = (
+        await session.execute(
+            stmt,
+            {
+                "ids": [e["event_id"] for e in rows],
+                "tenants": [e["tenant_id"] for e in rows],
+                "modes": [e["mode"] for e in rows],
+                "types": [e["type"] for e in rows],
+                "bodies": [e["body"] for e in rows],
+                "max": max_attempts,
+            },
+        )
+    ).all()
+    await wake_endpoints(session, [r.webhook_id for r in made])
+    return [r.id for r in made]
+
+
+# ---- operator views and actions ----
+
+
+async def list_deliveries(
+    session: AsyncSession,
+    *,
+    tenant_id: str | None,
+    webhook_id: str | None,
+    status: str | None,
+    limit: int,
+    starting_after: str | None,
+) -> Sequence[WebhookDelivery]:
+    c = deliveries.c
+    stmt = select(WebhookDelivery)
+    if tenant_id is not None:
+        stmt = stmt.where(c.tenant_id == tenant_id)
+    if webhook_id is not None:
+        stmt = stmt.where(c.webhook_id == webhook_id)
+    if status is not None:
+        stmt = stmt.where(c.status == status)
+    if starting_after is not None:
+        stmt = stmt.where(c.id < starting_after)
+    stmt = stmt.order_by(c.id.desc()).limit(limit)
+    return (await session.scalars(stmt, execution_options=FRESH)).all()
+
+
+async def get_delivery(
+    session: AsyncSession, delivery_id: str, *, lock: bool = False
+) -> WebhookDelivery | None:
+    stmt = select(WebhookDelivery).where(deliveries.c.id == delivery_id)
+    if lock:
+        stmt = stmt.with_for_update()
+    return (await session.scalars(stmt, execution_options=FRESH)).first()
+
+
+_REPLAY = {
+    "status": "pending",
+    "next_attempt_at": func.now(),
+    "lease_until": None,
+    "max_attempts": deliveries.c.attempts + 1,
+    "updated_at": func.now(),
+}
+
+
+async def replay_delivery(session: AsyncSession, delivery_id: str) -> WebhookDelivery | None:
+    """A dead delivery gets one more attempt, due now."""
+    stmt = (
+        update(WebhookDelivery)
+        .where(deliveries.c.id == delivery_id, deliveries.c.status == "dead")
+        .values(**_REPLAY)
+        .returning(WebhookDelivery)
+        .execution_options(synchronize_session=False)
+    )
+    row = (await session.scalars(stmt, execution_options=FRESH)).first()
+    if row is not None:
+        await wake_endpoints(session, [row.webhook_id])
+    return row
+
+
+async def replay_dead(session: AsyncSession, webhook_id: str, since: datetime | None) -> int:
+    """Every dead delivery of the endpoint (created at or after ``since``) gets one more
+    attempt, due now; returns how many. Running it again replays only what died since."""
+    stmt = update(deliveries).where(deliveries.c.webhook_id == webhook_id, deliveries.c.status == "dead")
+    if since is not None:
+        stmt = stmt.where(deliveries.c.created_at >= since)
+    count = len((await session.execute(stmt.values(**_REPLAY).returning(deliveries.c.id))).all())
+    if count:
+        await wake_endpoints(session, [webhook_id])
+    return count
+
+
+async def attempts_of(session: AsyncSession, delivery_id: str) -> Sequence[WebhookAttempt]:
+    stmt = select(WebhookAttempt).where(attempts.c.delivery_id == delivery_id).order_by(attempts.c.attempt)
+    return (await session.scalars(stmt, execution_options=FRESH)).all()
+
+
+# ---- retention ----
+
+
+async def prune(session: AsyncSession, older_than_s: float, limit: int) -> tuple[int, int]:
+    """Delete finished deliveries (with their attempts) and then events without deliveries,
+    older than ``older_than_s``, at most ``limit`` of each; (deliveries, events) deleted.
+    Pending deliveries and their events are never touched."""
+    cutoff = func.now() - seconds(older_than_s)
+    old = (
+        select(deliveries.c.id)
+        .where(deliveries.c.status != "pending", deliveries.c.updated_at < cutoff)
+        .order_by(deliveries.c.updated_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+        .cte("old")
+    )
+    gone_attempts = attempts.delete().where(attempts.c.delivery_id.in_(select(old.c.id))).cte("gone_attempts")
+    stmt = (
+        deliveries.delete()
+        .where(deliveries.c.id.in_(select(old.c.id)))
+        .returning(deliveries.c.id)
+        .add_cte(gone_attempts)
+    )
+    n_deliveries = len((await session.execute(stmt)).all())
+    orphans = (
+        select(events.c.event_id)
+        .where(
+            events.c.received_at < cutoff,
+            ~exists().where(deliveries.c.event_id == events.c.event_id),
+        )
+        .order_by(events.c.received_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    stmt2 = (
+        events.delete().where(events.c.event_id.in_(orphans.scalar_subquery())).returning(events.c.event_id)
+    )
+    n_events = len((await session.execute(stmt2)).all())
+    return n_deliveries, n_events
+
+
+# ---- metrics ----
+
+
+async def delivery_counts(session: AsyncSession) -> Sequence[Any]:
+    """Per endpoint: pending, leased (in flight) and dead deliveries (rows: webhook_id,
+    pending, leased, dead). Reads the pending and dead rows only."""
+    d = deliveries.c
+    pending = d.status == "pending"
+    stmt = (
+        select(
+            d.webhook_id,
+            func.count().filter(pending).label("pending"),
+            func.count().filter(pending, d.lease_until >= func.now()).label("leased"),
+            func.count().filter(d.status == "dead").label("dead"),
+        )
+        .where(d.status.in_(("pending", "dead")))
+        .group_by(d.webhook_id)
+    )
+    return (await session.execute(stmt)).all()

@@ -184,6 +184,7 @@ class Tap:
     def find(self, request_id: str, timeout: float = 10.0) -> list[Command]:
         """Every command on the topic whose ctx.request_id is ``request_id``."""
         from common.contracts import ComplianceCommand, LedgerCommand, WebhooksCommand
+        from common.contracts.commands import ReleaseAllowance
 
         union = ComplianceCommand | LedgerCommand | WebhooksCommand
 
@@ -202,7 +203,11 @@ class Tap:
                     return
 
         self.loop.run_until_complete(run())
-        return [c for c in self.seen if c.ctx.request_id == request_id]
+        # A ledger that refuses a transfer gives its cap allowance back with a command of its
+        # own (ReleaseAllowance) carrying the same request id: not what the gateway published.
+        return [
+            c for c in self.seen if c.ctx.request_id == request_id and not isinstance(c, ReleaseAllowance)
+        ]
 
     def close(self) -> None:
         assert self.consumer is not None

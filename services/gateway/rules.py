@@ -10,6 +10,7 @@ from decimal import Decimal, InvalidOperation
 from common.checksums import aba_valid, iban_valid
 from common.contracts.commands import BankAccount, Party, VADestination
 from common.errors import invalid
+from common.offerings import OFFERED_PAIRS, PEGS
 from gateway.schemas import (
     FIAT_RAILS,
     FIATS,
@@ -21,15 +22,7 @@ from gateway.schemas import (
 
 MAX_AMOUNT = Decimal("1e12")
 
-OFFERED_CHAINS: dict[str, frozenset[str]] = {
-    "USDC": frozenset({"ETH", "SOL", "BASE", "POLYGON", "OPTIMISM", "ARBITRUM"}),
-    "USDT": frozenset({"ETH", "TRON", "SOL", "BSC", "POLYGON", "ARBITRUM"}),
-    "PYUSD": frozenset({"ETH", "SOL", "ARBITRUM"}),
-    "USDB": frozenset({"ETH", "SOL", "BASE"}),
-    "EURC": frozenset({"ETH", "SOL", "BASE"}),
-}
 RAIL_CURRENCY = {"ach": "USD", "wire": "USD", "sepa": "EUR", "faster_payments": "GBP"}
-PEGGED = {"USD": frozenset({"USDC", "USDT", "PYUSD", "USDB"}), "EUR": frozenset({"EURC"}), "GBP": frozenset()}
 TRANSFER_CURRENCIES = frozenset({"USDC", "USDT"})
 
 
@@ -55,7 +48,7 @@ def check_amount(field: str, value: str, currency: str) -> str:
 
 
 def check_pair(field: str, symbol: str, chain: str) -> None:
-    if chain not in OFFERED_CHAINS.get(symbol, frozenset()):
+    if chain not in OFFERED_PAIRS.get(symbol, frozenset()):
         raise invalid(field, f"{symbol} is not offered on {chain}")
 
 
@@ -72,11 +65,11 @@ def va_destination(d: VADestinationIn, fiat: str) -> VADestination:
     if d.address is None and d.provider_wallet_id is None:
         raise invalid("destination.provider_wallet_id", "destination needs provider_wallet_id or address")
     symbol = d.currency.upper()
-    if symbol not in PEGGED[fiat]:
+    if symbol not in PEGS[fiat]:
         raise invalid(
             "destination.currency",
             f"{fiat} deposits cannot be routed to {symbol}; pegged: "
-            + (", ".join(sorted(PEGGED[fiat])) or "none"),
+            + (", ".join(sorted(PEGS[fiat])) or "none"),
         )
     return VADestination(
         rail=rail, currency=symbol, address=d.address, provider_wallet_id=d.provider_wallet_id

@@ -29,6 +29,7 @@ from common.errors import ErrorCode, ServiceError, invalid, not_found
 from common.paging import page
 from common.results import error_result, ok_result
 from common.times import iso
+from compliance import allowance
 from compliance import repository as repo
 from compliance.rules import PAYMENT_RAILS, parse_amount
 from compliance.snapshot import Snapshot
@@ -194,10 +195,10 @@ async def policy_status(session: AsyncSession, snap: Snapshot, cmd: GetPolicySta
 
 
 async def release_allowance(session: AsyncSession, snap: Snapshot, cmd: ReleaseAllowance) -> dict[str, Any]:
-    released = await repo.release_hold(session, cmd.transfer_id, cmd.ctx.tenant_id)
-    if released is not None:
+    released = await allowance.release(session, [(cmd.transfer_id, cmd.ctx.tenant_id)])
+    if released:
         log.info("gave back %s of daily cap for refused transfer %s", released, cmd.transfer_id)
-    return {"transfer_id": cmd.transfer_id, "released": released is not None}
+    return {"transfer_id": cmd.transfer_id, "released": bool(released)}
 
 
 HANDLERS: dict[type, Any] = {

@@ -356,25 +356,3 @@ async def mark_released(session: AsyncSession, holds: list[tuple[str, str]]) -> 
         .returning(h.transfer_id, h.tenant_id, h.mode, h.currency, h.day, h.amount)
     )
     return list((await session.execute(stmt)).all())
-
-
-async def release_hold(session: AsyncSession, transfer_id: str, tenant_id: str) -> Decimal | None:
-    """Give a failed transfer's amount back to its day, once; None if nothing to release."""
-    h = cap_holds.c
-    row = (
-        await session.execute(
-            update(cap_holds)
-            .where(h.transfer_id == transfer_id, h.tenant_id == tenant_id, h.released_at.is_(None))
-            .values(released_at=func.now())
-            .returning(h.tenant_id, h.mode, h.currency, h.day, h.amount)
-        )
-    ).first()
-    if row is None:
-        return None
-    u = cap_usage.c
-    await session.execute(
-        update(cap_usage)
-        .where(u.tenant_id == row.tenant_id, u.mode == row.mode, u.currency == row.currency, u.day == row.day)
-        .values(used=func.greatest(u.used - row.amount, 0))
-    )
-    return Decimal(row.amount)

@@ -9,6 +9,7 @@ Each session gets a fresh database and a fresh broker; each test makes its own t
 from __future__ import annotations
 
 import os
+import secrets
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
+from common.keyring import new_key_setting
+from common.settings import Settings
 from devstack.stores import Stores, drop_database, free_port
 from devstack.suite import Proc, Suite, migrate
 
@@ -43,6 +46,10 @@ class Stack:
     def admin(self) -> str:
         return self.procs["admin"].url
 
+    def settings(self) -> Settings:
+        """The settings the services run with (for tests that sign or seal as they do)."""
+        return Settings(**{k[len("SLUICE_") :].lower(): v for k, v in self.env.items()})
+
     def admin_call(self, action: str, token: str = ADMIN_TOKEN, **fields: Any) -> httpx.Response:
         return httpx.post(
             self.admin + "/",
@@ -52,9 +59,17 @@ class Stack:
         )
 
 
+def _secret(name: str, generate: str) -> str:
+    """A secret from the caller's environment, else a fresh random one for this session."""
+    return os.environ.get(name) or generate
+
+
 def _base_env(stores: Stores) -> dict[str, str]:
     return {
-        "SLUICE_ENVIRONMENT": "test",
+        "SLUICE_ENV": "development",
+        "SLUICE_JWT_SECRET": _secret("SLUICE_JWT_SECRET", secrets.token_urlsafe(32)),
+        "SLUICE_ONBOARDING_SECRET": _secret("SLUICE_ONBOARDING_SECRET", secrets.token_urlsafe(32)),
+        "SLUICE_ENCRYPTION_KEYS": _secret("SLUICE_ENCRYPTION_KEYS", new_key_setting("t1")),
         "SLUICE_DATABASE_URL": stores.database_url,
         "SLUICE_REDIS_URL": stores.redis_url,
         "SLUICE_KAFKA_BOOTSTRAP": stores.kafka_bootstrap,

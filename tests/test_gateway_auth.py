@@ -88,7 +88,7 @@ def test_bad_jwts_are_401(stack: Stack, tenant: Tenant) -> None:
             "exp": int(time.time()) - 60,
             "jti": "x",
         },
-        s.derived_secret("jwt"),
+        s.jwt_key,
         algorithm="HS256",
     )
     none_alg = jwt.encode(
@@ -111,7 +111,7 @@ def test_bad_jwts_are_401(stack: Stack, tenant: Tenant) -> None:
             "scopes": [],
             "exp": int(time.time()) + 60,
         },
-        s.derived_secret("jwt"),
+        s.jwt_key,
         algorithm="HS256",
     )
     bad = [

@@ -248,11 +248,11 @@ def test_tampered_expired_and_foreign_tokens_are_410(stack: Stack) -> None:
     token = urlsplit(url).path.rsplit("/", 1)[1]
     head, payload, sig = token.split(".")
     forged = f"{head}.{payload}.{sig[:-2]}{'AA' if sig[-2:] != 'AA' else 'BB'}"
-    settings = Settings(admin_token=stack.env["SLUICE_ADMIN_TOKEN"])
+    settings = stack.settings()
     expired = sign(settings, link["authorization_id"], datetime.now(UTC) - timedelta(seconds=5))
     unknown = sign(settings, "onb_unknown", datetime.now(UTC) + timedelta(minutes=5))
     other_key = sign(
-        Settings(admin_token="someone-else"),
+        Settings(onboarding_secret="someone-else-" * 4),
         link["authorization_id"],
         datetime.now(UTC) + timedelta(minutes=5),
     )

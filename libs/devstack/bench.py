@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import httpx
 
+from common.keyring import new_key_setting
 from devstack.stores import Stores, free_port
 from devstack.suite import ROOT, Suite, migrate, python_env
 
@@ -185,6 +187,10 @@ def main() -> int:
             "SLUICE_REDIS_URL": stores.redis_url,
             "SLUICE_KAFKA_BOOTSTRAP": stores.kafka_bootstrap,
             "SLUICE_ADMIN_TOKEN": token,
+            "SLUICE_ENV": "development",
+            "SLUICE_JWT_SECRET": secrets.token_urlsafe(32),
+            "SLUICE_ONBOARDING_SECRET": secrets.token_urlsafe(32),
+            "SLUICE_ENCRYPTION_KEYS": new_key_setting("bench1"),
             "SLUICE_LOG_LEVEL": "WARNING",
         }
         migrate(env)

@@ -87,7 +87,7 @@ async def issue_access_token(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
     if p.mode == "production" and not tenant.live_enabled:
         raise _not_live()
     token, exp = sign_access_token(
-        ctx.settings.derived_secret("jwt"), ctx.settings.jwt_issuer, tid, p.mode, scopes, p.ttl_seconds
+        ctx.settings.jwt_key, ctx.settings.jwt_issuer, tid, p.mode, scopes, p.ttl_seconds
     )
     expires_at = datetime.fromtimestamp(exp, UTC).isoformat().replace("+00:00", "Z")
     ctx.details["expires_at"] = expires_at

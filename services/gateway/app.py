@@ -102,12 +102,12 @@ def create_app(settings: Settings) -> Litestar:
         broker = create_broker(settings, "gateway")
         await ensure_topics(settings, service_topics(settings))
         await broker.start()
-        auth = Authenticator(redis, sessionmaker(engine), settings.derived_secret("jwt"), settings.jwt_issuer)
+        auth = Authenticator(redis, sessionmaker(engine), settings.jwt_key, settings.jwt_issuer)
         idem = IdempotencyStore(
             redis,
             settings.idempotency_ttl_s,
             settings.gateway_timeout_s,
-            settings.derived_secret("idempotency"),
+            settings.key_ring,
         )
         pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, None)  # type: ignore[arg-type]
         rpc = RpcClient(broker, settings, "gateway", on_results=pipeline.on_results)

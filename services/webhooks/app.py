@@ -33,7 +33,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
     engine = create_engine(settings.database_url, settings.db_pool_size)
     sm = sessionmaker(engine)
     policy = Policy.from_settings(settings)
-    box = SecretBox(settings.derived_secret("webhook"))
+    box = SecretBox(settings.key_ring)
     sender = Sender(policy)
     worker = DeliveryWorker(sm, sender, box, instance_id(settings, "webhooks"), settings.webhooks_poll_s)
     pruner = Pruner(sm, settings.webhooks_retention_s, settings.webhooks_prune_interval_s)

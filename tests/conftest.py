@@ -81,7 +81,8 @@ def _base_env(stores: Stores) -> dict[str, str]:
         "SLUICE_SANDBOX_SETTLE_S": "1",
         "SLUICE_GATEWAY_TIMEOUT_S": "10",
         "SLUICE_DB_POOL_SIZE": "5",
-        # Every test comes from 127.0.0.1; the per-IP limit test uses its own X-Forwarded-For.
+        # Every test comes from 127.0.0.1; the per-IP limit test sends its own X-Forwarded-For
+        # to the proxied gateway (the only one that trusts loopback as a proxy).
         "SLUICE_ONBOARDING_RATE_LIMIT_PER_MINUTE": "200",
     }
 
@@ -109,6 +110,20 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         except Exception:  # noqa: BLE001 - the store may be embedded and already gone
             pass
         stores.stop()
+
+
+LOOPBACK_PROXY = "127.0.0.1/32,::1/128"
+
+
+@pytest.fixture(scope="session")
+def proxied_gateway(stack: Stack) -> Proc:
+    """A third gateway that trusts loopback as a proxy (SLUICE_TRUSTED_PROXIES), so a test can
+    play the proxy; the stack's two gateways trust none, as production does by default."""
+    proc = stack.suite.start(
+        "gateway", free_port(), extra={"SLUICE_TRUSTED_PROXIES": LOOPBACK_PROXY}, instance="gateway-proxied"
+    )
+    stack.suite.wait_ready([proc], timeout=120)
+    return proc
 
 
 @dataclass

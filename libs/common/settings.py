@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from common.clientaddr import Network, parse_networks
 from common.keyring import KeyRing, KeyRingError, new_key_setting
 
 # The secrets every service must be given explicitly in production (contract section 12.3).
@@ -121,6 +122,10 @@ class Settings(BaseSettings):
                 weak.append(f"SLUICE_ENCRYPTION_KEYS ({exc})")
         return weak
 
+    @cached_property
+    def trusted_networks(self) -> tuple[Network, ...]:
+        return parse_networks(self.trusted_proxies)
+
     @property
     def jwt_key(self) -> bytes:
         return self.jwt_secret.get_secret_value().encode()
@@ -167,6 +172,10 @@ def load_settings() -> Settings:
         )
     if missing:
         _development_fill(settings, missing)
+    try:
+        settings.trusted_networks  # noqa: B018 - parse now: a bad CIDR stops the start
+    except ValueError as exc:
+        raise SystemExit(f"sluice: {exc}") from None
     weak = settings.weak_secrets()
     if weak:
         raise SystemExit("sluice: unusable secret settings: " + "; ".join(weak))

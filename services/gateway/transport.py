@@ -15,6 +15,7 @@ import msgspec
 from litestar import Request, Response
 from litestar.datastructures import State
 
+from common.clientaddr import client_address
 from common.errors import ErrorCode, ServiceError
 from common.http import request_id_of
 from gateway.pipeline import Answer, Endpoint, Pipeline, error_body
@@ -47,6 +48,12 @@ class Router:
                 ErrorCode.INVALID_REQUEST, f"method {method} not allowed for {path}", status=405
             )
         return None
+
+
+def client_ip(request: Request[Any, Any, State]) -> str | None:
+    """The client address: the TCP peer, or what a trusted proxy forwarded (common.clientaddr)."""
+    peer = request.client.host if request.client else None
+    return client_address(peer, request.headers.get, request.app.state.settings.trusted_networks)
 
 
 def _headers(request: Request[Any, Any, Any]) -> dict[str, str]:
@@ -114,7 +121,7 @@ async def dispatch(
         params=params,
         query=query,
         request_id=request_id_of(request),
-        client_ip=request.client.host if request.client else None,
+        client_ip=client_ip(request),
     )
     return to_response(answer)
 

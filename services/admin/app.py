@@ -23,7 +23,10 @@ from redis.asyncio import Redis
 from admin import actions, operators
 from admin import repository as repo
 from admin.context import ActionContext
+from common.auth import evict
+from common.authfail import FailureLimiter
 from common.broker import create_broker, ensure_topics, service_topics
+from common.clientaddr import client_address
 from common.db import create_engine, ping, sessionmaker, transaction
 from common.errors import ErrorCode, ServiceError
 from common.health import broker_check, run_checks
@@ -49,7 +52,7 @@ def _requested_action(raw: bytes) -> str:
 async def _after_commit(state: State, ctx: ActionContext, msgs: list[OutMessage]) -> None:
     if ctx.stale_cache:
         try:
-            await state.redis.delete(*ctx.stale_cache)
+            await evict(state.redis, ctx.stale_cache)
         except Exception:
             log.exception("could not drop %d cache entries", len(ctx.stale_cache))
     await state.outbox.dispatch(state.sm, msgs)
@@ -85,7 +88,14 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
     raw = await request.body()
     actor, action, ctx = "unauthenticated", _requested_action(raw), None
     try:
-        actor = operators.authenticate(state.operators, request.headers.get("authorization"))
+        address = client_address(
+            request.client.host if request.client else None,
+            request.headers.get,
+            state.settings.trusted_networks,
+        )
+        actor = await operators.authenticate_limited(
+            state.failures, address, state.operators, request.headers.get("authorization")
+        )
         action = actions.action_of(raw)
         async with state.sm() as session:
             async with session.begin():
@@ -103,6 +113,8 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
                 msgs = await state.outbox.write(session)
             await _after_commit(state, ctx, msgs)
     except ServiceError as err:
+        if err.details.get("reason") == "authentication_failures":
+            raise  # a login flood is answered from Redis alone: no audit row per attempt
         details = {k: v for k, v in err.details.items() if k != "request_id"}
         await _audit_refusal(
             state,
@@ -163,6 +175,7 @@ def create_app(settings: Settings) -> Litestar:
             rpc=rpc,
             outbox=outbox,
             operators=operators.parse_operators(settings.admin_tokens),
+            failures=FailureLimiter(redis, "admin", settings.auth_failure_limit_per_minute),
         )
         try:
             yield

@@ -84,6 +84,9 @@ def _base_env(stores: Stores) -> dict[str, str]:
         # Every test comes from 127.0.0.1; the per-IP limit test sends its own X-Forwarded-For
         # to the proxied gateway (the only one that trusts loopback as a proxy).
         "SLUICE_ONBOARDING_RATE_LIMIT_PER_MINUTE": "200",
+        # Every test fails authentications from 127.0.0.1 on purpose; the flood tests use the
+        # proxied gateway (its own, low limit) with addresses of their own.
+        "SLUICE_AUTH_FAILURE_LIMIT_PER_MINUTE": "100000",
     }
 
 
@@ -120,9 +123,12 @@ def proxied_gateway(stack: Stack) -> Proc:
     """A third gateway that trusts loopback as a proxy (SLUICE_TRUSTED_PROXIES), so a test can
     play the proxy; the stack's two gateways trust none, as production does by default."""
     proc = stack.suite.start(
-        "gateway", free_port(), extra={"SLUICE_TRUSTED_PROXIES": LOOPBACK_PROXY}, instance="gateway-proxied"
+        "gateway",
+        free_port(),
+        extra={"SLUICE_TRUSTED_PROXIES": LOOPBACK_PROXY, "SLUICE_AUTH_FAILURE_LIMIT_PER_MINUTE": "50"},
+        instance="gateway-proxied",
     )
-    stack.suite.wait_ready([proc], timeout=120)
+    stack.suite.wait_ready([proc], timeout=float(os.environ.get("SLUICE_TEST_READY_S", "300")))
     return proc
 
 

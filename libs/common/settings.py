@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     idempotency_ttl_s: int = 86400
     default_rate_limit_per_minute: int = 600
     onboarding_rate_limit_per_minute: int = 60  # per client IP on the public signup pages
+    # Failed authentications (unknown keys, bad tokens, wrong operator tokens) per client
+    # address and minute before it is answered 429 without any lookup (common.authfail).
+    auth_failure_limit_per_minute: int = 30
     max_body_bytes: int = 65536
 
     jwt_secret: SecretStr = SecretStr("")

@@ -13,6 +13,7 @@ from litestar.enums import HttpMethod
 from litestar.handlers import HTTPRouteHandler
 from redis.asyncio import Redis
 
+from common.authfail import FailureLimiter
 from common.broker import create_broker, ensure_topics, service_topics
 from common.db import create_engine, ping, sessionmaker
 from common.health import broker_check, run_checks
@@ -102,7 +103,8 @@ def create_app(settings: Settings) -> Litestar:
         broker = create_broker(settings, "gateway")
         await ensure_topics(settings, service_topics(settings))
         await broker.start()
-        auth = Authenticator(redis, sessionmaker(engine), settings.jwt_key, settings.jwt_issuer)
+        failures = FailureLimiter(redis, "gateway", settings.auth_failure_limit_per_minute)
+        auth = Authenticator(redis, sessionmaker(engine), settings.jwt_key, settings.jwt_issuer, failures)
         idem = IdempotencyStore(
             redis,
             settings.idempotency_ttl_s,

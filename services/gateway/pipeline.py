@@ -165,7 +165,7 @@ class Pipeline:
     ) -> Answer:
         window: Window | None = None
         try:
-            principal = await self.auth.authenticate(headers.get("authorization"))
+            principal = await self.auth.authenticate(headers.get("authorization"), client_ip)
             try:
                 require_mode(principal, headers.get("x-service-mode"))
                 require_scope(principal, ep.scope)

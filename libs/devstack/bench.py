@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import subprocess
+import subprocess  # devstack starts local processes  # nosec B404
 import sys
 import tempfile
 import time
@@ -61,7 +61,7 @@ def load(
         cmd += ["--header", h]
     if unique:
         cmd.append("--unique")
-    out = subprocess.run(cmd, env=python_env({}), capture_output=True, text=True, check=True, cwd=ROOT)
+    out = subprocess.run(cmd, env=python_env({}), capture_output=True, text=True, check=True, cwd=ROOT)  # nosec B603
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
@@ -131,7 +131,7 @@ def settle(url: str, headers: list[str], timeout: float = 90.0) -> None:
 
 def baseline(kind: str, dsn: str) -> dict[str, float]:
     port = free_port()
-    p = subprocess.Popen(
+    p = subprocess.Popen(  # bench load process, argv list, no shell  # nosec B603
         [sys.executable, "-m", "devstack.baselines", kind, str(port)],
         env=python_env({"BENCH_DSN": dsn}),
         cwd=ROOT,

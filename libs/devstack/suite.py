@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
+import subprocess  # devstack starts local processes  # nosec B404
 import sys
 import time
 from dataclasses import dataclass, field
@@ -51,7 +51,7 @@ def migrate(env: dict[str, str]) -> None:
     for svc in MIGRATED:
         if not (ROOT / "services" / svc / "migrations" / "versions").is_dir():
             continue
-        subprocess.run(
+        subprocess.run(  # alembic for our schemas, argv list, no shell  # nosec B603
             [
                 sys.executable,
                 "-c",
@@ -96,7 +96,7 @@ class Suite:
         self.logdir.mkdir(parents=True, exist_ok=True)
         log = self.logdir / f"{instance or name}-{port}.log"
         fh = open(log, "ab")  # noqa: SIM115
-        p = subprocess.Popen(
+        p = subprocess.Popen(  # our own service, argv list, no shell  # nosec B603
             [sys.executable, "-m", name],
             env=env,
             cwd=ROOT,

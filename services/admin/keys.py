@@ -93,7 +93,7 @@ async def issue_access_token(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
     ctx.details["expires_at"] = expires_at
     return {
         "access_token": token,
-        "token_type": "Bearer",
+        "token_type": "Bearer",  # the token type  # nosec B105
         "expires_at": expires_at,
         "tenant_id": tid,
         "mode": p.mode,

@@ -21,7 +21,7 @@ import os
 
 from common.keyring import KeyRing, KeyRingError
 
-SECRET_PREFIX = "whsec_"
+SECRET_PREFIX = "whsec_"  # a prefix  # nosec B105
 
 
 def new_secret() -> str:

@@ -136,23 +136,24 @@ def test_a_flood_of_random_keys_is_cut_off_per_address_before_postgresql(
     stack: Stack, proxied_gateway: Proc
 ) -> None:
     """The proxied gateway allows 50 failures per address and minute (conftest)."""
-    if time.localtime().tm_sec > 45:  # keep the flood inside one window
-        time.sleep(61 - time.localtime().tm_sec)
     good = make_tenant(stack, rate_limit=1_000_000)
     flooder = f"198.51.100.{uuid.uuid4().int % 250 + 1}"
     h = {"Authorization": f"Bearer {good.key}", "X-Forwarded-For": flooder}
     assert httpx.get(proxied_gateway.url + "/v1/health", headers=h, timeout=30).status_code == 200
 
-    statuses, keys = _flood(proxied_gateway.url, 400, flooder)
+    first_window = int(time.time() // 60)
+    statuses, keys = _flood(proxied_gateway.url, 300, flooder)
+    windows = int(time.time() // 60) - first_window + 1  # a slow machine may cross a minute
     assert set(statuses) == {401, 429}
-    assert 50 <= statuses.count(401) <= 60  # the limit, plus the requests already in flight
+    # The limit per window, plus the requests already in flight when it was reached.
+    assert 50 <= statuses.count(401) <= 60 * windows, (statuses.count(401), windows)
     # Each key that reached PostgreSQL left a negative cache entry: count them.
     sync = Redis.from_url(stack.stores.redis_url)
     try:
         reached = sum(1 for k in keys if sync.get(key_cache_name(hash_api_key(k))) == b"-")
     finally:
         sync.close()
-    assert reached <= 60, reached
+    assert reached <= 60 * windows, (reached, windows)
     refused = httpx.get(
         proxied_gateway.url + "/v1/health",
         headers={"Authorization": "Bearer sk_test_nope", "X-Forwarded-For": flooder},

@@ -91,3 +91,32 @@ def new_key_setting(kid: str | None = None) -> str:
     """One fresh ``kid:base64key`` entry (development and tests generate theirs)."""
     kid = kid or "k" + secrets.token_hex(4)
     return f"{kid}:{base64.b64encode(secrets.token_bytes(32)).decode()}"
+
+
+# ---- secrets inside messages (contract 12.3: never in clear on Kafka) ----
+
+SEALED_PREFIX = "sealed:"
+
+
+def seal_text(ring: KeyRing, text: str, context: str) -> str:
+    """A message field holding a secret: ``sealed:<base64>``, bound to ``context`` (the
+    command id, so a sealed value copied into another reply does not open)."""
+    return SEALED_PREFIX + base64.b64encode(ring.seal(text.encode(), context)).decode()
+
+
+def open_sealed_fields(ring: KeyRing, data: object, context: str) -> object:
+    """``data`` with each top-level ``sealed:`` string opened (the receiving side)."""
+    if not isinstance(data, dict) or not any(
+        isinstance(v, str) and v.startswith(SEALED_PREFIX) for v in data.values()
+    ):
+        return data
+    out = {}
+    for k, v in data.items():
+        if isinstance(v, str) and v.startswith(SEALED_PREFIX):
+            v = ring.open(base64.b64decode(v[len(SEALED_PREFIX) :]), context).decode()
+        out[k] = v
+    return out
+
+
+def reply_context(command_id: str) -> str:
+    return "reply:" + command_id

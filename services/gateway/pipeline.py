@@ -22,6 +22,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from common.contracts import Command, Ctx, Result
 from common.contracts.commands import partition_key
 from common.errors import ErrorCode, ServiceError, envelope
+from common.keyring import KeyRing, open_sealed_fields, reply_context
 from common.rpc import RpcClient
 from common.settings import Settings
 from common.topics import Topics
@@ -97,9 +98,15 @@ def error_body(err: ServiceError, request_id: str) -> bytes:
     return _enc.encode(envelope(err.code, err.message, {**err.details, "request_id": request_id}))
 
 
-def result_body(result: Result, request_id: str) -> bytes:
+def result_body(result: Result, request_id: str, ring: KeyRing | None = None) -> bytes:
+    """The partner's answer; secrets sealed for the reply topic are opened here (``ring``)."""
     if result.error is None:
-        return success_body(result.data)
+        data = (
+            result.data
+            if ring is None
+            else open_sealed_fields(ring, result.data, reply_context(result.command_id))
+        )
+        return success_body(data)
     details = {**result.error.details, "request_id": result.request_id or request_id}
     return _enc.encode(envelope(result.error.code, result.error.message, details))
 
@@ -127,6 +134,7 @@ class Pipeline:
         rpc: RpcClient,
     ) -> None:
         self.settings = settings
+        self.ring = settings.key_ring
         self.auth = auth
         self.limiter = limiter
         self.idem = idem
@@ -144,7 +152,7 @@ class Pipeline:
             entry = self.inflight.pop(result.command_id, None)
             if entry is not None:
                 name, fp, _ = entry
-                done.append((name, fp, result.status, result_body(result, result.request_id)))
+                done.append((name, fp, result.status, result_body(result, result.request_id, self.ring)))
         await self.idem.complete_many(done)
         if len(self.inflight) > 10000:
             cutoff = time.monotonic() - 3600
@@ -261,4 +269,4 @@ class Pipeline:
             if key is not None:
                 await self.idem.abandon(name)
             raise
-        return Answer(result.status, result_body(result, request_id))
+        return Answer(result.status, result_body(result, request_id, self.ring))

@@ -27,6 +27,7 @@ from common.contracts.commands import (
 )
 from common.contracts.events import AnyEvent
 from common.errors import ErrorCode, ServiceError, invalid, not_found
+from common.keyring import reply_context, seal_text
 from webhooks import repository as repo
 from webhooks.signing import SecretBox, new_secret
 from webhooks.targets import TargetError, vet
@@ -112,7 +113,12 @@ async def create_webhook(session: AsyncSession, env: Env, cmd: CreateWebhook) ->
     )
     if row is None:
         raise invalid("webhook_id", "a webhook with this id already exists", reason="duplicate_id")
-    return 201, {**endpoint_view(row), "signing_secret": secret}
+    return 201, {**endpoint_view(row), "signing_secret": _for_reply(env, secret, cmd)}
+
+
+def _for_reply(env: Env, secret: str, cmd: Command) -> str:
+    """The new secret, sealed for the reply topic (the gateway opens it for the partner)."""
+    return seal_text(env.box.ring, secret, reply_context(cmd.command_id))
 
 
 async def _owned(session: AsyncSession, cmd: Command, webhook_id: str, lock: bool = False) -> Any:
@@ -141,7 +147,7 @@ async def rotate_secret(session: AsyncSession, env: Env, cmd: RotateWebhookSecre
     )
     return 200, {
         **endpoint_view(row),
-        "signing_secret": secret,
+        "signing_secret": _for_reply(env, secret, cmd),
         "previous_secret_expires_at": iso(row.previous_expires_at),
     }
 

@@ -155,7 +155,7 @@ def test_bombs_on_every_field_of_every_endpoint_in_both_forms(stack: Stack, bt: 
 
 @pytest.mark.integration
 def test_query_numbers_are_bounded(stack: Stack, bt: Tenant) -> None:
-    for q in ("1e-999999", "NaN", "Infinity", "9" * 5000, "1e2"):
+    for q in ("1e-999999", "NaN", "Infinity", "9" * 5000, "-1e999999"):
         r = bt.get(f"/v1/customers?limit={q}")
         assert_error(r, 400, "invalid_request", "limit")
 
@@ -166,7 +166,7 @@ ADMIN_FIELDS = [
     ("list_tenants", {}, "limit"),
     ("list_audit_log", {}, "limit"),
     ("list_deliveries", {}, "limit"),
-    ("set_transfer_cap", {"tenant_id": "x", "currency": "USDC"}, "per_transfer"),
+    ("set_transfer_cap", {"tenant_id": "x", "mode": "sandbox", "daily": "5"}, "per_transfer"),
     ("create_api_key", {"tenant_id": "x", "key_label": "k", "scopes": []}, "anything"),
 ]
 

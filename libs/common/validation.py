@@ -37,7 +37,10 @@ def decode_body(raw: bytes, type_: type[T]) -> T:
     try:
         check_numbers(_numbers.decode(raw))
     except (msgspec.DecodeError, RecursionError):
-        pass  # not JSON, or a number too large to decode: the typed decode below says which
+        # Not JSON, or a number too large to decode (named here, before any other complaint).
+        huge = nonfinite_field(raw)
+        if huge is not None:
+            raise invalid(huge, BAD_NUMBER) from None
     try:
         return msgspec.json.decode(raw, type=type_)
     except msgspec.ValidationError as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -109,6 +110,9 @@ def result_body(result: Result, request_id: str, ring: KeyRing | None = None) ->
         return success_body(data)
     details = {**result.error.details, "request_id": result.request_id or request_id}
     return _enc.encode(envelope(result.error.code, result.error.message, details))
+
+
+_PARAM = re.compile(r"\{(\w+)\}")
 
 
 def _ip_allowed(tenant_meta: dict[str, Any], client_ip: str | None) -> bool:
@@ -243,7 +247,9 @@ class Pipeline:
             return Answer(built.status, success_body(built.data))
         name = fp = ""
         if key is not None:
-            fp = fingerprint(ep.method, ep.path, body)
+            # The concrete path (contract 12.1): one key on two webhooks' rotate-secret must not
+            # replay the first answer for the second.
+            fp = fingerprint(ep.method, _PARAM.sub(lambda m: params.get(m.group(1), ""), ep.path), body)
             name = self.idem.name(principal.tenant.tenant_id, principal.mode, key)
             replay = await self.idem.begin(name, fp)
             if replay is not None:

@@ -25,6 +25,10 @@ lint: setup
 	@$(UV) run --frozen ruff check libs services tests
 	@$(UV) run --frozen ruff format --check libs services tests
 	@$(UV) run --frozen mypy
+	@$(UV) run --frozen bandit -q -c pyproject.toml -r libs services
+	@req=$$(mktemp) && trap 'rm -f $$req' EXIT && \
+		$(UV) export --frozen --no-hashes --all-groups --no-emit-project -q -o $$req && \
+		$(UV) run --frozen pip-audit --disable-pip --no-deps -r $$req --progress-spinner off
 
 fmt: setup
 	@$(UV) run --frozen ruff format libs services tests

@@ -9,6 +9,7 @@ Each session gets a fresh database and a fresh broker; each test makes its own t
 from __future__ import annotations
 
 import os
+import secrets
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ import httpx
 import pytest
 
 from common.auth import ALL_SCOPES as SCOPES
+from common.keyring import new_key_setting
+from common.settings import Settings
 from devstack.stores import Stores, drop_database, free_port
 from devstack.suite import Proc, Suite, migrate
 
@@ -44,6 +47,10 @@ class Stack:
     def admin(self) -> str:
         return self.procs["admin"].url
 
+    def settings(self) -> Settings:
+        """The settings the services run with (for tests that sign or seal as they do)."""
+        return Settings(**{k[len("SLUICE_") :].lower(): v for k, v in self.env.items()})
+
     def admin_call(self, action: str, token: str = ADMIN_TOKEN, **fields: Any) -> httpx.Response:
         return httpx.post(
             self.admin + "/",
@@ -53,9 +60,17 @@ class Stack:
         )
 
 
+def _secret(name: str, generate: str) -> str:
+    """A secret from the caller's environment, else a fresh random one for this session."""
+    return os.environ.get(name) or generate
+
+
 def _base_env(stores: Stores) -> dict[str, str]:
     return {
-        "SLUICE_ENVIRONMENT": "test",
+        "SLUICE_ENV": "development",
+        "SLUICE_JWT_SECRET": _secret("SLUICE_JWT_SECRET", secrets.token_urlsafe(32)),
+        "SLUICE_ONBOARDING_SECRET": _secret("SLUICE_ONBOARDING_SECRET", secrets.token_urlsafe(32)),
+        "SLUICE_ENCRYPTION_KEYS": _secret("SLUICE_ENCRYPTION_KEYS", new_key_setting("t1")),
         "SLUICE_DATABASE_URL": stores.database_url,
         "SLUICE_REDIS_URL": stores.redis_url,
         "SLUICE_KAFKA_BOOTSTRAP": stores.kafka_bootstrap,
@@ -67,8 +82,12 @@ def _base_env(stores: Stores) -> dict[str, str]:
         "SLUICE_SANDBOX_SETTLE_S": "1",
         "SLUICE_GATEWAY_TIMEOUT_S": "10",
         "SLUICE_DB_POOL_SIZE": "5",
-        # Every test comes from 127.0.0.1; the per-IP limit test uses its own X-Forwarded-For.
+        # Every test comes from 127.0.0.1; the per-IP limit test sends its own X-Forwarded-For
+        # to the proxied gateway (the only one that trusts loopback as a proxy).
         "SLUICE_ONBOARDING_RATE_LIMIT_PER_MINUTE": "200",
+        # Every test fails authentications from 127.0.0.1 on purpose; the flood tests use the
+        # proxied gateway (its own, low limit) with addresses of their own.
+        "SLUICE_AUTH_FAILURE_LIMIT_PER_MINUTE": "100000",
     }
 
 
@@ -95,6 +114,23 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         except Exception:  # noqa: BLE001 - the store may be embedded and already gone
             pass
         stores.stop()
+
+
+LOOPBACK_PROXY = "127.0.0.1/32,::1/128"
+
+
+@pytest.fixture(scope="session")
+def proxied_gateway(stack: Stack) -> Proc:
+    """A third gateway that trusts loopback as a proxy (SLUICE_TRUSTED_PROXIES), so a test can
+    play the proxy; the stack's two gateways trust none, as production does by default."""
+    proc = stack.suite.start(
+        "gateway",
+        free_port(),
+        extra={"SLUICE_TRUSTED_PROXIES": LOOPBACK_PROXY, "SLUICE_AUTH_FAILURE_LIMIT_PER_MINUTE": "50"},
+        instance="gateway-proxied",
+    )
+    stack.suite.wait_ready([proc], timeout=float(os.environ.get("SLUICE_TEST_READY_S", "300")))
+    return proc
 
 
 @dataclass

@@ -10,7 +10,6 @@ import jwt
 import pytest
 
 from common.auth import verify_access_token
-from common.settings import Settings
 from tests.admin_support import admin_error, admin_ok, control_events, db
 from tests.conftest import ADMIN_TOKEN, SECOND_ADMIN_TOKEN, Stack, make_tenant
 
@@ -271,7 +270,7 @@ def test_issue_access_token_signs_a_short_lived_jwt(stack: Stack) -> None:
         "issue_access_token", tenant_id=tid, mode="sandbox", scopes=["customers:write"], ttl_seconds=600
     )
     d = r.json()["data"]
-    secret = Settings(admin_token=stack.env["SLUICE_ADMIN_TOKEN"]).derived_secret("jwt")
+    secret = stack.env["SLUICE_JWT_SECRET"].encode()
     claims = verify_access_token(secret, "sluice", d["access_token"])
     assert claims["sub"] == tid and claims["mode"] == "sandbox"
     assert claims["scopes"] == ["customers:write"]

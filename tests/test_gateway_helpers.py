@@ -11,7 +11,6 @@ from typing import Any
 import asyncpg
 import httpx
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from pydantic import SecretStr
 from sqlalchemy.engine import make_url
 
 from common.auth import issue_access_token
@@ -25,7 +24,7 @@ TOPICS = Topics("sluice")
 
 
 def suite_settings(stack: Stack) -> Settings:
-    return Settings(admin_token=SecretStr(stack.env["SLUICE_ADMIN_TOKEN"]))
+    return stack.settings()
 
 
 def jwt_for(
@@ -39,7 +38,7 @@ def jwt_for(
 ) -> str:
     s = suite_settings(stack)
     token, _ = issue_access_token(
-        secret or s.derived_secret("jwt"),
+        secret or s.jwt_key,
         issuer or s.jwt_issuer,
         tenant_id,
         mode,

@@ -158,7 +158,12 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "destination.address",
     ),
     ("/v1/transfers", {"developer_fee": {"percentage": 101}}, "developer_fee.percentage"),
-    ("/v1/transfers", {"developer_fee": {"percentage": "1.5"}}, "developer_fee.percentage"),
+    ("/v1/transfers", {"developer_fee": {"percentage": "1.55555"}}, "developer_fee.percentage"),
+    ("/v1/transfers", {"developer_fee": {"percentage": 1.55555}}, "developer_fee.percentage"),
+    ("/v1/transfers", {"developer_fee": {"percentage": "100.0001"}}, "developer_fee.percentage"),
+    ("/v1/transfers", {"developer_fee": {"percentage": -0.5}}, "developer_fee.percentage"),
+    ("/v1/transfers", {"developer_fee": {"percentage": "1e1"}}, "developer_fee.percentage"),
+    ("/v1/transfers", {"developer_fee": {"percentage": True}}, "developer_fee.percentage"),
     ("/v1/transfers", {"developer_fee": {"flat_amount": "0.0000001"}}, "developer_fee.flat_amount"),
     ("/v1/transfers", {"source.bank_account": {"iban": "nope"}}, "source.bank_account.iban"),
     # payouts

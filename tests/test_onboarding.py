@@ -17,6 +17,7 @@ from common.contracts import Ctx, encode
 from common.contracts.commands import CreateCustomer
 from common.ids import new_id
 from common.settings import Settings
+from devstack.suite import Proc
 from gateway.onboarding_links import sign
 from tests.admin_support import admin_ok, db, events_for, run_async
 from tests.conftest import ARTIFACTS, Stack, Tenant, make_tenant
@@ -248,11 +249,11 @@ def test_tampered_expired_and_foreign_tokens_are_410(stack: Stack) -> None:
     token = urlsplit(url).path.rsplit("/", 1)[1]
     head, payload, sig = token.split(".")
     forged = f"{head}.{payload}.{sig[:-2]}{'AA' if sig[-2:] != 'AA' else 'BB'}"
-    settings = Settings(admin_token=stack.env["SLUICE_ADMIN_TOKEN"])
+    settings = stack.settings()
     expired = sign(settings, link["authorization_id"], datetime.now(UTC) - timedelta(seconds=5))
     unknown = sign(settings, "onb_unknown", datetime.now(UTC) + timedelta(minutes=5))
     other_key = sign(
-        Settings(admin_token="someone-else"),
+        Settings(onboarding_secret="someone-else-" * 4),
         link["authorization_id"],
         datetime.now(UTC) + timedelta(minutes=5),
     )
@@ -339,9 +340,9 @@ def test_an_unanswered_attempt_is_resent_never_duplicated(stack: Stack) -> None:
     assert [(c["id"], c["full_name"]) for c in rows] == [(lost.customer_id, "Lost Attempt")]
 
 
-def test_public_pages_are_rate_limited_per_client_ip(stack: Stack) -> None:
+def test_public_pages_are_rate_limited_per_client_ip(stack: Stack, proxied_gateway: Proc) -> None:
     """No API key guards the signup pages, so each client IP gets a shared per-minute window
-    (X-Forwarded-For is honoured from the local proxy address, as uvicorn does by default)."""
+    (X-Forwarded-For is believed only from a trusted proxy: here the loopback-trusting gateway)."""
     limit = 200
     flooder = {"X-Forwarded-For": f"198.51.100.{uuid.uuid4().int % 250 + 1}"}
     now = datetime.now(UTC)
@@ -349,7 +350,7 @@ def test_public_pages_are_rate_limited_per_client_ip(stack: Stack) -> None:
         import time
 
         time.sleep(61 - now.second)
-    clients = [httpx.Client(base_url=g.url, timeout=30) for g in stack.gateways]
+    clients = [httpx.Client(base_url=proxied_gateway.url, timeout=30) for _ in range(2)]
     try:
         statuses = [
             clients[i % 2].get(f"/onboarding/not-a-token-{i}", headers=flooder).status_code

@@ -14,7 +14,7 @@ from common.contracts.commands import CreateWebhook
 from common.contracts.events import CustomerCreated
 from common.db import create_engine, migrate, sessionmaker, transaction
 from common.ids import new_id
-from common.settings import Settings
+from common.keyring import KeyRing
 from devstack.stores import create_database, drop_database, free_port
 from tests.conftest import Stack, make_tenant
 from tests.webhooks_support import (
@@ -178,7 +178,7 @@ async def test_send_called_directly_skips_what_already_succeeded(stack: Stack) -
             await create_customer(tenant)
             rows = await wait_delivery(stack, webhook_id, "succeeded")
             assert len(receiver.received) == 1
-        box = SecretBox(Settings(admin_token=stack.env["SLUICE_ADMIN_TOKEN"]).derived_secret("webhook"))
+        box = SecretBox(KeyRing.parse(stack.env["SLUICE_ENCRYPTION_KEYS"]))
         sender = Sender(Policy(schedule=(1,), jitter=0, timeout_s=5, disable_after_s=60, allow_private=True))
         try:
             async with transaction(sessionmaker(engine)) as session:

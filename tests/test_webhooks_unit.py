@@ -11,6 +11,7 @@ import pytest
 from standardwebhooks import Webhook, WebhookVerificationError
 
 from common.contracts.events import CustomerCreated
+from common.keyring import KeyRing, new_key_setting
 from webhooks.delivery import Policy
 from webhooks.service import envelope
 from webhooks.signing import SecretBox, new_secret, sign, signature_header
@@ -57,7 +58,7 @@ def test_old_timestamps_are_rejected_by_receivers() -> None:
 
 
 def test_secret_box_round_trip_and_binding() -> None:
-    box = SecretBox(b"k" * 32)
+    box = SecretBox(KeyRing.parse(new_key_setting("a")))
     secret = new_secret()
     sealed = box.seal_secret(secret, "we_1")
     assert secret.encode() not in sealed and base64.b64decode(secret[6:]) not in sealed
@@ -65,7 +66,7 @@ def test_secret_box_round_trip_and_binding() -> None:
     with pytest.raises(ValueError):
         box.open_secret(sealed, "we_2")  # bound to its row
     with pytest.raises(ValueError):
-        SecretBox(b"other").open_secret(sealed, "we_1")  # and to the key
+        SecretBox(KeyRing.parse(new_key_setting("a"))).open_secret(sealed, "we_1")  # and to the key
     assert box.seal_secret(secret, "we_1") != sealed  # fresh nonce each time
 
 

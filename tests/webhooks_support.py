@@ -15,12 +15,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import asyncpg
+import msgspec
 from sqlalchemy.engine import make_url
 
 from common.broker import create_broker
 from common.contracts import Ctx, Result
 from common.contracts.commands import CreateWebhook, RotateWebhookSecret
 from common.ids import new_id
+from common.keyring import KeyRing, open_sealed_fields, reply_context
 from common.rpc import RpcClient
 from common.settings import Settings
 from common.topics import Topics
@@ -112,6 +114,7 @@ class WebhookCommands:
             instance_id="test-webhooks-" + uuid.uuid4().hex[:8],
         )
         self.topic = Topics(self.settings.topic_prefix).webhooks_commands
+        self.ring = KeyRing.parse(stack.env["SLUICE_ENCRYPTION_KEYS"])
         self.broker = create_broker(self.settings, "test-webhooks")
         self.rpc = RpcClient(self.broker, self.settings, "test-webhooks")
 
@@ -133,7 +136,10 @@ class WebhookCommands:
 
     async def call(self, cls: type, tenant_id: str, mode: str = "sandbox", **fields: Any) -> Result:
         cmd = cls(command_id=uuid.uuid4().hex, ctx=self.ctx(tenant_id, mode), **fields)
-        return await self.rpc.call(self.topic, cmd, key=tenant_id, timeout=20)
+        result = await self.rpc.call(self.topic, cmd, key=tenant_id, timeout=20)
+        # Secrets ride sealed on the reply topic; open them as the gateway does.
+        opened = open_sealed_fields(self.ring, result.data, reply_context(cmd.command_id))
+        return msgspec.structs.replace(result, data=opened)
 
     async def create(self, tenant_id: str, url: str, mode: str = "sandbox") -> Result:
         return await self.call(CreateWebhook, tenant_id, mode, webhook_id=new_id("we"), endpoint_url=url)

@@ -11,6 +11,7 @@ import secrets
 from typing import Literal, get_args
 
 import msgspec
+from redis.asyncio import Redis
 
 PREFIX = {"sandbox": "sk_test_", "production": "sk_live_"}
 
@@ -41,6 +42,37 @@ def key_cache_name(key_hash: str) -> str:
 
 def tenant_cache_name(tenant_id: str) -> str:
     return f"sluice:tenant:{tenant_id}"
+
+
+# ---- versioned cache entries (contract 12.3: a revocation or tenant change holds on every
+# gateway within 1 s) ----
+# Each entry has a generation counter. A gateway reads the generation before it reads
+# PostgreSQL and fills the entry only if the generation is unchanged (FILL_IF_CURRENT); the
+# admin bumps the generation and drops the entry after its commit (evict). So a lookup that
+# read the old row can never write it back after the eviction: either its fill lands before
+# the eviction (and is dropped by it) or the generation moved (and the fill is refused).
+GENERATION_TTL_S = 86400
+
+FILL_IF_CURRENT = """
+local g = redis.call('GET', KEYS[2]) or ''
+if g ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'EX', tonumber(ARGV[3]))
+return 1
+"""
+
+
+def generation_name(cache_name: str) -> str:
+    return cache_name + ":gen"
+
+
+async def evict(redis: Redis, names: list[str]) -> None:
+    """Bump each entry's generation and drop it, atomically (after the change committed)."""
+    async with redis.pipeline(transaction=True) as pipe:
+        for name in names:
+            pipe.incr(generation_name(name))
+            pipe.expire(generation_name(name), GENERATION_TTL_S)
+            pipe.delete(name)
+        await pipe.execute()
 
 
 class KeyRecord(msgspec.Struct, kw_only=True):

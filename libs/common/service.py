@@ -142,6 +142,9 @@ def serve(app: Any, host: str, port: int) -> None:
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=5,
+        # Forwarding headers are read by common.clientaddr, from SLUICE_TRUSTED_PROXIES only:
+        # uvicorn's default would believe them from 127.0.0.1.
+        proxy_headers=False,
     )
     server = uvicorn.Server(config)
     try:

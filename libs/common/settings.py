@@ -5,16 +5,33 @@ Read once in each service's lifespan via :func:`load_settings`; never at import.
 
 from __future__ import annotations
 
+import secrets
+import sys
 from decimal import Decimal
+from functools import cached_property
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from common.clientaddr import Network, parse_networks
+from common.keyring import KeyRing, KeyRingError, new_key_setting
+
+# The secrets every service must be given explicitly in production (contract section 12.3).
+SECRET_SETTINGS = {
+    "admin_token": "SLUICE_ADMIN_TOKEN",  # a setting's name  # nosec B105
+    "jwt_secret": "SLUICE_JWT_SECRET",  # a setting's name  # nosec B105
+    "onboarding_secret": "SLUICE_ONBOARDING_SECRET",  # a setting's name  # nosec B105
+    "encryption_keys": "SLUICE_ENCRYPTION_KEYS",
+}
+MIN_SECRET_CHARS = 32
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="SLUICE_", extra="ignore")
 
-    environment: str = "development"
+    # ``development`` only where something local sets it (``make run``, the tests).
+    env: Literal["development", "production"] = "production"
     instance_id: str = ""
 
     database_url: str = "postgresql+asyncpg://postgres@127.0.0.1:5432/sluice"
@@ -61,12 +78,19 @@ class Settings(BaseSettings):
     idempotency_ttl_s: int = 86400
     default_rate_limit_per_minute: int = 600
     onboarding_rate_limit_per_minute: int = 60  # per client IP on the public signup pages
+    # Failed authentications (unknown keys, bad tokens, wrong operator tokens) per client
+    # address and minute before it is answered 429 without any lookup (common.authfail).
+    auth_failure_limit_per_minute: int = 30
     max_body_bytes: int = 65536
 
     jwt_secret: SecretStr = SecretStr("")
     jwt_issuer: str = "sluice"
     onboarding_secret: SecretStr = SecretStr("")
-    webhook_secret_key: SecretStr = SecretStr("")
+    # ``kid:base64key,...``: the first key seals, every key opens (see common.keyring).
+    encryption_keys: SecretStr = SecretStr("")
+    # CIDRs whose X-Forwarded-For / Forwarded headers are believed; empty: the TCP peer is
+    # the client address (IP allowlists, per-address limits).
+    trusted_proxies: str = ""
 
     webhooks_allow_private_targets: bool = False
     webhooks_retry_schedule: str = "5,300,1800,7200,18000,36000,36000"
@@ -92,20 +116,83 @@ class Settings(BaseSettings):
     def admin_tokens(self) -> list[str]:
         return [t.strip() for t in self.admin_token.get_secret_value().split(",") if t.strip()]
 
-    def derived_secret(self, purpose: str) -> bytes:
-        """A per-purpose key: the explicit setting, else derived from the admin token."""
-        import hashlib
+    def missing_secrets(self) -> list[str]:
+        """The secret settings left unset (or unusable), by their environment names."""
+        missing = []
+        for attr, name in SECRET_SETTINGS.items():
+            value: SecretStr = getattr(self, attr)
+            if not value.get_secret_value().strip():
+                missing.append(name)
+        return missing
 
-        explicit = {
-            "jwt": self.jwt_secret,
-            "onboarding": self.onboarding_secret,
-            "webhook": self.webhook_secret_key,
-        }.get(purpose)
-        if explicit is not None and explicit.get_secret_value():
-            return explicit.get_secret_value().encode()
-        base = self.admin_token.get_secret_value() or "sluice-development-only"
-        return hashlib.sha256(f"sluice:{purpose}:{base}".encode()).digest()
+    def weak_secrets(self) -> list[str]:
+        weak = []
+        for attr in ("jwt_secret", "onboarding_secret"):
+            value = getattr(self, attr).get_secret_value()
+            if value and len(value) < MIN_SECRET_CHARS:
+                weak.append(f"{SECRET_SETTINGS[attr]} (at least {MIN_SECRET_CHARS} characters)")
+        if self.encryption_keys.get_secret_value():
+            try:
+                KeyRing.parse(self.encryption_keys.get_secret_value())
+            except KeyRingError as exc:
+                weak.append(f"SLUICE_ENCRYPTION_KEYS ({exc})")
+        return weak
+
+    @cached_property
+    def trusted_networks(self) -> tuple[Network, ...]:
+        return parse_networks(self.trusted_proxies)
+
+    @property
+    def jwt_key(self) -> bytes:
+        return self.jwt_secret.get_secret_value().encode()
+
+    @property
+    def onboarding_key(self) -> bytes:
+        return self.onboarding_secret.get_secret_value().encode()
+
+    @cached_property
+    def key_ring(self) -> KeyRing:
+        return KeyRing.parse(self.encryption_keys.get_secret_value())
+
+
+def _development_fill(settings: Settings, missing: list[str]) -> None:
+    """Development only: a random value for each missing secret, for this process alone (so
+    a JWT signed by another process, or a secret sealed before a restart, will not verify).
+    ``make run`` and the tests generate shared ones instead; see devstack."""
+    fill = {
+        "SLUICE_ADMIN_TOKEN": ("admin_token", secrets.token_urlsafe(32)),
+        "SLUICE_JWT_SECRET": ("jwt_secret", secrets.token_urlsafe(32)),
+        "SLUICE_ONBOARDING_SECRET": ("onboarding_secret", secrets.token_urlsafe(32)),
+        "SLUICE_ENCRYPTION_KEYS": ("encryption_keys", new_key_setting()),
+    }
+    for name in missing:
+        attr, value = fill[name]
+        setattr(settings, attr, SecretStr(value))
+    print(
+        "sluice: development mode, random per-process values for " + ", ".join(missing),
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def load_settings() -> Settings:
-    return Settings()
+    """The process settings. Without its secrets a production service exits here (status 2)
+    with one message naming every missing setting; a development one gets random ones."""
+    settings = Settings()
+    missing = settings.missing_secrets()
+    if missing and settings.env == "production":
+        raise SystemExit(
+            "sluice: refusing to start in production (SLUICE_ENV=production): set "
+            + ", ".join(missing)
+            + ". No secret is derived from another or from a built-in value."
+        )
+    if missing:
+        _development_fill(settings, missing)
+    try:
+        settings.trusted_networks  # noqa: B018 - parse now: a bad CIDR stops the start
+    except ValueError as exc:
+        raise SystemExit(f"sluice: {exc}") from None
+    weak = settings.weak_secrets()
+    if weak:
+        raise SystemExit("sluice: unusable secret settings: " + "; ".join(weak))
+    return settings

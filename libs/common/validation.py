@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import re
-from typing import TypeVar
+from decimal import Decimal, InvalidOperation
+from typing import Any, TypeVar
 
 import msgspec
 
-from common.errors import ErrorCode, ServiceError
+from common.errors import ErrorCode, ServiceError, invalid
 
 T = TypeVar("T")
 
+_numbers = msgspec.json.Decoder(float_hook=Decimal)  # numbers as written, never through float
 _PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 
 
@@ -29,18 +32,130 @@ def _field_of(message: str) -> tuple[str, str]:
 
 
 def decode_body(raw: bytes, type_: type[T]) -> T:
-    """Decode JSON into ``type_``; malformed or invalid input raises 400 with ``details.field``."""
+    """Decode JSON into ``type_``; malformed or invalid input raises 400 with ``details.field``.
+    Every number in the body is bounded first (:func:`check_numbers`), whatever its field."""
+    try:
+        check_numbers(_numbers.decode(raw))
+    except (msgspec.DecodeError, RecursionError):
+        # Not JSON, or a number too large to decode (named here, before any other complaint).
+        huge = nonfinite_field(raw)
+        if huge is not None:
+            raise invalid(huge, BAD_NUMBER) from None
     try:
         return msgspec.json.decode(raw, type=type_)
     except msgspec.ValidationError as exc:
+        huge = nonfinite_field(raw) if "out of range" in str(exc) else None
+        if huge is not None:
+            raise invalid(huge, BAD_NUMBER) from None
         field, message = _field_of(str(exc))
         raise ServiceError(
             ErrorCode.INVALID_REQUEST, message or "invalid request", details={"field": field} if field else {}
         ) from None
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
+        nonfinite = nonfinite_field(raw)
+        if nonfinite is not None:
+            raise invalid(nonfinite, BAD_NUMBER) from None
         raise ServiceError(
             ErrorCode.INVALID_REQUEST, "request body is not valid JSON", details={"field": ""}
         ) from None
+
+
+# ---- bounded numbers (contract section 12.3) ----
+
+MAX_DIGITS = 18
+MAX_EXPONENT = 18
+BAD_NUMBER = "numbers must be finite, with at most 18 significant digits and exponent within +-18"
+
+
+def number_problem(value: Decimal | int) -> str | None:
+    """Why a JSON number is out of bounds (None if it is fine): at most 18 significant digits
+    and no exponent beyond +-18, so nothing stored or echoed can outgrow its input."""
+    d = Decimal(value)
+    if not d.is_finite():
+        return "numbers must be finite"
+    _sign, digits, exponent = d.as_tuple()
+    if not isinstance(exponent, int):
+        return "numbers must be finite"
+    if (
+        exponent < -MAX_EXPONENT
+        or (not d.is_zero() and d.adjusted() > MAX_EXPONENT)
+        or exponent > MAX_EXPONENT
+    ):
+        return f"numbers must lie within 1e-{MAX_EXPONENT} and 1e{MAX_EXPONENT}"
+    stripped = list(digits)
+    while stripped and stripped[-1] == 0:
+        stripped.pop()
+    significant = len(stripped)
+    if significant > MAX_DIGITS:
+        return f"numbers have at most {MAX_DIGITS} significant digits"
+    return None
+
+
+def check_numbers(doc: Any, path: str = "") -> None:
+    """Every number in a decoded JSON document (Decimal or int) within bounds; the first that
+    is not raises ``invalid_request`` naming its dotted path."""
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            check_numbers(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            check_numbers(v, f"{path}.{i}" if path else str(i))
+    elif isinstance(doc, (Decimal, int, float)) and not isinstance(doc, bool):
+        problem = number_problem(Decimal(str(doc)) if isinstance(doc, float) else doc)
+        if problem:
+            raise invalid(path[:200] or "body", problem)
+
+
+_NONFINITE = object()
+_HUGE = object()
+
+
+def nonfinite_field(raw: bytes) -> str | None:
+    """The dotted path of a NaN / Infinity literal or of an integer too large to decode in
+    otherwise valid JSON (msgspec refuses both before any field is known; this names the field
+    for the error). Only on the error path; the caller says "numbers must be bounded"."""
+
+    def constant(_: str) -> object:
+        return _NONFINITE
+
+    def integer(text: str) -> object:
+        return _HUGE if len(text.lstrip("-")) > MAX_DIGITS else int(text)
+
+    try:
+        doc = json.loads(raw, parse_constant=constant, parse_int=integer)
+    except (ValueError, RecursionError):
+        return None
+
+    def find(node: Any, path: str) -> str | None:
+        if node is _NONFINITE or node is _HUGE:
+            return path or "body"
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for k, v in items:
+            if (hit := find(v, f"{path}.{k}" if path else str(k))) is not None:
+                return hit
+        return None
+
+    return find(doc, "")
+
+
+def bounded_decimal(field: str, value: object, *, places: int, low: Decimal, high: Decimal) -> str:
+    """A decimal given as a string or a bounded JSON number, within [low, high] with at most
+    ``places`` decimals; returned as its plain normalised text (no exponent)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, Decimal, float)):
+        raise invalid(field, "must be a decimal string or a number")
+    try:
+        d = Decimal(str(value).strip()) if isinstance(value, (str, float)) else Decimal(value)
+    except InvalidOperation:
+        raise invalid(field, "must be a decimal string or a number") from None
+    problem = number_problem(d)
+    if problem:
+        raise invalid(field, problem)
+    if not low <= d <= high:
+        raise invalid(field, f"must be between {low} and {high}")
+    exponent = d.normalize().as_tuple().exponent
+    if isinstance(exponent, int) and -exponent > places:
+        raise invalid(field, f"at most {places} decimal places")
+    return format(d.normalize(), "f")
 
 
 def convert(obj: object, type_: type[T], *, strict: bool = True) -> T:

@@ -13,28 +13,51 @@ import secrets
 import signal
 import sys
 import time
+from collections.abc import Callable
 
 import httpx
 
 from common.auth import ALL_SCOPES
+from common.keyring import new_key_setting
 from devstack.stores import Stores
 from devstack.suite import ROOT, Suite, migrate
 
 STATE = ROOT / ".sluice"
 
 
-def admin_token() -> str:
-    token = os.environ.get("SLUICE_ADMIN_TOKEN", "")
-    if token:
-        return token
-    path = STATE / "admin_token"
+def _saved(name: str, filename: str, generate: Callable[[], str]) -> str:
+    """The secret from the environment, else the one saved under ``.sluice/`` (0600), else a
+    new random one saved there (so a restart still opens what it sealed)."""
+    value = os.environ.get(name, "")
+    if value:
+        return value
+    path = STATE / filename
     if path.exists():
         return path.read_text().strip()
     STATE.mkdir(parents=True, exist_ok=True)
-    token = "adm_" + secrets.token_urlsafe(32)
-    path.write_text(token)
-    path.chmod(0o600)
-    return token
+    value = generate()
+    path.touch(mode=0o600)
+    path.write_text(value)
+    return value
+
+
+def admin_token() -> str:
+    return _saved("SLUICE_ADMIN_TOKEN", "admin_token", lambda: "adm_" + secrets.token_urlsafe(32))
+
+
+def local_secrets() -> dict[str, str]:
+    """Every secret a service needs (contract 12.3), generated once per checkout under make run."""
+    return {
+        "SLUICE_ENV": os.environ.get("SLUICE_ENV", "development"),
+        "SLUICE_ADMIN_TOKEN": admin_token(),
+        "SLUICE_JWT_SECRET": _saved("SLUICE_JWT_SECRET", "jwt_secret", lambda: secrets.token_urlsafe(32)),
+        "SLUICE_ONBOARDING_SECRET": _saved(
+            "SLUICE_ONBOARDING_SECRET", "onboarding_secret", lambda: secrets.token_urlsafe(32)
+        ),
+        "SLUICE_ENCRYPTION_KEYS": _saved(
+            "SLUICE_ENCRYPTION_KEYS", "encryption_keys", lambda: new_key_setting("local1")
+        ),
+    }
 
 
 def _first_token(tokens: str) -> str:
@@ -74,7 +97,8 @@ def sandbox_key(admin_url: str, token: str) -> str:
 
 def run() -> int:
     STATE.mkdir(parents=True, exist_ok=True)
-    token = admin_token()
+    local = local_secrets()
+    token = local["SLUICE_ADMIN_TOKEN"]
     stores = Stores(STATE).start(use_local=False, database="sluice")
     gw_port = int(os.environ.get("SLUICE_GATEWAY_PORT", "8000"))
     admin_port = int(os.environ.get("SLUICE_ADMIN_PORT", "8001"))
@@ -82,7 +106,7 @@ def run() -> int:
         "SLUICE_DATABASE_URL": stores.database_url,
         "SLUICE_REDIS_URL": stores.redis_url,
         "SLUICE_KAFKA_BOOTSTRAP": stores.kafka_bootstrap,
-        "SLUICE_ADMIN_TOKEN": token,
+        **local,
         "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": os.environ.get(
             "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS", "true"
         ),

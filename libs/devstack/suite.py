@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
+import subprocess  # devstack starts local processes  # nosec B404
 import sys
 import time
 from dataclasses import dataclass, field
@@ -47,11 +47,27 @@ def python_env(extra: dict[str, str]) -> dict[str, str]:
     return env
 
 
+def ephemeral_secrets(tag: str) -> dict[str, str]:
+    """Fresh secrets for a suite that lives for one run (bench, chaos): development mode,
+    explicit and separate secrets, as production requires them (contract 12.3)."""
+    import secrets
+
+    from common.keyring import new_key_setting
+
+    return {
+        "SLUICE_ENV": "development",
+        "SLUICE_ADMIN_TOKEN": f"{tag}-" + secrets.token_urlsafe(24),
+        "SLUICE_JWT_SECRET": secrets.token_urlsafe(32),
+        "SLUICE_ONBOARDING_SECRET": secrets.token_urlsafe(32),
+        "SLUICE_ENCRYPTION_KEYS": new_key_setting(f"{tag}1"),
+    }
+
+
 def migrate(env: dict[str, str]) -> None:
     for svc in MIGRATED:
         if not (ROOT / "services" / svc / "migrations" / "versions").is_dir():
             continue
-        subprocess.run(
+        subprocess.run(  # alembic for our schemas, argv list, no shell  # nosec B603
             [
                 sys.executable,
                 "-c",
@@ -96,7 +112,7 @@ class Suite:
         self.logdir.mkdir(parents=True, exist_ok=True)
         log = self.logdir / f"{instance or name}-{port}.log"
         fh = open(log, "ab")  # noqa: SIM115
-        p = subprocess.Popen(
+        p = subprocess.Popen(  # our own service, argv list, no shell  # nosec B603
             [sys.executable, "-m", name],
             env=env,
             cwd=ROOT,

@@ -21,7 +21,10 @@ from litestar.plugins.prometheus import PrometheusController
 from admin import actions, dead_letters, operators
 from admin import repository as repo
 from admin.context import ActionContext
+from common.auth import evict
+from common.authfail import FailureLimiter
 from common.broker import ensure_topics, service_topics, subscribe
+from common.clientaddr import client_address
 from common.db import transaction
 from common.errors import ErrorCode, ServiceError
 from common.http import EXCEPTION_HANDLERS, http_metrics, request_id_middleware, request_id_of
@@ -48,7 +51,7 @@ def _requested_action(raw: bytes) -> str:
 async def _after_commit(state: State, ctx: ActionContext, msgs: list[OutMessage]) -> None:
     if ctx.stale_cache:
         try:
-            await state.redis.delete(*ctx.stale_cache)
+            await evict(state.redis, ctx.stale_cache)
         except Exception:
             log.exception("could not drop %d cache entries", len(ctx.stale_cache))
     await state.outbox.dispatch(state.sm, msgs)
@@ -84,7 +87,14 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
     raw = await request.body()
     actor, action, ctx = "unauthenticated", _requested_action(raw), None
     try:
-        actor = operators.authenticate(state.operators, request.headers.get("authorization"))
+        address = client_address(
+            request.client.host if request.client else None,
+            request.headers.get,
+            state.settings.trusted_networks,
+        )
+        actor = await operators.authenticate_limited(
+            state.failures, address, state.operators, request.headers.get("authorization")
+        )
         action = actions.action_of(raw)
         async with state.sm() as session:
             async with session.begin():
@@ -102,6 +112,8 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
                 msgs = await state.outbox.write(session)
             await _after_commit(state, ctx, msgs)
     except ServiceError as err:
+        if err.details.get("reason") == "authentication_failures":
+            raise  # a login flood is answered from Redis alone: no audit row per attempt
         details = {k: v for k, v in err.details.items() if k != "request_id"}
         await _audit_refusal(
             state,
@@ -135,6 +147,7 @@ def create_app(settings: Settings) -> Litestar:
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         setup_logging("admin")
         rt = build_runtime("admin", settings, redis=True)
+        assert rt.redis is not None
         await ensure_topics(settings, service_topics(settings))
         subscribe(
             rt.broker,
@@ -159,6 +172,7 @@ def create_app(settings: Settings) -> Litestar:
             rpc=rpc,
             outbox=outbox,
             operators=operators.parse_operators(settings.admin_tokens),
+            failures=FailureLimiter(rt.redis, "admin", settings.auth_failure_limit_per_minute),
         )
         try:
             yield

@@ -87,13 +87,13 @@ async def issue_access_token(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
     if p.mode == "production" and not tenant.live_enabled:
         raise _not_live()
     token, exp = sign_access_token(
-        ctx.settings.derived_secret("jwt"), ctx.settings.jwt_issuer, tid, p.mode, scopes, p.ttl_seconds
+        ctx.settings.jwt_key, ctx.settings.jwt_issuer, tid, p.mode, scopes, p.ttl_seconds
     )
     expires_at = iso_from_epoch(exp)
     ctx.details["expires_at"] = expires_at
     return {
         "access_token": token,
-        "token_type": "Bearer",
+        "token_type": "Bearer",  # the token type  # nosec B105
         "expires_at": expires_at,
         "tenant_id": tid,
         "mode": p.mode,

@@ -12,6 +12,7 @@ import hmac
 import re
 from dataclasses import dataclass
 
+from common.authfail import FailureLimiter
 from common.errors import ErrorCode, ServiceError
 
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
@@ -48,3 +49,16 @@ def authenticate(operators: list[Operator], authorization: str | None) -> str:
     if actor is None:
         raise ServiceError(ErrorCode.UNAUTHORIZED, "invalid operator token")
     return actor
+
+
+async def authenticate_limited(
+    failures: FailureLimiter, address: str | None, operators: list[Operator], authorization: str | None
+) -> str:
+    """:func:`authenticate`, refused with 429 once ``address`` failed too often this minute
+    (before any token is compared), and each failure counted against ``address``."""
+    await failures.check(address)
+    try:
+        return authenticate(operators, authorization)
+    except ServiceError:
+        await failures.record(address)
+        raise

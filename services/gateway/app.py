@@ -14,6 +14,7 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.plugins.prometheus import PrometheusController
 
 from common.asyncapi import build_asyncapi
+from common.authfail import FailureLimiter
 from common.broker import ensure_topics, service_topics
 from common.http import EXCEPTION_HANDLERS, http_metrics, request_id_middleware
 from common.logging import setup_logging
@@ -101,12 +102,13 @@ def create_app(settings: Settings) -> Litestar:
         assert redis is not None
         await ensure_topics(settings, service_topics(settings))
         await rt.broker.start()
-        auth = Authenticator(redis, rt.sm, settings.derived_secret("jwt"), settings.jwt_issuer)
+        failures = FailureLimiter(redis, "gateway", settings.auth_failure_limit_per_minute)
+        auth = Authenticator(redis, rt.sm, settings.jwt_key, settings.jwt_issuer, failures)
         idem = IdempotencyStore(
             redis,
             settings.idempotency_ttl_s,
             settings.gateway_timeout_s,
-            settings.derived_secret("idempotency"),
+            settings.key_ring,
             lease_s=settings.gateway_timeout_s + settings.idempotency_lease_margin_s,
         )
         pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, None)  # type: ignore[arg-type]

@@ -1,4 +1,4 @@
-"""Authentication: API keys by hash, cached in Redis (revocation deletes the entry), and
+"""Authentication: API keys by hash, cached in Redis (versioned: see common.auth), and
 HS256 JWTs issued by the admin (contract section 2: ``iss, sub, mode, scopes, exp, jti``).
 
 Hot path: one Lua call reads the cached key and its tenant and counts the request in the
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import jwt
 import msgspec
@@ -21,13 +22,16 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.auth import (
+    FILL_IF_CURRENT,
     KeyRecord,
     TenantRecord,
+    generation_name,
     hash_api_key,
     key_cache_name,
     tenant_cache_name,
     verify_access_token,
 )
+from common.authfail import FailureLimiter
 from common.errors import ErrorCode, ServiceError
 from gateway import ratelimit
 from gateway import repository as repo
@@ -78,12 +82,23 @@ class Authenticator:
         sm: async_sessionmaker[AsyncSession],
         jwt_secret: bytes = b"",
         jwt_issuer: str = "sluice",
+        failures: FailureLimiter | None = None,
     ) -> None:
+        self.failures = failures
         self.redis = redis
         self.sm = sm
         self.jwt_secret = jwt_secret
         self.jwt_issuer = jwt_issuer
         self._lookup = redis.register_script(LOOKUP_AND_COUNT)
+        self._fill_if_current = redis.register_script(FILL_IF_CURRENT)
+
+    async def _read(self, name: str) -> tuple[Any, bytes]:
+        """The cached entry and its generation (read before PostgreSQL, see common.auth)."""
+        value, gen = await self.redis.mget(name, generation_name(name))
+        return value, gen if isinstance(gen, bytes) else b""
+
+    async def _fill(self, name: str, gen: bytes, value: bytes, ttl_s: int) -> None:
+        await self._fill_if_current(keys=[name, generation_name(name)], args=[gen, value, ttl_s])
 
     async def _cached(self, key_hash: str) -> Cached | None:
         """From Redis alone: the key (None if known invalid), its tenant and the counted request
@@ -101,13 +116,14 @@ class Authenticator:
         return rec, _tenant_dec.decode(got[1]), (int(got[2]), start)
 
     async def _key(self, key_hash: str) -> KeyRecord | None:
-        cached = await self.redis.get(key_cache_name(key_hash))
+        name = key_cache_name(key_hash)
+        cached, gen = await self._read(name)
         if cached is not None:
             return _key_dec.decode(cached) if cached != b"-" else None
         async with self.sm() as session:
             row = await repo.key_by_hash(session, key_hash)
         if row is None:
-            await self.redis.set(key_cache_name(key_hash), b"-", ex=30)
+            await self._fill(name, gen, b"-", 30)
             return None
         rec = KeyRecord(
             key_id=row.id,
@@ -116,11 +132,12 @@ class Authenticator:
             scopes=list(row.scopes),
             revoked=row.revoked_at is not None,
         )
-        await self.redis.set(key_cache_name(key_hash), msgspec.json.encode(rec), ex=CACHE_TTL_S)
+        await self._fill(name, gen, msgspec.json.encode(rec), CACHE_TTL_S)
         return rec
 
     async def tenant(self, tenant_id: str) -> TenantRecord | None:
-        cached = await self.redis.get(tenant_cache_name(tenant_id))
+        name = tenant_cache_name(tenant_id)
+        cached, gen = await self._read(name)
         if cached is not None:
             return _tenant_dec.decode(cached)
         async with self.sm() as session:
@@ -135,10 +152,20 @@ class Authenticator:
             live_enabled=row.live_enabled,
             metadata=row.metadata or {},
         )
-        await self.redis.set(tenant_cache_name(tenant_id), msgspec.json.encode(rec), ex=CACHE_TTL_S)
+        await self._fill(name, gen, msgspec.json.encode(rec), CACHE_TTL_S)
         return rec
 
-    async def authenticate(self, authorization: str | None) -> Principal:
+    async def authenticate(self, authorization: str | None, client_ip: str | None = None) -> Principal:
+        """The principal; 401 for a bad credential (counted against ``client_ip``), 429 when
+        that address failed too often (checked before anything reaches PostgreSQL)."""
+        try:
+            return await self._authenticate(authorization, client_ip)
+        except ServiceError as err:
+            if err.code == ErrorCode.UNAUTHORIZED and self.failures is not None:
+                await self.failures.record(client_ip)
+            raise
+
+    async def _authenticate(self, authorization: str | None, client_ip: str | None) -> Principal:
         if not authorization:
             raise _unauthorized("missing bearer token")
         scheme, _, token = authorization.partition(" ")
@@ -153,12 +180,14 @@ class Authenticator:
             if cached is not None:
                 rec, tenant, counted = cached
             else:
+                await self._check_failures(client_ip)
                 rec = await self._key(key_hash)
             if rec is None:
                 raise _unauthorized("invalid API key")
             if rec.revoked:
                 raise _unauthorized("API key has been revoked")
         elif token.count(".") == 2 and self.jwt_secret:
+            await self._check_failures(client_ip)
             rec = self._jwt(token)
         else:
             raise _unauthorized("invalid API key")
@@ -169,6 +198,10 @@ class Authenticator:
         return Principal(
             tenant=tenant, key_id=rec.key_id, mode=rec.mode, scopes=frozenset(rec.scopes), counted=counted
         )
+
+    async def _check_failures(self, client_ip: str | None) -> None:
+        if self.failures is not None:
+            await self.failures.check(client_ip)
 
     def _jwt(self, token: str) -> KeyRecord:
         """A verified access token as a key record: tenant = sub, mode and scopes from claims."""

@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import time
 from dataclasses import dataclass
 
 import msgspec
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from redis.asyncio import Redis
 
 from common.errors import ErrorCode, ServiceError
+from common.keyring import KeyRing
 
 
 class Record(msgspec.Struct, kw_only=True):
@@ -77,12 +76,10 @@ def validate_key(key: str | None) -> str:
 
 
 class IdempotencyStore:
-    def __init__(
-        self, redis: Redis, ttl_s: int, wait_s: float, secret: bytes | None = None, lease_s: float = 15.0
-    ) -> None:
+    def __init__(self, redis: Redis, ttl_s: int, wait_s: float, ring: KeyRing, lease_s: float = 15.0) -> None:
         # Saved bodies can hold secrets shown once (webhook signing secrets, onboarding links):
-        # they are kept encrypted (AES-GCM, bound to the record name), never in clear.
-        self._aead = AESGCM(hashlib.sha256(secret or b"sluice-idempotency").digest())
+        # they are sealed with the key ring (bound to the record name), never in clear.
+        self.ring = ring
         self.redis = redis
         self.ttl_s = ttl_s
         self.wait_s = wait_s
@@ -138,11 +135,10 @@ class IdempotencyStore:
             await pipe.execute()
 
     def _seal(self, name: str, body: bytes) -> bytes:
-        nonce = os.urandom(12)
-        return nonce + self._aead.encrypt(nonce, body, name.encode())
+        return self.ring.seal(body, name)
 
     def _open(self, name: str, sealed: bytes) -> bytes:
-        return self._aead.decrypt(sealed[:12], sealed[12:], name.encode())
+        return self.ring.open(sealed, name)
 
     async def abandon(self, name: str) -> None:
         """Forget a pending record whose command was never dispatched."""

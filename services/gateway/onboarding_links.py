@@ -1,7 +1,7 @@
 """Onboarding authorizations: ``POST /v1/onboarding-authorizations`` and the link's token.
 
 The token is an HS256 JWT (PyJWT, already used for access tokens) signed with
-``settings.derived_secret("onboarding")`` and an audience of its own, so neither an access
+``SLUICE_ONBOARDING_SECRET`` and an audience of its own, so neither an access
 token nor any other signed value can pass for it. It names the authorization and its
 expiry only; what the link may do (tenant, mode, end user) lives in ``gateway``'s table,
 which also records the single use.
@@ -76,7 +76,7 @@ def sign(settings: Settings, authorization_id: str, expires_at: datetime) -> str
         "sub": authorization_id,
         "exp": int(expires_at.timestamp()),
     }
-    return jwt.encode(claims, settings.derived_secret("onboarding"), algorithm="HS256")
+    return jwt.encode(claims, settings.onboarding_key, algorithm="HS256")
 
 
 def verify(settings: Settings, token: str) -> str | None:
@@ -86,7 +86,7 @@ def verify(settings: Settings, token: str) -> str | None:
     try:
         claims = jwt.decode(
             token,
-            settings.derived_secret("onboarding"),
+            settings.onboarding_key,
             algorithms=["HS256"],
             audience=AUDIENCE,
             issuer=settings.jwt_issuer,

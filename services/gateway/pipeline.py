@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from common.contracts import Command, Ctx, Result
 from common.contracts.commands import partition_key
 from common.errors import ErrorCode, ServiceError, envelope
+from common.keyring import KeyRing, open_sealed_fields, reply_context
 from common.metrics import IDEMPOTENCY_REPLAYS
 from common.rpc import RpcClient
 from common.settings import Settings
@@ -98,11 +100,20 @@ def error_body(err: ServiceError, request_id: str) -> bytes:
     return _enc.encode(envelope(err.code, err.message, {**err.details, "request_id": request_id}))
 
 
-def result_body(result: Result, request_id: str) -> bytes:
+def result_body(result: Result, request_id: str, ring: KeyRing | None = None) -> bytes:
+    """The partner's answer; secrets sealed for the reply topic are opened here (``ring``)."""
     if result.error is None:
-        return success_body(result.data)
+        data = (
+            result.data
+            if ring is None
+            else open_sealed_fields(ring, result.data, reply_context(result.command_id))
+        )
+        return success_body(data)
     details = {**result.error.details, "request_id": result.request_id or request_id}
     return _enc.encode(envelope(result.error.code, result.error.message, details))
+
+
+_PARAM = re.compile(r"\{(\w+)\}")
 
 
 def _ip_allowed(tenant_meta: dict[str, Any], client_ip: str | None) -> bool:
@@ -128,6 +139,7 @@ class Pipeline:
         rpc: RpcClient,
     ) -> None:
         self.settings = settings
+        self.ring = settings.key_ring
         self.auth = auth
         self.limiter = limiter
         self.idem = idem
@@ -145,7 +157,7 @@ class Pipeline:
             entry = self.inflight.pop(result.command_id, None)
             if entry is not None:
                 name, fp, _ = entry
-                done.append((name, fp, result.status, result_body(result, result.request_id)))
+                done.append((name, fp, result.status, result_body(result, result.request_id, self.ring)))
         await self.idem.complete_many(done)
         if len(self.inflight) > 10000:
             cutoff = time.monotonic() - 3600
@@ -166,7 +178,7 @@ class Pipeline:
     ) -> Answer:
         window: Window | None = None
         try:
-            principal = await self.auth.authenticate(headers.get("authorization"))
+            principal = await self.auth.authenticate(headers.get("authorization"), client_ip)
             try:
                 require_mode(principal, headers.get("x-service-mode"))
                 require_scope(principal, ep.scope)
@@ -236,7 +248,9 @@ class Pipeline:
             return Answer(built.status, success_body(built.data))
         name = fp = ""
         if key is not None:
-            fp = fingerprint(ep.method, ep.path.format(**params), body)
+            # The concrete path (contract 12.1): one key on two webhooks' rotate-secret must not
+            # replay the first answer for the second.
+            fp = fingerprint(ep.method, _PARAM.sub(lambda m: params.get(m.group(1), ""), ep.path), body)
             name = self.idem.name(principal.tenant.tenant_id, principal.mode, key)
             replay = await self.idem.begin(name, fp)
             if replay is not None:
@@ -268,4 +282,4 @@ class Pipeline:
             if key is not None:
                 await self.idem.abandon(name)
             raise
-        return Answer(result.status, result_body(result, request_id))
+        return Answer(result.status, result_body(result, request_id, self.ring))

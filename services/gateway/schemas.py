@@ -134,8 +134,17 @@ class PartyIn(msgspec.Struct, **_STRICT):
     bank_account: BankAccountIn | None = None
 
 
+# 0-100 with at most 4 decimal places, as a decimal string or a JSON number (rules.py bounds
+# the number: the float here is only its shape, the value is read from the decoded Decimal).
+PERCENT_PATTERN = r"^(100(\.0{1,4})?|[0-9]{1,2}(\.[0-9]{1,4})?)$"
+Percentage = (
+    Annotated[str, msgspec.Meta(pattern=PERCENT_PATTERN, description="decimal string, 0-100, 4 places")]
+    | Annotated[float, msgspec.Meta(ge=0, le=100)]
+)
+
+
 class DeveloperFeeIn(msgspec.Struct, **_STRICT):
-    percentage: Annotated[float, msgspec.Meta(ge=0, le=100)] | None = None
+    percentage: Percentage | None = None
     flat_amount: Amount | None = None
 
 

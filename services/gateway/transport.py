@@ -15,8 +15,10 @@ import msgspec
 from litestar import Request, Response
 from litestar.datastructures import State
 
-from common.errors import ErrorCode, ServiceError
+from common.clientaddr import client_address
+from common.errors import ErrorCode, ServiceError, invalid
 from common.http import request_id_of
+from common.validation import BAD_NUMBER, check_numbers, nonfinite_field
 from gateway.pipeline import Answer, Endpoint, Pipeline, error_body
 
 _PARAM = re.compile(r"\{(\w+)\}")
@@ -49,6 +51,12 @@ class Router:
         return None
 
 
+def client_ip(request: Request[Any, Any, State]) -> str | None:
+    """The client address: the TCP peer, or what a trusted proxy forwarded (common.clientaddr)."""
+    peer = request.client.host if request.client else None
+    return client_address(peer, request.headers.get, request.app.state.settings.trusted_networks)
+
+
 def _headers(request: Request[Any, Any, Any]) -> dict[str, str]:
     return {k.lower(): v for k, v in request.headers.items()}
 
@@ -70,8 +78,11 @@ def _check_json(request: Request[Any, Any, Any], raw: bytes, ep: Endpoint | None
             details={"field": "Content-Type"},
         )
     try:
-        return _json.decode(raw)
+        doc = _json.decode(raw)
     except msgspec.DecodeError:
+        nonfinite = nonfinite_field(raw)
+        if nonfinite is not None:
+            raise invalid(nonfinite, BAD_NUMBER) from None
         raise ServiceError(
             ErrorCode.INVALID_REQUEST, "request body is not valid JSON", details={"field": "body"}
         ) from None
@@ -79,6 +90,8 @@ def _check_json(request: Request[Any, Any, Any], raw: bytes, ep: Endpoint | None
         raise ServiceError(
             ErrorCode.INVALID_REQUEST, "request body is nested too deeply", details={"field": "body"}
         ) from None
+    check_numbers(doc)  # bounded numbers everywhere (contract 12.3), before any route sees them
+    return doc
 
 
 def to_response(answer: Answer) -> Response[bytes]:
@@ -114,7 +127,7 @@ async def dispatch(
         params=params,
         query=query,
         request_id=request_id_of(request),
-        client_ip=request.client.host if request.client else None,
+        client_ip=client_ip(request),
     )
     return to_response(answer)
 

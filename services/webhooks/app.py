@@ -29,7 +29,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
     rt = build_runtime("webhooks", settings)
     group = rt.topics.group("webhooks")  # follows the prefix: see Topics.group
     policy = Policy.from_settings(settings)
-    box = SecretBox(settings.derived_secret("webhook"))
+    box = SecretBox(settings.key_ring)
     sender = Sender(policy)
     worker = DeliveryWorker(rt.sm, sender, box, instance_id(settings, "webhooks"), settings.webhooks_poll_s)
     pruner = Pruner(rt.sm, settings.webhooks_retention_s, settings.webhooks_prune_interval_s)

@@ -72,7 +72,7 @@ class Policy:
         if attempt >= max_attempts or not self.schedule:
             return None
         base = self.schedule[min(attempt, len(self.schedule)) - 1]
-        return max(0.0, base * (1 + random.uniform(-self.jitter, self.jitter)))
+        return max(0.0, base * (1 + random.uniform(-self.jitter, self.jitter)))  # retry jitter, not a secret  # nosec B311
 
 
 PoolKey = tuple[str, str, int, str]  # scheme, host name, port, vetted address

@@ -29,6 +29,7 @@ from common.contracts.commands import (
 from common.contracts.events import AnyEvent, WebhookEndpointDisabled
 from common.errors import ErrorCode, ServiceError, invalid, not_found
 from common.ids import new_id
+from common.keyring import reply_context, seal_text
 from common.paging import page
 from common.results import error_result as error_result  # handlers answer refusals with it
 from common.results import ok_result
@@ -110,7 +111,12 @@ async def create_webhook(session: AsyncSession, env: Env, cmd: CreateWebhook) ->
     )
     if row is None:
         raise invalid("webhook_id", "a webhook with this id already exists", reason="duplicate_id")
-    return 201, {**endpoint_view(row), "signing_secret": secret}
+    return 201, {**endpoint_view(row), "signing_secret": _for_reply(env, secret, cmd)}
+
+
+def _for_reply(env: Env, secret: str, cmd: Command) -> str:
+    """The new secret, sealed for the reply topic (the gateway opens it for the partner)."""
+    return seal_text(env.box.ring, secret, reply_context(cmd.command_id))
 
 
 async def _owned(session: AsyncSession, cmd: Command, webhook_id: str, lock: bool = False) -> Any:
@@ -140,7 +146,7 @@ async def rotate_secret(session: AsyncSession, env: Env, cmd: RotateWebhookSecre
     assert row is not None  # locked above
     return 200, {
         **endpoint_view(row),
-        "signing_secret": secret,
+        "signing_secret": _for_reply(env, secret, cmd),
         "previous_secret_expires_at": iso(row.previous_expires_at),
     }
 

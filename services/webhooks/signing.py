@@ -7,9 +7,9 @@ than the ``standardwebhooks`` package: that package is a test-only dependency he
 body as ``str`` and the time as ``datetime``, and using it on both sides would make the
 interoperability test circular. The tests verify our deliveries with it instead.
 
-Secrets never appear in logs and are stored only as AES-GCM ciphertext under a key derived
-from ``settings.derived_secret("webhook")``; the row id is the associated data, so a
-ciphertext copied to another row does not decrypt.
+Secrets never appear in logs and are stored only sealed with the key ring
+(``SLUICE_ENCRYPTION_KEYS``, :mod:`common.keyring`); the row id is the associated data, so a
+ciphertext copied to another row does not decrypt, and rotating the ring keeps them readable.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ import hashlib
 import hmac
 import os
 
-from cryptography.exceptions import InvalidTag
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from common.keyring import KeyRing, KeyRingError
 
-SECRET_PREFIX = "whsec_"
-_VERSION = b"\x01"
+SECRET_PREFIX = "whsec_"  # a prefix  # nosec B105
 
 
 def new_secret() -> str:
@@ -48,22 +46,19 @@ def signature_header(secrets: list[str], msg_id: str, timestamp: int, body: byte
 
 
 class SecretBox:
-    """AES-256-GCM for values kept at rest (signing secrets, inbox results holding them)."""
+    """Signing secrets (and inbox results holding them) at rest, sealed with the key ring."""
 
-    def __init__(self, key_material: bytes) -> None:
-        self._aead = AESGCM(hashlib.sha256(b"sluice-webhooks-at-rest:" + key_material).digest())
+    def __init__(self, ring: KeyRing) -> None:
+        self.ring = ring
 
     def seal(self, plaintext: bytes, context: str) -> bytes:
-        nonce = os.urandom(12)
-        return _VERSION + nonce + self._aead.encrypt(nonce, plaintext, context.encode())
+        return self.ring.seal(plaintext, context)
 
     def open(self, sealed: bytes, context: str) -> bytes:
-        if not sealed.startswith(_VERSION):
-            raise ValueError("unknown ciphertext version")
         try:
-            return self._aead.decrypt(sealed[1:13], sealed[13:], context.encode())
-        except InvalidTag:
-            raise ValueError("ciphertext does not decrypt under this key and context") from None
+            return self.ring.open(sealed, context)
+        except KeyRingError as exc:
+            raise ValueError(str(exc)) from None
 
     def seal_secret(self, secret: str, webhook_id: str) -> bytes:
         return self.seal(secret.encode(), "secret:" + webhook_id)

@@ -18,12 +18,13 @@ from gateway import onboarding_signup as signup
 from gateway.onboarding_links import OnboardingAuthorization, OnboardingAuthorizationCreate, build_create
 from gateway.onboarding_pages import too_many
 from gateway.pipeline import Endpoint
+from gateway.transport import client_ip
 
 
 async def throttled(request: Request[Any, Any, State], state: State) -> Response[str] | None:
     """The public pages carry no API key, so they are limited per client IP (fixed one-minute
     windows in Redis, shared by all gateways): token guessing and form flooding get 429."""
-    ip = request.client.host if request.client else "unknown"
+    ip = client_ip(request) or "unknown"
     limit = state.settings.onboarding_rate_limit_per_minute
     try:
         await state.pipeline.limiter.hit(f"ip:{ip}", "onboarding", limit)

@@ -7,6 +7,7 @@ from decimal import Decimal
 from common.contracts.commands import CreateTransfer, DeveloperFee
 from common.errors import invalid
 from common.ids import new_id
+from common.validation import bounded_decimal
 from gateway import rules
 from gateway.pipeline import Call, Endpoint
 from gateway.routes.base import body_of, stamp
@@ -21,8 +22,10 @@ def _fee(call: Call, p: TransferCreate, currency: str) -> DeveloperFee | None:
         rules.check_amount("developer_fee.flat_amount", flat, currency)
     percentage = None
     if p.developer_fee.percentage is not None:
-        raw = call.body["developer_fee"]["percentage"]  # the decoded Decimal, not the float
-        percentage = format(Decimal(str(raw)).normalize(), "f")
+        raw = call.body["developer_fee"]["percentage"]  # as decoded (Decimal or str), not the float
+        percentage = bounded_decimal(
+            "developer_fee.percentage", raw, places=4, low=Decimal(0), high=Decimal(100)
+        )
     return DeveloperFee(percentage=percentage, flat_amount=flat)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 from sqlalchemy import (
     CHAR,
@@ -19,6 +19,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Numeric,
+    Table,
     Text,
     UniqueConstraint,
     func,
@@ -31,6 +32,7 @@ from common.tables import inbox_table, outbox_table
 
 SCHEMA = "ledger"
 MONEY = Numeric(38, 6)
+Mode = Literal["sandbox", "production"]
 
 
 def _text(*, pk: bool = False, null: bool = False, fk: str | None = None, unique: bool = False) -> Any:
@@ -51,7 +53,7 @@ class Customer(SQLModel, table=True):
 
     id: str = _text(pk=True)
     tenant_id: str = _text()
-    mode: str = _text()
+    mode: Mode = _text()
     account_type: str = _text()
     email: str = _text()
     country_code: str = Field(sa_column=Column(CHAR(2), nullable=False))
@@ -73,7 +75,7 @@ class Wallet(SQLModel, table=True):
 
     id: str = _text(pk=True)
     tenant_id: str = _text()
-    mode: str = _text()
+    mode: Mode = _text()
     customer_id: str = _text(fk="customers.id")
     symbol: str = _text()
     chain: str = _text()
@@ -90,7 +92,7 @@ class VirtualAccount(SQLModel, table=True):
 
     id: str = _text(pk=True)
     tenant_id: str = _text()
-    mode: str = _text()
+    mode: Mode = _text()
     customer_id: str = _text(fk="customers.id")
     currency: str = _text()
     wallet_id: str = _text(fk="wallets.id")
@@ -112,7 +114,7 @@ class Account(SQLModel, table=True):
 
     id: str = _text(pk=True)
     tenant_id: str = _text()
-    mode: str = _text()
+    mode: Mode = _text()
     currency: str = _text()
     kind: str = _text()
     wallet_id: str | None = _text(null=True, fk="wallets.id")
@@ -125,7 +127,7 @@ class JournalEntry(SQLModel, table=True):
 
     id: str = _text(pk=True)
     tenant_id: str = _text()
-    mode: str = _text()
+    mode: Mode = _text()
     kind: str = _text()
     transfer_id: str | None = _text(null=True)
     deposit_id: str | None = _text(null=True)
@@ -160,7 +162,7 @@ class Transfer(SQLModel, table=True):
 
     id: str = _text(pk=True)
     tenant_id: str = _text()
-    mode: str = _text()
+    mode: Mode = _text()
     kind: str = _text()
     route: str = _text()
     state: str = _text()
@@ -171,7 +173,9 @@ class Transfer(SQLModel, table=True):
     destination_wallet_id: str | None = _text(null=True, fk="wallets.id")
     source: dict[str, Any] = Field(sa_column=Column(JSONB, nullable=False))
     destination: dict[str, Any] = Field(sa_column=Column(JSONB, nullable=False))
-    developer_fee: dict[str, Any] | None = Field(default=None, sa_column=Column(JSONB, nullable=True))
+    developer_fee: dict[str, Any] | None = Field(
+        default=None, sa_column=Column(JSONB(none_as_null=True), nullable=True)
+    )
     idempotency_key: str = _text()
     decision_id: str | None = _text(null=True)
     next_step_at: datetime | None = Field(
@@ -200,7 +204,7 @@ class Deposit(SQLModel, table=True):
 
     id: str = _text(pk=True)
     tenant_id: str = _text()
-    mode: str = _text()
+    mode: Mode = _text()
     virtual_account_id: str = _text(fk="virtual_accounts.id")
     wallet_id: str = _text(fk="wallets.id")
     fiat_currency: str = _text()
@@ -210,16 +214,28 @@ class Deposit(SQLModel, table=True):
     created_at: datetime = _created()
 
 
+class WalletBalances(NamedTuple):
+    """A wallet as partners read it: the row and the balances of its two accounts."""
+
+    wallet: Wallet
+    available_balance: Decimal
+    held_balance: Decimal
+
+    @property
+    def id(self) -> str:
+        return self.wallet.id
+
+
 outbox = outbox_table(SCHEMA)
 inbox = inbox_table(SCHEMA)
 
 # Core tables, for bulk statements.
-customers = Customer.__table__
-wallets = Wallet.__table__
-virtual_accounts = VirtualAccount.__table__
-accounts = Account.__table__
-journal_entries = JournalEntry.__table__
-postings = Posting.__table__
-transfers = Transfer.__table__
-state_changes = StateChange.__table__
-deposits = Deposit.__table__
+customers: Table = SQLModel.metadata.tables["ledger.customers"]
+wallets: Table = SQLModel.metadata.tables["ledger.wallets"]
+virtual_accounts: Table = SQLModel.metadata.tables["ledger.virtual_accounts"]
+accounts: Table = SQLModel.metadata.tables["ledger.accounts"]
+journal_entries: Table = SQLModel.metadata.tables["ledger.journal_entries"]
+postings: Table = SQLModel.metadata.tables["ledger.postings"]
+transfers: Table = SQLModel.metadata.tables["ledger.transfers"]
+state_changes: Table = SQLModel.metadata.tables["ledger.state_changes"]
+deposits: Table = SQLModel.metadata.tables["ledger.deposits"]

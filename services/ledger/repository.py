@@ -14,7 +14,19 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
-from sqlalchemy import ColumnElement, Select, and_, bindparam, func, insert, or_, select, tuple_, update
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    tuple_,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import SQLModel
@@ -292,6 +304,12 @@ async def insert_transfers(session: AsyncSession, rows: Sequence[dict[str, Any]]
     )
     ordered = sorted(rows, key=lambda r: (r["tenant_id"], r["mode"], r["idempotency_key"]))
     return set((await session.execute(stmt, ordered)).scalars())
+
+
+async def delete_transfers(session: AsyncSession, transfer_ids: Sequence[str]) -> None:
+    """Take back rows inserted earlier in this transaction (transfers refused for funds)."""
+    if transfer_ids:
+        await session.execute(delete(transfers).where(transfers.c.id.in_(transfer_ids)))
 
 
 async def insert_state_changes(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:

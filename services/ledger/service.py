@@ -67,13 +67,14 @@ async def execute_writes(session: AsyncSession, cmds: Sequence[Command], cfg: Le
     """Execute a batch of write commands in one transaction; outcomes in command order.
 
     Queued customers are inserted in one statement (without a savepoint: a failure there
-    fails the batch, which the consumer then retries command by command). The transfers of
-    the batch are prepared together (batched reads) and each adds a refusable movement to
-    the transaction's journal; every other command runs under its own savepoint and posts
-    its entries to the same journal. The journal is then applied ONCE: every wallet account
-    of the batch locked once, in id order, funds checked in order in memory, entries and
-    each account's aggregated delta written in bulk (see ``journal``). Last, the accepted
-    transfers are written in bulk. Nothing in a batch waits on a lock while holding an
+    fails the batch, which the consumer then retries command by command). Every other
+    command but the transfers runs under its own savepoint and posts its entries to the
+    transaction's journal. The transfers of the batch are prepared together (batched reads,
+    their rows inserted in one statement) and each adds a refusable movement to the journal.
+    The journal is then applied ONCE: every wallet account of the batch locked once, in id
+    order, funds checked in order in memory, entries and each account's aggregated delta
+    written in bulk (see ``journal``). Last, the transfers refused for funds are taken back
+    and the state changes of the others inserted. Nothing waits on a lock while holding an
     account lock, so two ledger instances never deadlock.
     """
     out: list[Outcome | None] = [None] * len(cmds)

@@ -1,12 +1,14 @@
 """Transfers and payouts, applied a batch at a time (the TigerBeetle way).
 
 :func:`prepare_transfers` validates the transfers of a batch and resolves their parties with
-batched reads (the known idempotency keys in one query, every wallet in one query), then
-adds one refusable movement per transfer to the transaction's journal: the hold, and for a
-``book`` transfer its settlement too. The boundary applies the journal once (every touched
-wallet account locked once, in id order; the funds checked in order, in memory) and then
-:func:`finish_transfers` writes the accepted transfers and their state changes in bulk and
-answers each command: a transfer refused for insufficient funds is refused alone.
+batched reads (the known idempotency keys in one query, every wallet in one query), inserts
+their rows in one statement (so a concurrent twin of an idempotency key is found before any
+money moves, and answered as a replay), then adds one refusable movement per transfer to the
+transaction's journal: the hold, and for a ``book`` transfer its settlement too. The
+boundary applies the journal once (every touched wallet account locked once, in id order;
+the funds checked in order, in memory) and then :func:`finish_transfers` deletes the rows of
+the transfers refused for insufficient funds (each refused alone), inserts the state changes
+of the others in bulk and answers each command.
 
 Routes: ``book`` (settles at once -> completed), ``onchain`` and ``payout`` (-> pending,
 advanced asynchronously). A command stamped by compliance with ``decision.outcome ==
@@ -44,11 +46,6 @@ STABLECOIN_PLACES = 6
 Key = tuple[str, str, str]  # tenant, mode, idempotency key
 
 
-class ConcurrentTwin(Exception):
-    """Another transaction committed a transfer with the same idempotency key meanwhile; the
-    batch is retried (command by command) and then answers the twin's transfer."""
-
-
 @dataclass
 class Planned:
     """An accepted-so-far transfer: its row (in its final state), its steps after
@@ -60,6 +57,7 @@ class Planned:
     steps: list[tuple[str, str]]
     move: journal.Movement
     request_id: str = ""
+    changes: list[dict[str, Any]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
 
 
@@ -73,7 +71,15 @@ class Twin:
     amount: Decimal
 
 
-Prepared = Planned | Twin | Effects | ServiceError
+@dataclass
+class Replayed:
+    """A transfer whose idempotency key a concurrent transaction committed first."""
+
+    row: Transfer
+    outcome: Effects | ServiceError
+
+
+Prepared = Planned | Twin | Replayed | Effects | ServiceError
 
 
 def _created_event(t: Transfer, request_id: str) -> Event:
@@ -177,8 +183,9 @@ def _plan(idx: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal, cfg: L
 async def prepare_transfers(
     session: AsyncSession, cmds: Sequence[CreateTransfer], cfg: LedgerConfig
 ) -> list[Prepared]:
-    """Validate and resolve a batch of transfers (three queries in all, whatever its size) and
-    post their movements, in order, to the session's journal."""
+    """Validate and resolve a batch of transfers, insert their rows (final states; idempotency
+    keys sorted, one statement) and post their movements, in order, to the session's journal:
+    four statements in all, whatever the batch size."""
     out: list[Prepared] = []
     amounts: dict[int, Decimal] = {}
     for i, cmd in enumerate(cmds):
@@ -193,8 +200,8 @@ async def prepare_transfers(
         for t in await repo.transfers_by_idempotency_key(session, [_key(c) for c in live])
     }
     idx = await parties.load(session, [c for c in live if _key(c) not in known])
-    jr = journal.of(session)
     first_of: dict[Key, int] = {}
+    now = datetime.now(UTC)
     for i, amount in amounts.items():
         cmd, key = cmds[i], _key(cmds[i])
         try:
@@ -204,17 +211,38 @@ async def prepare_transfers(
                 out[i] = Twin(first_of[key], cmd, amount)
             else:
                 planned = _plan(idx, cmd, amount, cfg)
-                jr.movements.append(planned.move)
+                planned.changes, planned.events = _steps_of(planned, cfg, now)
                 out[i] = planned
                 first_of[key] = i
         except ServiceError as exc:
             out[i] = exc
+    planned_ = [p for p in out if isinstance(p, Planned)]
+    inserted = await repo.insert_transfers(session, [p.values for p in planned_])
+    if len(inserted) < len(planned_):
+        await _answer_concurrent_twins(session, out, inserted)
+    journal.of(session).movements.extend(p.move for p in out if isinstance(p, Planned))
     return out
 
 
+async def _answer_concurrent_twins(session: AsyncSession, out: list[Prepared], inserted: set[str]) -> None:
+    """A transfer whose idempotency key another transaction committed meanwhile (the insert
+    waited for it) answers that transfer, as a replay."""
+    lost = {i: p for i, p in enumerate(out) if isinstance(p, Planned) and p.values["id"] not in inserted}
+    found = await repo.transfers_by_idempotency_key(session, [_key(p.cmd) for p in lost.values()])
+    rows: dict[Key, Transfer] = {(t.tenant_id, t.mode, t.idempotency_key): t for t in found}
+    for i, p in lost.items():
+        existing = rows[_key(p.cmd)]
+        try:
+            outcome: Effects | ServiceError = _replay(existing, p.cmd, p.amount)
+        except ServiceError as exc:
+            outcome = exc
+        out[i] = Replayed(existing, outcome)
+    log.info("%d transfers answered a concurrent twin of their idempotency key", len(lost))
+
+
 def _steps_of(p: Planned, cfg: LedgerConfig, now: datetime) -> tuple[list[dict[str, Any]], list[Event]]:
-    """The state changes of one accepted transfer (its row updated to the final state) and
-    its events: created at ``pending``, then one update per step."""
+    """The state changes of one transfer (its row brought to its final state) and its
+    events: created at ``pending``, then one update per step."""
     v = p.values
     v["created_at"] = v["updated_at"] = now
     events: list[Event] = [_created_event(Transfer(**v), p.request_id)]
@@ -239,29 +267,24 @@ def _steps_of(p: Planned, cfg: LedgerConfig, now: datetime) -> tuple[list[dict[s
 async def finish_transfers(
     session: AsyncSession, prepared: list[Prepared], cfg: LedgerConfig
 ) -> list[Effects | ServiceError]:
-    """After the journal was applied: write the accepted transfers and their state changes in
-    bulk; answer each command (its effects, or why it was refused)."""
-    now = datetime.now(UTC)
-    rows: list[dict[str, Any]] = []
-    changes: list[dict[str, Any]] = []
+    """After the journal was applied: delete the rows of refused transfers (rare: only an
+    overdraft), insert the state changes of the accepted ones in bulk, and answer each
+    command (its effects, or why it was refused)."""
+    refused = [p for p in prepared if isinstance(p, Planned) and p.move.refused]
+    await repo.delete_transfers(session, [p.values["id"] for p in refused])
+    accepted = [p for p in prepared if isinstance(p, Planned) and not p.move.refused]
+    await repo.insert_state_changes(session, [c for p in accepted for c in p.changes])
     out: list[Effects | ServiceError] = []
     for p in prepared:
-        if isinstance(p, Planned) and not p.move.refused:
-            steps, p.events = _steps_of(p, cfg, now)
-            rows.append(p.values)
-            changes.extend(steps)
-    inserted = await repo.insert_transfers(session, rows)
-    if len(inserted) != len(rows):
-        raise ConcurrentTwin(f"{len(rows) - len(inserted)} idempotency keys were taken meanwhile")
-    await repo.insert_state_changes(session, changes)
-    for p in prepared:
         if isinstance(p, Twin):
-            first, first_outcome = prepared[p.first], out[p.first]
-            assert isinstance(first, Planned)
+            first = prepared[p.first]
             try:
-                if isinstance(first_outcome, ServiceError):
-                    raise first_outcome
-                out.append(_replay(SimpleNamespace(**first.values), p.cmd, p.amount))
+                if isinstance(first, Replayed):
+                    out.append(_replay(first.row, p.cmd, p.amount))
+                elif isinstance(first, Planned) and not first.move.refused:
+                    out.append(_replay(SimpleNamespace(**first.values), p.cmd, p.amount))
+                else:
+                    raise _outcome_error(out[p.first])
             except ServiceError as exc:
                 out.append(exc)
         elif isinstance(p, Planned):
@@ -271,13 +294,18 @@ async def finish_transfers(
                 fx = _answer(SimpleNamespace(**p.values))
                 fx.events.extend(p.events)
                 out.append(fx)
+        elif isinstance(p, Replayed):
+            out.append(p.outcome)
         else:
             out.append(p)
-    if rows:
-        log.info(
-            "transfers applied: %d of %d planned", len(rows), sum(isinstance(p, Planned) for p in prepared)
-        )
+    if accepted or refused:
+        log.info("transfers applied: %d accepted, %d refused for funds", len(accepted), len(refused))
     return out
+
+
+def _outcome_error(outcome: Effects | ServiceError) -> ServiceError:
+    assert isinstance(outcome, ServiceError)
+    return outcome
 
 
 async def create_transfer(session: AsyncSession, cmd: CreateTransfer, cfg: LedgerConfig) -> Effects:

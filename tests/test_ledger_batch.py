@@ -263,3 +263,43 @@ def test_two_runtimes_apply_random_batches_without_deadlock_or_lost_cents(stack:
         loop.run_until_complete(db.close())
         loop.run_until_complete(cm.__aexit__(None, None, None))
         loop.close()
+
+
+@pytest.mark.integration
+async def test_queued_customers_are_inserted_in_one_statement(stack: Stack) -> None:
+    from common.contracts.commands import CreateCustomer
+
+    tenant_id = str(uuid.uuid4())
+    cmds = [
+        CreateCustomer(
+            command_id=new_id("cmd"),
+            ctx=Ctx(request_id=new_id("req"), tenant_id=tenant_id, mode="sandbox", reply_to=None),
+            decision=allow(),
+            customer_id=new_id("cus"),
+            account_type="business" if i % 2 else "individual",
+            email=f"c{i}@example.com",
+            country_code="DE",
+            service_user_id=f"u-{i}",
+            full_name=None if i % 2 else f"Person {i}",
+            company_name=f"Company {i}" if i % 2 else None,
+        )
+        for i in range(5)
+    ]
+    async with two_runtimes(stack) as runtimes:
+        await runtimes[0].run_batch(cmds)
+    db = await asyncpg.connect(**pg_kwargs(stack.stores.database_url))
+    try:
+        rows = await db.fetch(
+            "SELECT id, account_type, full_name, company_name, country_code FROM ledger.customers"
+            " WHERE tenant_id = $1 ORDER BY email",
+            tenant_id,
+        )
+        results = await db.fetch(
+            "SELECT result FROM ledger.inbox WHERE command_id = ANY($1::text[])", [c.command_id for c in cmds]
+        )
+    finally:
+        await db.close()
+    assert [r["id"] for r in rows] == [c.customer_id for c in cmds]
+    assert rows[1]["company_name"] == "Company 1" and rows[1]["full_name"] is None
+    assert {r["country_code"] for r in rows} == {"DE"}
+    assert sorted(msgspec.json.decode(r["result"])["status"] for r in results) == [201] * 5

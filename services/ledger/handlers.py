@@ -13,6 +13,7 @@ is simply answered again).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -31,10 +32,44 @@ from common.outbox import Outbox, OutMessage
 from common.rpc import reply
 from common.settings import Settings
 from common.topics import Topics
-from ledger import service
+from ledger import journal, service
 from ledger.effects import Effects, LedgerConfig
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class BatchStats:
+    """Where the ledger's time goes, logged every ``every_s`` seconds of activity: batches,
+    commands, time inside batch transactions, and time waiting for account locks."""
+
+    every_s: float = 10.0
+    batches: int = 0
+    commands: int = 0
+    busy_s: float = 0.0
+    lock_wait_s: float = 0.0
+    since: float = field(default_factory=time.monotonic)
+
+    def add(self, commands: int, busy_s: float, lock_wait_s: float) -> None:
+        self.batches += 1
+        self.commands += commands
+        self.busy_s += busy_s
+        self.lock_wait_s += lock_wait_s
+        elapsed = time.monotonic() - self.since
+        if elapsed >= self.every_s:
+            log.info(
+                "batches: %d in %.1f s, %.1f commands each; in transaction %.0f%% of the time,"
+                " %.1f ms per batch of which %.1f ms waiting for account locks",
+                self.batches,
+                elapsed,
+                self.commands / self.batches,
+                100 * self.busy_s / elapsed,
+                1000 * self.busy_s / self.batches,
+                1000 * self.lock_wait_s / self.batches,
+            )
+            self.batches = self.commands = 0
+            self.busy_s = self.lock_wait_s = 0.0
+            self.since = time.monotonic()
 
 
 @dataclass
@@ -47,6 +82,7 @@ class LedgerRuntime:
     topics: Topics
     cfg: LedgerConfig = field(default_factory=LedgerConfig)
     processed: int = 0
+    stats: BatchStats = field(default_factory=lambda: BatchStats())
 
     async def _read(self, session: AsyncSession, cmd: LedgerCommand) -> bytes:
         try:
@@ -73,6 +109,7 @@ class LedgerRuntime:
         the fresh writes executed together, then the reads; commit, dispatch the outbox, and
         answer the reads."""
         direct: list[OutMessage] = []
+        started = time.perf_counter()
         async with self.sm() as session:
             async with session.begin():
                 writes = list({c.command_id: c for c in cmds if not service.is_read(c)}.values())
@@ -100,6 +137,7 @@ class LedgerRuntime:
                     if stored is not None and cmd.ctx.reply_to and not service.is_read(cmd):
                         self.outbox.add(session, OutMessage(cmd.ctx.reply_to, stored, partition=0))
                 msgs = await self.outbox.write(session)
+            self.stats.add(len(cmds), time.perf_counter() - started, journal.of(session).lock_wait_s)
             if msgs:
                 await failpoint("ledger.after_commit")
             await self.outbox.dispatch(self.sm, msgs, Outbox.pruned(session))

@@ -24,6 +24,7 @@ by the boundary before commit, then
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -34,6 +35,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
+from common.contracts.base import Mode
 from common.errors import ErrorCode, Reason, ServiceError
 from common.ids import new_id
 from ledger import repository as repo
@@ -51,7 +53,7 @@ def held(wallet_id: str) -> str:
     return f"{wallet_id}.held"
 
 
-def external(tenant_id: str, mode: str, currency: str, kind: str) -> str:
+def external(tenant_id: str, mode: Mode, currency: str, kind: str) -> str:
     return f"ext.{tenant_id}.{mode}.{currency}.{kind}"
 
 
@@ -83,7 +85,7 @@ class UnappliedJournal(Exception):
 class Entry:
     id: str
     tenant_id: str
-    mode: str
+    mode: Mode
     kind: str
     postings: list[Posting]
     transfer_id: str | None = None
@@ -93,7 +95,7 @@ class Entry:
 def entry(
     *,
     tenant_id: str,
-    mode: str,
+    mode: Mode,
     kind: str,
     postings: list[Posting],
     transfer_id: str | None = None,
@@ -121,6 +123,7 @@ class Movement:
 @dataclass
 class Journal:
     movements: list[Movement] = field(default_factory=list)
+    lock_wait_s: float = 0.0  # time spent in the account-locking statement (contention)
 
     def add(self, entries: list[Entry], refusable_for: str | None = None) -> Movement:
         move = Movement(entries, refusable_for)
@@ -155,7 +158,9 @@ class Journal:
                     else:
                         wallet_accounts.add(account_id)
         await repo.ensure_external_accounts(session, list(externals.values()))
+        started = time.perf_counter()
         balances = await repo.lock_accounts(session, sorted(wallet_accounts))
+        self.lock_wait_s += time.perf_counter() - started
         if unknown := wallet_accounts - balances.keys():
             raise LookupError(f"wallet accounts not found: {sorted(unknown)}")
         deltas: dict[str, Decimal] = defaultdict(Decimal)
@@ -230,7 +235,7 @@ async def post(
     session: AsyncSession,
     *,
     tenant_id: str,
-    mode: str,
+    mode: Mode,
     kind: str,
     postings: list[Posting],
     transfer_id: str | None = None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from sqlalchemy import (
     CHAR,
@@ -28,11 +28,11 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
+from common.contracts.base import Mode
 from common.tables import inbox_table, outbox_table
 
 SCHEMA = "ledger"
 MONEY = Numeric(38, 6)
-Mode = Literal["sandbox", "production"]
 
 
 def _text(*, pk: bool = False, null: bool = False, fk: str | None = None, unique: bool = False) -> Any:

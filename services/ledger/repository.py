@@ -3,8 +3,8 @@ session; the boundary owns the transaction.
 
 Reads return detached model instances (``Customer``, ``Wallet``, ``Transfer``...): typed,
 never tracked by the session, so nothing is flushed behind the code's back; every write is
-an explicit statement. Bulk writes take many rows in one statement or one pipelined
-``executemany``; the bulk customer insert (the benchmark path) uses asyncpg's ``unnest``.
+an explicit statement. Bulk writes take many rows in one statement (multi-row VALUES, or
+``unnest`` of one array per column for customers) or one pipelined ``executemany``.
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ from sqlalchemy import (
     tuple_,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import SQLModel
 
+from common.contracts.base import Mode
 from common.contracts.commands import CreateCustomer
-from common.db import driver
 from ledger.models import (
     Customer,
     Transfer,
@@ -62,7 +63,7 @@ async def _all(session: AsyncSession, model: type[M], stmt: Any) -> list[M]:
     return [model(**row) for row in (await session.execute(stmt)).mappings()]
 
 
-def _scope(table: Any, tenant_id: str, mode: str) -> ColumnElement[bool]:
+def _scope(table: Any, tenant_id: str, mode: Mode) -> ColumnElement[bool]:
     return and_(table.c.tenant_id == tenant_id, table.c.mode == mode)
 
 
@@ -92,22 +93,23 @@ def _customer_values(c: CreateCustomer) -> dict[str, Any]:
 
 
 CUSTOMER_COLUMNS = [c.name for c in customers.c if c.name != "created_at"]
+# INSERT .. SELECT unnest(:id), unnest(:tenant_id), ...: one array per column, one statement
+# for a whole batch (the benchmark path), built from the table.
+INSERT_CUSTOMERS = insert(customers).from_select(
+    CUSTOMER_COLUMNS,
+    select(*(func.unnest(bindparam(name, type_=ARRAY(customers.c[name].type))) for name in CUSTOMER_COLUMNS)),
+)
 
 
 async def insert_customers(session: AsyncSession, cmds: list[CreateCustomer]) -> None:
-    """The batched form of :func:`insert_customer`: one statement for a whole batch (asyncpg
-    ``unnest`` with one array per column: the cheapest form for the benchmark path)."""
+    """The batched form of :func:`insert_customer`: one statement for a whole batch."""
     rows = [_customer_values(c) for c in cmds]
-    arrays = [[r[name] for r in rows] for name in CUSTOMER_COLUMNS]
-    params = ", ".join(f"${i}::text[]" for i in range(1, len(arrays) + 1))
-    conn = await driver(session)
-    await conn.execute(
-        f"INSERT INTO ledger.customers ({', '.join(CUSTOMER_COLUMNS)}) SELECT * FROM unnest({params})",
-        *arrays,
-    )
+    await session.execute(INSERT_CUSTOMERS, {name: [r[name] for r in rows] for name in CUSTOMER_COLUMNS})
 
 
-async def get_customer(session: AsyncSession, tenant_id: str, mode: str, customer_id: str) -> Customer | None:
+async def get_customer(
+    session: AsyncSession, tenant_id: str, mode: Mode, customer_id: str
+) -> Customer | None:
     stmt = select(customers).where(customers.c.id == customer_id, _scope(customers, tenant_id, mode))
     return await _one(session, Customer, stmt)
 
@@ -120,7 +122,7 @@ async def insert_wallet(
     *,
     wallet_id: str,
     tenant_id: str,
-    mode: str,
+    mode: Mode,
     customer_id: str,
     symbol: str,
     chain: str,
@@ -159,13 +161,13 @@ async def insert_wallet(
     return created
 
 
-async def get_wallet(session: AsyncSession, tenant_id: str, mode: str, wallet_id: str) -> Wallet | None:
+async def get_wallet(session: AsyncSession, tenant_id: str, mode: Mode, wallet_id: str) -> Wallet | None:
     return await _one(
         session, Wallet, select(wallets).where(wallets.c.id == wallet_id, _scope(wallets, tenant_id, mode))
     )
 
 
-async def wallet_by_address(session: AsyncSession, tenant_id: str, mode: str, address: str) -> Wallet | None:
+async def wallet_by_address(session: AsyncSession, tenant_id: str, mode: Mode, address: str) -> Wallet | None:
     stmt = select(wallets).where(wallets.c.deposit_address == address, _scope(wallets, tenant_id, mode))
     return await _one(session, Wallet, stmt)
 
@@ -199,7 +201,7 @@ async def insert_virtual_account(
     *,
     va_id: str,
     tenant_id: str,
-    mode: str,
+    mode: Mode,
     customer_id: str,
     currency: str,
     wallet_id: str,
@@ -225,7 +227,7 @@ async def insert_virtual_account(
 
 
 async def get_virtual_account(
-    session: AsyncSession, tenant_id: str, mode: str, va_id: str
+    session: AsyncSession, tenant_id: str, mode: Mode, va_id: str
 ) -> VirtualAccount | None:
     stmt = select(virtual_accounts).where(
         virtual_accounts.c.id == va_id, _scope(virtual_accounts, tenant_id, mode)
@@ -318,7 +320,7 @@ async def insert_state_changes(session: AsyncSession, rows: Sequence[dict[str, A
 
 
 async def lock_transfer(
-    session: AsyncSession, transfer_id: str, tenant_id: str | None = None, mode: str | None = None
+    session: AsyncSession, transfer_id: str, tenant_id: str | None = None, mode: Mode | None = None
 ) -> Transfer | None:
     """The transfer row, locked for a state change; tenant and mode narrow it when given."""
     stmt = select(transfers).where(transfers.c.id == transfer_id)
@@ -419,7 +421,7 @@ MODELS: dict[str, type[Any]] = {
 }
 
 
-def _read(resource: str, tenant_id: str, mode: str) -> Select[Any]:
+def _read(resource: str, tenant_id: str, mode: Mode) -> Select[Any]:
     table = TABLES[resource]
     if resource == "wallets":
         stmt = (
@@ -447,7 +449,7 @@ def _readable(resource: str, row: Any) -> Readable:
 
 
 async def read_one(
-    session: AsyncSession, resource: str, tenant_id: str, mode: str, resource_id: str
+    session: AsyncSession, resource: str, tenant_id: str, mode: Mode, resource_id: str
 ) -> Readable | None:
     stmt = _read(resource, tenant_id, mode).where(TABLES[resource].c.id == resource_id)
     row = (await session.execute(stmt)).mappings().first()
@@ -455,7 +457,7 @@ async def read_one(
 
 
 async def read_page(
-    session: AsyncSession, resource: str, tenant_id: str, mode: str, limit: int, starting_after: str | None
+    session: AsyncSession, resource: str, tenant_id: str, mode: Mode, limit: int, starting_after: str | None
 ) -> list[Readable]:
     """Newest first (ids sort by creation time); ``limit + 1`` rows tell whether more exist."""
     table = TABLES[resource]

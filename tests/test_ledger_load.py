@@ -79,7 +79,7 @@ async def deadlocks(db: asyncpg.Connection) -> int:
     return count
 
 
-async def drive(t: Tenant, plan: list[tuple[str, str, str]]) -> tuple[float, list[float], list[Any]]:
+async def drive(t: Tenant, plan: list[tuple[str, str, str]]) -> tuple[float, list[float], list[Any], int]:
     """Send the plan from CLIENTS concurrent clients, alternating the two gateways."""
     queue: asyncio.Queue[tuple[int, tuple[str, str, str]]] = asyncio.Queue()
     for item in enumerate(plan):
@@ -96,16 +96,19 @@ async def drive(t: Tenant, plan: list[tuple[str, str, str]]) -> tuple[float, lis
             i, (src, dst, amount) = queue.get_nowait()
             body = book(src, dst, amount)
             start = time.perf_counter()
-            for attempt in range(3):  # a dropped keep-alive connection: retry, same key
+            for attempt in range(4):  # as a client must: retry with the same key when told to
                 try:
                     r = await http.post(
                         "/v1/transfers", json=body, headers=t.headers(body["idempotency_key"])
                     )
-                    break
-                except httpx.TransportError:
-                    if attempt == 2:
+                except httpx.TransportError:  # a dropped keep-alive connection
+                    if attempt == 3:
                         raise
                     retries.append(i)
+                    continue
+                if r.status_code != 503 or attempt == 3:
+                    break
+                retries.append(i)  # 503 provider_unavailable: "retry with the same Idempotency-Key"
             latencies.append(time.perf_counter() - start)
             answers[i] = (r.status_code, r.json())
 
@@ -116,9 +119,7 @@ async def drive(t: Tenant, plan: list[tuple[str, str, str]]) -> tuple[float, lis
     finally:
         for c in clients:
             await c.aclose()
-    if retries:
-        print(f"\nledger-load: {len(retries)} requests retried after a transport error")
-    return elapsed, latencies, answers
+    return elapsed, latencies, answers, len(retries)
 
 
 def percentile(xs: list[float], p: float) -> float:
@@ -140,7 +141,7 @@ async def run_mix(stack: Stack, mix: str) -> dict[str, Any]:
         before, dl_before = await db.fetchval(total, ws), await deadlocks(db)
         logs_before = len(ledger_logs(stack))
         cpu_before = cpu_seconds(stack)
-        elapsed, latencies, answers = await drive(t, plan)
+        elapsed, latencies, answers, retried = await drive(t, plan)
         cpu_after = cpu_seconds(stack)
         bad = [a for a in answers if a[0] != 201 or a[1]["data"]["state"] != "completed"]
         assert not bad, bad[:5]
@@ -166,6 +167,7 @@ async def run_mix(stack: Stack, mix: str) -> dict[str, Any]:
         "p50_ms": round(statistics.median(latencies) * 1000, 1),
         "p99_ms": round(percentile(latencies, 99) * 1000, 1),
         "max_ms": round(max(latencies) * 1000, 1),
+        "retried_requests": retried,
         "sum_checked": str(Decimal(before)),
         # CPU milliseconds per transfer, by process (PostgreSQL: this database's backends).
         "cpu_ms_per_transfer": {

@@ -24,8 +24,10 @@ async def sandbox_deposit(session: AsyncSession, cmd: SandboxDeposit, cfg: Ledge
         raise missing("virtual account", "virtual_account_id")
     fiat_amount = parse_amount(cmd.amount, FIAT_PLACES, "amount")
     wallet = await repo.get_wallet(session, t, m, va.wallet_id)
+    if wallet is None:  # a foreign key makes this impossible
+        raise missing("wallet", "virtual_account_id")
     amount = fiat_amount  # pegged 1:1 (USD -> USDC/USDT/PYUSD/USDB, EUR -> EURC)
-    row = await repo.insert_deposit(
+    created_at = await repo.insert_deposit(
         session,
         {
             "id": cmd.deposit_id,
@@ -59,7 +61,7 @@ async def sandbox_deposit(session: AsyncSession, cmd: SandboxDeposit, cfg: Ledge
         "credited_amount": money(amount),
         "credited_currency": wallet.symbol,
         "state": "completed",
-        "created_at": iso(row.created_at),
+        "created_at": iso(created_at),
     }
     fx = Effects(201, data)
     fx.events.append(

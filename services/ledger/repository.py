@@ -1,98 +1,120 @@
-"""All ledger SQL lives here. Functions take the session; the boundary owns the transaction."""
+"""All ledger SQL lives here, built from the tables of ``ledger.models``. Functions take the
+session; the boundary owns the transaction.
+
+Reads return detached model instances (``Customer``, ``Wallet``, ``Transfer``...): typed,
+never tracked by the session, so nothing is flushed behind the code's back; every write is
+an explicit statement. Bulk writes take many rows in one statement (multi-row VALUES, or
+``unnest`` of one array per column for customers) or one pipelined ``executemany``.
+"""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
-from sqlalchemy import text
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    and_,
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    tuple_,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import SQLModel
 
+from common.contracts.base import Mode
 from common.contracts.commands import CreateCustomer
-from common.db import driver
+from ledger.models import (
+    Customer,
+    Transfer,
+    VirtualAccount,
+    Wallet,
+    WalletBalances,
+    accounts,
+    customers,
+    deposits,
+    journal_entries,
+    postings,
+    state_changes,
+    transfers,
+    virtual_accounts,
+    wallets,
+)
 
-Row = Any
+M = TypeVar("M", bound=SQLModel)
 
 
-async def _one(session: AsyncSession, sql: str, **params: Any) -> Row:
-    return (await session.execute(text(sql), params)).first()
+async def _one(session: AsyncSession, model: type[M], stmt: Any) -> M | None:
+    row = (await session.execute(stmt)).mappings().first()
+    return None if row is None else model(**row)
 
 
-async def _all(session: AsyncSession, sql: str, **params: Any) -> list[Row]:
-    return list((await session.execute(text(sql), params)).all())
+async def _all(session: AsyncSession, model: type[M], stmt: Any) -> list[M]:
+    return [model(**row) for row in (await session.execute(stmt)).mappings()]
+
+
+def _scope(table: Any, tenant_id: str, mode: Mode) -> ColumnElement[bool]:
+    return and_(table.c.tenant_id == tenant_id, table.c.mode == mode)
 
 
 # ---- customers ----
 
 
-async def insert_customer(session: AsyncSession, cmd: CreateCustomer) -> dict[str, Any]:
-    row = await _one(
-        session,
-        "INSERT INTO ledger.customers (id, tenant_id, mode, account_type, email, country_code,"
-        " service_user_id, full_name, company_name, registration_number, phone_e164)"
-        " VALUES (:id, :tenant_id, :mode, :account_type, :email, :country_code,"
-        " :service_user_id, :full_name, :company_name, :registration_number, :phone_e164)"
-        " RETURNING created_at",
-        id=cmd.customer_id,
-        tenant_id=cmd.ctx.tenant_id,
-        mode=cmd.ctx.mode,
-        account_type=cmd.account_type,
-        email=cmd.email,
-        country_code=cmd.country_code,
-        service_user_id=cmd.service_user_id,
-        full_name=cmd.full_name,
-        company_name=cmd.company_name,
-        registration_number=cmd.registration_number,
-        phone_e164=cmd.phone_e164,
-    )
-    return {"created_at": row.created_at}
+async def insert_customer(session: AsyncSession, cmd: CreateCustomer) -> datetime:
+    stmt = insert(customers).values(**_customer_values(cmd)).returning(customers.c.created_at)
+    created: datetime = (await session.execute(stmt)).scalar_one()
+    return created
 
 
-CUSTOMER_COLUMNS = (
-    "id, tenant_id, mode, account_type, email, country_code, service_user_id, full_name,"
-    " company_name, registration_number, phone_e164"
+def _customer_values(c: CreateCustomer) -> dict[str, Any]:
+    return {
+        "id": c.customer_id,
+        "tenant_id": c.ctx.tenant_id,
+        "mode": c.ctx.mode,
+        "account_type": c.account_type,
+        "email": c.email,
+        "country_code": c.country_code,
+        "service_user_id": c.service_user_id,
+        "full_name": c.full_name,
+        "company_name": c.company_name,
+        "registration_number": c.registration_number,
+        "phone_e164": c.phone_e164,
+    }
+
+
+CUSTOMER_COLUMNS = [c.name for c in customers.c if c.name != "created_at"]
+# INSERT .. SELECT unnest(:id), unnest(:tenant_id), ...: one array per column, one statement
+# for a whole batch (the benchmark path), built from the table.
+INSERT_CUSTOMERS = insert(customers).from_select(
+    CUSTOMER_COLUMNS,
+    select(*(func.unnest(bindparam(name, type_=ARRAY(customers.c[name].type))) for name in CUSTOMER_COLUMNS)),
 )
 
 
 async def insert_customers(session: AsyncSession, cmds: list[CreateCustomer]) -> None:
     """The batched form of :func:`insert_customer`: one statement for a whole batch."""
-    conn = await driver(session)
-    await conn.execute(
-        f"INSERT INTO ledger.customers ({CUSTOMER_COLUMNS}) SELECT * FROM unnest("
-        "$1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],"
-        " $8::text[], $9::text[], $10::text[], $11::text[])",
-        [c.customer_id for c in cmds],
-        [c.ctx.tenant_id for c in cmds],
-        [c.ctx.mode for c in cmds],
-        [c.account_type for c in cmds],
-        [c.email for c in cmds],
-        [c.country_code for c in cmds],
-        [c.service_user_id for c in cmds],
-        [c.full_name for c in cmds],
-        [c.company_name for c in cmds],
-        [c.registration_number for c in cmds],
-        [c.phone_e164 for c in cmds],
-    )
+    rows = [_customer_values(c) for c in cmds]
+    await session.execute(INSERT_CUSTOMERS, {name: [r[name] for r in rows] for name in CUSTOMER_COLUMNS})
 
 
-async def get_customer(session: AsyncSession, tenant_id: str, mode: str, customer_id: str) -> Row:
-    return await _one(
-        session,
-        "SELECT * FROM ledger.customers WHERE id = :id AND tenant_id = :t AND mode = :m",
-        id=customer_id,
-        t=tenant_id,
-        m=mode,
-    )
+async def get_customer(
+    session: AsyncSession, tenant_id: str, mode: Mode, customer_id: str
+) -> Customer | None:
+    stmt = select(customers).where(customers.c.id == customer_id, _scope(customers, tenant_id, mode))
+    return await _one(session, Customer, stmt)
 
 
 # ---- wallets and their accounts ----
-
-WALLET_SELECT = (
-    "SELECT w.*, a.balance AS available_balance, h.balance AS held_balance FROM ledger.wallets w"
-    " JOIN ledger.accounts a ON a.id = w.id || '.available'"
-    " JOIN ledger.accounts h ON h.id = w.id || '.held'"
-)
 
 
 async def insert_wallet(
@@ -100,68 +122,75 @@ async def insert_wallet(
     *,
     wallet_id: str,
     tenant_id: str,
-    mode: str,
+    mode: Mode,
     customer_id: str,
     symbol: str,
     chain: str,
     address: str,
-) -> Row:
-    row = await _one(
-        session,
-        "INSERT INTO ledger.wallets (id, tenant_id, mode, customer_id, symbol, chain, deposit_address)"
-        " VALUES (:id, :t, :m, :c, :s, :ch, :a) RETURNING created_at",
-        id=wallet_id,
-        t=tenant_id,
-        m=mode,
-        c=customer_id,
-        s=symbol,
-        ch=chain,
-        a=address,
+) -> datetime:
+    """The wallet and its two accounts (``available`` and ``held``)."""
+    stmt = (
+        insert(wallets)
+        .values(
+            id=wallet_id,
+            tenant_id=tenant_id,
+            mode=mode,
+            customer_id=customer_id,
+            symbol=symbol,
+            chain=chain,
+            deposit_address=address,
+        )
+        .returning(wallets.c.created_at)
     )
+    created: datetime = (await session.execute(stmt)).scalar_one()
     await session.execute(
-        text(
-            "INSERT INTO ledger.accounts (id, tenant_id, mode, currency, kind, wallet_id) VALUES"
-            " (:id || '.available', :t, :m, :s, 'available', :id),"
-            " (:id || '.held', :t, :m, :s, 'held', :id)"
-        ),
-        {"id": wallet_id, "t": tenant_id, "m": mode, "s": symbol},
+        insert(accounts).values(
+            [
+                {
+                    "id": f"{wallet_id}.{kind}",
+                    "tenant_id": tenant_id,
+                    "mode": mode,
+                    "currency": symbol,
+                    "kind": kind,
+                    "wallet_id": wallet_id,
+                }
+                for kind in ("available", "held")
+            ]
+        )
     )
-    return row
+    return created
 
 
-async def get_wallet(session: AsyncSession, tenant_id: str, mode: str, wallet_id: str) -> Row:
+async def get_wallet(session: AsyncSession, tenant_id: str, mode: Mode, wallet_id: str) -> Wallet | None:
     return await _one(
-        session,
-        WALLET_SELECT + " WHERE w.id = :id AND w.tenant_id = :t AND w.mode = :m",
-        id=wallet_id,
-        t=tenant_id,
-        m=mode,
+        session, Wallet, select(wallets).where(wallets.c.id == wallet_id, _scope(wallets, tenant_id, mode))
     )
 
 
-async def wallet_by_address(session: AsyncSession, tenant_id: str, mode: str, address: str) -> Row:
-    return await _one(
-        session,
-        WALLET_SELECT + " WHERE w.deposit_address = :a AND w.tenant_id = :t AND w.mode = :m",
-        a=address,
-        t=tenant_id,
-        m=mode,
-    )
+async def wallet_by_address(session: AsyncSession, tenant_id: str, mode: Mode, address: str) -> Wallet | None:
+    stmt = select(wallets).where(wallets.c.deposit_address == address, _scope(wallets, tenant_id, mode))
+    return await _one(session, Wallet, stmt)
 
 
-async def customer_wallets(
-    session: AsyncSession, tenant_id: str, mode: str, customer_id: str, symbol: str, chain: str
-) -> list[Row]:
-    return await _all(
-        session,
-        WALLET_SELECT + " WHERE w.customer_id = :c AND w.tenant_id = :t"
-        " AND w.mode = :m AND w.symbol = :s AND w.chain = :ch ORDER BY w.id",
-        c=customer_id,
-        t=tenant_id,
-        m=mode,
-        s=symbol,
-        ch=chain,
-    )
+async def wallets_for(
+    session: AsyncSession,
+    tenant_ids: Iterable[str],
+    ids: Iterable[str],
+    addresses: Iterable[str],
+    customer_ids: Iterable[str],
+) -> list[Wallet]:
+    """Every wallet a batch of transfers names (by id, deposit address or owning customer),
+    in one query; the caller scopes each by tenant and mode."""
+    keys = [
+        (wallets.c.id, sorted(set(ids))),
+        (wallets.c.deposit_address, sorted(set(addresses))),
+        (wallets.c.customer_id, sorted(set(customer_ids))),
+    ]
+    named = [col.in_(values) for col, values in keys if values]
+    if not named:
+        return []
+    stmt = select(wallets).where(wallets.c.tenant_id.in_(sorted(set(tenant_ids))), or_(*named))
+    return await _all(session, Wallet, stmt.order_by(wallets.c.id))
 
 
 # ---- virtual accounts ----
@@ -172,175 +201,162 @@ async def insert_virtual_account(
     *,
     va_id: str,
     tenant_id: str,
-    mode: str,
+    mode: Mode,
     customer_id: str,
     currency: str,
     wallet_id: str,
     destination: dict[str, Any],
     numbers: dict[str, Any],
-) -> Row:
-    return await _one(
-        session,
-        "INSERT INTO ledger.virtual_accounts (id, tenant_id, mode, customer_id, currency, wallet_id,"
-        " destination, account_number, routing_number, iban, bic, bank_name) VALUES (:id, :t, :m,"
-        " :c, :cur, :w, CAST(:d AS JSONB), :an, :rn, :iban, :bic, :bank) RETURNING created_at",
-        id=va_id,
-        t=tenant_id,
-        m=mode,
-        c=customer_id,
-        cur=currency,
-        w=wallet_id,
-        d=json.dumps(destination),
-        an=numbers["account_number"],
-        rn=numbers["routing_number"],
-        iban=numbers["iban"],
-        bic=numbers["bic"],
-        bank=numbers["bank_name"],
+) -> datetime:
+    stmt = (
+        insert(virtual_accounts)
+        .values(
+            id=va_id,
+            tenant_id=tenant_id,
+            mode=mode,
+            customer_id=customer_id,
+            currency=currency,
+            wallet_id=wallet_id,
+            destination=destination,
+            **{k: numbers[k] for k in ("account_number", "routing_number", "iban", "bic", "bank_name")},
+        )
+        .returning(virtual_accounts.c.created_at)
     )
+    created: datetime = (await session.execute(stmt)).scalar_one()
+    return created
 
 
-async def get_virtual_account(session: AsyncSession, tenant_id: str, mode: str, va_id: str) -> Row:
-    return await _one(
-        session,
-        "SELECT * FROM ledger.virtual_accounts WHERE id = :id AND tenant_id = :t AND mode = :m",
-        id=va_id,
-        t=tenant_id,
-        m=mode,
+async def get_virtual_account(
+    session: AsyncSession, tenant_id: str, mode: Mode, va_id: str
+) -> VirtualAccount | None:
+    stmt = select(virtual_accounts).where(
+        virtual_accounts.c.id == va_id, _scope(virtual_accounts, tenant_id, mode)
     )
+    return await _one(session, VirtualAccount, stmt)
 
 
-# ---- journal ----
+# ---- journal (see journal.Journal.apply for the order of these statements) ----
 
 
-async def ensure_external_account(
-    session: AsyncSession, account_id: str, tenant_id: str, mode: str, currency: str, kind: str
+async def ensure_external_accounts(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+    """Create the external accounts that do not exist yet, in id order, in one statement."""
+    if rows:
+        stmt = pg_insert(accounts).values(sorted(rows, key=lambda r: r["id"]))
+        await session.execute(stmt.on_conflict_do_nothing(index_elements=[accounts.c.id]))
+
+
+async def lock_accounts(session: AsyncSession, account_ids: Sequence[str]) -> dict[str, Decimal]:
+    """Lock the accounts and read their balances: ONE statement, rows locked in id order
+    (``ORDER BY`` sits below the row locking), the one global lock order of the ledger."""
+    if not account_ids:
+        return {}
+    stmt = (
+        select(accounts.c.id, accounts.c.balance)
+        .where(accounts.c.id.in_(sorted(account_ids)))
+        .order_by(accounts.c.id)
+        .with_for_update()
+    )
+    return {r.id: r.balance for r in await session.execute(stmt)}
+
+
+async def insert_entries(
+    session: AsyncSession, entries: Sequence[dict[str, Any]], entry_postings: Sequence[dict[str, Any]]
 ) -> None:
-    await session.execute(
-        text(
-            "INSERT INTO ledger.accounts (id, tenant_id, mode, currency, kind) VALUES"
-            " (:id, :t, :m, :c, :k) ON CONFLICT (id) DO NOTHING"
-        ),
-        {"id": account_id, "t": tenant_id, "m": mode, "c": currency, "k": kind},
-    )
+    """Journal entries and their postings, each in one pipelined ``executemany``."""
+    if entries:
+        await session.execute(insert(journal_entries), list(entries))
+        await session.execute(insert(postings), list(entry_postings))
 
 
-async def insert_entry(
-    session: AsyncSession,
-    *,
-    entry_id: str,
-    tenant_id: str,
-    mode: str,
-    kind: str,
-    transfer_id: str | None,
-    deposit_id: str | None,
-    postings: list[tuple[str, str, Decimal]],
-) -> None:
-    await session.execute(
-        text(
-            "INSERT INTO ledger.journal_entries (id, tenant_id, mode, kind, transfer_id, deposit_id)"
-            " VALUES (:id, :t, :m, :k, :tr, :dep)"
-        ),
-        {"id": entry_id, "t": tenant_id, "m": mode, "k": kind, "tr": transfer_id, "dep": deposit_id},
-    )
-    await session.execute(
-        text(
-            "INSERT INTO ledger.postings (entry_id, account_id, currency, amount) VALUES (:e, :a, :c, :amt)"
-        ),
-        [{"e": entry_id, "a": a, "c": c, "amt": amt} for a, c, amt in postings],
-    )
-
-
-async def move_wallet_balance(session: AsyncSession, account_id: str, delta: Decimal) -> bool:
-    """Row-locking update that refuses to take a wallet account below zero."""
-    row = await _one(
-        session,
-        "UPDATE ledger.accounts SET balance = balance + :d WHERE id = :id AND balance + :d >= 0"
-        " RETURNING balance",
-        d=delta,
-        id=account_id,
-    )
-    return row is not None
+async def add_to_balances(session: AsyncSession, deltas: dict[str, Decimal]) -> None:
+    """Each (already locked) account moved once by its aggregated delta."""
+    rows = [{"account": a, "delta": d} for a, d in sorted(deltas.items()) if d]
+    if rows:
+        stmt = (
+            update(accounts)
+            .where(accounts.c.id == bindparam("account"))
+            .values(balance=accounts.c.balance + bindparam("delta"))
+        )
+        conn = await session.connection()  # Core executemany: one pipelined round trip
+        await conn.execute(stmt, rows)
 
 
 # ---- transfers and payouts ----
 
-TRANSFER_COLUMNS = (
-    "id, tenant_id, mode, kind, route, state, previous_state, amount, currency, source_wallet_id,"
-    " destination_wallet_id, source, destination, developer_fee, idempotency_key, decision_id,"
-    " next_step_at, created_at, updated_at"
-)
 
-NEXT_STEP = (
-    "CASE WHEN CAST(:next_step_s AS FLOAT8) IS NULL THEN NULL"
-    " ELSE clock_timestamp() + make_interval(secs => CAST(:next_step_s AS FLOAT8)) END"
-)
+async def transfers_by_idempotency_key(
+    session: AsyncSession, keys: Sequence[tuple[str, str, str]]
+) -> list[Transfer]:
+    """Transfers already recorded under any of these (tenant, mode, idempotency key)."""
+    if not keys:
+        return []
+    cols = tuple_(transfers.c.tenant_id, transfers.c.mode, transfers.c.idempotency_key)
+    return await _all(session, Transfer, select(transfers).where(cols.in_(sorted(set(keys)))))
 
 
-async def insert_transfer(session: AsyncSession, t: dict[str, Any]) -> Row:
-    """Insert at ``pending``; ``None`` when (tenant, mode, idempotency_key) already exists."""
-    return await _one(
-        session,
-        "INSERT INTO ledger.transfers (id, tenant_id, mode, kind, route, state, amount, currency,"
-        " source_wallet_id, destination_wallet_id, source, destination, developer_fee,"
-        " idempotency_key, decision_id, next_step_at) VALUES (:id, :tenant_id, :mode, :kind, :route,"
-        " 'pending', :amount, :currency, :source_wallet_id, :destination_wallet_id,"
-        " CAST(:source AS JSONB), CAST(:destination AS JSONB), CAST(:developer_fee AS JSONB),"
-        f" :idempotency_key, :decision_id, {NEXT_STEP})"
-        " ON CONFLICT (tenant_id, mode, idempotency_key) DO NOTHING"
-        f" RETURNING {TRANSFER_COLUMNS}",
-        **{
-            **t,
-            "source": json.dumps(t["source"]),
-            "destination": json.dumps(t["destination"]),
-            "developer_fee": json.dumps(t["developer_fee"]) if t["developer_fee"] else None,
-        },
+async def insert_transfers(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> set[str]:
+    """Insert transfers in one statement; the ids inserted (a concurrent twin's idempotency
+    key makes its row conflict and be left out)."""
+    if not rows:
+        return set()
+    stmt = (
+        pg_insert(transfers)
+        .on_conflict_do_nothing(constraint="transfers_idempotency")
+        .returning(transfers.c.id)
     )
+    ordered = sorted(rows, key=lambda r: (r["tenant_id"], r["mode"], r["idempotency_key"]))
+    return set((await session.execute(stmt, ordered)).scalars())
 
 
-async def transfer_by_idempotency_key(session: AsyncSession, tenant_id: str, mode: str, key: str) -> Row:
-    return await _one(
-        session,
-        f"SELECT {TRANSFER_COLUMNS} FROM ledger.transfers WHERE tenant_id = :t"
-        " AND mode = :m AND idempotency_key = :k",
-        t=tenant_id,
-        m=mode,
-        k=key,
-    )
+async def delete_transfers(session: AsyncSession, transfer_ids: Sequence[str]) -> None:
+    """Take back rows inserted earlier in this transaction (transfers refused for funds)."""
+    if transfer_ids:
+        await session.execute(delete(transfers).where(transfers.c.id.in_(transfer_ids)))
+
+
+async def insert_state_changes(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+    if rows:
+        await session.execute(insert(state_changes), list(rows))
 
 
 async def lock_transfer(
-    session: AsyncSession, transfer_id: str, tenant_id: str | None = None, mode: str | None = None
-) -> Row:
+    session: AsyncSession, transfer_id: str, tenant_id: str | None = None, mode: Mode | None = None
+) -> Transfer | None:
     """The transfer row, locked for a state change; tenant and mode narrow it when given."""
-    scope = "" if tenant_id is None else " AND tenant_id = :t"
-    scope += "" if mode is None else " AND mode = :m"
-    return await _one(
-        session,
-        f"SELECT {TRANSFER_COLUMNS} FROM ledger.transfers WHERE id = :id{scope} FOR UPDATE",
-        id=transfer_id,
-        t=tenant_id,
-        m=mode,
-    )
+    stmt = select(transfers).where(transfers.c.id == transfer_id)
+    if tenant_id is not None:
+        stmt = stmt.where(transfers.c.tenant_id == tenant_id)
+    if mode is not None:
+        stmt = stmt.where(transfers.c.mode == mode)
+    return await _one(session, Transfer, stmt.with_for_update())
+
+
+def _next_step(next_step_s: float | None) -> Any:
+    if next_step_s is None:
+        return None
+    return func.clock_timestamp() + func.make_interval(0, 0, 0, 0, 0, 0, next_step_s)
 
 
 async def set_state(
     session: AsyncSession, transfer_id: str, state: str, previous: str, next_step_s: float | None
-) -> Row:
-    return await _one(
-        session,
-        "UPDATE ledger.transfers SET state = :s, previous_state = :p, updated_at = clock_timestamp(),"
-        f" next_step_at = {NEXT_STEP} WHERE id = :id RETURNING {TRANSFER_COLUMNS}",
-        s=state,
-        p=previous,
-        next_step_s=next_step_s,
-        id=transfer_id,
+) -> Transfer:
+    stmt = (
+        update(transfers)
+        .where(transfers.c.id == transfer_id)
+        .values(
+            state=state,
+            previous_state=previous,
+            updated_at=func.clock_timestamp(),
+            next_step_at=_next_step(next_step_s),
+        )
+        .returning(*transfers.c)
     )
+    row = (await session.execute(stmt)).mappings().one()
+    return Transfer(**row)
 
 
 async def unschedule(session: AsyncSession, transfer_id: str) -> None:
-    await session.execute(
-        text("UPDATE ledger.transfers SET next_step_at = NULL WHERE id = :id"), {"id": transfer_id}
-    )
+    await session.execute(update(transfers).where(transfers.c.id == transfer_id).values(next_step_at=None))
 
 
 async def record_state_change(
@@ -352,71 +368,101 @@ async def record_state_change(
     request_id: str | None,
 ) -> None:
     await session.execute(
-        text(
-            "INSERT INTO ledger.state_changes (transfer_id, from_state, to_state, cause, request_id)"
-            " VALUES (:id, :f, :to, :c, :r)"
-        ),
-        {"id": transfer_id, "f": from_state, "to": to_state, "c": cause, "r": request_id},
+        insert(state_changes).values(
+            transfer_id=transfer_id,
+            from_state=from_state,
+            to_state=to_state,
+            cause=cause,
+            request_id=request_id,
+        )
     )
 
 
-async def due_transfers(session: AsyncSession, limit: int) -> list[Row]:
+async def due_transfers(session: AsyncSession, limit: int) -> list[Transfer]:
     """Sandbox transfers whose next simulated step is due, locked; other instances skip them."""
-    return await _all(
-        session,
-        f"SELECT {TRANSFER_COLUMNS} FROM ledger.transfers WHERE next_step_at <= clock_timestamp()"
-        " AND mode = 'sandbox' ORDER BY next_step_at LIMIT :n FOR UPDATE SKIP LOCKED",
-        n=limit,
+    stmt = (
+        select(transfers)
+        .where(transfers.c.next_step_at <= func.clock_timestamp(), transfers.c.mode == "sandbox")
+        .order_by(transfers.c.next_step_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
     )
+    return await _all(session, Transfer, stmt)
 
 
 # ---- deposits ----
 
 
-async def insert_deposit(session: AsyncSession, d: dict[str, Any]) -> Row:
-    return await _one(
-        session,
-        "INSERT INTO ledger.deposits (id, tenant_id, mode, virtual_account_id, wallet_id,"
-        " fiat_currency, fiat_amount, currency, amount) VALUES (:id, :tenant_id, :mode,"
-        " :virtual_account_id, :wallet_id, :fiat_currency, :fiat_amount, :currency, :amount)"
-        " RETURNING created_at",
-        **d,
-    )
+async def insert_deposit(session: AsyncSession, d: dict[str, Any]) -> datetime:
+    created: datetime = (
+        await session.execute(insert(deposits).values(**d).returning(deposits.c.created_at))
+    ).scalar_one()
+    return created
 
 
 # ---- reads ----
 
-READS = {
-    "customers": ("SELECT * FROM ledger.customers c", "c", ""),
-    "wallets": (WALLET_SELECT, "w", ""),
-    "virtual-accounts": ("SELECT * FROM ledger.virtual_accounts v", "v", ""),
-    "transfers": (f"SELECT {TRANSFER_COLUMNS} FROM ledger.transfers t", "t", " AND t.kind = 'transfer'"),
-    "payouts": (f"SELECT {TRANSFER_COLUMNS} FROM ledger.transfers t", "t", " AND t.kind = 'payout'"),
+AVAILABLE = accounts.alias("available")
+HELD = accounts.alias("held")
+KINDS = {"transfers": "transfer", "payouts": "payout"}
+Readable = Customer | WalletBalances | VirtualAccount | Transfer
+TABLES: dict[str, Any] = {
+    "customers": customers,
+    "wallets": wallets,
+    "virtual-accounts": virtual_accounts,
+    "transfers": transfers,
+    "payouts": transfers,
+}
+MODELS: dict[str, type[Any]] = {
+    "customers": Customer,
+    "virtual-accounts": VirtualAccount,
+    "transfers": Transfer,
+    "payouts": Transfer,
 }
 
 
-async def read_one(session: AsyncSession, resource: str, tenant_id: str, mode: str, resource_id: str) -> Row:
-    select, a, extra = READS[resource]
-    return await _one(
-        session,
-        f"{select} WHERE {a}.id = :id AND {a}.tenant_id = :t AND {a}.mode = :m{extra}",
-        id=resource_id,
-        t=tenant_id,
-        m=mode,
-    )
+def _read(resource: str, tenant_id: str, mode: Mode) -> Select[Any]:
+    table = TABLES[resource]
+    if resource == "wallets":
+        stmt = (
+            select(
+                wallets, AVAILABLE.c.balance.label("available_balance"), HELD.c.balance.label("held_balance")
+            )
+            .join(AVAILABLE, AVAILABLE.c.id == wallets.c.id + ".available")
+            .join(HELD, HELD.c.id == wallets.c.id + ".held")
+        )
+    else:
+        stmt = select(table)
+    stmt = stmt.where(_scope(table, tenant_id, mode))
+    if resource in KINDS:
+        stmt = stmt.where(table.c.kind == KINDS[resource])
+    return stmt
+
+
+def _readable(resource: str, row: Any) -> Readable:
+    if resource == "wallets":
+        fields = dict(row)
+        available, held = fields.pop("available_balance"), fields.pop("held_balance")
+        return WalletBalances(Wallet(**fields), available, held)
+    model: Readable = MODELS[resource](**row)
+    return model
+
+
+async def read_one(
+    session: AsyncSession, resource: str, tenant_id: str, mode: Mode, resource_id: str
+) -> Readable | None:
+    stmt = _read(resource, tenant_id, mode).where(TABLES[resource].c.id == resource_id)
+    row = (await session.execute(stmt)).mappings().first()
+    return None if row is None else _readable(resource, row)
 
 
 async def read_page(
-    session: AsyncSession, resource: str, tenant_id: str, mode: str, limit: int, starting_after: str | None
-) -> list[Row]:
+    session: AsyncSession, resource: str, tenant_id: str, mode: Mode, limit: int, starting_after: str | None
+) -> list[Readable]:
     """Newest first (ids sort by creation time); ``limit + 1`` rows tell whether more exist."""
-    select, a, extra = READS[resource]
-    after = f" AND {a}.id < :after" if starting_after else ""
-    return await _all(
-        session,
-        f"{select} WHERE {a}.tenant_id = :t AND {a}.mode = :m{extra}{after} ORDER BY {a}.id DESC LIMIT :n",
-        t=tenant_id,
-        m=mode,
-        after=starting_after,
-        n=limit + 1,
-    )
+    table = TABLES[resource]
+    stmt = _read(resource, tenant_id, mode)
+    if starting_after:
+        stmt = stmt.where(table.c.id < starting_after)
+    stmt = stmt.order_by(table.c.id.desc()).limit(limit + 1)
+    return [_readable(resource, r) for r in (await session.execute(stmt)).mappings()]

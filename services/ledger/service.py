@@ -8,6 +8,7 @@ wallets, virtual_accounts, deposits, transfers, reads) register themselves in ``
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -29,7 +30,7 @@ from common.contracts.commands import (
 from common.errors import ErrorCode, ServiceError
 from common.outbox import Outbox, OutMessage
 from common.topics import Topics
-from ledger import customers, deposits, reads, transfers, virtual_accounts, wallets
+from ledger import customers, deposits, journal, reads, transfers, virtual_accounts, wallets
 from ledger.effects import Effects, LedgerConfig
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,49 @@ async def execute(session: AsyncSession, cmd: Command, cfg: LedgerConfig) -> Eff
     if handler is None:
         raise ServiceError(ErrorCode.INVALID_REQUEST, f"unsupported command {type(cmd).__name__}")
     return await handler(session, cmd, cfg)
+
+
+Outcome = tuple[Effects | None, ServiceError | None]
+
+
+async def execute_writes(session: AsyncSession, cmds: Sequence[Command], cfg: LedgerConfig) -> list[Outcome]:
+    """Execute a batch of write commands in one transaction; outcomes in command order.
+
+    Queued customers are inserted in one statement (without a savepoint: a failure there
+    fails the batch, which the consumer then retries command by command). Every other
+    command but the transfers runs under its own savepoint and posts its entries to the
+    transaction's journal. The transfers of the batch are prepared together (batched reads,
+    their rows inserted in one statement) and each adds a refusable movement to the journal.
+    The journal is then applied ONCE: every wallet account of the batch locked once, in id
+    order, funds checked in order in memory, entries and each account's aggregated delta
+    written in bulk (see ``journal``). Last, the transfers refused for funds are taken back
+    and the state changes of the others inserted. Nothing waits on a lock while holding an
+    account lock, so two ledger instances never deadlock.
+    """
+    out: list[Outcome | None] = [None] * len(cmds)
+    jr = journal.of(session)
+    queued = [(i, c) for i, c in enumerate(cmds) if isinstance(c, CreateCustomer)]
+    moving = [(i, c) for i, c in enumerate(cmds) if isinstance(c, CreateTransfer)]
+    if len(queued) > 1:
+        done = await customers.create_customers(session, [c for _, c in queued])
+        for (i, _), fx in zip(queued, done, strict=True):
+            out[i] = (fx, None)
+    for i, cmd in enumerate(cmds):
+        if out[i] is not None or isinstance(cmd, CreateTransfer):
+            continue
+        mark = jr.mark()
+        try:
+            async with session.begin_nested():
+                out[i] = (await execute(session, cmd, cfg), None)
+        except ServiceError as exc:
+            jr.rollback_to(mark)
+            out[i] = (None, exc)
+    prepared = await transfers.prepare_transfers(session, [c for _, c in moving], cfg)
+    await jr.apply(session)
+    finished = await transfers.finish_transfers(session, prepared, cfg)
+    for (i, _), outcome in zip(moving, finished, strict=True):
+        out[i] = (None, outcome) if isinstance(outcome, ServiceError) else (outcome, None)
+    return [o for o in out if o is not None]
 
 
 def result_of(cmd: Command, fx: Effects | None, err: ServiceError | None) -> Result:
@@ -94,8 +138,10 @@ def allowance_release(cmd: Command, topics: Topics) -> OutMessage | None:
 __all__ = [
     "Effects",
     "LedgerConfig",
+    "Outcome",
     "allowance_release",
     "execute",
+    "execute_writes",
     "is_read",
     "result_of",
     "stage_events",

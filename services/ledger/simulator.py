@@ -2,7 +2,9 @@
 
 Runs in every ledger process. ``SELECT ... FOR UPDATE SKIP LOCKED`` hands each due row to
 exactly one instance; every step goes through ``states.transition`` and its event leaves
-through the outbox. Production rows are never due (``next_step_at`` stays NULL there).
+through the outbox. The money of a pass is applied once through the journal (accounts
+locked once, in id order), like a batch of commands. Production rows are never due
+(``next_step_at`` stays NULL there).
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from common.errors import ErrorCode, ServiceError
 from common.outbox import Outbox
 from common.topics import Topics
+from ledger import journal, service
 from ledger import repository as repo
-from ledger import service
 from ledger.effects import LedgerConfig
 from ledger.states import simulated_next, transition
 
@@ -43,8 +45,10 @@ class Simulator:
             async with session.begin():
                 due = await repo.due_transfers(session, self.batch)
                 events = []
+                jr = journal.of(session)
                 for t in due:
                     to = simulated_next(t)
+                    mark = jr.mark()
                     try:
                         if to is None:
                             raise ServiceError(ErrorCode.INTERNAL_ERROR, f"nothing to do in {t.state}")
@@ -52,8 +56,11 @@ class Simulator:
                             _, ev = await transition(session, t, to, cause="sandbox_simulator", cfg=self.cfg)
                         events.append(ev)
                     except ServiceError:
+                        jr.rollback_to(mark)
                         log.exception("simulator could not advance %s; unscheduled", t.id)
                         await repo.unschedule(session, t.id)
+                # Every account of the pass locked once, in id order, and moved once.
+                await jr.apply(session)
                 service.stage_events(session, self.outbox, self.topics, events)
                 msgs = await self.outbox.write(session)
             await self.outbox.dispatch(self.sm, msgs, Outbox.pruned(session))

@@ -28,10 +28,11 @@ from common.ids import new_id
 from ledger import journal, views
 from ledger import repository as repo
 from ledger.effects import LedgerConfig, now_iso
+from ledger.models import Transfer
 
 log = logging.getLogger(__name__)
 
-Row = Any
+Row = Any  # a Transfer, or any object with its attributes (pure checks and tests)
 
 LEGAL: dict[str, frozenset[str]] = {
     "pending": frozenset({"processing", "in_review"}),
@@ -90,13 +91,13 @@ def illegal(t: Row, to: str) -> ServiceError:
     )
 
 
-async def _move_money(session: AsyncSession, t: Row, to: str) -> None:
+async def _move_money(session: AsyncSession, t: Transfer, to: str) -> None:
     x, cur, src = t.amount, t.currency, t.source_wallet_id
     if to == "completed":
         credit = (
             journal.external(t.tenant_id, t.mode, cur, "payouts")
             if t.kind == "payout"
-            else journal.available(t.destination_wallet_id)
+            else journal.available(t.destination_wallet_id or "")
         )
         postings = [(journal.held(src), cur, -x), (credit, cur, x)]
     elif to in ("failed", "rejected"):
@@ -118,7 +119,7 @@ async def _move_money(session: AsyncSession, t: Row, to: str) -> None:
     )
 
 
-def updated_event(t: Row, request_id: str | None) -> Event:
+def updated_event(t: Transfer, request_id: str | None) -> Event:
     cls = PayoutUpdated if t.kind == "payout" else TransferUpdated
     return cls(
         event_id=new_id("evt"),
@@ -131,8 +132,14 @@ def updated_event(t: Row, request_id: str | None) -> Event:
 
 
 async def transition(
-    session: AsyncSession, t: Row, to: str, *, cause: str, cfg: LedgerConfig, request_id: str | None = None
-) -> tuple[Row, Event]:
+    session: AsyncSession,
+    t: Transfer,
+    to: str,
+    *,
+    cause: str,
+    cfg: LedgerConfig,
+    request_id: str | None = None,
+) -> tuple[Transfer, Event]:
     """Move a locked transfer row to ``to``; refuses (and logs) an illegal transition."""
     if not is_legal(t.kind, t.state, to):
         log.warning("illegal transition refused: %s %s %s -> %s (%s)", t.kind, t.id, t.state, to, cause)

@@ -1,116 +1,88 @@
-"""Transfers and payouts: resolve the parties, hold the funds, then follow the state machine.
+"""Transfers and payouts, applied a batch at a time (the TigerBeetle way).
 
-Routes: ``book`` (provider_wallet to provider_wallet, settles atomically -> completed),
-``onchain`` (a stablecoin transfer on one chain -> pending, advanced asynchronously) and
-``payout`` (a provider_wallet to an external bank account -> pending). A command stamped by
-compliance with ``decision.outcome == "review"`` waits in ``in_review`` with its funds held.
+:func:`prepare_transfers` validates the transfers of a batch and resolves their parties with
+batched reads (the known idempotency keys in one query, every wallet in one query), inserts
+their rows in one statement (so a concurrent twin of an idempotency key is found before any
+money moves, and answered as a replay), then adds one refusable movement per transfer to the
+transaction's journal: the hold, and for a ``book`` transfer its settlement too. The
+boundary applies the journal once (every touched wallet account locked once, in id order;
+the funds checked in order, in memory) and then :func:`finish_transfers` deletes the rows of
+the transfers refused for insufficient funds (each refused alone), inserts the state changes
+of the others in bulk and answers each command.
+
+Routes: ``book`` (settles at once -> completed), ``onchain`` and ``payout`` (-> pending,
+advanced asynchronously). A command stamped by compliance with ``decision.outcome ==
+"review"`` waits in ``in_review`` with its funds held.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from types import SimpleNamespace
 from typing import Any
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from common.contracts.base import Event
 from common.contracts.commands import CreateTransfer, ReviewTransfer
 from common.contracts.events import PayoutCreated, TransferCreated
 from common.errors import ErrorCode, ServiceError, forbidden, invalid
 from common.ids import new_id
-from ledger import journal, views
+from ledger import journal, parties, views
 from ledger import repository as repo
 from ledger.effects import Effects, LedgerConfig, missing, now_iso, parse_amount
-from ledger.numbers import PEGS
-from ledger.states import next_step_s, transition
+from ledger.models import Transfer
+from ledger.states import next_step_s, transition, updated_event
 
-Row = Any
+log = logging.getLogger(__name__)
 
 TRANSFER_CURRENCIES = frozenset({"USDC", "USDT"})
-PAYOUT_RAILS = {"ach": "USD", "wire": "USD", "sepa": "EUR", "faster_payments": "GBP"}
 STABLECOIN_PLACES = 6
+Key = tuple[str, str, str]  # tenant, mode, idempotency key
 
 
-async def _wallet(session: AsyncSession, cmd: CreateTransfer, wallet_id: str, field: str) -> Row:
-    w = await repo.get_wallet(session, cmd.ctx.tenant_id, cmd.ctx.mode, wallet_id)
-    if w is None:
-        raise missing("wallet", field)
-    return w
+@dataclass
+class Planned:
+    """An accepted-so-far transfer: its row (in its final state), its steps after
+    ``pending`` and its movement in the journal (refused there if funds are short)."""
+
+    cmd: CreateTransfer
+    amount: Decimal
+    values: dict[str, Any]
+    steps: list[tuple[str, str]]
+    move: journal.Movement
+    request_id: str = ""
+    changes: list[dict[str, Any]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
 
 
-async def _source(session: AsyncSession, cmd: CreateTransfer) -> Row:
-    s, rail = cmd.source, cmd.source.payment_rail.lower()
-    if rail == "provider_wallet":
-        if not s.provider_wallet_id:
-            raise invalid("source.provider_wallet_id", "a provider_wallet source needs provider_wallet_id")
-        w = await _wallet(session, cmd, s.provider_wallet_id, "source.provider_wallet_id")
-    elif rail == "stablecoin" and cmd.kind == "transfer":
-        if not s.customer_id:
-            raise invalid("source.customer_id", "an on-chain source needs customer_id")
-        if not s.chain:
-            raise invalid("source.chain", "an on-chain source needs chain")
-        ws = await repo.customer_wallets(
-            session, cmd.ctx.tenant_id, cmd.ctx.mode, s.customer_id, s.currency.upper(), s.chain.upper()
-        )
-        if s.provider_wallet_id:
-            ws = [w for w in ws if w.id == s.provider_wallet_id]
-        elif s.from_address:
-            ws = [w for w in ws if w.deposit_address == s.from_address]
-        elif len(ws) > 1:
-            raise invalid(
-                "source.from_address",
-                "the customer has several wallets on this chain in this"
-                " currency: name one with from_address or provider_wallet_id",
-            )
-        if not ws:
-            raise missing("source wallet", "source.customer_id")
-        w = ws[0]
-    else:
-        allowed = "provider_wallet or stablecoin" if cmd.kind == "transfer" else "provider_wallet"
-        raise invalid("source.payment_rail", f"source payment_rail must be {allowed}")
-    if w.symbol != cmd.currency:
-        raise invalid("source.currency", f"source currency must be the wallet's symbol {w.symbol}")
-    return w
+@dataclass
+class Twin:
+    """The same idempotency key as an earlier transfer of the batch: answered as a replay
+    of it (or refused as it was)."""
+
+    first: int
+    cmd: CreateTransfer
+    amount: Decimal
 
 
-async def _transfer_destination(session: AsyncSession, cmd: CreateTransfer, src: Row) -> tuple[Row, str]:
-    d, rail = cmd.destination, cmd.destination.payment_rail.lower()
-    if rail == "provider_wallet" and d.provider_wallet_id:
-        w = await _wallet(session, cmd, d.provider_wallet_id, "destination.provider_wallet_id")
-    elif rail in ("provider_wallet", "stablecoin") and d.address:
-        w = await repo.wallet_by_address(session, cmd.ctx.tenant_id, cmd.ctx.mode, d.address)
-        if w is None:  # transfers move money between wallets the tenant owns
-            raise missing("destination wallet", "destination.address")
-    elif rail in ("provider_wallet", "stablecoin"):
-        raise invalid("destination.address", "the destination needs provider_wallet_id or address")
-    else:
-        raise invalid(
-            "destination.payment_rail", "destination payment_rail must be provider_wallet or stablecoin"
-        )
-    if w.symbol != cmd.currency or d.currency.upper() != cmd.currency:
-        raise invalid("destination.currency", "source and destination currency must match")
-    if w.id == src.id:
-        raise invalid("destination", "source and destination must be different wallets")
-    book = rail == "provider_wallet" and cmd.source.payment_rail.lower() == "provider_wallet"
-    if not book and (w.chain != src.chain or (d.chain and d.chain.upper() != w.chain)):
-        raise invalid("destination.chain", "an on-chain transfer stays on the source wallet's chain")
-    return w, "book" if book else "onchain"
+@dataclass
+class Replayed:
+    """A transfer whose idempotency key a concurrent transaction committed first."""
+
+    row: Transfer
+    outcome: Effects | ServiceError
 
 
-def _payout_destination(cmd: CreateTransfer, src: Row) -> None:
-    d, rail = cmd.destination, cmd.destination.payment_rail.lower()
-    if rail not in PAYOUT_RAILS:
-        raise invalid("destination.payment_rail", f"payout rail must be one of {', '.join(PAYOUT_RAILS)}")
-    fiat = d.currency.upper()
-    if fiat != PAYOUT_RAILS[rail]:
-        raise invalid("destination.currency", f"{rail} pays {PAYOUT_RAILS[rail]}")
-    if src.symbol not in PEGS.get(fiat, frozenset()):
-        raise invalid("destination.currency", f"{src.symbol} cannot be paid out in {fiat}")
-    if not d.external_account_id:
-        raise invalid("destination.external_account_id", "a payout needs an approved external_account_id")
+Prepared = Planned | Twin | Replayed | Effects | ServiceError
 
 
-def _created_event(t: Row, request_id: str) -> Any:
+def _created_event(t: Transfer, request_id: str) -> Event:
     cls = PayoutCreated if t.kind == "payout" else TransferCreated
     return cls(
         event_id=new_id("evt"),
@@ -122,11 +94,11 @@ def _created_event(t: Row, request_id: str) -> Any:
     )
 
 
-def _answer(t: Row) -> Effects:
+def _answer(t: Transfer | SimpleNamespace) -> Effects:
     return Effects(201, {"transfer_id": t.id, "state": t.state, "provider": "service"})
 
 
-def _replay(existing: Row, cmd: CreateTransfer, amount: Any) -> Effects:
+def _replay(existing: Transfer | SimpleNamespace, cmd: CreateTransfer, amount: Decimal) -> Effects:
     """Second line of defence: the same idempotency key answers the original, never pays twice."""
     if existing.kind != cmd.kind or existing.amount != amount or existing.currency != cmd.currency:
         raise ServiceError(
@@ -137,33 +109,65 @@ def _replay(existing: Row, cmd: CreateTransfer, amount: Any) -> Effects:
     return _answer(existing)
 
 
-async def create_transfer(session: AsyncSession, cmd: CreateTransfer, cfg: LedgerConfig) -> Effects:
-    t_id, m = cmd.ctx.tenant_id, cmd.ctx.mode
+def _key(cmd: CreateTransfer) -> Key:
+    return cmd.ctx.tenant_id, cmd.ctx.mode, cmd.idempotency_key
+
+
+def _checked_amount(cmd: CreateTransfer) -> Decimal:
     if cmd.decision is None:  # fail closed: money moves only with a compliance decision
         raise forbidden("compliance_decision_missing", "the command carries no compliance decision")
-    amount = parse_amount(cmd.amount, STABLECOIN_PLACES, "source.amount")
-    existing = await repo.transfer_by_idempotency_key(session, t_id, m, cmd.idempotency_key)
-    if existing is not None:
-        return _replay(existing, cmd, amount)
+    return parse_amount(cmd.amount, STABLECOIN_PLACES, "source.amount")
+
+
+def _plan(idx: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal, cfg: LedgerConfig) -> Planned:
+    """Validate one transfer against the batch's wallets and add its movement to the journal."""
     if cmd.source.currency.upper() != cmd.currency:
         raise invalid("source.currency", "currency must be the source currency")
     if cmd.kind == "transfer" and cmd.currency not in TRANSFER_CURRENCIES:
         raise invalid("source.currency", "transfers move USDC or USDT")
-    src = await _source(session, cmd)
+    src = parties.source(idx, cmd)
     dst_id, route = None, "payout"
     if cmd.kind == "transfer":
-        dst, route = await _transfer_destination(session, cmd, src)
+        dst, route = parties.transfer_destination(idx, cmd, src)
         dst_id = dst.id
     else:
-        _payout_destination(cmd, src)
-    values = {
+        parties.payout_destination(cmd, src)
+    assert cmd.decision is not None
+    t_id, m, cur = cmd.ctx.tenant_id, cmd.ctx.mode, cmd.currency
+    entries = [
+        journal.entry(
+            tenant_id=t_id,
+            mode=m,
+            kind=f"{cmd.kind}_hold",
+            transfer_id=cmd.transfer_id,
+            postings=[(journal.available(src.id), cur, -amount), (journal.held(src.id), cur, amount)],
+        )
+    ]
+    steps: list[tuple[str, str]] = []
+    if cmd.decision.outcome == "review":
+        steps = [("in_review", "compliance_review")]
+    elif route == "book":
+        assert dst_id is not None
+        steps = [("processing", "book_settlement"), ("completed", "book_settlement")]
+        entries.append(
+            journal.entry(
+                tenant_id=t_id,
+                mode=m,
+                kind=f"{cmd.kind}_completed",
+                transfer_id=cmd.transfer_id,
+                postings=[(journal.held(src.id), cur, -amount), (journal.available(dst_id), cur, amount)],
+            )
+        )
+    values: dict[str, Any] = {
         "id": cmd.transfer_id,
         "tenant_id": t_id,
         "mode": m,
         "kind": cmd.kind,
         "route": route,
+        "state": "pending",
+        "previous_state": None,
         "amount": amount,
-        "currency": cmd.currency,
+        "currency": cur,
         "source_wallet_id": src.id,
         "destination_wallet_id": dst_id,
         "source": msgspec.to_builtins(cmd.source),
@@ -172,34 +176,146 @@ async def create_transfer(session: AsyncSession, cmd: CreateTransfer, cfg: Ledge
         "idempotency_key": cmd.idempotency_key,
         "decision_id": cmd.decision.decision_id,
     }
-    values["next_step_s"] = next_step_s(SimpleNamespace(**values), "pending", cfg)
-    t = await repo.insert_transfer(session, values)
-    if t is None:  # a concurrent twin committed first
-        existing = await repo.transfer_by_idempotency_key(session, t_id, m, cmd.idempotency_key)
-        return _replay(existing, cmd, amount)
-    await journal.post(
-        session,
-        tenant_id=t_id,
-        mode=m,
-        kind=f"{cmd.kind}_hold",
-        transfer_id=t.id,
-        postings=[
-            (journal.available(src.id), cmd.currency, -amount),
-            (journal.held(src.id), cmd.currency, amount),
-        ],
-    )
-    events = [_created_event(t, cmd.ctx.request_id)]
-    rid = cmd.ctx.request_id
-    if cmd.decision.outcome == "review":
-        t, ev = await transition(session, t, "in_review", cause="compliance_review", cfg=cfg, request_id=rid)
-        events.append(ev)
-    elif route == "book":
-        for to in ("processing", "completed"):
-            t, ev = await transition(session, t, to, cause="book_settlement", cfg=cfg, request_id=rid)
-            events.append(ev)
-    fx = _answer(t)
-    fx.events.extend(events)
-    return fx
+    move = journal.Movement(entries, refusable_for=src.id)
+    return Planned(cmd, amount, values, steps, move, cmd.ctx.request_id)
+
+
+async def prepare_transfers(
+    session: AsyncSession, cmds: Sequence[CreateTransfer], cfg: LedgerConfig
+) -> list[Prepared]:
+    """Validate and resolve a batch of transfers, insert their rows (final states; idempotency
+    keys sorted, one statement) and post their movements, in order, to the session's journal:
+    four statements in all, whatever the batch size."""
+    out: list[Prepared] = []
+    amounts: dict[int, Decimal] = {}
+    for i, cmd in enumerate(cmds):
+        try:
+            amounts[i] = _checked_amount(cmd)
+            out.append(Effects(0, None))  # placeholder, decided below
+        except ServiceError as exc:
+            out.append(exc)
+    live = [cmds[i] for i in amounts]
+    known = {
+        (t.tenant_id, t.mode, t.idempotency_key): t
+        for t in await repo.transfers_by_idempotency_key(session, [_key(c) for c in live])
+    }
+    idx = await parties.load(session, [c for c in live if _key(c) not in known])
+    first_of: dict[Key, int] = {}
+    now = datetime.now(UTC)
+    for i, amount in amounts.items():
+        cmd, key = cmds[i], _key(cmds[i])
+        try:
+            if key in known:
+                out[i] = _replay(known[key], cmd, amount)
+            elif key in first_of:
+                out[i] = Twin(first_of[key], cmd, amount)
+            else:
+                planned = _plan(idx, cmd, amount, cfg)
+                planned.changes, planned.events = _steps_of(planned, cfg, now)
+                out[i] = planned
+                first_of[key] = i
+        except ServiceError as exc:
+            out[i] = exc
+    planned_ = [p for p in out if isinstance(p, Planned)]
+    inserted = await repo.insert_transfers(session, [p.values for p in planned_])
+    if len(inserted) < len(planned_):
+        await _answer_concurrent_twins(session, out, inserted)
+    journal.of(session).movements.extend(p.move for p in out if isinstance(p, Planned))
+    return out
+
+
+async def _answer_concurrent_twins(session: AsyncSession, out: list[Prepared], inserted: set[str]) -> None:
+    """A transfer whose idempotency key another transaction committed meanwhile (the insert
+    waited for it) answers that transfer, as a replay."""
+    lost = {i: p for i, p in enumerate(out) if isinstance(p, Planned) and p.values["id"] not in inserted}
+    found = await repo.transfers_by_idempotency_key(session, [_key(p.cmd) for p in lost.values()])
+    rows: dict[Key, Transfer] = {(t.tenant_id, t.mode, t.idempotency_key): t for t in found}
+    for i, p in lost.items():
+        existing = rows[_key(p.cmd)]
+        try:
+            outcome: Effects | ServiceError = _replay(existing, p.cmd, p.amount)
+        except ServiceError as exc:
+            outcome = exc
+        out[i] = Replayed(existing, outcome)
+    log.info("%d transfers answered a concurrent twin of their idempotency key", len(lost))
+
+
+def _steps_of(p: Planned, cfg: LedgerConfig, now: datetime) -> tuple[list[dict[str, Any]], list[Event]]:
+    """The state changes of one transfer (its row brought to its final state) and its
+    events: created at ``pending``, then one update per step."""
+    v = p.values
+    v["created_at"] = v["updated_at"] = now
+    events: list[Event] = [_created_event(Transfer(**v), p.request_id)]
+    changes = []
+    for to, cause in p.steps:
+        changes.append(
+            {
+                "transfer_id": v["id"],
+                "from_state": v["state"],
+                "to_state": to,
+                "cause": cause,
+                "request_id": p.request_id,
+            }
+        )
+        v["previous_state"], v["state"] = v["state"], to
+        events.append(updated_event(Transfer(**v), p.request_id))
+    wait = next_step_s(SimpleNamespace(**v), v["state"], cfg)
+    v["next_step_at"] = None if wait is None else now + timedelta(seconds=wait)
+    return changes, events
+
+
+async def finish_transfers(
+    session: AsyncSession, prepared: list[Prepared], cfg: LedgerConfig
+) -> list[Effects | ServiceError]:
+    """After the journal was applied: delete the rows of refused transfers (rare: only an
+    overdraft), insert the state changes of the accepted ones in bulk, and answer each
+    command (its effects, or why it was refused)."""
+    refused = [p for p in prepared if isinstance(p, Planned) and p.move.refused]
+    await repo.delete_transfers(session, [p.values["id"] for p in refused])
+    accepted = [p for p in prepared if isinstance(p, Planned) and not p.move.refused]
+    await repo.insert_state_changes(session, [c for p in accepted for c in p.changes])
+    out: list[Effects | ServiceError] = []
+    for p in prepared:
+        if isinstance(p, Twin):
+            first = prepared[p.first]
+            try:
+                if isinstance(first, Replayed):
+                    out.append(_replay(first.row, p.cmd, p.amount))
+                elif isinstance(first, Planned) and not first.move.refused:
+                    out.append(_replay(SimpleNamespace(**first.values), p.cmd, p.amount))
+                else:
+                    raise _outcome_error(out[p.first])
+            except ServiceError as exc:
+                out.append(exc)
+        elif isinstance(p, Planned):
+            if p.move.refused:
+                out.append(journal.insufficient_funds(p.values["source_wallet_id"], p.amount))
+            else:
+                fx = _answer(SimpleNamespace(**p.values))
+                fx.events.extend(p.events)
+                out.append(fx)
+        elif isinstance(p, Replayed):
+            out.append(p.outcome)
+        else:
+            out.append(p)
+    if accepted or refused:
+        log.info("transfers applied: %d accepted, %d refused for funds", len(accepted), len(refused))
+    return out
+
+
+def _outcome_error(outcome: Effects | ServiceError) -> ServiceError:
+    assert isinstance(outcome, ServiceError)
+    return outcome
+
+
+async def create_transfer(session: AsyncSession, cmd: CreateTransfer, cfg: LedgerConfig) -> Effects:
+    """One transfer alone (a batch of one): prepares it, applies the session's journal, writes."""
+    prepared = await prepare_transfers(session, [cmd], cfg)
+    await journal.apply(session)
+    [outcome] = await finish_transfers(session, prepared, cfg)
+    if isinstance(outcome, ServiceError):
+        raise outcome
+    return outcome
 
 
 async def review_transfer(session: AsyncSession, cmd: ReviewTransfer, cfg: LedgerConfig) -> Effects:

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ledger.effects import iso, money
+from ledger.models import Customer, Transfer, VirtualAccount, WalletBalances
 
-Row = Any
 
-
-def customer(r: Row) -> dict[str, Any]:
+def customer(r: Customer) -> dict[str, Any]:
     return {
         "customer_id": r.id,
         "provider": "service",
@@ -25,20 +25,21 @@ def customer(r: Row) -> dict[str, Any]:
     }
 
 
-def wallet(r: Row) -> dict[str, Any]:
+def wallet(r: WalletBalances) -> dict[str, Any]:
+    w = r.wallet
     return {
-        "wallet_id": r.id,
-        "customer_id": r.customer_id,
-        "deposit_address": r.deposit_address,
-        "symbol": r.symbol,
-        "chain": r.chain,
+        "wallet_id": w.id,
+        "customer_id": w.customer_id,
+        "deposit_address": w.deposit_address,
+        "symbol": w.symbol,
+        "chain": w.chain,
         "available_balance": money(r.available_balance),
         "held_balance": money(r.held_balance),
-        "created_at": iso(r.created_at),
+        "created_at": iso(w.created_at),
     }
 
 
-def virtual_account(r: Row) -> dict[str, Any]:
+def virtual_account(r: VirtualAccount) -> dict[str, Any]:
     return {
         "virtual_account_id": r.id,
         "customer_id": r.customer_id,
@@ -53,7 +54,7 @@ def virtual_account(r: Row) -> dict[str, Any]:
     }
 
 
-def transfer(r: Row) -> dict[str, Any]:
+def transfer(r: Transfer) -> dict[str, Any]:
     out = {
         "transfer_id": r.id,
         "state": r.state,
@@ -71,7 +72,7 @@ def transfer(r: Row) -> dict[str, Any]:
     return out
 
 
-RENDER = {
+RENDER: dict[str, Callable[[Any], dict[str, Any]]] = {
     "customers": customer,
     "wallets": wallet,
     "virtual-accounts": virtual_account,

@@ -1,0 +1,142 @@
+"""Who pays whom: the wallets a transfer names, resolved in memory from the wallets of the
+whole batch (read in one query by :func:`load`), with the same rules and refusals as ever.
+
+Routes: ``book`` (provider_wallet to provider_wallet), ``onchain`` (a stablecoin transfer on
+one chain) and ``payout`` (a provider_wallet to an external bank account).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from common.contracts.commands import CreateTransfer
+from common.errors import invalid
+from ledger import repository as repo
+from ledger.effects import missing
+from ledger.models import Wallet
+from ledger.numbers import PEGS
+
+PAYOUT_RAILS = {"ach": "USD", "wire": "USD", "sepa": "EUR", "faster_payments": "GBP"}
+
+
+class WalletIndex:
+    """The batch's wallets by id, deposit address and owning customer."""
+
+    def __init__(self, wallets: Sequence[Wallet]) -> None:
+        self.by_id = {w.id: w for w in wallets}
+        self.by_address = {w.deposit_address: w for w in wallets}
+        self.by_customer: dict[str, list[Wallet]] = defaultdict(list)
+        for w in wallets:  # in id order (the query sorts them)
+            self.by_customer[w.customer_id].append(w)
+
+    @staticmethod
+    def _scoped(w: Wallet | None, cmd: CreateTransfer) -> Wallet | None:
+        return w if w is not None and (w.tenant_id, w.mode) == (cmd.ctx.tenant_id, cmd.ctx.mode) else None
+
+    def wallet(self, cmd: CreateTransfer, wallet_id: str, field: str) -> Wallet:
+        w = self._scoped(self.by_id.get(wallet_id), cmd)
+        if w is None:
+            raise missing("wallet", field)
+        return w
+
+    def at_address(self, cmd: CreateTransfer, address: str) -> Wallet | None:
+        return self._scoped(self.by_address.get(address), cmd)
+
+    def of_customer(self, cmd: CreateTransfer, customer_id: str, symbol: str, chain: str) -> list[Wallet]:
+        return [
+            w
+            for w in self.by_customer.get(customer_id, [])
+            if self._scoped(w, cmd) and (w.symbol, w.chain) == (symbol, chain)
+        ]
+
+
+async def load(session: AsyncSession, cmds: Sequence[CreateTransfer]) -> WalletIndex:
+    """Every wallet the batch names, in one query."""
+    ids: set[str] = set()
+    addresses: set[str] = set()
+    customers: set[str] = set()
+    for c in cmds:
+        for wallet_id in (c.source.provider_wallet_id, c.destination.provider_wallet_id):
+            if wallet_id:
+                ids.add(wallet_id)
+        if c.destination.address:
+            addresses.add(c.destination.address)
+        if c.source.customer_id and c.source.payment_rail.lower() == "stablecoin":
+            customers.add(c.source.customer_id)
+    found = await repo.wallets_for(session, {c.ctx.tenant_id for c in cmds}, ids, addresses, customers)
+    return WalletIndex(found)
+
+
+def source(idx: WalletIndex, cmd: CreateTransfer) -> Wallet:
+    s, rail = cmd.source, cmd.source.payment_rail.lower()
+    if rail == "provider_wallet":
+        if not s.provider_wallet_id:
+            raise invalid("source.provider_wallet_id", "a provider_wallet source needs provider_wallet_id")
+        w = idx.wallet(cmd, s.provider_wallet_id, "source.provider_wallet_id")
+    elif rail == "stablecoin" and cmd.kind == "transfer":
+        if not s.customer_id:
+            raise invalid("source.customer_id", "an on-chain source needs customer_id")
+        if not s.chain:
+            raise invalid("source.chain", "an on-chain source needs chain")
+        ws = idx.of_customer(cmd, s.customer_id, s.currency.upper(), s.chain.upper())
+        if s.provider_wallet_id:
+            ws = [w for w in ws if w.id == s.provider_wallet_id]
+        elif s.from_address:
+            ws = [w for w in ws if w.deposit_address == s.from_address]
+        elif len(ws) > 1:
+            raise invalid(
+                "source.from_address",
+                "the customer has several wallets on this chain in this"
+                " currency: name one with from_address or provider_wallet_id",
+            )
+        if not ws:
+            raise missing("source wallet", "source.customer_id")
+        w = ws[0]
+    else:
+        allowed = "provider_wallet or stablecoin" if cmd.kind == "transfer" else "provider_wallet"
+        raise invalid("source.payment_rail", f"source payment_rail must be {allowed}")
+    if w.symbol != cmd.currency:
+        raise invalid("source.currency", f"source currency must be the wallet's symbol {w.symbol}")
+    return w
+
+
+def transfer_destination(idx: WalletIndex, cmd: CreateTransfer, src: Wallet) -> tuple[Wallet, str]:
+    """The destination wallet and the route (``book`` or ``onchain``)."""
+    d, rail = cmd.destination, cmd.destination.payment_rail.lower()
+    if rail == "provider_wallet" and d.provider_wallet_id:
+        w = idx.wallet(cmd, d.provider_wallet_id, "destination.provider_wallet_id")
+    elif rail in ("provider_wallet", "stablecoin") and d.address:
+        found = idx.at_address(cmd, d.address)
+        if found is None:  # transfers move money between wallets the tenant owns
+            raise missing("destination wallet", "destination.address")
+        w = found
+    elif rail in ("provider_wallet", "stablecoin"):
+        raise invalid("destination.address", "the destination needs provider_wallet_id or address")
+    else:
+        raise invalid(
+            "destination.payment_rail", "destination payment_rail must be provider_wallet or stablecoin"
+        )
+    if w.symbol != cmd.currency or d.currency.upper() != cmd.currency:
+        raise invalid("destination.currency", "source and destination currency must match")
+    if w.id == src.id:
+        raise invalid("destination", "source and destination must be different wallets")
+    book = rail == "provider_wallet" and cmd.source.payment_rail.lower() == "provider_wallet"
+    if not book and (w.chain != src.chain or (d.chain and d.chain.upper() != w.chain)):
+        raise invalid("destination.chain", "an on-chain transfer stays on the source wallet's chain")
+    return w, "book" if book else "onchain"
+
+
+def payout_destination(cmd: CreateTransfer, src: Wallet) -> None:
+    d, rail = cmd.destination, cmd.destination.payment_rail.lower()
+    if rail not in PAYOUT_RAILS:
+        raise invalid("destination.payment_rail", f"payout rail must be one of {', '.join(PAYOUT_RAILS)}")
+    fiat = d.currency.upper()
+    if fiat != PAYOUT_RAILS[rail]:
+        raise invalid("destination.currency", f"{rail} pays {PAYOUT_RAILS[rail]}")
+    if src.symbol not in PEGS.get(fiat, frozenset()):
+        raise invalid("destination.currency", f"{src.symbol} cannot be paid out in {fiat}")
+    if not d.external_account_id:
+        raise invalid("destination.external_account_id", "a payout needs an approved external_account_id")

@@ -7,9 +7,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from common.contracts.commands import SandboxDeposit
 from common.contracts.events import DepositReceived
 from common.ids import new_id
+from common.times import iso
 from ledger import journal
 from ledger import repository as repo
-from ledger.effects import Effects, LedgerConfig, iso, missing, money, parse_amount
+from ledger.effects import Effects, LedgerConfig, missing, money, parse_amount
 
 FIAT_PLACES = 2
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from common.contracts.base import Event
 from common.errors import ErrorCode, ServiceError, invalid
+from common.times import iso
 
 MAX_AMOUNT = Decimal("1e12")
 
@@ -31,10 +32,6 @@ class Effects:
 
 def now_iso() -> str:
     return iso(datetime.now(UTC))
-
-
-def iso(ts: datetime) -> str:
-    return ts.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def parse_amount(value: str | None, places: int, field: str) -> Decimal:

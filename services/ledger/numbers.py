@@ -1,6 +1,8 @@
 """Chain-shaped deposit addresses and bank numbers with valid checksums.
 
-Hand-written on purpose: each is a few lines of well-known arithmetic (base58 /
+The pairs, pegs and bank checksums live in ``common`` (shared with the gateway); the
+address encodings are the ledger's own. Hand-written on purpose: each is a few lines of
+well-known arithmetic (base58 /
 base58check, ABA 3-7-1 weights, ISO 13616 mod-97), while the libraries that do it
 (``base58``, ``python-stdnum``, ``schwifty``) are not kept dependencies of the project and
 would each add a package to every deployment for one function. Tests check them against
@@ -12,23 +14,10 @@ from __future__ import annotations
 import hashlib
 import secrets
 
+from common.checksums import aba_check_digit, aba_valid, iban, iban_valid
+from common.offerings import OFFERED_PAIRS, PEGS
+
 EVM_CHAINS = frozenset({"ETH", "BSC", "POLYGON", "BASE", "OPTIMISM", "ARBITRUM"})
-
-# Contract section 5: the (symbol, chain) pairs offered.
-OFFERED_PAIRS: dict[str, frozenset[str]] = {
-    "USDC": frozenset({"ETH", "SOL", "BASE", "POLYGON", "OPTIMISM", "ARBITRUM"}),
-    "USDT": frozenset({"ETH", "TRON", "SOL", "BSC", "POLYGON", "ARBITRUM"}),
-    "PYUSD": frozenset({"ETH", "SOL", "ARBITRUM"}),
-    "USDB": frozenset({"ETH", "SOL", "BASE"}),
-    "EURC": frozenset({"ETH", "SOL", "BASE"}),
-}
-
-# Fiat currency -> the stablecoins pegged 1:1 to it.
-PEGS: dict[str, frozenset[str]] = {
-    "USD": frozenset({"USDC", "USDT", "PYUSD", "USDB"}),
-    "EUR": frozenset({"EURC"}),
-    "GBP": frozenset(),
-}
 
 B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 
@@ -80,33 +69,9 @@ def _digits(n: int) -> str:
     return "".join(secrets.choice("0123456789") for _ in range(n))
 
 
-def aba_check_digit(first8: str) -> str:
-    weights = (3, 7, 1, 3, 7, 1, 3, 7)
-    total = sum(int(d) * w for d, w in zip(first8, weights, strict=True))
-    return str((10 - total % 10) % 10)
-
-
-def aba_valid(routing: str) -> bool:
-    return len(routing) == 9 and routing.isdigit() and aba_check_digit(routing[:8]) == routing[8]
-
-
 def routing_number() -> str:
     first8 = "0" + secrets.choice("12345678") + _digits(6)  # Federal Reserve district 01-08
     return first8 + aba_check_digit(first8)
-
-
-def _iban_number(text: str) -> int:
-    return int("".join(str(int(c, 36)) for c in text))
-
-
-def iban(country: str, bban: str) -> str:
-    check = 98 - _iban_number(bban + country + "00") % 97
-    return f"{country}{check:02d}{bban}"
-
-
-def iban_valid(value: str) -> bool:
-    v = value.replace(" ", "").upper()
-    return len(v) >= 15 and v[:2].isalpha() and _iban_number(v[4:] + v[:4]) % 97 == 1
 
 
 def bank_details(currency: str) -> dict[str, str | None]:
@@ -137,3 +102,6 @@ def bank_details(currency: str) -> dict[str, str | None]:
             "bank_name": "Sluice Partner Bank UK",
         }
     raise ValueError(f"unsupported currency {currency}")
+
+
+__all__ = ["OFFERED_PAIRS", "PEGS", "aba_check_digit", "aba_valid", "iban", "iban_valid"]

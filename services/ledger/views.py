@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ledger.effects import iso, money
+from common.times import iso
+from ledger.effects import money
 from ledger.models import Customer, Transfer, VirtualAccount, WalletBalances
 
 

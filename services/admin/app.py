@@ -182,4 +182,5 @@ def create_app(settings: Settings) -> Litestar:
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=None,
+        logging_config=None,  # common.logging owns the handlers (JSON lines)
     )

@@ -141,6 +141,7 @@ def create_app(settings: Settings) -> Litestar:
             *onboarding.PAGES,
         ],
         openapi_config=None,  # served from the endpoint table by openapi_json
+        logging_config=None,  # common.logging owns the handlers (JSON lines)
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_body_bytes,

@@ -23,11 +23,12 @@ from redis.asyncio import Redis
 from admin import actions, operators
 from admin import repository as repo
 from admin.context import ActionContext
+from admin.openapi import build_document
 from common.broker import create_broker, ensure_topics, service_topics
 from common.db import create_engine, ping, sessionmaker, transaction
 from common.errors import ErrorCode, ServiceError
 from common.health import broker_check, run_checks
-from common.http import EXCEPTION_HANDLERS, request_id_middleware, request_id_of
+from common.http import EXCEPTION_HANDLERS, openapi_routes, request_id_middleware, request_id_of
 from common.logging import setup_logging
 from common.outbox import Outbox, OutMessage
 from common.rpc import RpcClient
@@ -176,7 +177,7 @@ def create_app(settings: Settings) -> Litestar:
             await engine.dispose()
 
     return Litestar(
-        route_handlers=[administer, healthz, readyz],
+        route_handlers=[administer, healthz, readyz, *openapi_routes(build_document)],
         lifespan=[lifespan],
         middleware=[request_id_middleware],
         exception_handlers=EXCEPTION_HANDLERS,

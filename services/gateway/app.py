@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import msgspec
 from litestar import Litestar, Request, Response, get, route
 from litestar.datastructures import State
 from litestar.enums import HttpMethod
@@ -16,7 +15,7 @@ from redis.asyncio import Redis
 from common.broker import create_broker, ensure_topics, service_topics
 from common.db import create_engine, ping, sessionmaker
 from common.health import broker_check, run_checks
-from common.http import EXCEPTION_HANDLERS, request_id_middleware
+from common.http import EXCEPTION_HANDLERS, openapi_routes, request_id_middleware
 from common.logging import setup_logging
 from common.rpc import RpcClient
 from common.settings import Settings
@@ -55,22 +54,28 @@ def _litestar_path(path: str) -> str:
     return re.sub(r"\{(\w+)\}", r"{\1:str}", path)
 
 
-def _direct_handler(ep: Endpoint) -> HTTPRouteHandler:
-    async def handler(request: Request[Any, Any, State]) -> Response[bytes]:
-        return await direct(request, ep)
+def _direct_handler(path: str, by_method: dict[str, Endpoint]) -> HTTPRouteHandler:
+    """One handler per path for all its methods, so Litestar's automatic OPTIONS answer and
+    its 405 ``Allow`` header list every method of the path."""
 
-    handler.__name__ = f"{ep.method.lower()}_{ep.path.strip('/').replace('/', '_').replace('-', '_')}"
-    return route(_litestar_path(ep.path), http_method=[HttpMethod(ep.method)], name=handler.__name__)(handler)
+    async def handler(request: Request[Any, Any, State]) -> Response[bytes]:
+        return await direct(request, by_method[request.method])
+
+    handler.__name__ = path.strip("/").replace("/", "_").replace("-", "_").replace("{", "").replace("}", "")
+    methods = [HttpMethod(m) for m in sorted(by_method)]
+    return route(_litestar_path(path), http_method=methods, name=handler.__name__)(handler)
+
+
+def _direct_handlers(endpoints: list[Endpoint]) -> list[HTTPRouteHandler]:
+    by_path: dict[str, dict[str, Endpoint]] = {}
+    for ep in endpoints:
+        by_path.setdefault(ep.path, {})[ep.method] = ep
+    return [_direct_handler(path, methods) for path, methods in by_path.items()]
 
 
 @route("/", http_method=["POST"], name="routed")
 async def routed_handler(request: Request[Any, Any, State]) -> Response[bytes]:
     return await routed(request)
-
-
-@get("/schema/openapi.json", include_in_schema=False)
-async def openapi_json(state: State) -> Response[bytes]:
-    return Response(state.openapi, media_type="application/json")
 
 
 @get("/healthz", include_in_schema=False)
@@ -120,7 +125,6 @@ def create_app(settings: Settings) -> Litestar:
             broker=broker,
             pipeline=pipeline,
             router=Router(ENDPOINTS),
-            openapi=msgspec.json.encode(build_document(ENDPOINTS)),
         )
         pipeline.state = app.state
         try:
@@ -133,14 +137,14 @@ def create_app(settings: Settings) -> Litestar:
 
     app = Litestar(
         route_handlers=[
-            *(_direct_handler(ep) for ep in ENDPOINTS),
+            *_direct_handlers(ENDPOINTS),
             routed_handler,
             healthz,
             readyz,
-            openapi_json,
+            *openapi_routes(lambda: build_document(ENDPOINTS)),
             *onboarding.PAGES,
         ],
-        openapi_config=None,  # served from the endpoint table by openapi_json
+        openapi_config=None,  # served from the endpoint table by common.http.openapi_routes
         logging_config=None,  # common.logging owns the handlers (JSON lines)
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,

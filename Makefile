@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 export PYTHONPATH := $(CURDIR)/libs:$(CURDIR)/services
 export UV_LINK_MODE := copy
 
-.PHONY: setup run test lint bench browser fmt
+.PHONY: setup run migrate test lint bench browser fmt
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
@@ -13,7 +13,10 @@ setup: $(UV)
 	@$(UV) sync --frozen --quiet
 
 run: setup
-	@$(UV) run --frozen python -m devstack run
+	@$(UV) run --frozen python -m sluice run
+
+migrate: setup
+	@$(UV) run --frozen python -m sluice migrate
 
 browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
@@ -31,4 +34,4 @@ fmt: setup
 	@$(UV) run --frozen ruff check --fix libs services tests
 
 bench: setup
-	@$(UV) run --frozen python -m devstack.bench
+	@$(UV) run --frozen python -m sluice bench

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import httpx
 
+from sluice import MIGRATED, SERVICES
+
 ROOT = Path(__file__).resolve().parents[2]
-SERVICES = ("ledger", "compliance", "webhooks", "admin", "gateway")
-MIGRATED = ("admin", "compliance", "ledger", "webhooks", "gateway")
+__all__ = ["MIGRATED", "ROOT", "SERVICES", "Proc", "Suite", "migrate", "python_env"]
 PORT_SETTING = {
     "gateway": "SLUICE_GATEWAY_PORT",
     "admin": "SLUICE_ADMIN_PORT",
@@ -48,20 +49,8 @@ def python_env(extra: dict[str, str]) -> dict[str, str]:
 
 
 def migrate(env: dict[str, str]) -> None:
-    for svc in MIGRATED:
-        if not (ROOT / "services" / svc / "migrations" / "versions").is_dir():
-            continue
-        subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                f"from common.db import migrate; import os;"
-                f" migrate({svc!r}, os.environ['SLUICE_DATABASE_URL'])",
-            ],
-            env=python_env(env),
-            check=True,
-            cwd=ROOT,
-        )
+    """``python -m sluice migrate`` in a child process (alembic configures logging globally)."""
+    subprocess.run([sys.executable, "-m", "sluice", "migrate"], env=python_env(env), check=True, cwd=ROOT)
 
 
 @dataclass

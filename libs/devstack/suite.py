@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,7 +99,12 @@ class Suite:
         self.procs.append(proc)
         return proc
 
-    def wait_ready(self, procs: list[Proc] | None = None, timeout: float = 60.0) -> None:
+    def wait_ready(
+        self,
+        procs: list[Proc] | None = None,
+        timeout: float = 60.0,
+        on_ready: Callable[[Proc], None] | None = None,
+    ) -> None:
         deadline = time.monotonic() + timeout
         for proc in procs or self.procs:
             while True:
@@ -108,6 +114,8 @@ class Suite:
                     )
                 with contextlib.suppress(httpx.HTTPError):
                     if httpx.get(proc.url + "/readyz", timeout=2).status_code == 200:
+                        if on_ready is not None:
+                            on_ready(proc)
                         break
                 if time.monotonic() > deadline:
                     raise TimeoutError(

@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 export PYTHONPATH := $(CURDIR)/libs:$(CURDIR)/services
 export UV_LINK_MODE := copy
 
-.PHONY: setup run test lint bench bench-short chaos chaos-short browser fmt wrk
+.PHONY: setup run migrate test lint bench bench-short chaos chaos-short browser fmt wrk
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
@@ -13,7 +13,10 @@ setup: $(UV)
 	@$(UV) sync --frozen --quiet
 
 run: setup
-	@$(UV) run --frozen python -m devstack run
+	@$(UV) run --frozen python -m sluice run
+
+migrate: setup
+	@$(UV) run --frozen python -m sluice migrate
 
 browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)

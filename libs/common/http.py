@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
-from litestar import Request, Response
+import msgspec
+from litestar import Request, Response, get
 from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
+from litestar.handlers import HTTPRouteHandler
+from litestar.openapi.plugins import RedocRenderPlugin
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from common.errors import ErrorCode, ServiceError, envelope
@@ -71,7 +75,15 @@ def http_exception_handler(request: Request[Any, Any, Any], exc: HTTPException) 
     if isinstance(exc, NotFoundException):
         err = ServiceError(ErrorCode.NOT_FOUND, "no such route")
     elif isinstance(exc, MethodNotAllowedException):
-        err = ServiceError(ErrorCode.INVALID_REQUEST, "method not allowed for this route", status=405)
+        # RFC 9110 15.5.6: a 405 names the methods the resource supports (Litestar's router
+        # puts them on the exception).
+        allow = (exc.headers or {}).get("allow") or (exc.headers or {}).get("Allow") or ""
+        err = ServiceError(
+            ErrorCode.INVALID_REQUEST,
+            "method not allowed for this route",
+            status=405,
+            headers={"Allow": allow} if allow else {},
+        )
     elif exc.status_code == 413:
         err = ServiceError(ErrorCode.INVALID_REQUEST, "request body too large", status=413)
     elif exc.status_code == 415:
@@ -107,3 +119,28 @@ def http_metrics(service: str) -> Any:
         group_path=True,
         exclude=["/metrics", "/healthz", "/readyz"],
     ).middleware
+
+
+def openapi_routes(document: Callable[[], dict[str, Any]]) -> list[HTTPRouteHandler]:
+    """``GET /schema/openapi.json`` (the service's own document) and a docs page at ``/schema``
+    and ``/docs`` (Litestar's Redoc UI, which embeds the document, so it needs no Litestar
+    OpenAPI controller). The document is built once, on first request."""
+    cache: dict[str, Any] = {}
+
+    def doc() -> dict[str, Any]:
+        if "doc" not in cache:
+            cache["doc"] = document()
+            cache["json"] = msgspec.json.encode(cache["doc"])
+        return cache
+
+    redoc = RedocRenderPlugin(path="/docs", google_fonts=False)
+
+    @get("/schema/openapi.json", include_in_schema=False, name="openapi_json", sync_to_thread=False)
+    def openapi_json() -> Response[bytes]:
+        return Response(doc()["json"], media_type="application/json")
+
+    @get(["/schema", "/docs"], include_in_schema=False, name="openapi_docs", sync_to_thread=False)
+    def openapi_docs(request: Request[Any, Any, Any]) -> Response[bytes]:
+        return Response(redoc.render(request, doc()["doc"]), media_type="text/html")
+
+    return [openapi_json, openapi_docs]

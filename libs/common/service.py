@@ -138,7 +138,8 @@ def serve(app: Any, host: str, port: int) -> None:
         app,
         host=host,
         port=port,
-        log_level="warning",
+        log_level="info",  # start-up and shutdown lines (JSON); access log stays off
+        log_config=None,  # no text handlers of uvicorn's own: its loggers propagate to the JSON root
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=5,

@@ -65,8 +65,12 @@ class Settings(BaseSettings):
     gateway_port: int = 8000
     admin_host: str = "127.0.0.1"
     admin_port: int = 8001
+    # Consumers serve health (and metrics) on these; 0.0.0.0 inside a container.
+    ledger_host: str = "127.0.0.1"
     ledger_port: int = 8011
+    compliance_host: str = "127.0.0.1"
     compliance_port: int = 8012
+    webhooks_host: str = "127.0.0.1"
     webhooks_port: int = 8013
 
     admin_token: SecretStr = SecretStr("")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -19,7 +20,7 @@ import httpx
 
 from common.auth import ALL_SCOPES
 from common.keyring import new_key_setting
-from devstack.stores import Stores
+from devstack.stores import Stores, StoreUnreachable
 from devstack.suite import ROOT, Suite, migrate
 
 STATE = ROOT / ".sluice"
@@ -95,11 +96,45 @@ def sandbox_key(admin_url: str, token: str) -> str:
     return str(k.json()["data"]["api_key"])
 
 
+class Steps:
+    """Start-up steps printed as they happen, each with the time since ``make run`` began."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def __call__(self, what: str) -> None:
+        print(f"[{time.monotonic() - self.started:6.1f}s] {what}", flush=True)
+
+
+def _store_line(name: str, setting: str, value: str) -> str:
+    source = "from " + setting if os.environ.get(setting) else "embedded"
+    shown = value.split("@")[-1] if "@" in value else value  # no credentials on screen
+    return f"  {name:<10} {shown}  ({source})"
+
+
 def run() -> int:
+    step = Steps()
     STATE.mkdir(parents=True, exist_ok=True)
     local = local_secrets()
     token = local["SLUICE_ADMIN_TOKEN"]
-    stores = Stores(STATE).start(use_local=False, database="sluice")
+    configured = [
+        s for s in ("SLUICE_DATABASE_URL", "SLUICE_REDIS_URL", "SLUICE_KAFKA_BOOTSTRAP") if os.environ.get(s)
+    ]
+    step(
+        f"environment: state in {STATE}, stores "
+        + (("from " + ", ".join(configured)) if configured else "embedded")
+        + (", admin token from SLUICE_ADMIN_TOKEN" if os.environ.get("SLUICE_ADMIN_TOKEN") else "")
+    )
+    step("stores: starting (PostgreSQL, Redis, Kafka-protocol broker)")
+    try:
+        stores = Stores(STATE).start(use_local=False, database="sluice")
+    except StoreUnreachable as exc:
+        print(f"cannot start: {exc}", file=sys.stderr, flush=True)
+        return 1
+    step("stores: ready")
+    print(_store_line("postgres", "SLUICE_DATABASE_URL", stores.database_url), flush=True)
+    print(_store_line("redis", "SLUICE_REDIS_URL", stores.redis_url), flush=True)
+    print(_store_line("kafka", "SLUICE_KAFKA_BOOTSTRAP", stores.kafka_bootstrap), flush=True)
     gw_port = int(os.environ.get("SLUICE_GATEWAY_PORT", "8000"))
     admin_port = int(os.environ.get("SLUICE_ADMIN_PORT", "8001"))
     env = {
@@ -121,7 +156,16 @@ def run() -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
-        migrate(env)
+        step("migrations: applying")
+        try:
+            migrate(env)
+        except subprocess.CalledProcessError as exc:
+            print(
+                f"cannot start: migrations failed (exit {exc.returncode}); see the lines above",
+                file=sys.stderr,
+            )
+            return 1
+        step("migrations: done")
         ports = {
             "ledger": 8011,
             "compliance": 8012,
@@ -131,7 +175,13 @@ def run() -> int:
         }
         for name, port in ports.items():
             suite.start(name, int(os.environ.get(f"SLUICE_{name.upper()}_PORT", port)))
-        suite.wait_ready(timeout=120)
+        step(f"services: starting {', '.join(ports)} (logs in {STATE / 'logs'})")
+        try:
+            suite.wait_ready(timeout=120, on_ready=lambda p: step(f"{p.name} ready on {p.url}"))
+        except (RuntimeError, TimeoutError) as exc:
+            first = str(exc).splitlines()[0]
+            print(f"cannot start: {first}", file=sys.stderr, flush=True)
+            return 1
         key = sandbox_key(f"http://127.0.0.1:{admin_port}", _first_token(token))
         print(
             f"""

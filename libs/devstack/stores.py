@@ -55,6 +55,63 @@ def docker_available() -> bool:
         return False
 
 
+class StoreUnreachable(RuntimeError):
+    """A configured store did not answer: one line naming the setting, address and error."""
+
+    def __init__(self, setting: str, address: str, error: BaseException | str) -> None:
+        self.setting, self.address = setting, address
+        self.error = error if isinstance(error, str) else f"{type(error).__name__}: {error}".rstrip(": ")
+        super().__init__(f"{setting}: cannot reach {address}: {self.error}")
+
+
+def _host_port(address: str, default_port: int) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    if not host:
+        return address, default_port
+    return host.strip("[]"), int(port) if port.isdigit() else default_port
+
+
+def probe_tcp(setting: str, address: str, default_port: int, timeout: float = 2.0) -> None:
+    host, port = _host_port(address, default_port)
+    try:
+        with socket.create_connection((host, port), timeout):
+            return
+    except OSError as exc:
+        raise StoreUnreachable(setting, f"{host}:{port}", exc) from None
+
+
+def _redis_address(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return f"{parts.hostname or '127.0.0.1'}:{parts.port or 6379}"
+
+
+def _database_address(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    u = make_url(url)
+    where = u.query.get("host") or f"{u.host or '127.0.0.1'}:{u.port or 5432}"
+    return f"{where}/{u.database or ''}"
+
+
+def check_configured(env: dict[str, str]) -> None:
+    """Fail fast, in one line, when a store named by a ``SLUICE_*`` setting does not answer."""
+    if env.get("SLUICE_KAFKA_BOOTSTRAP"):
+        first = env["SLUICE_KAFKA_BOOTSTRAP"].split(",")[0].strip()
+        probe_tcp("SLUICE_KAFKA_BOOTSTRAP", first, 9092)
+    if env.get("SLUICE_REDIS_URL"):
+        probe_tcp("SLUICE_REDIS_URL", _redis_address(env["SLUICE_REDIS_URL"]), 6379)
+    if env.get("SLUICE_DATABASE_URL"):
+        url = env["SLUICE_DATABASE_URL"]
+        try:
+            address = _database_address(url)
+        except Exception as exc:  # noqa: BLE001 - a malformed URL is reported, not raised
+            raise StoreUnreachable("SLUICE_DATABASE_URL", "(unparseable URL)", exc) from None
+        if "/" not in address.split("/", 1)[0] and not address.startswith("/"):
+            probe_tcp("SLUICE_DATABASE_URL", address.split("/", 1)[0], 5432)
+
+
 @dataclass
 class Stores:
     workdir: Path
@@ -74,6 +131,9 @@ class Stores:
     ) -> Stores:
         """``use_local``: prefer the machine's own PostgreSQL/Redis on their standard ports."""
         env = dict(os.environ if env is None else env)
+        check_configured(
+            {k: v for k, v in env.items() if not (fresh_kafka and k == "SLUICE_KAFKA_BOOTSTRAP")}
+        )
         self.workdir.mkdir(parents=True, exist_ok=True)
         containers = docker_available()
         local = use_local and not containers
@@ -90,7 +150,10 @@ class Stores:
         base = env.get("SLUICE_DATABASE_URL", "") or (
             self._pg_container() if containers else self._pgserver()
         )
-        self.database_url = create_database(base, database) if database else base
+        try:
+            self.database_url = create_database(base, database) if database else base
+        except Exception as exc:  # noqa: BLE001 - one line for a person, not a traceback
+            raise StoreUnreachable("SLUICE_DATABASE_URL", _database_address(base), exc) from None
         return self
 
     def processes(self) -> list[subprocess.Popen[bytes]]:

@@ -8,14 +8,16 @@ import signal
 import subprocess  # devstack starts local processes  # nosec B404
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
 
+from sluice import MIGRATED, SERVICES
+
 ROOT = Path(__file__).resolve().parents[2]
-SERVICES = ("ledger", "compliance", "webhooks", "admin", "gateway")
-MIGRATED = ("admin", "compliance", "ledger", "webhooks", "gateway")
+__all__ = ["MIGRATED", "ROOT", "SERVICES", "Proc", "Suite", "migrate", "python_env"]
 PORT_SETTING = {
     "gateway": "SLUICE_GATEWAY_PORT",
     "admin": "SLUICE_ADMIN_PORT",
@@ -64,20 +66,8 @@ def ephemeral_secrets(tag: str) -> dict[str, str]:
 
 
 def migrate(env: dict[str, str]) -> None:
-    for svc in MIGRATED:
-        if not (ROOT / "services" / svc / "migrations" / "versions").is_dir():
-            continue
-        subprocess.run(  # alembic for our schemas, argv list, no shell  # nosec B603
-            [
-                sys.executable,
-                "-c",
-                f"from common.db import migrate; import os;"
-                f" migrate({svc!r}, os.environ['SLUICE_DATABASE_URL'])",
-            ],
-            env=python_env(env),
-            check=True,
-            cwd=ROOT,
-        )
+    """``python -m sluice migrate`` in a child process (alembic configures logging globally)."""
+    subprocess.run([sys.executable, "-m", "sluice", "migrate"], env=python_env(env), check=True, cwd=ROOT)
 
 
 @dataclass
@@ -125,7 +115,12 @@ class Suite:
         self.procs.append(proc)
         return proc
 
-    def wait_ready(self, procs: list[Proc] | None = None, timeout: float = 60.0) -> None:
+    def wait_ready(
+        self,
+        procs: list[Proc] | None = None,
+        timeout: float = 60.0,
+        on_ready: Callable[[Proc], None] | None = None,
+    ) -> None:
         deadline = time.monotonic() + timeout
         for proc in procs or self.procs:
             while True:
@@ -135,6 +130,8 @@ class Suite:
                     )
                 with contextlib.suppress(httpx.HTTPError):
                     if httpx.get(proc.url + "/readyz", timeout=2).status_code == 200:
+                        if on_ready is not None:
+                            on_ready(proc)
                         break
                 if time.monotonic() > deadline:
                     raise TimeoutError(

@@ -21,13 +21,14 @@ from litestar.plugins.prometheus import PrometheusController
 from admin import actions, dead_letters, operators
 from admin import repository as repo
 from admin.context import ActionContext
+from admin.openapi import build_document
 from common.auth import evict
 from common.authfail import FailureLimiter
 from common.broker import ensure_topics, service_topics, subscribe
 from common.clientaddr import client_address
 from common.db import transaction
 from common.errors import ErrorCode, ServiceError
-from common.http import EXCEPTION_HANDLERS, http_metrics, request_id_middleware, request_id_of
+from common.http import EXCEPTION_HANDLERS, http_metrics, openapi_routes, request_id_middleware, request_id_of
 from common.logging import setup_logging
 from common.outbox import Outbox, OutMessage
 from common.rpc import RpcClient
@@ -182,10 +183,11 @@ def create_app(settings: Settings) -> Litestar:
             await rt.close()
 
     return Litestar(
-        route_handlers=[administer, healthz, readyz, PrometheusController],
+        route_handlers=[administer, healthz, readyz, PrometheusController, *openapi_routes(build_document)],
         lifespan=[lifespan],
         middleware=[request_id_middleware, http_metrics("admin")],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=None,
+        logging_config=None,  # common.logging owns the handlers (JSON lines)
     )

@@ -1,7 +1,13 @@
-from common.service import serve
-from common.settings import load_settings
-from gateway.app import create_app
+"""``python -m gateway``: logging first (so import-time and start-up failures are JSON too)."""
 
 if __name__ == "__main__":
+    from common.logging import setup_logging
+
+    setup_logging("gateway")
+
+    from common.service import serve
+    from common.settings import load_settings
+    from gateway.app import create_app
+
     settings = load_settings()
     serve(create_app(settings), settings.gateway_host, settings.gateway_port)

@@ -16,7 +16,7 @@ from litestar.plugins.prometheus import PrometheusController
 from common.asyncapi import build_asyncapi
 from common.authfail import FailureLimiter
 from common.broker import ensure_topics, service_topics
-from common.http import EXCEPTION_HANDLERS, http_metrics, request_id_middleware
+from common.http import EXCEPTION_HANDLERS, http_metrics, openapi_routes, request_id_middleware
 from common.logging import setup_logging
 from common.rpc import RpcClient
 from common.service import build_runtime
@@ -57,22 +57,28 @@ def _litestar_path(path: str) -> str:
     return re.sub(r"\{(\w+)\}", r"{\1:str}", path)
 
 
-def _direct_handler(ep: Endpoint) -> HTTPRouteHandler:
-    async def handler(request: Request[Any, Any, State]) -> Response[bytes]:
-        return await direct(request, ep)
+def _direct_handler(path: str, by_method: dict[str, Endpoint]) -> HTTPRouteHandler:
+    """One handler per path for all its methods, so Litestar's automatic OPTIONS answer and
+    its 405 ``Allow`` header list every method of the path."""
 
-    handler.__name__ = f"{ep.method.lower()}_{ep.path.strip('/').replace('/', '_').replace('-', '_')}"
-    return route(_litestar_path(ep.path), http_method=[HttpMethod(ep.method)], name=handler.__name__)(handler)
+    async def handler(request: Request[Any, Any, State]) -> Response[bytes]:
+        return await direct(request, by_method[request.method])
+
+    handler.__name__ = path.strip("/").replace("/", "_").replace("-", "_").replace("{", "").replace("}", "")
+    methods = [HttpMethod(m) for m in sorted(by_method)]
+    return route(_litestar_path(path), http_method=methods, name=handler.__name__)(handler)
+
+
+def _direct_handlers(endpoints: list[Endpoint]) -> list[HTTPRouteHandler]:
+    by_path: dict[str, dict[str, Endpoint]] = {}
+    for ep in endpoints:
+        by_path.setdefault(ep.path, {})[ep.method] = ep
+    return [_direct_handler(path, methods) for path, methods in by_path.items()]
 
 
 @route("/", http_method=["POST"], name="routed")
 async def routed_handler(request: Request[Any, Any, State]) -> Response[bytes]:
     return await routed(request)
-
-
-@get("/schema/openapi.json", include_in_schema=False)
-async def openapi_json(state: State) -> Response[bytes]:
-    return Response(state.openapi, media_type="application/json")
 
 
 @get("/schema/asyncapi.json", include_in_schema=False)
@@ -123,7 +129,6 @@ def create_app(settings: Settings) -> Litestar:
             broker=rt.broker,
             pipeline=pipeline,
             router=Router(ENDPOINTS),
-            openapi=msgspec.json.encode(build_document(ENDPOINTS)),
             asyncapi=msgspec.json.encode(build_asyncapi(settings.topic_prefix)),
         )
         pipeline.state = app.state
@@ -136,17 +141,18 @@ def create_app(settings: Settings) -> Litestar:
 
     app = Litestar(
         route_handlers=[
-            *(_direct_handler(ep) for ep in ENDPOINTS),
+            *_direct_handlers(ENDPOINTS),
             routed_handler,
             healthz,
             readyz,
-            openapi_json,
             asyncapi_json,
             PrometheusController,
+            *openapi_routes(lambda: build_document(ENDPOINTS)),
             *onboarding.PAGES,
         ],
         middleware=[http_metrics("gateway")],
-        openapi_config=None,  # served from the endpoint table by openapi_json
+        openapi_config=None,  # served from the endpoint table by common.http.openapi_routes
+        logging_config=None,  # common.logging owns the handlers (JSON lines)
         lifespan=[lifespan],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_body_bytes,

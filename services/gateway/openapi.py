@@ -13,10 +13,13 @@ from typing import Any
 
 import msgspec
 
+from gateway.openapi_examples import EXAMPLES, NOTES
+from gateway.openapi_rules import request_rules
 from gateway.pipeline import Endpoint
 from gateway.schemas import ErrorEnvelope
 
 _PARAM = re.compile(r"\{(\w+)\}")
+REQUEST_RULES = request_rules()
 _REF = "#/components/schemas/{name}"
 _ERRORS = {
     "400": "invalid_request (details.field names the field) or idempotency_key_required",
@@ -35,11 +38,69 @@ _MUTATING_ERRORS = {
     "415": "invalid_request: Content-Type is not application/json",
 }
 _RATE_HEADERS = {
-    "X-Request-Id": {"schema": {"type": "string"}, "description": "echoed or generated"},
-    "X-RateLimit-Limit": {"schema": {"type": "integer"}},
-    "X-RateLimit-Remaining": {"schema": {"type": "integer"}},
-    "X-RateLimit-Reset": {"schema": {"type": "integer"}, "description": "unix seconds"},
+    "X-Request-Id": {
+        "required": True,
+        "schema": {"type": "string"},
+        "description": "the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated",
+    },
+    "X-RateLimit-Limit": {
+        "schema": {"type": "integer"},
+        "description": "requests allowed per minute for this tenant and mode (after authentication)",
+    },
+    "X-RateLimit-Remaining": {"schema": {"type": "integer"}, "description": "left in this window"},
+    "X-RateLimit-Reset": {
+        "schema": {"type": "integer"},
+        "description": "unix seconds when the window resets",
+    },
 }
+_RETRY_AFTER = {
+    "schema": {"type": "integer", "minimum": 0},
+    "description": "seconds to wait before retrying (RFC 9110 section 10.2.3)",
+}
+_REPLAY = {
+    "X-Idempotent-Replay": {
+        "schema": {"type": "string", "const": "true"},
+        "description": "present when this answer is the recorded outcome of an earlier request "
+        "with the same Idempotency-Key",
+    }
+}
+_EXTRA_HEADERS: dict[str, dict[str, Any]] = {
+    "401": {
+        "WWW-Authenticate": {"required": True, "schema": {"type": "string", "const": "Bearer"}},
+    },
+    "405": {
+        "Allow": {
+            "required": True,
+            "schema": {"type": "string"},
+            "description": "the methods this path supports (RFC 9110 section 10.2.1)",
+        }
+    },
+    "429": {"Retry-After": {**_RETRY_AFTER, "required": True}},
+    "503": {"Retry-After": _RETRY_AFTER},
+}
+TAGS = [
+    {"name": "health", "description": "Credential check and rate-limit state"},
+    {"name": "customers", "description": "End users and businesses of a tenant"},
+    {"name": "wallets", "description": "Stablecoin wallets (symbol and chain pairs offered)"},
+    {"name": "virtual-accounts", "description": "Fiat accounts whose deposits convert into a wallet"},
+    {"name": "transfers", "description": "Wallet to wallet movements of USDC and USDT"},
+    {"name": "payouts", "description": "Payouts to approved external bank accounts"},
+    {"name": "webhooks", "description": "Signed event deliveries (Standard Webhooks)"},
+    {"name": "sandbox", "description": "Sandbox-only simulations; production answers 404"},
+    {"name": "onboarding", "description": "Hosted signup links for end users"},
+    {"name": "routed", "description": "Every endpoint through POST / and x-service-route"},
+]
+_TAG_NAMES = {t["name"] for t in TAGS}
+
+
+def _tag(path: str) -> str:
+    first = path.strip("/").split("/")[1] if path.count("/") > 1 else "routed"
+    first = {"onboarding-authorizations": "onboarding"}.get(first, first)
+    return first if first in _TAG_NAMES else "routed"
+
+
+def _headers_for(code: str, mutating: bool) -> dict[str, Any]:
+    return {**_RATE_HEADERS, **_EXTRA_HEADERS.get(code, {}), **(_REPLAY if mutating else {})}
 
 
 # Cross-field rules JSON Schema can state (the rest are in the field descriptions).
@@ -106,10 +167,10 @@ def _success(ep: Endpoint) -> dict[str, Any]:
     }
 
 
-def _error(description: str) -> dict[str, Any]:
+def _error(code: str, description: str, mutating: bool) -> dict[str, Any]:
     return {
         "description": description,
-        "headers": _RATE_HEADERS,
+        "headers": _headers_for(code, mutating),
         "content": {"application/json": {"schema": _ref(ErrorEnvelope)}},
     }
 
@@ -133,28 +194,37 @@ def _operation(ep: Endpoint) -> dict[str, Any]:
     responses: dict[str, Any] = {
         str(ep.status): {
             "description": "success",
-            "headers": _RATE_HEADERS,
+            "headers": _headers_for(str(ep.status), ep.mutating),
             "content": {"application/json": {"schema": _success(ep)}},
         },
     }
     errors = dict(_ERRORS)
     if ep.mutating:
         errors.update(_MUTATING_ERRORS)
-    responses.update({code: _error(text) for code, text in sorted(errors.items())})
+    responses.update({code: _error(code, text, ep.mutating) for code, text in sorted(errors.items())})
     op: dict[str, Any] = {
         "operationId": ep.method.lower() + _PARAM.sub(r"by_\1", ep.path).replace("/", "_").replace("-", "_"),
         "summary": ep.summary or f"{ep.method} {ep.path}",
         "description": f"Scope: {ep.scope or 'any valid credential'}. Also reachable as "
         f"POST / with x-service-route: {ep.path}"
-        + (' and body {"method": "GET"}.' if not ep.mutating else "."),
+        + (' and body {"method": "GET"}.' if not ep.mutating else ".")
+        + NOTES.get((ep.method, ep.path), ""),
+        "tags": [_tag(ep.path)],
         "parameters": params,
         "responses": responses,
         "security": [{"bearer": []}],
     }
     if ep.request is not None:
+        schema = _ref(ep.request)
+        rules = REQUEST_RULES.get((ep.method, ep.path))
+        if rules is not None:
+            schema = {"allOf": [schema, rules]}
+        media: dict[str, Any] = {"schema": schema}
+        if (ep.method, ep.path) in EXAMPLES:
+            media["example"] = EXAMPLES[(ep.method, ep.path)]
         op["requestBody"] = {
             "required": bool(msgspec.structs.fields(ep.request)),
-            "content": {"application/json": {"schema": _ref(ep.request)}},
+            "content": {"application/json": media},
         }
     return op
 
@@ -166,14 +236,17 @@ def _routed(endpoints: list[Endpoint]) -> dict[str, Any]:
         "post": {
             "operationId": "routed",
             "summary": "Routed form: any endpoint through POST / with x-service-route",
+            "tags": ["routed"],
             "description": 'The body is the endpoint\'s payload; for reads it is {"method": "GET"}. '
             "Same headers, same responses as the direct form.",
             "parameters": [
                 _header(
                     "x-service-route",
                     True,
-                    {"type": "string"},
-                    "the endpoint path, e.g. /v1/customers; one of: " + ", ".join(routes),
+                    {"type": "string", "minLength": 1},
+                    "the endpoint path, e.g. /v1/customers; one of: "
+                    + ", ".join(routes)
+                    + ". Missing: 400; unknown: 404 (after the credential is checked).",
                 ),
                 _MODE,
                 _header("Idempotency-Key", False, _IDEM["schema"], "required when the route mutates"),
@@ -182,7 +255,7 @@ def _routed(endpoints: list[Endpoint]) -> dict[str, Any]:
             "responses": {
                 "200": {
                     "description": "a read's success envelope",
-                    "headers": _RATE_HEADERS,
+                    "headers": _headers_for("200", True),
                     "content": {
                         "application/json": {
                             "schema": {
@@ -195,7 +268,7 @@ def _routed(endpoints: list[Endpoint]) -> dict[str, Any]:
                 },
                 "201": {
                     "description": "a create's success envelope",
-                    "headers": _RATE_HEADERS,
+                    "headers": _headers_for("201", True),
                     "content": {
                         "application/json": {
                             "schema": {
@@ -206,7 +279,7 @@ def _routed(endpoints: list[Endpoint]) -> dict[str, Any]:
                         }
                     },
                 },
-                **{code: _error(text) for code, text in sorted(errors.items())},
+                **{code: _error(code, text, True) for code, text in sorted(errors.items())},
             },
             "security": [{"bearer": []}],
         }
@@ -232,6 +305,7 @@ def build_document(endpoints: list[Endpoint], version: str = "1.0.1") -> dict[st
             "description": "Every response carries X-Request-Id; failures use the error "
             "envelope. See services/gateway/README.md for the decisions.",
         },
+        "tags": TAGS,
         "paths": paths,
         "components": {
             "schemas": components,

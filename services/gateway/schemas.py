@@ -53,13 +53,16 @@ Email = Annotated[
 ]
 Country = Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{2}$")]
 E164 = Annotated[str, msgspec.Meta(pattern=r"^\+[1-9][0-9]{1,14}$")]
-Text = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+# No NUL: PostgreSQL text cannot store it (the ledger would fail the command with a 502).
+Text = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
 Id = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_\-]{1,128}$")]
 Address = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9]{16,128}$")]
 Amount = Annotated[
     str,
     msgspec.Meta(
-        pattern=r"^(0|[1-9][0-9]{0,12})(\.[0-9]{1,6})?$",
+        # > 0 and <= 1e12, at most 6 decimals (gateway.openapi_rules.amount_pattern(6)).
+        pattern=r"^([1-9][0-9]{0,11}(\.[0-9]{1,6})?|1000000000000(\.0{1,6})?"
+        r"|0\.([1-9][0-9]{0,5}|0[1-9][0-9]{0,4}|00[1-9][0-9]{0,3}|000[1-9][0-9]{0,2}|0000[1-9][0-9]?|00000[1-9]))$",
         description="decimal string > 0 and <= 1e12; at most 6 decimals for stablecoins, 2 for fiat",
     ),
 ]

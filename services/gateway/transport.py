@@ -19,7 +19,7 @@ from common.clientaddr import client_address
 from common.errors import ErrorCode, ServiceError, invalid
 from common.http import request_id_of
 from common.validation import BAD_NUMBER, check_numbers, nonfinite_field
-from gateway.pipeline import Answer, Endpoint, Pipeline, error_body
+from gateway.pipeline import Answer, Call, Endpoint, Local, Pipeline, error_body
 
 _PARAM = re.compile(r"\{(\w+)\}")
 # Numbers with a fraction become Decimal: money and percentages never pass through float.
@@ -37,16 +37,19 @@ class Router:
 
     def match(self, method: str, path: str) -> tuple[Endpoint, dict[str, str]] | None:
         path = path.split("?", 1)[0].rstrip("/") or "/"
-        found_path = False
+        allowed: list[str] = []
         for ep, rx in self._compiled:
             m = rx.match(path)
             if m:
-                found_path = True
+                allowed.append(ep.method)
                 if ep.method == method:
                     return ep, {k: unquote(v) for k, v in m.groupdict().items()}
-        if found_path:
+        if allowed:
             raise ServiceError(
-                ErrorCode.INVALID_REQUEST, f"method {method} not allowed for {path}", status=405
+                ErrorCode.INVALID_REQUEST,
+                f"method {method} not allowed for {path}",
+                status=405,
+                headers={"Allow": ", ".join(sorted(set(allowed)))},
             )
         return None
 
@@ -152,12 +155,19 @@ async def routed(request: Request[Any, Any, State]) -> Response[bytes]:
     rid = request_id_of(request)
     router: Router = request.app.state.router
     try:
-        route = request.headers.get("x-service-route")
-        if not route:
-            raise ServiceError(ErrorCode.NOT_FOUND, "no such route (x-service-route missing)")
-        path, _, qs = route.partition("?")
         raw = await _read(request, request.app.state.settings.max_body_bytes)
         body = _check_json(request, raw)
+    except ServiceError as err:
+        return to_response(Answer(err.status, error_body(err, rid), dict(err.headers)))
+    try:
+        route = request.headers.get("x-service-route")
+        if not route:
+            raise ServiceError(
+                ErrorCode.INVALID_REQUEST,
+                "the x-service-route header is required",
+                details={"field": "x-service-route"},
+            )
+        path, _, qs = route.partition("?")
         method = "POST"
         if isinstance(body, dict) and "method" in body:
             if not isinstance(body["method"], str) or body["method"].upper() not in _METHODS:
@@ -182,8 +192,21 @@ async def routed(request: Request[Any, Any, State]) -> Response[bytes]:
             raw, body = b"", None
             query = dict(parse_qsl(qs, keep_blank_values=True))
     except ServiceError as err:
+        if err.status in (400, 404, 405):
+            # A missing or unknown route is refused after the credential is checked, as a
+            # direct request to an endpoint would be: 401 comes before 400 and 404.
+            return await dispatch(request, _refusal(err), {}, b"", None, {})
         return to_response(Answer(err.status, error_body(err, rid), dict(err.headers)))
     return await dispatch(request, ep, params, raw, body, query)
+
+
+def _refusal(err: ServiceError) -> Endpoint:
+    """A read-like endpoint that refuses with ``err`` once the pipeline has authenticated."""
+
+    def build(call: Call) -> Local:
+        raise err
+
+    return Endpoint("GET", "/", None, build)
 
 
 _METHODS = ("GET", "POST")

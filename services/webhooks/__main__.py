@@ -1,7 +1,13 @@
-from common.service import serve
-from common.settings import load_settings
-from webhooks.app import create_app
+"""``python -m webhooks``: logging first (so import-time and start-up failures are JSON too)."""
 
 if __name__ == "__main__":
+    from common.logging import setup_logging
+
+    setup_logging("webhooks")
+
+    from common.service import serve
+    from common.settings import load_settings
+    from webhooks.app import create_app
+
     settings = load_settings()
-    serve(create_app(settings), "127.0.0.1", settings.webhooks_port)
+    serve(create_app(settings), settings.webhooks_host, settings.webhooks_port)

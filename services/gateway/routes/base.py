@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from typing import Any, TypeVar
 
 from common.errors import ErrorCode, ServiceError, invalid
@@ -20,10 +21,22 @@ def body_of(call: Call, type_: type[T]) -> T:
     if not isinstance(call.body, dict):
         raise invalid("body", "the request body must be a JSON object")
     try:
-        return convert(call.body, type_)
+        return convert(_integral(call.body), type_)
     except ServiceError as err:
         err.details.setdefault("field", "body")
         raise
+
+
+def _integral(value: Any) -> Any:
+    """JSON numbers with a zero fraction (``3600.0``) are integers, as JSON Schema counts them;
+    fractional numbers stay Decimal (the body is decoded without floats)."""
+    if isinstance(value, Decimal) and value.is_finite() and value == value.to_integral_value():
+        return int(value) if value.adjusted() < 64 else value
+    if isinstance(value, dict):
+        return {k: _integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral(v) for v in value]
+    return value
 
 
 def query_of(call: Call, type_: type[T]) -> T:

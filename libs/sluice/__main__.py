@@ -1,0 +1,78 @@
+"""``python -m sluice <command>`` (what ``make run``, ``make bench`` and the image call).
+
+- ``run``: the whole suite on this machine (stores embedded or from ``SLUICE_*``); needs the
+  development dependency group (``uv sync`` installs it by default).
+- ``migrate [service ...]``: apply migrations to ``SLUICE_DATABASE_URL`` (all services by
+  default); the production image runs this before the services start.
+- ``serve <service>``: run one service (same as ``python -m <service>``).
+- ``bench``: the benchmark (``make bench``); ``chaos``: the fault scenario (``devstack.chaos``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import runpy
+import sys
+import time
+from collections.abc import Sequence
+
+from sluice import MIGRATED, SERVICES
+
+
+def migrate(services: Sequence[str], url: str | None = None) -> int:
+    from common.db import migrate as upgrade
+    from common.logging import setup_logging
+
+    setup_logging("migrate")
+    url = url or os.environ.get("SLUICE_DATABASE_URL", "")
+    if not url:
+        print("SLUICE_DATABASE_URL is not set", file=sys.stderr)
+        return 2
+    for svc in services:
+        started = time.monotonic()
+        upgrade(svc, url)
+        print(f"  migrated {svc:<11} {time.monotonic() - started:5.2f}s", flush=True)
+    return 0
+
+
+def _devstack(module: str) -> int:
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        print(f"{module} is not available here ({exc}); install the dev group: uv sync", file=sys.stderr)
+        return 2
+    result = mod.main() if hasattr(mod, "main") else 0
+    return int(result or 0)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="sluice", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("run", help="the whole suite on this machine (make run)")
+    m = sub.add_parser("migrate", help="apply migrations to SLUICE_DATABASE_URL")
+    m.add_argument("services", nargs="*", metavar="service", help=f"default: all of {', '.join(MIGRATED)}")
+    s = sub.add_parser("serve", help="run one service")
+    s.add_argument("service", choices=SERVICES)
+    sub.add_parser("bench", help="the benchmark (make bench)")
+    sub.add_parser("chaos", help="the fault scenario (devstack.chaos)")
+    args = parser.parse_args(argv)
+    if args.command == "migrate":
+        unknown = set(args.services) - set(MIGRATED)
+        if unknown:
+            parser.error(f"unknown services {sorted(unknown)}; choose from {', '.join(MIGRATED)}")
+        return migrate(args.services or list(MIGRATED))
+    if args.command == "serve":
+        sys.argv = [args.service]
+        runpy.run_module(args.service, run_name="__main__", alter_sys=True)
+        return 0
+    if args.command == "run":
+        from devstack.__main__ import run
+
+        return run()
+    return _devstack({"bench": "devstack.bench", "chaos": "devstack.chaos"}[args.command])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

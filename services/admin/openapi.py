@@ -1,0 +1,168 @@
+"""The admin service's OpenAPI 3.1 document: ``POST /`` with one body per ``action``.
+
+Built from the same msgspec structs the actions decode with (``admin.schemas``), one
+component per action with ``action`` fixed to its name, joined by ``oneOf`` with a
+discriminator, so the document lists every action and cannot drift from the validation.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import msgspec
+
+from admin import schemas
+from admin.actions import ACTIONS
+
+_REF = "#/components/schemas/{name}"
+
+# The struct each action decodes its body with (admin/{tenants,keys,policy,operations}.py).
+REQUESTS: dict[str, type] = {
+    "upsert_tenant": schemas.UpsertTenant,
+    "get_tenant": schemas.TenantRef,
+    "list_tenants": schemas.ListTenants,
+    "enable_live": schemas.TenantRef,
+    "create_api_key": schemas.CreateApiKey,
+    "revoke_api_key": schemas.RevokeApiKey,
+    "issue_access_token": schemas.IssueAccessToken,
+    "approve_route": schemas.Route,
+    "revoke_route": schemas.Route,
+    "set_transfer_cap": schemas.TransferCap,
+    "upsert_external_account": schemas.ExternalAccount,
+    "list_decisions": schemas.ListDecisions,
+    "review_transfer": schemas.ReviewTransfer,
+    "replay_delivery": schemas.ReplayDelivery,
+    "enable_webhook": schemas.EnableWebhook,
+    "list_deliveries": schemas.ListDeliveries,
+    "list_audit_log": schemas.ListAuditLog,
+}
+
+_ERROR = {
+    "type": "object",
+    "required": ["success", "error"],
+    "properties": {
+        "success": {"const": False},
+        "error": {
+            "type": "object",
+            "required": ["code", "message"],
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "details": {"type": "object", "description": "field, reason and request_id"},
+            },
+        },
+    },
+}
+_ERRORS = {
+    "400": "invalid_request: unknown action or a field that fails validation (details.field)",
+    "401": "unauthorized: operator token missing or unknown",
+    "403": "forbidden: the operator's role may not run this action",
+    "404": "not_found: the tenant, key, transfer, delivery or webhook does not exist",
+    "409": "conflict with the current state (details.reason)",
+    "413": "request body too large",
+    "415": "Content-Type is not application/json",
+    "500": "internal_error",
+    "503": "provider_unavailable: a downstream service did not answer in time",
+}
+_REQUEST_ID = {"X-Request-Id": {"required": True, "schema": {"type": "string"}}}
+
+
+def _component(action: str) -> str:
+    return "".join(part.title() for part in action.split("_")) + "Request"
+
+
+def build_document(version: str = "1.0.0") -> dict[str, Any]:
+    missing = set(ACTIONS) - set(REQUESTS)
+    if missing:  # a new action must say what body it takes
+        raise RuntimeError(f"admin actions without a documented body: {sorted(missing)}")
+    structs = sorted(set(REQUESTS.values()), key=lambda t: t.__name__)
+    _, shared = msgspec.json.schema_components(structs, ref_template=_REF)
+    components: dict[str, Any] = {n: s for n, s in shared.items() if n not in {t.__name__ for t in structs}}
+    mapping = {}
+    for action, struct in sorted(REQUESTS.items()):
+        schema = copy.deepcopy(shared[struct.__name__])
+        schema["properties"]["action"] = {"type": "string", "const": action}
+        schema["title"] = action
+        components[_component(action)] = schema
+        mapping[action] = _REF.format(name=_component(action))
+    components["ErrorEnvelope"] = _ERROR
+    body = {
+        "oneOf": [{"$ref": ref} for ref in mapping.values()],
+        "discriminator": {"propertyName": "action", "mapping": mapping},
+    }
+    responses: dict[str, Any] = {
+        "200": {
+            "description": "the action's result",
+            "headers": _REQUEST_ID,
+            "content": {
+                "application/json": {
+                    "schema": {
+                        "type": "object",
+                        "required": ["success", "data"],
+                        "properties": {"success": {"const": True}, "data": {}},
+                    }
+                }
+            },
+        }
+    }
+    for code, text in _ERRORS.items():
+        responses[code] = {
+            "description": text,
+            "headers": _REQUEST_ID,
+            "content": {"application/json": {"schema": {"$ref": _REF.format(name="ErrorEnvelope")}}},
+        }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Sluice Admin API",
+            "version": version,
+            "description": "Operator API (contract section 9): POST / with an operator token and "
+            "a body naming its action. Every call, refused or not, is audited.",
+        },
+        "tags": [{"name": "admin", "description": "Tenants, keys, policy and operations"}],
+        "paths": {
+            "/": {
+                "post": {
+                    "operationId": "administer",
+                    "summary": "Run one operator action: " + ", ".join(sorted(REQUESTS)),
+                    "tags": ["admin"],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": body,
+                                "example": {"action": "get_tenant", "tenant_id": "ten_01hxyz"},
+                            }
+                        },
+                    },
+                    "responses": responses,
+                    "security": [{"operator": []}],
+                }
+            },
+            "/healthz": {"get": _probe("liveness")},
+            "/readyz": {"get": _probe("readiness: database, Redis and Kafka reachable")},
+        },
+        "components": {
+            "schemas": components,
+            "securitySchemes": {
+                "operator": {"type": "http", "scheme": "bearer", "description": "an operator token"}
+            },
+        },
+    }
+
+
+def _probe(what: str) -> dict[str, Any]:
+    return {
+        "operationId": what.split(":")[0],
+        "summary": what,
+        "tags": ["admin"],
+        "security": [],
+        "responses": {
+            "200": {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}},
+            "503": {
+                "description": "unavailable",
+                "content": {"application/json": {"schema": {"type": "object"}}},
+            },
+        },
+    }

@@ -1,0 +1,61 @@
+"""`make run` start-up: a store that cannot be reached is one line naming the setting, the
+address and the error, at once and without a traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from devstack.stores import StoreUnreachable, check_configured, free_port
+from devstack.suite import ROOT, python_env
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "address"),
+    [
+        (
+            "SLUICE_DATABASE_URL",
+            "postgresql+asyncpg://sluice:secret@127.0.0.1:{port}/sluice",
+            "127.0.0.1:{port}",
+        ),
+        ("SLUICE_KAFKA_BOOTSTRAP", "127.0.0.1:{port}", "127.0.0.1:{port}"),
+        ("SLUICE_REDIS_URL", "redis://127.0.0.1:{port}/0", "127.0.0.1:{port}"),
+    ],
+    ids=["database", "kafka", "redis"],
+)
+def test_unreachable_store_is_one_line(setting: str, value: str, address: str) -> None:
+    port = free_port()  # nothing listens there
+    env = python_env({setting: value.format(port=port), "SLUICE_ADMIN_TOKEN": "adm_startup_test"})
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "sluice", "run"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(errors) == 1, proc.stderr
+    assert setting in errors[0] and address.format(port=port) in errors[0], errors[0]
+    assert "ConnectionRefusedError" in errors[0] or "refused" in errors[0].lower(), errors[0]
+    assert "secret" not in proc.stdout + proc.stderr  # no credentials on screen
+    assert "environment:" in proc.stdout and "stores: starting" in proc.stdout
+    assert elapsed < 60  # before any embedded store or service is started
+
+
+@pytest.mark.unit
+def test_check_configured_names_the_setting() -> None:
+    port = free_port()
+    with pytest.raises(StoreUnreachable) as info:
+        check_configured({"SLUICE_REDIS_URL": f"redis://127.0.0.1:{port}/0"})
+    assert info.value.setting == "SLUICE_REDIS_URL" and info.value.address == f"127.0.0.1:{port}"
+    check_configured({})  # nothing configured: nothing to probe

@@ -3,7 +3,7 @@
 # Build stage: uv resolves from uv.lock into /app/.venv (no dev group: no embedded stores, no
 # test tools), with uv's cache on a build-cache mount and bytecode compiled ahead of time.
 FROM python:3.11-slim AS build
-COPY --from=ghcr.io/astral-sh/uv:0.9 /uv /usr/local/bin/uv
+COPY --from=ghcr.io/astral-sh/uv:0.13 /uv /usr/local/bin/uv
 ENV UV_COMPILE_BYTECODE=1 UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never UV_PROJECT_ENVIRONMENT=/app/.venv
 WORKDIR /app
 RUN --mount=type=cache,target=/root/.cache/uv \

@@ -360,7 +360,9 @@ def test_transport_errors(stack: Stack, vt: Tenant, form: str) -> None:
 
 def test_routed_form_specifics(stack: Stack, vt: Tenant) -> None:
     h = {"Idempotency-Key": uuid.uuid4().hex}
-    assert_error(call(stack, "POST", "/", key=vt.key, body={}, headers=h), 404, "not_found")
+    # x-service-route missing: 400 naming it (the document marks it required), after the credential.
+    r = call(stack, "POST", "/", key=vt.key, body={}, headers=h)
+    assert_error(r, 400, "invalid_request", "x-service-route")
     r = call(
         stack,
         "POST",

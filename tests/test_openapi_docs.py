@@ -16,7 +16,7 @@ from gateway.app import ENDPOINTS
 from gateway.openapi import build_document
 from gateway.openapi_examples import EXAMPLES
 from gateway.openapi_rules import REDIRECT_URL, amount_pattern
-from gateway.rules import OFFERED_CHAINS
+from common.offerings import OFFERED_PAIRS as OFFERED_CHAINS
 from tests.conftest import Stack, Tenant
 
 

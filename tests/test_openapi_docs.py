@@ -12,11 +12,11 @@ import pytest
 from openapi_spec_validator import validate
 
 from admin.actions import ACTIONS
+from common.offerings import OFFERED_PAIRS as OFFERED_CHAINS
 from gateway.app import ENDPOINTS
 from gateway.openapi import build_document
 from gateway.openapi_examples import EXAMPLES
 from gateway.openapi_rules import REDIRECT_URL, amount_pattern
-from common.offerings import OFFERED_PAIRS as OFFERED_CHAINS
 from tests.conftest import Stack, Tenant
 
 

@@ -41,4 +41,5 @@ def test_short_chaos_run_audits_clean() -> None:
     assert float(drift) == 0, audit
     assert int(missing) == 0, audit
     assert float(longest) <= 90, audit  # issue 10: decided within 90 s of a PostgreSQL stop
+    assert "chaos: dead_letters 0" in out.stdout, audit  # transient faults are never dead-lettered
     assert out.returncode == 0, audit

@@ -244,6 +244,8 @@ class Scenario:
             rows = await conn.fetch(
                 "SELECT id, idempotency_key, state FROM ledger.transfers WHERE tenant_id = $1", tenant_id
             )
+            # Transient faults are never dead-lettered (contract 12.2): admin keeps every one.
+            dead = await conn.fetch("SELECT service, topic, error FROM identity.dead_letters")
         finally:
             await conn.close()
         after = await self._balances(tenant_id)
@@ -302,8 +304,11 @@ class Scenario:
             f"{len(undecided)} balance_drift {drift} webhooks_missing {len(missing)} "
             f"longest_decision_s {longest:.1f}"
         )
+        for d in dead[:5]:
+            log(f"dead letter from {d['service']} ({d['topic']}): {d['error'][:160]}")
         print(line, flush=True)
-        clean = not (lost or duplicated or undecided or drift or missing)
+        print(f"chaos: dead_letters {len(dead)}", flush=True)
+        clean = not (lost or duplicated or undecided or drift or missing or dead)
         return 0 if clean else 1
 
     def stop(self) -> None:

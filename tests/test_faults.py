@@ -185,6 +185,7 @@ def test_gateway_killed_in_flight_retry_elsewhere_decides_once(stack: Stack, ten
     with pytest.raises(httpx.TransportError):
         httpx.post(doomed.url + "/v1/customers", json=body, headers=tenant.headers(key), timeout=30)
     assert doomed.popen.wait(10) == -signal.SIGKILL
+    stack.suite.stop_proc(doomed)  # gone from the suite's list: other tests check every process
     started = time.monotonic()
     while True:
         r = tenant.post("/v1/customers", body, idem=key, gateway=1)

@@ -49,20 +49,20 @@ def cpu_seconds(stack: Stack) -> dict[str, float]:
     process (the load generator) and the PostgreSQL backends serving the test database."""
     out: dict[str, float] = {}
 
-    def add(name: str, p: psutil.Process) -> None:
-        with contextlib.suppress(psutil.Error):
-            t = p.cpu_times()
+    def add(name: str, pid: int | None = None, p: psutil.Process | None = None) -> None:
+        with contextlib.suppress(psutil.Error):  # a process another test stopped is skipped
+            t = (p or psutil.Process(pid)).cpu_times()
             out[name] = out.get(name, 0.0) + t.user + t.system
 
     for proc in stack.suite.procs:
-        add(proc.name, psutil.Process(proc.popen.pid))
+        add(proc.name, proc.popen.pid)
     for broker in stack.stores.processes():
-        add("broker+redis", psutil.Process(broker.pid))
-    add("load generator", psutil.Process())
+        add("broker+redis", broker.pid)
+    add("load generator", p=psutil.Process())
     db = make_url(stack.stores.database_url).database or ""
     for p in psutil.process_iter(["name", "cmdline"]):
         if (p.info["name"] or "").startswith("postgres") and db in " ".join(p.info["cmdline"] or []):
-            add("postgresql", p)
+            add("postgresql", p=p)
     return out
 
 

@@ -85,7 +85,7 @@ def test_formatter_carries_request_id_trace_id_and_traceback() -> None:
 def test_failing_start_is_json(env: dict[str, str]) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "admin"],
-        env=python_env({"SLUICE_ADMIN_PORT": "0", **env}),
+        env=python_env({"SLUICE_ADMIN_PORT": "0", "SLUICE_ENV": "development", **env}),
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -5,11 +5,11 @@ Read once in each service's lifespan via :func:`load_settings`; never at import.
 
 from __future__ import annotations
 
+import logging
 import secrets
-import sys
 from decimal import Decimal
 from functools import cached_property
-from typing import Literal
+from typing import Literal, NoReturn
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -172,10 +172,8 @@ def _development_fill(settings: Settings, missing: list[str]) -> None:
     for name in missing:
         attr, value = fill[name]
         setattr(settings, attr, SecretStr(value))
-    print(
-        "sluice: development mode, random per-process values for " + ", ".join(missing),
-        file=sys.stderr,
-        flush=True,
+    logging.getLogger(__name__).warning(
+        "sluice: development mode, random per-process values for %s", ", ".join(missing)
     )
 
 
@@ -185,7 +183,7 @@ def load_settings() -> Settings:
     settings = Settings()
     missing = settings.missing_secrets()
     if missing and settings.env == "production":
-        raise SystemExit(
+        _refuse(
             "sluice: refusing to start in production (SLUICE_ENV=production): set "
             + ", ".join(missing)
             + ". No secret is derived from another or from a built-in value."
@@ -195,8 +193,14 @@ def load_settings() -> Settings:
     try:
         settings.trusted_networks  # noqa: B018 - parse now: a bad CIDR stops the start
     except ValueError as exc:
-        raise SystemExit(f"sluice: {exc}") from None
+        _refuse(f"sluice: {exc}")
     weak = settings.weak_secrets()
     if weak:
-        raise SystemExit("sluice: unusable secret settings: " + "; ".join(weak))
+        _refuse("sluice: unusable secret settings: " + "; ".join(weak))
     return settings
+
+
+def _refuse(message: str) -> NoReturn:
+    """Stop the start: one log line (JSON once logging is set up) and exit status 2."""
+    logging.getLogger(__name__).critical(message)
+    raise SystemExit(2)

@@ -36,6 +36,9 @@ REQUESTS: dict[str, type] = {
     "enable_webhook": schemas.EnableWebhook,
     "list_deliveries": schemas.ListDeliveries,
     "list_audit_log": schemas.ListAuditLog,
+    "replay_deliveries": schemas.ReplayDeliveries,
+    "list_dead_letters": schemas.ListDeadLetters,
+    "redrive_dead_letters": schemas.RedriveDeadLetters,
 }
 
 _ERROR = {

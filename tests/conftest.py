@@ -8,6 +8,8 @@ Each session gets a fresh database and a fresh broker; each test makes its own t
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import secrets
 import uuid
@@ -109,10 +111,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         yield stack
     finally:
         suite.stop()
-        try:
+        with contextlib.suppress(Exception):  # the store may be embedded and already gone
             drop_database(stores.database_url)
-        except Exception:  # noqa: BLE001 - the store may be embedded and already gone
-            pass
         stores.stop()
 
 
@@ -159,6 +159,10 @@ class Tenant:
             headers=self.headers(key, **headers),
             timeout=30,
         )
+
+    def with_key(self, key: str) -> Tenant:
+        """The same tenant presenting another credential (an access token, say)."""
+        return dataclasses.replace(self, key=key)
 
     def get(self, path: str, gateway: int = 0, **headers: str) -> httpx.Response:
         return httpx.get(

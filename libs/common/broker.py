@@ -9,6 +9,7 @@ cancelled at shutdown commits nothing (``AckPolicy.ACK`` would commit even on er
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from datetime import UTC, datetime
@@ -30,6 +31,7 @@ from common.metrics import CONSUMER_LAG, DEAD_LETTERS
 from common.settings import Settings
 from common.telemetry import tracer_provider
 from common.topics import Topics
+from common.tracing import publish
 
 log = logging.getLogger(__name__)
 
@@ -94,12 +96,10 @@ async def ensure_topics(settings: Settings, names: Iterable[str], partitions: in
         existing = set(await admin.list_topics())
         missing = [n for n in names if n not in existing]
         if missing:
-            try:
+            with contextlib.suppress(TopicAlreadyExistsError):  # another instance made them first
                 await admin.create_topics(
                     [NewTopic(n, partitions or settings.kafka_topic_partitions, 1) for n in missing]
                 )
-            except TopicAlreadyExistsError:
-                pass
     finally:
         await admin.close()
 
@@ -188,8 +188,10 @@ async def dead_letter(broker: KafkaBroker, settings: Settings, service: str, fai
         extra={"request_id": letter.request_id},
     )
     DEAD_LETTERS.labels(service, rec.topic).inc()
-    await broker.publish(
+    await publish(
+        broker,
         msgspec.json.encode(letter),
         topic=Topics(settings.topic_prefix).dead_letters,
         key=letter.dead_letter_id.encode(),
+        request_id=letter.request_id,
     )

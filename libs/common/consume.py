@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -33,7 +34,8 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_nev
 from common.failpoints import failpoint
 from common.faults import is_transient
 from common.health import Readiness
-from common.metrics import BATCH_SIZE, CONSUMED, TRANSIENT_RETRIES
+from common.metrics import BATCH_SIZE, CONSUMED, FAILED, TRANSIENT_RETRIES
+from common.tracing import MessageSpans
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,7 @@ class Record(Protocol):
     offset: int
     key: bytes | None
     value: bytes | None
+    headers: Sequence[tuple[str, bytes]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,12 +131,20 @@ class BatchProcessor(Generic[M]):
         self.dead_lettered = 0
 
     async def __call__(self, records: Sequence[Record]) -> None:
+        spans = MessageSpans(self.name, records)  # each record's work in its request's trace
+        try:
+            await self._batch(records)
+        finally:
+            spans.end()
+
+    async def _batch(self, records: Sequence[Record]) -> None:
         BATCH_SIZE.labels(self.name).observe(len(records))
         good: list[tuple[Record, M]] = []
         for rec in records:
             try:
                 good.append((rec, self.decode(rec.value or b"")))
             except POISON as exc:
+                FAILED.labels(self.name, rec.topic).inc()
                 await self._give_up(Failure(rec, None, exc, 1))
         if good:
             try:
@@ -143,7 +154,8 @@ class BatchProcessor(Generic[M]):
                 for rec, msg in good:
                     await self._one(rec, msg)
         self.consumed += len(records)
-        CONSUMED.labels(self.name).inc(len(records))
+        for topic, n in Counter(rec.topic for rec in records).items():
+            CONSUMED.labels(self.name, topic).inc(n)
 
     async def _one(self, rec: Record, msg: M) -> None:
         last: BaseException | None = None
@@ -153,6 +165,7 @@ class BatchProcessor(Generic[M]):
                 return
             except Exception as exc:  # noqa: BLE001 - counted, then dead-lettered
                 last = exc
+                FAILED.labels(self.name, rec.topic).inc()
                 log.warning("%s: message failed (attempt %d/%d): %r", self.name, attempt, self.attempts, exc)
                 await asyncio.sleep(self.backoff_s * attempt)
         assert last is not None

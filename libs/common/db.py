@@ -66,7 +66,7 @@ async def driver(session: AsyncSession) -> Any:
     # SQLAlchemy's asyncpg adapter sends BEGIN lazily, with its first statement. A bulk
     # statement sent first would otherwise run in autocommit and survive a rollback.
     if getattr(adapted, "_transaction", False) is None and conn.in_transaction():
-        await adapted._start_transaction()
+        await adapted._start_transaction()  # noqa: SLF001 - the adapter has no public way
     assert raw.driver_connection is not None
     return raw.driver_connection
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import msgspec
-from litestar import Request, Response, get
+from litestar import Litestar, Request, Response, get
+from litestar.datastructures import State
 from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi.plugins import RedocRenderPlugin
@@ -121,6 +123,23 @@ def http_metrics(service: str) -> Any:
     ).middleware
 
 
+def http_tracing(service: str) -> Any:
+    """Litestar's OpenTelemetry plugin: a server span per request, child of the caller's W3C
+    ``traceparent`` when it sends one, so the commands the request publishes (and every
+    consumer's work on them, see :mod:`common.tracing`) share the caller's trace."""
+    from litestar.plugins.opentelemetry import OpenTelemetryConfig, OpenTelemetryPlugin
+
+    from common.telemetry import tracer_provider
+
+    return OpenTelemetryPlugin(
+        OpenTelemetryConfig(
+            tracer_provider=tracer_provider(service),
+            exclude=["/metrics", "/healthz", "/readyz"],
+            exclude_spans=["receive", "send"],
+        )
+    )
+
+
 def openapi_routes(document: Callable[[], dict[str, Any]]) -> list[HTTPRouteHandler]:
     """``GET /schema/openapi.json`` (the service's own document) and a docs page at ``/schema``
     and ``/docs`` (Litestar's Redoc UI, which embeds the document, so it needs no Litestar
@@ -144,3 +163,62 @@ def openapi_routes(document: Callable[[], dict[str, Any]]) -> list[HTTPRouteHand
         return Response(redoc.render(request, doc()["doc"]), media_type="text/html")
 
     return [openapi_json, openapi_docs]
+
+
+def health_routes(service: str) -> list[HTTPRouteHandler]:
+    """``GET /healthz`` (the process answers) and ``GET /readyz`` (its stores, broker, consumers
+    and supervised tasks, :func:`common.service.readyz`) of an HTTP service."""
+    from common.service import readyz as readiness
+
+    @get("/healthz", include_in_schema=False, sync_to_thread=False)
+    def healthz() -> dict[str, str]:
+        return {"status": "ok", "service": service}
+
+    @get("/readyz", include_in_schema=False)
+    async def readyz(state: State) -> Response[Any]:
+        status, body = await readiness(state.runtime)
+        return Response(body, status_code=status)
+
+    return [healthz, readyz]
+
+
+def success_json(description: str, headers: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAPI response object for the success envelope ``{"success": true, "data": ...}``."""
+    schema = {
+        "type": "object",
+        "required": ["success", "data"],
+        "properties": {"success": {"const": True}, "data": {}},
+    }
+    return {
+        "description": description,
+        "headers": headers,
+        "content": {"application/json": {"schema": schema}},
+    }
+
+
+def http_app(
+    service: str,
+    settings: Any,
+    lifespan: Callable[[Litestar], AbstractAsyncContextManager[None]],
+    handlers: list[Any],
+    document: Callable[[], dict[str, Any]],
+) -> Litestar:
+    """The Litestar app of an HTTP service (gateway, admin), built one way: its ``handlers``
+    beside ``/healthz``, ``/readyz``, ``/metrics`` and its OpenAPI ``document``; Prometheus
+    metrics and OpenTelemetry spans per request; errors in the envelope; JSON logs owned by
+    :mod:`common.logging`; and the request id outermost, so that even the router's own 404 and
+    405 answers carry ``X-Request-Id``."""
+    from litestar.plugins.prometheus import PrometheusController
+
+    app = Litestar(
+        route_handlers=[*handlers, *health_routes(service), PrometheusController, *openapi_routes(document)],
+        lifespan=[lifespan],
+        middleware=[http_metrics(service)],
+        plugins=[http_tracing(service)],
+        exception_handlers=EXCEPTION_HANDLERS,
+        request_max_body_size=settings.max_body_bytes,
+        openapi_config=None,  # each service serves its own document (openapi_routes)
+        logging_config=None,  # common.logging owns the handlers (JSON lines)
+    )
+    app.asgi_handler = request_id_middleware(app.asgi_handler)
+    return app

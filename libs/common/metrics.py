@@ -16,7 +16,16 @@ BATCH_SIZE = Histogram(
     ["consumer"],
     buckets=(1, 2, 5, 10, 20, 50, 100, 200, 500),
 )
-CONSUMED = Counter("sluice_messages_consumed_total", "Messages made durable, per consumer", ["consumer"])
+CONSUMED = Counter(
+    "sluice_messages_consumed_total",
+    "Messages a consumer finished (committed), per topic",
+    ["consumer", "topic"],
+)
+FAILED = Counter(
+    "sluice_messages_failed_total",
+    "Handling attempts that raised (each attempt; poison counted once), per topic",
+    ["consumer", "topic"],
+)
 TRANSIENT_RETRIES = Counter(
     "sluice_transient_retries_total", "Retries of work waiting out a transient fault", ["component"]
 )

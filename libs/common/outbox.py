@@ -29,6 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.db import driver
 from common.metrics import OUTBOX_BACKLOG
+from common.tracing import publish
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ class OutMessage:
     key: bytes | None = None
     partition: int | None = None
     id: int | None = None
+    request_id: str | None = None  # carried in the headers, and the trace followed (common.tracing)
 
 
 class Outbox:
@@ -112,7 +114,9 @@ class Outbox:
         await session.execute(text(f"DELETE FROM {self.schema}.outbox WHERE id = ANY(:ids)"), {"ids": ids})
 
     async def _publish(self, m: OutMessage) -> None:
-        await self.broker.publish(m.payload, topic=m.topic, key=m.key, partition=m.partition)
+        await publish(
+            self.broker, m.payload, topic=m.topic, key=m.key, partition=m.partition, request_id=m.request_id
+        )
 
     async def relay_once(self, sm: async_sessionmaker[AsyncSession], limit: int = 500) -> int:
         """Publish rows older than the grace period (left by a crash). Safe with many relays.

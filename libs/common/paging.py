@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from common.errors import invalid
+
 R = TypeVar("R")
 
 
@@ -27,3 +29,13 @@ def page(
     shown = rows[:limit]
     more = len(rows) > limit and len(shown) > 0
     return {"items": [view(r) for r in shown], "next_cursor": str(cursor(shown[-1])) if more else None}
+
+
+def seq_cursor(value: str | None, lister: str) -> int | None:
+    """A cursor over a sequence column (the audit log, dead letters): the decimal text ``page``
+    handed out, or a 400 on ``cursor`` naming the list action it came from."""
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise invalid("cursor", f"not a cursor returned by {lister}")
+    return int(value)

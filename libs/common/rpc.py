@@ -26,6 +26,7 @@ from common.health import Readiness
 from common.settings import Settings
 from common.tasks import Supervisor
 from common.topics import Topics
+from common.tracing import publish
 
 log = logging.getLogger(__name__)
 
@@ -125,11 +126,12 @@ class RpcClient:
                     fut.set_result(result)
 
     async def send(self, topic: str, command: Command, key: str | None = None) -> None:
-        await self.broker.publish(
+        await publish(
+            self.broker,
             encode(command),
             topic=topic,
             key=key.encode() if key else None,
-            headers={"x-request-id": command.ctx.request_id},
+            request_id=command.ctx.request_id,
         )
 
     async def call(
@@ -155,4 +157,4 @@ class RpcClient:
 async def reply(broker: KafkaBroker, reply_to: str | None, result: Result) -> None:
     """Publish a result to a reply topic (partition 0); a no-op without a reply address."""
     if reply_to:
-        await broker.publish(encode(result), topic=reply_to, partition=0)
+        await publish(broker, encode(result), topic=reply_to, partition=0, request_id=result.request_id)

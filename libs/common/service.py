@@ -11,7 +11,8 @@ tasks are cancelled and awaited, then the stores are closed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,17 @@ class Runtime:
             checks["redis"] = self.redis.ping
         return checks
 
+    @asynccontextmanager
+    async def serving(self) -> AsyncIterator[None]:
+        """The body of an HTTP service's lifespan: on the way out, the supervised tasks stop,
+        then the broker, then the stores."""
+        try:
+            yield
+        finally:
+            await self.supervisor.stop()
+            await self.broker.stop()
+            await self.close()
+
     async def close(self) -> None:
         """Stop the supervised tasks (awaited), then close the stores."""
         await self.supervisor.stop()
@@ -100,6 +112,9 @@ async def readyz(rt: Runtime) -> tuple[int, dict[str, Any]]:
     return await readiness_report(rt.name, rt.checks(), rt.readiness)
 
 
+TASKS = "supervised tasks"
+
+
 def consumer_app(
     rt: Runtime,
     *,
@@ -107,14 +122,18 @@ def consumer_app(
     stats: Callable[[], dict[str, Any]] | None = None,
 ) -> AsgiFastStream:
     """The ASGI app of a consumer service: the broker's subscribers, health and metrics routes,
-    and ``tasks`` started under supervision once the broker runs."""
+    and ``tasks`` started under supervision once the broker runs (its consumers joined their
+    groups); ``/readyz`` says not ready until then."""
 
     async def startup() -> None:
         await ensure_topics(rt.settings, service_topics(rt.settings))
+        if tasks:  # not ready until they run: a new instance would report ready and do no work
+            rt.readiness.fail(TASKS, "not started: the consumers are joining their groups")
 
     async def started() -> None:
         for name, run in (tasks or {}).items():
             rt.supervisor.start(name, run)
+        rt.readiness.ok(TASKS)
 
     return AsgiFastStream(
         rt.broker,

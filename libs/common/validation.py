@@ -52,12 +52,7 @@ def decode_body(raw: bytes, type_: type[T]) -> T:
             ErrorCode.INVALID_REQUEST, message or "invalid request", details={"field": field} if field else {}
         ) from None
     except (msgspec.DecodeError, RecursionError):
-        nonfinite = nonfinite_field(raw)
-        if nonfinite is not None:
-            raise invalid(nonfinite, BAD_NUMBER) from None
-        raise ServiceError(
-            ErrorCode.INVALID_REQUEST, "request body is not valid JSON", details={"field": ""}
-        ) from None
+        raise not_json(raw, "") from None
 
 
 # ---- bounded numbers (contract section 12.3) ----
@@ -167,3 +162,12 @@ def convert(obj: object, type_: type[T], *, strict: bool = True) -> T:
         raise ServiceError(
             ErrorCode.INVALID_REQUEST, message or "invalid request", details={"field": field} if field else {}
         ) from None
+
+
+def not_json(raw: bytes, field: str) -> ServiceError:
+    """The refusal of a body that does not parse: 400 on the non-finite number it holds (NaN,
+    Infinity), if any, else "not valid JSON" on ``field``."""
+    nonfinite = nonfinite_field(raw)
+    if nonfinite is not None:
+        return invalid(nonfinite, BAD_NUMBER)
+    return ServiceError(ErrorCode.INVALID_REQUEST, "request body is not valid JSON", details={"field": field})

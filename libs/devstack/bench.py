@@ -22,8 +22,8 @@ from pathlib import Path
 
 import httpx
 
-from devstack import bench_transfers
-from devstack.measure import cpu_report, cpu_seconds, cpu_times, peak_rss_mb, steal_pct, wait_ready
+from devstack import bench_transfers, plot
+from devstack.measure import cpu_report, cpu_seconds, cpu_times, peak_rss_mb, run_load, steal_pct, wait_ready
 from devstack.stores import Stores, free_port
 from devstack.suite import ROOT, Proc, Suite, ephemeral_secrets, migrate, python_env
 
@@ -43,28 +43,9 @@ BODY = json.dumps(
 def load(
     url: str, headers: list[str], *, duration: float = DURATION, rate: float = 0, unique: bool = False
 ) -> dict[str, float]:
-    cmd = [
-        sys.executable,
-        "-m",
-        "devstack.load",
-        url,
-        "--method",
-        "POST",
-        "--body",
-        BODY,
-        "--duration",
-        str(duration),
-        "--connections",
-        str(CONNECTIONS),
-        "--rate",
-        str(rate),
-    ]
-    for h in ["Content-Type: application/json", *headers]:
-        cmd += ["--header", h]
-    if unique:
-        cmd.append("--unique")
-    out = subprocess.run(cmd, env=python_env({}), capture_output=True, text=True, check=True, cwd=ROOT)  # nosec B603
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    args = ["--body", BODY, "--duration", str(duration), "--rate", str(rate)]
+    args += ["--connections", str(CONNECTIONS), *(["--unique"] if unique else [])]
+    return run_load(url, *args, headers=headers)
 
 
 def settle(url: str, headers: list[str], timeout: float = 90.0) -> None:
@@ -136,6 +117,7 @@ def customers_e2e(procs: dict[str, Proc], token: str, pids: dict[str, int], mono
     load(url, headers, duration=3, unique=True)  # warm-up: pools, caches, batch sizes
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     e2e = load(url, headers, unique=True)
+    plot.record("customers", "suite e2e (closed loop)", e2e)
     print(
         f"e2e:      {e2e['rps']:.0f} req/s p50 {e2e['p50_ms']:.1f} ms p99 {e2e['p99_ms']:.1f} ms "
         f"errors {e2e['errors']:.0f} (closed loop, {CONNECTIONS} connections)",
@@ -144,6 +126,7 @@ def customers_e2e(procs: dict[str, Proc], token: str, pids: dict[str, int], mono
     print("cpu per request (closed loop): " + cpu_report(pids, cpu_before, e2e["requests"]), flush=True)
     half = max(1.0, mono["rps"] / 2)
     paced = load(url, headers, rate=half, unique=True)
+    plot.record("customers", "suite e2e at half the monolith's rate", paced)
     print(
         f"e2e at half the monolith's rate ({half:.0f} req/s): achieved {paced['rps']:.0f} req/s "
         f"p50 {paced['p50_ms']:.1f} ms p99 {paced['p99_ms']:.1f} ms errors {paced['errors']:.0f}",
@@ -177,12 +160,14 @@ def main() -> int:
         mono: dict[str, float] = {}
         if "customers" in PARTS:
             bare = baseline("bare", dsn)
+            plot.record("customers", "bare (baseline)", bare)
             print(
                 f"bare:     {bare['rps']:.0f} req/s p50 {bare['p50_ms']:.1f} ms "
                 f"p99 {bare['p99_ms']:.1f} ms errors {bare['errors']:.0f}",
                 flush=True,
             )
             mono = baseline("monolith", dsn)
+            plot.record("customers", "monolith (baseline)", mono)
             mono["bare_rps"] = bare["rps"]
             print(
                 f"monolith: {mono['rps']:.0f} req/s p50 {mono['p50_ms']:.1f} ms "
@@ -223,6 +208,8 @@ def main() -> int:
         print(f"cpu steal during the run: {steal_pct(started, cpu_times()):.0f}%", flush=True)
         for line in lines:
             print(line, flush=True)
+        data, png = plot.write(Path(os.environ.get("BENCH_OUT", ".sluice/bench")))
+        print(f"results: {data}" + (f", plot: {png}" if png else " (no matplotlib: no plot)"), flush=True)
         return 0
     finally:
         if suite is not None:

@@ -15,7 +15,6 @@ Settings: ``BENCH_WALLETS`` (10000), ``BENCH_DURATION_S`` (10), ``BENCH_CONNECTI
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import subprocess
 import sys
@@ -29,8 +28,8 @@ from typing import Any
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from devstack import wrk
-from devstack.measure import cpu_report, cpu_seconds, peak_rss_mb, wait_ready
+from devstack import plot, wrk
+from devstack.measure import cpu_report, cpu_seconds, peak_rss_mb, run_load, wait_ready
 from devstack.stores import free_port
 from devstack.suite import ROOT, python_env
 
@@ -79,6 +78,7 @@ def baselines(dsn: str) -> dict[str, dict[str, float]]:
             res["server_cpu_ms"] = 1000 * (cpu_seconds(p.pid) - cpu0) / max(1.0, res["requests"])
             res["peak_rss_mb"] = peak_rss_mb(p.pid)
             out[kind] = res
+            plot.record("transfers", f"{kind} (baseline)", res)
             print(
                 _fmt(f"transfers {kind}:", res) + f" (server cpu {res['server_cpu_ms']:.2f} ms per "
                 f"request; wrk used {res['client_cores']:.2f} cores)",
@@ -237,32 +237,16 @@ def open_loop(url: str, key: str, wallets: list[str], rate: float, hot: float = 
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("\n".join(wallets))
     try:
-        cmd = [
-            sys.executable,
-            "-m",
-            "devstack.load",
-            url,
-            "--method",
-            "POST",
-            "--wallets",
-            f.name,
-            "--hot",
-            str(hot),
-            "--duration",
-            str(DURATION),
+        args = ["--wallets", f.name, "--hot", str(hot), "--duration", str(DURATION)]
+        args += [
             "--connections",
             str(CONNECTIONS * 4),
             "--rate",
             str(rate),
             "--grace",
             str(max(10.0, DURATION)),
-            "--header",
-            "Content-Type: application/json",
-            "--header",
-            f"Authorization: Bearer {key}",
         ]
-        out = subprocess.run(cmd, env=python_env({}), capture_output=True, text=True, check=True, cwd=ROOT)
-        return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+        return run_load(url, *args, headers=[f"Authorization: Bearer {key}"])
     finally:
         Path(f.name).unlink()
 
@@ -281,13 +265,16 @@ def e2e(gateway: str, admin: str, token: str, pids: dict[str, int], base: dict[s
     wrk.run(url, wallets=wallets, auth=auth, duration=3, connections=CONNECTIONS)  # warm-up
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     uni = wrk.run(url, wallets=wallets, auth=auth, duration=DURATION, connections=CONNECTIONS)
+    plot.record("transfers", "suite e2e uniform", uni)
     print(_fmt("transfers e2e uniform:", uni) + f" (closed loop, {CONNECTIONS} connections)", flush=True)
     print("cpu per transfer (closed loop, uniform): " + cpu_report(pids, before, uni["requests"]), flush=True)
     hot = wrk.run(url, wallets=wallets, auth=auth, hot=HOT, duration=DURATION, connections=CONNECTIONS)
+    plot.record("transfers", f"suite e2e hot ({HOT:.0%} one wallet)", hot)
     print(_fmt("transfers e2e hot:", hot) + f" ({HOT:.0%} from one wallet)", flush=True)
     mono = base["monolith"]["ok_rps"]
     half = max(1.0, mono / 2)
     paced = open_loop(url, key, wallets, half)
+    plot.record("transfers", "suite e2e at half the monolith's rate", paced)
     print(
         f"transfers e2e at half the monolith's rate ({half:.0f} req/s, open loop): achieved "
         f"{paced['rps']:.0f} req/s p50 {paced['p50_ms']:.1f} ms p99 {paced['p99_ms']:.1f} ms "

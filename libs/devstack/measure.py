@@ -3,11 +3,16 @@ a readiness wait for the baselines."""
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess  # devstack starts local processes  # nosec B404
+import sys
 import time
 from pathlib import Path
 
 import httpx
+
+from devstack.suite import ROOT, python_env
 
 
 def cpu_times() -> tuple[int, int]:
@@ -62,3 +67,13 @@ def cpu_report(pids: dict[str, int], before: dict[str, float], served: float) ->
     used = {name: cpu_seconds(pid) - before.get(name, 0.0) for name, pid in pids.items()}
     served = max(1.0, served)
     return ", ".join(f"{n} {1000 * c / served:.2f} ms" for n, c in sorted(used.items(), key=lambda x: -x[1]))
+
+
+def run_load(url: str, *args: str, headers: list[str]) -> dict[str, float]:
+    """One run of the load generator (``devstack.load``) against ``url``: POSTs with ``args``
+    and JSON ``headers``; its figures (the last line it prints)."""
+    cmd = [sys.executable, "-m", "devstack.load", url, "--method", "POST", *args]
+    for h in ["Content-Type: application/json", *headers]:
+        cmd += ["--header", h]
+    out = subprocess.run(cmd, env=python_env({}), capture_output=True, text=True, check=True, cwd=ROOT)  # nosec B603
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))

@@ -259,20 +259,18 @@ class Stores:
         return str(c.get_bootstrap_server())
 
 
-def create_database(base_url: str, name: str) -> str:
-    """Create database ``name`` next to ``base_url``'s and return its URL (asyncpg driver)."""
+def _on_server(url: Any, sql: str, *args: Any, unless: str | None = None, database: str = "postgres") -> None:
+    """Run ``sql`` on ``database`` of ``url``'s server (unless the query ``unless`` finds a
+    row): databases are created and dropped from outside themselves."""
     import asyncio
 
     import asyncpg
-    from sqlalchemy.engine import make_url
-
-    url = make_url(base_url)
 
     async def run() -> None:
         kw: dict[str, Any] = {
             "user": url.username or "postgres",
             "password": url.password,
-            "database": url.database or "postgres",
+            "database": database,
         }
         if url.query.get("host"):
             kw["host"] = url.query["host"]
@@ -280,41 +278,29 @@ def create_database(base_url: str, name: str) -> str:
             kw["host"], kw["port"] = url.host or "127.0.0.1", url.port or 5432
         conn = await asyncpg.connect(**kw)
         try:
-            exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
-            if not exists:
-                await conn.execute(f'CREATE DATABASE "{name}"')
+            if unless is None or not await conn.fetchval(unless, *args):
+                await conn.execute(sql)
         finally:
             await conn.close()
 
     asyncio.run(run())
+
+
+def create_database(base_url: str, name: str) -> str:
+    """Create database ``name`` next to ``base_url``'s and return its URL (asyncpg driver)."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(base_url)
+    exists = "SELECT 1 FROM pg_database WHERE datname = $1"
+    _on_server(url, f'CREATE DATABASE "{name}"', name, unless=exists, database=url.database or "postgres")
     return url.set(database=name).render_as_string(hide_password=False)
 
 
 def drop_database(url_text: str) -> None:
-    import asyncio
-
-    import asyncpg
     from sqlalchemy.engine import make_url
 
     url = make_url(url_text)
-
-    async def run() -> None:
-        kw: dict[str, Any] = {
-            "user": url.username or "postgres",
-            "password": url.password,
-            "database": "postgres",
-        }
-        if url.query.get("host"):
-            kw["host"] = url.query["host"]
-        else:
-            kw["host"], kw["port"] = url.host or "127.0.0.1", url.port or 5432
-        conn = await asyncpg.connect(**kw)
-        try:
-            await conn.execute(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)')
-        finally:
-            await conn.close()
-
-    asyncio.run(run())
+    _on_server(url, f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)')
 
 
 def which(name: str) -> str | None:

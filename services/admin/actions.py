@@ -12,8 +12,8 @@ from typing import Any
 from admin import dead_letters, keys, operations, policy, schemas, tenants
 from admin import repository as repo
 from admin.context import ActionContext
-from common.errors import ErrorCode, ServiceError, invalid
-from common.paging import page
+from common.errors import ErrorCode, ServiceError
+from common.paging import page, seq_cursor
 from common.validation import decode_body
 
 Action = Callable[[ActionContext, bytes], Awaitable[Any]]
@@ -21,11 +21,7 @@ Action = Callable[[ActionContext, bytes], Awaitable[Any]]
 
 async def list_audit_log(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
     p = decode_body(raw, schemas.ListAuditLog)
-    after = None
-    if p.after is not None:
-        if not p.after.isdigit():
-            raise invalid("cursor", "not a cursor returned by list_audit_log")
-        after = int(p.after)
+    after = seq_cursor(p.after, "list_audit_log")
     rows = await repo.list_audit(ctx.session, p.limit, after, p.actor, p.audit_action, p.target)
     return page(rows, p.limit, repo.audit_dict)
 
@@ -42,15 +38,10 @@ ACTIONS: dict[str, Action] = {
     "revoke_route": policy.revoke_route,
     "set_transfer_cap": policy.set_transfer_cap,
     "upsert_external_account": policy.upsert_external_account,
-    "list_decisions": policy.list_decisions,
-    "review_transfer": operations.review_transfer,
-    "replay_delivery": operations.replay_delivery,
-    "replay_deliveries": operations.replay_deliveries,
-    "enable_webhook": operations.enable_webhook,
-    "list_deliveries": operations.list_deliveries,
     "list_audit_log": list_audit_log,
     "list_dead_letters": dead_letters.list_dead_letters,
     "redrive_dead_letters": dead_letters.redrive_dead_letters,
+    **operations.RELAYED,
 }
 
 

@@ -14,9 +14,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import msgspec
-from litestar import Litestar, Request, Response, get, post
+from litestar import Litestar, Request, Response, post
 from litestar.datastructures import State
-from litestar.plugins.prometheus import PrometheusController
 
 from admin import actions, dead_letters, operators
 from admin import repository as repo
@@ -28,12 +27,11 @@ from common.broker import ensure_topics, service_topics, subscribe
 from common.clientaddr import client_address
 from common.db import transaction
 from common.errors import ErrorCode, ServiceError
-from common.http import EXCEPTION_HANDLERS, http_metrics, openapi_routes, request_id_middleware, request_id_of
+from common.http import http_app, request_id_of
 from common.logging import setup_logging
 from common.outbox import Outbox, OutMessage
 from common.rpc import RpcClient
 from common.service import build_runtime
-from common.service import readyz as readiness
 from common.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -132,17 +130,6 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
     return Response({"success": True, "data": data}, status_code=200)
 
 
-@get("/healthz")
-async def healthz() -> dict[str, str]:
-    return {"status": "ok", "service": "admin"}
-
-
-@get("/readyz")
-async def readyz(state: State) -> Response[Any]:
-    status, body = await readiness(state.runtime)
-    return Response(body, status_code=status)
-
-
 def create_app(settings: Settings) -> Litestar:
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -175,19 +162,7 @@ def create_app(settings: Settings) -> Litestar:
             operators=operators.parse_operators(settings.admin_tokens),
             failures=FailureLimiter(rt.redis, "admin", settings.auth_failure_limit_per_minute),
         )
-        try:
+        async with rt.serving():
             yield
-        finally:
-            await rt.supervisor.stop()
-            await rt.broker.stop()
-            await rt.close()
 
-    return Litestar(
-        route_handlers=[administer, healthz, readyz, PrometheusController, *openapi_routes(build_document)],
-        lifespan=[lifespan],
-        middleware=[request_id_middleware, http_metrics("admin")],
-        exception_handlers=EXCEPTION_HANDLERS,
-        request_max_body_size=settings.max_body_bytes,
-        openapi_config=None,
-        logging_config=None,  # common.logging owns the handlers (JSON lines)
-    )
+    return http_app("admin", settings, lifespan, [administer], build_document)

@@ -47,7 +47,12 @@ class ActionContext:
         ev = ControlEvent(kind=kind, tenant_id=tenant_id, key_hash=key_hash, request_id=self.request_id)
         self.outbox.add(
             self.session,
-            OutMessage(self.topics.control_events, encode(ev), key=(tenant_id or "").encode() or None),
+            OutMessage(
+                self.topics.control_events,
+                encode(ev),
+                key=(tenant_id or "").encode() or None,
+                request_id=self.request_id,
+            ),
         )
 
     def command_ctx(self, tenant_id: str | None, mode: str | None) -> Ctx:

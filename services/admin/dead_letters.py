@@ -27,9 +27,9 @@ from common.consume import BatchProcessor, Failure
 from common.errors import invalid
 from common.health import Readiness
 from common.outbox import OutMessage
-from common.paging import page
-from common.times import iso
+from common.paging import page, seq_cursor
 from common.validation import decode_body
+from common.views import columns
 
 log = logging.getLogger(__name__)
 
@@ -49,29 +49,18 @@ def _command_type(payload: bytes) -> str | None:
 
 def view(row: Any) -> dict[str, Any]:
     """What an operator sees; the payload itself stays inside (it may carry personal data)."""
-    return {
-        "dead_letter_id": row.dead_letter_id,
-        "service": row.service,
-        "topic": row.topic,
-        "partition": row.partition,
-        "offset": row.offset,
-        "error": row.error,
-        "attempts": row.attempts,
+    shown = columns(row, "dead_letter_id", "service", "topic", "partition", "offset", "error", "attempts")
+    return shown | {
         "request_id": row.request_id,
         "message_type": _command_type(bytes(row.payload)),
         "payload_bytes": len(row.payload),
-        "dead_lettered_at": iso(row.dead_lettered_at),
-        "redriven_at": iso(row.redriven_at),
+        **columns(row, "dead_lettered_at", "redriven_at"),
     }
 
 
 async def list_dead_letters(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
     p = decode_body(raw, schemas.ListDeadLetters)
-    after = None
-    if p.after is not None:
-        if not p.after.isdigit():
-            raise invalid("cursor", "not a cursor returned by list_dead_letters")
-        after = int(p.after)
+    after = seq_cursor(p.after, "list_dead_letters")
     rows = await repo.list_dead_letters(ctx.session, p.limit, after, p.service)
     return page(rows, p.limit, view, cursor=lambda r: r.seq)
 

@@ -14,6 +14,7 @@ import msgspec
 
 from admin import schemas
 from admin.actions import ACTIONS
+from common.http import success_json
 
 _REF = "#/components/schemas/{name}"
 
@@ -39,6 +40,10 @@ REQUESTS: dict[str, type] = {
     "replay_deliveries": schemas.ReplayDeliveries,
     "list_dead_letters": schemas.ListDeadLetters,
     "redrive_dead_letters": schemas.RedriveDeadLetters,
+    "settle_transfer": schemas.SettleTransfer,
+    "add_screened_address": schemas.AddScreenedAddress,
+    "remove_screened_address": schemas.ScreenedAddress,
+    "list_screened_addresses": schemas.ListScreenedAddresses,
 }
 
 _ERROR = {
@@ -94,21 +99,7 @@ def build_document(version: str = "1.0.0") -> dict[str, Any]:
         "oneOf": [{"$ref": ref} for ref in mapping.values()],
         "discriminator": {"propertyName": "action", "mapping": mapping},
     }
-    responses: dict[str, Any] = {
-        "200": {
-            "description": "the action's result",
-            "headers": _REQUEST_ID,
-            "content": {
-                "application/json": {
-                    "schema": {
-                        "type": "object",
-                        "required": ["success", "data"],
-                        "properties": {"success": {"const": True}, "data": {}},
-                    }
-                }
-            },
-        }
-    }
+    responses: dict[str, Any] = {"200": success_json("the action's result", _REQUEST_ID)}
     for code, text in _ERRORS.items():
         responses[code] = {
             "description": text,

@@ -1,6 +1,7 @@
-"""Operations on money and deliveries, relayed to their owners over Kafka request/reply:
-review_transfer (ledger), replay_delivery, replay_deliveries, list_deliveries and enable_webhook
-(webhooks).
+"""Operator actions that are one command to the service owning the data, relayed over Kafka
+request/reply and answered with its result: transfers (ledger: review, settle), deliveries and
+endpoints (webhooks: replay, bulk replay, list, re-enable), the address screening list and the
+decision log (compliance).
 
 A transfer or delivery id names its tenant already; ``tenant_id`` (and ``mode``) may be given
 to narrow the lookup and are then checked against the tenants admin knows.
@@ -8,77 +9,117 @@ to narrow the lookup and are then checked against the tenants admin knows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from admin import schemas
 from admin.context import ActionContext
 from admin.policy import known_tenant
-from common.contracts.commands import (
-    EnableWebhook,
-    ListDeliveries,
-    ReplayDeliveries,
-    ReplayDelivery,
-    ReviewTransfer,
-)
+from common.contracts import commands
+from common.contracts.base import Command
 from common.ids import new_id
 from common.validation import decode_body
 
 
-async def review_transfer(ctx: ActionContext, raw: bytes) -> Any:
-    p = decode_body(raw, schemas.ReviewTransfer)
-    tid = await known_tenant(ctx, p.tenant_id) if p.tenant_id is not None else None
-    ctx.target = p.transfer_id
-    ctx.details = {"decision": p.decision, "tenant_id": tid, "mode": p.mode}
-    cmd = ReviewTransfer(
-        command_id=new_id("cmd"),
-        ctx=ctx.command_ctx(tid, p.mode),
-        transfer_id=p.transfer_id,
-        decision=p.decision,
-    )
-    return await ctx.call(ctx.topics.ledger_commands, cmd)
+@dataclass(frozen=True, slots=True)
+class Relayed:
+    """One relayed action: the request it decodes, the command it sends and to which topic (a
+    :class:`common.topics.Topics` attribute), and what the audit log records."""
+
+    request: type[msgspec.Struct]
+    command: Callable[..., Command]
+    topic: str
+    fields: tuple[str, ...]  # request fields the command takes as they are
+    target: tuple[str, ...] = ()  # request fields naming what the action touched (joined by ":")
+    audit: tuple[str, ...] | None = None  # request fields kept as the audit entry's details
+    narrow: bool = False  # the tenant given becomes the command's target_tenant_id (lists)
+
+    async def __call__(self, ctx: ActionContext, raw: bytes) -> Any:
+        p = decode_body(raw, self.request)
+        given = getattr(p, "tenant_id", None)
+        tid = await known_tenant(ctx, given) if given is not None else None
+        if self.target:
+            ctx.target = ":".join(str(getattr(p, name)) for name in self.target)
+        if self.audit is not None:
+            ctx.details = {name: getattr(p, name) for name in self.audit}
+            if hasattr(p, "tenant_id"):
+                ctx.details["tenant_id"] = tid
+        fields = {name: getattr(p, name) for name in self.fields}
+        if hasattr(p, "after"):  # a list's cursor
+            fields["starting_after"] = p.after
+        if self.narrow:
+            fields["target_tenant_id"] = tid
+        cmd = self.command(
+            command_id=new_id("cmd"), ctx=ctx.command_ctx(tid, getattr(p, "mode", None)), **fields
+        )
+        return await ctx.call(getattr(ctx.topics, self.topic), cmd)
 
 
-async def replay_delivery(ctx: ActionContext, raw: bytes) -> Any:
-    p = decode_body(raw, schemas.ReplayDelivery)
-    tid = await known_tenant(ctx, p.tenant_id) if p.tenant_id is not None else None
-    ctx.target = p.delivery_id
-    ctx.details = {"tenant_id": tid}
-    cmd = ReplayDelivery(command_id=new_id("cmd"), ctx=ctx.command_ctx(tid, None), delivery_id=p.delivery_id)
-    return await ctx.call(ctx.topics.webhooks_commands, cmd)
+LEDGER, WEBHOOKS, COMPLIANCE = "ledger_commands", "webhooks_commands", "compliance_commands"
 
-
-async def replay_deliveries(ctx: ActionContext, raw: bytes) -> Any:
-    """Replay every dead delivery of one endpoint (since a time); webhooks answers the count."""
-    p = decode_body(raw, schemas.ReplayDeliveries)
-    tid = await known_tenant(ctx, p.tenant_id) if p.tenant_id is not None else None
-    ctx.target = p.webhook_id
-    ctx.details = {"tenant_id": tid, "since": p.since}
-    cmd = ReplayDeliveries(
-        command_id=new_id("cmd"), ctx=ctx.command_ctx(tid, None), webhook_id=p.webhook_id, since=p.since
-    )
-    return await ctx.call(ctx.topics.webhooks_commands, cmd)
-
-
-async def enable_webhook(ctx: ActionContext, raw: bytes) -> Any:
-    """Re-enable an endpoint the service disabled after 5 days without a success."""
-    p = decode_body(raw, schemas.EnableWebhook)
-    tid = await known_tenant(ctx, p.tenant_id) if p.tenant_id is not None else None
-    ctx.target = p.webhook_id
-    ctx.details = {"tenant_id": tid}
-    cmd = EnableWebhook(command_id=new_id("cmd"), ctx=ctx.command_ctx(tid, None), webhook_id=p.webhook_id)
-    return await ctx.call(ctx.topics.webhooks_commands, cmd)
-
-
-async def list_deliveries(ctx: ActionContext, raw: bytes) -> Any:
-    p = decode_body(raw, schemas.ListDeliveries)
-    tid = await known_tenant(ctx, p.tenant_id) if p.tenant_id is not None else None
-    cmd = ListDeliveries(
-        command_id=new_id("cmd"),
-        ctx=ctx.command_ctx(tid, None),
-        target_tenant_id=tid,
-        webhook_id=p.webhook_id,
-        status=p.status,
-        limit=p.limit,
-        starting_after=p.after,
-    )
-    return await ctx.call(ctx.topics.webhooks_commands, cmd)
+RELAYED: dict[str, Relayed] = {
+    "review_transfer": Relayed(
+        schemas.ReviewTransfer,
+        commands.ReviewTransfer,
+        LEDGER,
+        ("transfer_id", "decision"),
+        target=("transfer_id",),
+        audit=("decision", "mode"),
+    ),
+    # production has no simulator: an operator settles an asynchronous transfer (contract 12.4)
+    "settle_transfer": Relayed(
+        schemas.SettleTransfer,
+        commands.SettleTransfer,
+        LEDGER,
+        ("transfer_id", "outcome"),
+        target=("transfer_id",),
+        audit=("outcome", "mode"),
+    ),
+    "replay_delivery": Relayed(
+        schemas.ReplayDelivery, commands.ReplayDelivery, WEBHOOKS, ("delivery_id",), ("delivery_id",), ()
+    ),
+    # every dead delivery of one endpoint (since a time); webhooks answers the count
+    "replay_deliveries": Relayed(
+        schemas.ReplayDeliveries,
+        commands.ReplayDeliveries,
+        WEBHOOKS,
+        ("webhook_id", "since"),
+        ("webhook_id",),
+        ("since",),
+    ),
+    # re-enable an endpoint the service disabled after 5 days without a success
+    "enable_webhook": Relayed(
+        schemas.EnableWebhook, commands.EnableWebhook, WEBHOOKS, ("webhook_id",), ("webhook_id",), ()
+    ),
+    "list_deliveries": Relayed(
+        schemas.ListDeliveries,
+        commands.ListDeliveries,
+        WEBHOOKS,
+        ("webhook_id", "status", "limit"),
+        narrow=True,
+    ),
+    "list_decisions": Relayed(
+        schemas.ListDecisions, commands.ListDecisions, COMPLIANCE, ("limit",), narrow=True
+    ),
+    "add_screened_address": Relayed(
+        schemas.AddScreenedAddress,
+        commands.AddScreenedAddress,
+        COMPLIANCE,
+        ("chain", "address", "reason"),
+        ("chain", "address"),
+        ("reason",),
+    ),
+    "remove_screened_address": Relayed(
+        schemas.ScreenedAddress,
+        commands.RemoveScreenedAddress,
+        COMPLIANCE,
+        ("chain", "address"),
+        ("chain", "address"),
+    ),
+    "list_screened_addresses": Relayed(
+        schemas.ListScreenedAddresses, commands.ListScreenedAddresses, COMPLIANCE, ("limit", "starting_after")
+    ),
+}

@@ -1,5 +1,6 @@
 """Policy actions, relayed to compliance (which owns the data) over Kafka request/reply:
-approve_route, revoke_route, set_transfer_cap, upsert_external_account, list_decisions.
+approve_route, revoke_route, set_transfer_cap, upsert_external_account (list_decisions is
+relayed as it is, see :mod:`admin.operations`).
 
 Admin checks what it owns (the tenant exists) and the shape of the request, so a mistake is
 a 400 naming the field before anything is sent.
@@ -16,7 +17,6 @@ from admin.context import ActionContext
 from common.checksums import aba_valid, iban_valid, normalize_iban
 from common.contracts.commands import (
     ApproveRoute,
-    ListDecisions,
     RevokeRoute,
     SetTransferCap,
     UpsertExternalAccount,
@@ -146,16 +146,3 @@ async def upsert_external_account(ctx: ActionContext, raw: bytes) -> Any:
     if isinstance(data, dict):
         data.setdefault("external_account_id", ext_id)
     return data
-
-
-async def list_decisions(ctx: ActionContext, raw: bytes) -> Any:
-    p = decode_body(raw, schemas.ListDecisions)
-    tid = await known_tenant(ctx, p.tenant_id) if p.tenant_id is not None else None
-    cmd = ListDecisions(
-        command_id=new_id("cmd"),
-        ctx=ctx.command_ctx(tid, None),
-        limit=p.limit,
-        starting_after=p.after,
-        target_tenant_id=tid,
-    )
-    return await ctx.call(ctx.topics.compliance_commands, cmd)

@@ -13,21 +13,22 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from admin.models import DeadLetterRecord, api_keys, audit_log, tenants
 from common.tables import AnyRow
 from common.times import iso
+from common.views import columns
 
 
 def tenant_dict(row: Any) -> dict[str, Any]:
-    return {
-        "tenant_id": str(row.id),
-        "tenant_name": row.name,
-        "default_mode": row.default_mode,
-        "rate_limit_per_minute": row.rate_limit_per_minute,
-        "metadata": row.metadata,
-        "live_enabled": row.live_enabled,
-        "branding_approved_by": row.branding_approved_by,
-        "branding_approved_at": iso(row.branding_approved_at),
-        "created_at": iso(row.created_at),
-        "updated_at": iso(row.updated_at),
-    }
+    shown = {"tenant_id": str(row.id), "tenant_name": row.name}
+    return shown | columns(
+        row,
+        "default_mode",
+        "rate_limit_per_minute",
+        "metadata",
+        "live_enabled",
+        "branding_approved_by",
+        "branding_approved_at",
+        "created_at",
+        "updated_at",
+    )
 
 
 def key_dict(row: Any) -> dict[str, Any]:
@@ -44,16 +45,8 @@ def key_dict(row: Any) -> dict[str, Any]:
 
 
 def audit_dict(row: Any) -> dict[str, Any]:
-    return {
-        "audit_id": str(row.id),
-        "at": iso(row.at),
-        "actor": row.actor,
-        "action": row.action,
-        "request_id": row.request_id,
-        "outcome": row.outcome,
-        "target": row.target,
-        "details": row.details,
-    }
+    shown = {"audit_id": str(row.id)}
+    return shown | columns(row, "at", "actor", "action", "request_id", "outcome", "target", "details")
 
 
 def as_uuid(value: str | None) -> uuid.UUID | None:

@@ -112,6 +112,37 @@ class ReviewTransfer(msgspec.Struct, forbid_unknown_fields=True):
     mode: Mode | None = None
 
 
+class SettleTransfer(msgspec.Struct, forbid_unknown_fields=True):
+    action: str
+    transfer_id: Id
+    outcome: Literal["completed", "failed"]
+    tenant_id: Id | None = None
+    mode: Mode | None = None
+
+
+Address = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
+Chain = Annotated[str, msgspec.Meta(min_length=2, max_length=16)]
+
+
+class AddScreenedAddress(msgspec.Struct, forbid_unknown_fields=True):
+    action: str
+    chain: Chain
+    address: Address
+    reason: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+
+
+class ScreenedAddress(msgspec.Struct, forbid_unknown_fields=True):
+    action: str
+    chain: Chain
+    address: Address
+
+
+class ListScreenedAddresses(msgspec.Struct, forbid_unknown_fields=True):
+    action: str
+    limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 50
+    starting_after: Annotated[str, msgspec.Meta(max_length=200)] | None = None
+
+
 class ReplayDelivery(msgspec.Struct, forbid_unknown_fields=True):
     action: str
     delivery_id: Id

@@ -29,6 +29,7 @@ from common.health import Readiness
 from common.rpc import reply
 from common.settings import Settings
 from common.topics import Topics
+from common.tracing import publish
 from compliance import service, usage
 from compliance.snapshot import Snapshot
 
@@ -76,7 +77,17 @@ class ComplianceRuntime:
         # Published after commit, acknowledged after publish: a crash in between redelivers
         # the command, which finds its stored decision and publishes the same outcome again.
         await asyncio.gather(
-            *(self.broker.publish(o.payload, topic=o.topic, key=o.key, partition=o.partition) for o in outs)
+            *(
+                publish(
+                    self.broker,
+                    o.payload,
+                    topic=o.topic,
+                    key=o.key,
+                    partition=o.partition,
+                    request_id=o.request_id,
+                )
+                for o in outs
+            )
         )
         self.decided += len(cmds)
 

@@ -163,6 +163,20 @@ class ComplianceCapHold(SQLModel, table=True):
     released_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
 
 
+class ComplianceScreenedAddress(SQLModel, table=True):
+    """An on-chain address operators screened: transfers to it are refused (contract 12.4).
+    ``address`` in its compared form (EVM lower case; base58 as given)."""
+
+    __tablename__ = "screened_addresses"
+    __table_args__ = (Index("screened_by_address", "address"), {"schema": SCHEMA})
+
+    chain: str = _text(primary_key=True)
+    address: str = _text(primary_key=True)
+    reason: str = _text()
+    added_by: str | None = _text(nullable=True)
+    created_at: datetime = _now()
+
+
 decisions = table_of(ComplianceDecision)
 parties = table_of(ComplianceParty)
 routes = table_of(ComplianceRoute)
@@ -170,3 +184,4 @@ caps = table_of(ComplianceCap)
 external_accounts = table_of(ComplianceExternalAccount)
 cap_usage = table_of(ComplianceCapUsage)
 cap_holds = table_of(ComplianceCapHold)
+screened_addresses = table_of(ComplianceScreenedAddress)

@@ -17,10 +17,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts import Command, Result
 from common.contracts.commands import (
+    AddScreenedAddress,
     ApproveRoute,
     GetPolicyStatus,
     ListDecisions,
+    ListScreenedAddresses,
     ReleaseAllowance,
+    RemoveScreenedAddress,
     RevokeRoute,
     SetTransferCap,
     UpsertExternalAccount,
@@ -29,7 +32,8 @@ from common.errors import ErrorCode, ServiceError, invalid, not_found
 from common.paging import page
 from common.results import error_result, ok_result
 from common.times import iso
-from compliance import allowance
+from common.views import columns
+from compliance import allowance, screening
 from compliance import repository as repo
 from compliance.rules import PAYMENT_RAILS, parse_amount
 from compliance.snapshot import Snapshot
@@ -61,14 +65,7 @@ def _positive(field: str, value: str) -> Decimal:
 
 
 def _route_data(row: Any) -> dict[str, Any]:
-    return {
-        "tenant_id": row.tenant_id,
-        "mode": row.mode,
-        "rail": row.rail,
-        "currency": row.currency,
-        "approved": row.approved,
-        "updated_at": iso(row.updated_at),
-    }
+    return columns(row, "tenant_id", "mode", "rail", "currency", "approved", "updated_at")
 
 
 async def _set_route(
@@ -173,17 +170,9 @@ async def list_decisions(session: AsyncSession, snap: Snapshot, cmd: ListDecisio
 
 
 def _decision_view(r: Any) -> dict[str, Any]:
-    return {
-        "id": r.id,
-        "decision_id": r.id,
-        "request_id": r.request_id,
-        "command_id": r.command_id,
-        "tenant_id": r.tenant_id,
-        "mode": r.mode,
-        "command_type": r.command_type,
-        "outcome": r.outcome,
-        "rule": r.rule,
-        "reason": r.reason,
+    shown = columns(r, "id", decision_id="id", request_id="request_id", command_id="command_id")
+    return shown | {
+        **columns(r, "tenant_id", "mode", "command_type", "outcome", "rule", "reason"),
         "inputs": r.inputs if not isinstance(r.inputs, str) else json.loads(r.inputs),
         "created_at": iso(r.created_at),
     }
@@ -209,6 +198,9 @@ HANDLERS: dict[type, Any] = {
     ListDecisions: list_decisions,
     GetPolicyStatus: policy_status,
     ReleaseAllowance: release_allowance,
+    AddScreenedAddress: screening.add,
+    RemoveScreenedAddress: screening.remove,
+    ListScreenedAddresses: screening.listed,
 }
 
 

@@ -7,6 +7,7 @@ executemany (asyncpg pipelines it). Reads return SQLAlchemy rows typed by the ta
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -17,6 +18,7 @@ from sqlalchemy import (
     bindparam,
     cast,
     column,
+    delete,
     exists,
     func,
     select,
@@ -29,7 +31,16 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.tables import AnyRow
-from compliance.models import cap_holds, cap_usage, caps, decisions, external_accounts, parties, routes
+from compliance.models import (
+    cap_holds,
+    cap_usage,
+    caps,
+    decisions,
+    external_accounts,
+    parties,
+    routes,
+    screened_addresses,
+)
 
 Key = tuple[str, str, str]  # (tenant_id, mode, id)
 
@@ -355,4 +366,46 @@ async def mark_released(session: AsyncSession, holds: list[tuple[str, str]]) -> 
         .values(released_at=func.now())
         .returning(h.transfer_id, h.tenant_id, h.mode, h.currency, h.day, h.amount)
     )
+    return list((await session.execute(stmt)).all())
+
+
+# ---- screening (contract 12.4) ----
+
+
+async def screened(session: AsyncSession, compared: Sequence[str]) -> list[AnyRow]:
+    """The screened entries of these addresses (their compared form), any chain."""
+    if not compared:
+        return []
+    stmt = select(screened_addresses).where(screened_addresses.c.address.in_(sorted(set(compared))))
+    return list((await session.execute(stmt)).all())
+
+
+async def add_screened(
+    session: AsyncSession, chain: str, address: str, reason: str, actor: str | None
+) -> AnyRow:
+    stmt = (
+        pg_insert(screened_addresses)
+        .values(chain=chain, address=address, reason=reason, added_by=actor)
+        .on_conflict_do_update(
+            index_elements=["chain", "address"], set_={"reason": reason, "added_by": actor}
+        )
+        .returning(*screened_addresses.c)
+    )
+    return (await session.execute(stmt)).one()
+
+
+async def remove_screened(session: AsyncSession, chain: str, address: str) -> bool:
+    stmt = (
+        delete(screened_addresses)
+        .where(screened_addresses.c.chain == chain, screened_addresses.c.address == address)
+        .returning(screened_addresses.c.address)
+    )
+    return (await session.execute(stmt)).first() is not None
+
+
+async def list_screened(session: AsyncSession, limit: int, after: tuple[str, str] | None) -> list[AnyRow]:
+    stmt = select(screened_addresses)
+    if after is not None:
+        stmt = stmt.where(tuple_(screened_addresses.c.chain, screened_addresses.c.address) > after)
+    stmt = stmt.order_by(screened_addresses.c.chain, screened_addresses.c.address).limit(limit)
     return list((await session.execute(stmt)).all())

@@ -87,6 +87,16 @@ def refuse(rule: str, reason: str, message: str, **details: Any) -> Verdict:
     return Verdict("refuse", rule, reason, message, details)
 
 
+def address_screened(address: str) -> Verdict:
+    """The destination is on the operators' screening list (contract 12.4): fail closed."""
+    return refuse(
+        "address_screening",
+        "address_screened",
+        "the destination address is screened",
+        field="destination.address",
+    )
+
+
 def parse_amount(text: str) -> Decimal | None:
     try:
         value = Decimal(text)

@@ -9,6 +9,7 @@ and dead-lettered, never let through.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -47,6 +48,7 @@ class Outcome:
     payload: bytes
     key: bytes | None = None
     partition: int | None = None
+    request_id: str | None = None  # in the headers; the request's trace is followed (common.tracing)
 
 
 async def decide_customer(session: AsyncSession, snap: Snapshot, cmd: CreateCustomer) -> Decided:
@@ -137,6 +139,8 @@ async def decide_transfer(session: AsyncSession, snap: Snapshot, cmd: CreateTran
     if amount is None:
         return rules.invalid_amount(cmd.amount), {"amount": cmd.amount}
     dst = cmd.destination
+    if dst.address and snap.screened_on(dst.address, dst.chain or cmd.source.chain):
+        return rules.address_screened(dst.address), {"destination_address": dst.address}
     currency = (cmd.currency if cmd.kind == "transfer" else dst.currency).upper()
     route = (dst.payment_rail.lower(), currency)
     routes, cap = await snap.policy(session, t, m)
@@ -213,7 +217,7 @@ def refusal_result(cmd: Command, v: Verdict) -> Result:
 
 def _reply(cmd: Command, result: Result) -> Outcome:
     """The answer to the caller (no topic for a command nobody waits for: not published)."""
-    return Outcome(cmd.ctx.reply_to or "", encode(result), partition=0)
+    return Outcome(cmd.ctx.reply_to or "", encode(result), partition=0, request_id=cmd.ctx.request_id)
 
 
 def readdressed(out: Outcome, cmd: Command, topics: Topics) -> Outcome:
@@ -223,15 +227,16 @@ def readdressed(out: Outcome, cmd: Command, topics: Topics) -> Outcome:
     Idempotency-Key) but the reply topic of the gateway that is waiting now: the decision is
     the stored one, only the address is new.
     """
+    rid = cmd.ctx.request_id  # in the headers of what is published, with the request's trace
     if not cmd.ctx.reply_to:
-        return out
+        return dataclasses.replace(out, request_id=rid)
     if out.topic != topics.ledger_commands:  # a refusal or answer: to the caller
-        return Outcome(cmd.ctx.reply_to, out.payload, out.key, 0)
+        return Outcome(cmd.ctx.reply_to, out.payload, out.key, 0, rid)
     stamped = msgspec.json.decode(out.payload, type=type(cmd))
     if stamped.ctx.reply_to == cmd.ctx.reply_to:
-        return out
-    ctx = msgspec.structs.replace(stamped.ctx, reply_to=cmd.ctx.reply_to, request_id=cmd.ctx.request_id)
-    return Outcome(out.topic, encode(msgspec.structs.replace(stamped, ctx=ctx)), out.key, out.partition)
+        return dataclasses.replace(out, request_id=rid)
+    ctx = msgspec.structs.replace(stamped.ctx, reply_to=cmd.ctx.reply_to, request_id=rid)
+    return Outcome(out.topic, encode(msgspec.structs.replace(stamped, ctx=ctx)), out.key, out.partition, rid)
 
 
 async def decide_batch(

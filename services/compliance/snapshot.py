@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from common import addresses
 from common.contracts.commands import (
     CreateTransfer,
     CreateVirtualAccount,
@@ -45,6 +46,7 @@ class Snapshot:
         self.caps: dict[TenantMode, Cap | None] = {}
         self.new_parties: list[tuple[str, str, str, str, str | None, str | None]] = []
         self.claims: list[Claim] = []
+        self.screened: dict[str, set[str]] = {}  # compared address -> chains it is screened on
 
     # ---- loading ----
     async def load(self, session: AsyncSession, cmds: Sequence[Any]) -> None:
@@ -66,11 +68,29 @@ class Snapshot:
                             party_keys.add((t, m, pid))
                 if cmd.destination.external_account_id:
                     ea_keys.add((t, m, cmd.destination.external_account_id))
+        wanted = [
+            addresses.normalized(c.destination.address)
+            for c in cmds
+            if isinstance(c, CreateTransfer) and c.destination.address
+        ]
+        for row in await repo.screened(session, wanted):
+            self.screen(row.chain, row.address)
         for row in await repo.load_external_accounts(session, sorted(ea_keys)):
             self._remember_external(row)
             party_keys.add((row.tenant_id, row.mode, row.customer_id))
         await self._load_parties(session, party_keys)
         await self._load_tenants(session, tenants)
+
+    def screen(self, chain: str, address: str) -> None:
+        self.screened.setdefault(address, set()).add(chain)
+
+    def unscreen(self, chain: str, address: str) -> None:
+        self.screened.get(address, set()).discard(chain)
+
+    def screened_on(self, address: str, chain: str | None) -> bool:
+        """Whether ``address`` is screened on ``chain`` (on any chain when it is unknown)."""
+        chains = self.screened.get(addresses.normalized(address), set())
+        return bool(chains) if chain is None else chain.upper() in chains
 
     async def _load_parties(self, session: AsyncSession, keys: set[Key]) -> None:
         missing = sorted(k for k in keys if k not in self.parties)

@@ -11,16 +11,14 @@ from litestar import Litestar, Request, Response, get, route
 from litestar.datastructures import State
 from litestar.enums import HttpMethod
 from litestar.handlers import HTTPRouteHandler
-from litestar.plugins.prometheus import PrometheusController
 
 from common.asyncapi import build_asyncapi
 from common.authfail import FailureLimiter
 from common.broker import ensure_topics, service_topics
-from common.http import EXCEPTION_HANDLERS, http_metrics, openapi_routes, request_id_middleware
+from common.http import http_app
 from common.logging import setup_logging
 from common.rpc import RpcClient
 from common.service import build_runtime
-from common.service import readyz as readiness
 from common.settings import Settings
 from gateway.auth import Authenticator
 from gateway.idempotency import IdempotencyStore
@@ -29,6 +27,8 @@ from gateway.pipeline import Endpoint, Pipeline
 from gateway.ratelimit import RateLimiter
 from gateway.routes import (
     customers,
+    events,
+    fees,
     health,
     onboarding,
     resources,
@@ -46,6 +46,8 @@ ENDPOINTS: list[Endpoint] = [
     *virtual_accounts.ENDPOINTS,
     *transfers.ENDPOINTS,
     *webhooks.ENDPOINTS,
+    *events.ENDPOINTS,
+    *fees.ENDPOINTS,
     *resources.ENDPOINTS,
     *onboarding.ENDPOINTS,
 ]
@@ -86,17 +88,6 @@ async def asyncapi_json(state: State) -> Response[bytes]:
     return Response(state.asyncapi, media_type="application/json")
 
 
-@get("/healthz", include_in_schema=False)
-async def healthz() -> dict[str, str]:
-    return {"status": "ok", "service": "gateway"}
-
-
-@get("/readyz", include_in_schema=False)
-async def readyz(state: State) -> Response[Any]:
-    status, body = await readiness(state.runtime)
-    return Response(body, status_code=status)
-
-
 def create_app(settings: Settings) -> Litestar:
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -132,32 +123,8 @@ def create_app(settings: Settings) -> Litestar:
             asyncapi=msgspec.json.encode(build_asyncapi(settings.topic_prefix)),
         )
         pipeline.state = app.state
-        try:
+        async with rt.serving():
             yield
-        finally:
-            await rt.supervisor.stop()
-            await rt.broker.stop()
-            await rt.close()
 
-    app = Litestar(
-        route_handlers=[
-            *_direct_handlers(ENDPOINTS),
-            routed_handler,
-            healthz,
-            readyz,
-            asyncapi_json,
-            PrometheusController,
-            *openapi_routes(lambda: build_document(ENDPOINTS)),
-            *onboarding.PAGES,
-        ],
-        middleware=[http_metrics("gateway")],
-        openapi_config=None,  # served from the endpoint table by common.http.openapi_routes
-        logging_config=None,  # common.logging owns the handlers (JSON lines)
-        lifespan=[lifespan],
-        exception_handlers=EXCEPTION_HANDLERS,
-        request_max_body_size=settings.max_body_bytes,
-    )
-    # Outermost, not per route: unknown routes (404) and wrong methods (405) are answered by
-    # Litestar's router before any route middleware runs, and they carry X-Request-Id too.
-    app.asgi_handler = request_id_middleware(app.asgi_handler)
-    return app
+    handlers = [*_direct_handlers(ENDPOINTS), routed_handler, asyncapi_json, *onboarding.PAGES]
+    return http_app("gateway", settings, lifespan, handlers, lambda: build_document(ENDPOINTS))

@@ -174,7 +174,7 @@ class Authenticator:
             raise _unauthorized("authorization must be 'Bearer <API_KEY>'")
         tenant: TenantRecord | None = None
         counted: tuple[int, int] | None = None
-        if token.startswith("sk_test_") or token.startswith("sk_live_"):
+        if token.startswith(("sk_test_", "sk_live_")):
             key_hash = hash_api_key(token)
             cached = await self._cached(key_hash)
             if cached is not None:

@@ -102,7 +102,7 @@ def _command(state: State, row: Any, tenant: Any, values: dict[str, str], reques
         ctx=ctx,
         customer_id=new_id("cus"),
         onboarding_authorization_id=row.id,
-        **{k: v for k, v in msgspec.structs.asdict(p).items()},
+        **msgspec.structs.asdict(p),
     )
 
 

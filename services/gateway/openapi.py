@@ -13,6 +13,7 @@ from typing import Any
 
 import msgspec
 
+from common.http import success_json
 from gateway.openapi_examples import EXAMPLES, NOTES
 from gateway.openapi_rules import request_rules
 from gateway.pipeline import Endpoint
@@ -253,32 +254,8 @@ def _routed(endpoints: list[Endpoint]) -> dict[str, Any]:
             ],
             "requestBody": {"required": True, "content": {"application/json": {"schema": {}}}},
             "responses": {
-                "200": {
-                    "description": "a read's success envelope",
-                    "headers": _headers_for("200", True),
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "required": ["success", "data"],
-                                "properties": {"success": {"const": True}, "data": {}},
-                            }
-                        }
-                    },
-                },
-                "201": {
-                    "description": "a create's success envelope",
-                    "headers": _headers_for("201", True),
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "required": ["success", "data"],
-                                "properties": {"success": {"const": True}, "data": {}},
-                            }
-                        }
-                    },
-                },
+                "200": success_json("a read's success envelope", _headers_for("200", True)),
+                "201": success_json("a create's success envelope", _headers_for("201", True)),
                 **{code: _error(code, text, True) for code, text in sorted(errors.items())},
             },
             "security": [{"bearer": []}],

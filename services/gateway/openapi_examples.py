@@ -46,7 +46,10 @@ EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
         "destination": {"payment_rail": "ach", "currency": "USD", "external_account_id": "ext_01hbank"},
         "idempotency_key": "payout-2024-06-001",
     },
-    ("POST", "/v1/webhooks"): {"endpoint_url": "https://partner.example.com/sluice/events"},
+    ("POST", "/v1/webhooks"): {
+        "endpoint_url": "https://partner.example.com/sluice/events",
+        "enabled_events": ["transfer.created", "transfer.updated"],
+    },
     ("POST", "/v1/sandbox/deposits"): {"virtual_account_id": "va_01hxyz", "amount": "100.00"},
     ("POST", "/v1/onboarding-authorizations"): {
         "service_user_id": "user-1842",

@@ -4,7 +4,7 @@ The msgspec structs give the shape; these add what the gateway checks across fie
 offered symbol/chain pairs, rail/currency pairs, amounts per currency, what each rail needs),
 built from the same tables :mod:`gateway.rules` uses so they cannot drift apart. A request
 valid against the document is one the gateway does not refuse as ``invalid_request``
-(schemathesis checks both directions in ``tests/test_gateway_fuzz.py``).
+(schemathesis checks both directions in ``tests/integration/test_gateway_fuzz.py``).
 """
 
 from __future__ import annotations

@@ -53,6 +53,19 @@ class Call:
     state: Any = None  # the app's State (engine, redis, settings...) for builders that need it
 
 
+@dataclass(slots=True, frozen=True)
+class Incoming:
+    """A request as the transport decoded it, in either access form."""
+
+    headers: dict[str, str]  # lower-case names
+    raw: bytes
+    body: Any  # decoded JSON (None for GET)
+    params: dict[str, str]
+    query: dict[str, str]
+    request_id: str
+    client_ip: str | None
+
+
 @dataclass(slots=True)
 class Local:
     """An answer the gateway gives itself (health, onboarding link issuance)."""
@@ -164,18 +177,8 @@ class Pipeline:
             for k in [k for k, v in self.inflight.items() if v[2] < cutoff]:
                 self.inflight.pop(k, None)
 
-    async def handle(
-        self,
-        ep: Endpoint,
-        *,
-        headers: dict[str, str],
-        raw: bytes,
-        body: Any,
-        params: dict[str, str],
-        query: dict[str, str],
-        request_id: str,
-        client_ip: str | None,
-    ) -> Answer:
+    async def handle(self, ep: Endpoint, req: Incoming) -> Answer:
+        headers, request_id, client_ip = req.headers, req.request_id, req.client_ip
         window: Window | None = None
         try:
             principal = await self.auth.authenticate(headers.get("authorization"), client_ip)
@@ -198,7 +201,7 @@ class Pipeline:
                 window = self.limiter.check(limit, *principal.counted)
             else:
                 window = await self.limiter.hit(principal.tenant.tenant_id, principal.mode, limit)
-            answer = await self._run(ep, principal, window, headers, raw, body, params, query, request_id)
+            answer = await self._run(ep, principal, window, req)
         except ServiceError as err:
             answer = Answer(err.status, error_body(err, request_id), dict(err.headers))
             if err.code == ErrorCode.UNAUTHORIZED:
@@ -217,21 +220,11 @@ class Pipeline:
                 answer.headers.setdefault(k, v)
         return answer
 
-    async def _run(
-        self,
-        ep: Endpoint,
-        principal: Principal,
-        window: Window,
-        headers: dict[str, str],
-        raw: bytes,
-        body: Any,
-        params: dict[str, str],
-        query: dict[str, str],
-        request_id: str,
-    ) -> Answer:
+    async def _run(self, ep: Endpoint, principal: Principal, window: Window, req: Incoming) -> Answer:
+        body, params, request_id = req.body, req.params, req.request_id
         if ep.sandbox_only and principal.mode != "sandbox":
             raise ServiceError(ErrorCode.NOT_FOUND, "no such route")
-        key = validate_key(headers.get("idempotency-key")) if ep.mutating else None
+        key = validate_key(req.headers.get("idempotency-key")) if ep.mutating else None
         ctx = Ctx(
             request_id=request_id,
             tenant_id=principal.tenant.tenant_id,
@@ -240,7 +233,7 @@ class Pipeline:
             reply_to=self.rpc.reply_topic,
             idempotency_key=key,
         )
-        call = Call(principal, ctx, body, raw, params, query, window, request_id, self.state)
+        call = Call(principal, ctx, body, req.raw, params, req.query, window, request_id, self.state)
         built = ep.build(call)
         if asyncio.iscoroutine(built):
             built = await built

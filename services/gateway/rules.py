@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
+from common import addresses
 from common.checksums import aba_valid, iban_valid
 from common.contracts.commands import BankAccount, Party, VADestination
 from common.errors import invalid
@@ -157,4 +158,19 @@ def transfer_parties(kind: str, src: PartyIn, dst: PartyIn) -> tuple[Party, Part
             raise invalid("source.customer_id", "an on-chain source names customer_id")
         if dst.payment_rail == "stablecoin" and dst.address is None:
             raise invalid("destination.address", "an on-chain destination names address")
+        if dst.payment_rail == "stablecoin" and dst.address is not None:
+            _check_address(dst, src)
     return source, destination
+
+
+def _check_address(dst: PartyIn, src: PartyIn) -> None:
+    """An on-chain destination (perhaps outside the suite: a withdrawal) must be an address of
+    its chain: the destination's, else the source's; with neither, of some chain we offer (the
+    ledger checks it again against the source wallet's chain)."""
+    assert dst.address is not None
+    chain = dst.chain or (src.chain if src.payment_rail == "stablecoin" else None)
+    if chain:
+        if (why := addresses.problem(chain, dst.address)) is not None:
+            raise invalid("destination.address", why)
+    elif not addresses.chains_of(dst.address):
+        raise invalid("destination.address", "not an EVM, Solana or TRON address")

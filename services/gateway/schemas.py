@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from common.contracts.events import DELIVERED_EVENT_TYPES
+
 STABLECOINS = ("USDC", "USDT", "PYUSD", "USDB", "EURC")
 FIATS = ("USD", "EUR", "GBP")
 CHAINS = ("ETH", "SOL", "BSC", "POLYGON", "TRON", "BASE", "OPTIMISM", "ARBITRUM")
@@ -158,8 +160,21 @@ class TransferCreate(msgspec.Struct, **_STRICT):
     developer_fee: DeveloperFeeIn | None = None
 
 
+EventType = Annotated[
+    str,
+    msgspec.Meta(
+        pattern="^(" + "|".join(t.replace(".", "\\.") for t in DELIVERED_EVENT_TYPES) + ")$",
+        description="an event type: " + ", ".join(DELIVERED_EVENT_TYPES),
+    ),
+]
+
+
 class WebhookCreate(msgspec.Struct, **_STRICT):
     endpoint_url: Uri
+    # Only these types are delivered to the endpoint; absent: every type.
+    enabled_events: (
+        Annotated[list[EventType], msgspec.Meta(min_length=1, max_length=len(DELIVERED_EVENT_TYPES))] | None
+    ) = None
 
 
 class SandboxDepositCreate(msgspec.Struct, **_STRICT):
@@ -174,6 +189,10 @@ class Empty(msgspec.Struct, **_STRICT):
 class ListQuery(msgspec.Struct, **_STRICT):
     limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 10
     starting_after: Id | None = None
+
+
+class EventListQuery(ListQuery, **_STRICT):
+    type: EventType | None = None
 
 
 class HealthQuery(msgspec.Struct, **_STRICT):
@@ -242,23 +261,53 @@ class Transfer(msgspec.Struct, kw_only=True):
     currency: str | msgspec.UnsetType = msgspec.UNSET
     idempotency_key: str | msgspec.UnsetType = msgspec.UNSET
     developer_fee: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    developer_fee_amount: str | msgspec.UnsetType = msgspec.UNSET
     source: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
     destination: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
     created_at: str | msgspec.UnsetType = msgspec.UNSET
     updated_at: str | msgspec.UnsetType = msgspec.UNSET
 
 
-class WebhookCreated(msgspec.Struct):
+class WebhookCreated(msgspec.Struct, kw_only=True):
     webhook_id: str
     endpoint_url: str
     signing_secret: str
     created_at: str
+    enabled_events: list[str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class Webhook(msgspec.Struct, kw_only=True):
     webhook_id: str
     endpoint_url: str
     created_at: str | msgspec.UnsetType = msgspec.UNSET
+    enabled_events: list[str] | msgspec.UnsetType = msgspec.UNSET
+
+
+class WalletTransaction(msgspec.Struct, kw_only=True):
+    entry_id: str
+    kind: Literal["deposit", "transfer", "fee", "release"]
+    direction: Literal["credit", "debit"]
+    amount: str
+    balance_after: str
+    created_at: str
+    transfer_id: str | msgspec.UnsetType = msgspec.UNSET
+    deposit_id: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class FeeBalance(msgspec.Struct, kw_only=True):
+    currency: str
+    available_balance: str
+
+
+class EventEnvelope(msgspec.Struct, kw_only=True):
+    """Exactly the body delivered to webhook endpoints for this event (contract section 7)."""
+
+    id: str
+    type: str
+    created_at: str
+    api_version: str
+    mode: str
+    data: dict[str, Any]
 
 
 class SandboxDepositReceived(msgspec.Struct, kw_only=True):

@@ -16,10 +16,10 @@ from litestar import Request, Response
 from litestar.datastructures import State
 
 from common.clientaddr import client_address
-from common.errors import ErrorCode, ServiceError, invalid
+from common.errors import ErrorCode, ServiceError
 from common.http import request_id_of
-from common.validation import BAD_NUMBER, check_numbers, nonfinite_field
-from gateway.pipeline import Answer, Call, Endpoint, Local, Pipeline, error_body
+from common.validation import check_numbers, not_json
+from gateway.pipeline import Answer, Call, Endpoint, Incoming, Local, Pipeline, error_body
 
 _PARAM = re.compile(r"\{(\w+)\}")
 # Numbers with a fraction become Decimal: money and percentages never pass through float.
@@ -83,12 +83,7 @@ def _check_json(request: Request[Any, Any, Any], raw: bytes, ep: Endpoint | None
     try:
         doc = _json.decode(raw)
     except msgspec.DecodeError:
-        nonfinite = nonfinite_field(raw)
-        if nonfinite is not None:
-            raise invalid(nonfinite, BAD_NUMBER) from None
-        raise ServiceError(
-            ErrorCode.INVALID_REQUEST, "request body is not valid JSON", details={"field": "body"}
-        ) from None
+        raise not_json(raw, "body") from None
     except RecursionError:
         raise ServiceError(
             ErrorCode.INVALID_REQUEST, "request body is nested too deeply", details={"field": "body"}
@@ -122,16 +117,8 @@ async def dispatch(
     query: dict[str, str],
 ) -> Response[bytes]:
     pipeline: Pipeline = request.app.state.pipeline
-    answer = await pipeline.handle(
-        ep,
-        headers=_headers(request),
-        raw=raw,
-        body=body,
-        params=params,
-        query=query,
-        request_id=request_id_of(request),
-        client_ip=client_ip(request),
-    )
+    req = Incoming(_headers(request), raw, body, params, query, request_id_of(request), client_ip(request))
+    answer = await pipeline.handle(ep, req)
     return to_response(answer)
 
 
@@ -145,7 +132,7 @@ async def direct(request: Request[Any, Any, State], ep: Endpoint) -> Response[by
             body = _check_json(request, raw, ep)
     except ServiceError as err:
         return to_response(Answer(err.status, error_body(err, rid), dict(err.headers)))
-    query = {k: v for k, v in request.query_params.items()} if not ep.mutating else {}
+    query = dict(request.query_params.items()) if not ep.mutating else {}
     return await dispatch(request, ep, dict(request.path_params), raw, body, query)
 
 

@@ -6,9 +6,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts.commands import CreateCustomer
 from common.contracts.events import CustomerCreated
-from common.ids import new_id
 from ledger import repository as repo
-from ledger.effects import Effects, LedgerConfig, now_iso
+from ledger.effects import Effects, LedgerConfig
 
 
 async def create_customer(session: AsyncSession, cmd: CreateCustomer, cfg: LedgerConfig) -> Effects:
@@ -24,19 +23,14 @@ async def create_customers(session: AsyncSession, cmds: list[CreateCustomer]) ->
 
 def created(cmd: CreateCustomer) -> Effects:
     fx = Effects(201, {"customer_id": cmd.customer_id, "provider": "service"})
-    fx.events.append(
-        CustomerCreated(
-            event_id=new_id("evt"),
-            tenant_id=cmd.ctx.tenant_id,
-            mode=cmd.ctx.mode,
-            created_at=now_iso(),
-            request_id=cmd.ctx.request_id,
-            country_code=cmd.country_code,
-            data={
-                "customer_id": cmd.customer_id,
-                "account_type": cmd.account_type,
-                "service_user_id": cmd.service_user_id,
-            },
-        )
+    fx.emit(
+        CustomerCreated,
+        cmd.ctx,
+        country_code=cmd.country_code,
+        data={
+            "customer_id": cmd.customer_id,
+            "account_type": cmd.account_type,
+            "service_user_id": cmd.service_user_id,
+        },
     )
     return fx

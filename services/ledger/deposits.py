@@ -6,7 +6,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts.commands import SandboxDeposit
 from common.contracts.events import DepositReceived
-from common.ids import new_id
 from common.times import iso
 from ledger import journal
 from ledger import repository as repo
@@ -42,8 +41,7 @@ async def sandbox_deposit(session: AsyncSession, cmd: SandboxDeposit, cfg: Ledge
             "amount": amount,
         },
     )
-    await journal.post(
-        session,
+    posted = journal.entry(
         tenant_id=t,
         mode=m,
         kind="deposit",
@@ -53,6 +51,7 @@ async def sandbox_deposit(session: AsyncSession, cmd: SandboxDeposit, cfg: Ledge
             (journal.available(wallet.id), wallet.symbol, amount),
         ],
     )
+    await journal.post(session, posted)
     data = {
         "deposit_id": cmd.deposit_id,
         "virtual_account_id": va.id,
@@ -65,14 +64,5 @@ async def sandbox_deposit(session: AsyncSession, cmd: SandboxDeposit, cfg: Ledge
         "created_at": iso(created_at),
     }
     fx = Effects(201, data)
-    fx.events.append(
-        DepositReceived(
-            event_id=new_id("evt"),
-            tenant_id=t,
-            mode=m,
-            created_at=data["created_at"],
-            request_id=cmd.ctx.request_id,
-            data=data,
-        )
-    )
+    fx.emit(DepositReceived, cmd.ctx, data["created_at"], data=data)
     return fx

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from common.contracts.base import Event
+from common.contracts.base import Ctx, Event
 from common.errors import ErrorCode, ServiceError, invalid
+from common.ids import new_id
 from common.times import iso
 
 MAX_AMOUNT = Decimal("1e12")
@@ -28,6 +30,18 @@ class Effects:
         self.status = status
         self.data = data
         self.events: list[Event] = []
+
+    def emit(
+        self, kind: Callable[..., Event], ctx: Ctx, created_at: str | None = None, **fields: Any
+    ) -> None:
+        """Add an event of ``kind`` for the command's tenant, mode and request: a fresh id,
+        stamped now unless ``created_at`` says when it happened."""
+        stamp = {
+            "event_id": new_id("evt"),
+            "created_at": created_at or now_iso(),
+            "request_id": ctx.request_id,
+        }
+        self.events.append(kind(tenant_id=ctx.tenant_id, mode=ctx.mode, **stamp, **fields))
 
 
 def now_iso() -> str:

@@ -33,6 +33,7 @@ from common.outbox import Outbox, OutMessage
 from common.rpc import reply
 from common.settings import Settings
 from common.topics import Topics
+from common.tracing import publish
 from ledger import journal, service
 from ledger.effects import Effects, LedgerConfig
 
@@ -132,20 +133,29 @@ class LedgerRuntime:
                         request_id_var.set(cmd.ctx.request_id)
                         answer = await self._read(session, cmd)
                         if cmd.ctx.reply_to:
-                            direct.append(OutMessage(cmd.ctx.reply_to, answer, partition=0))
+                            direct.append(
+                                OutMessage(
+                                    cmd.ctx.reply_to, answer, partition=0, request_id=cmd.ctx.request_id
+                                )
+                            )
                 await self.inbox.record_many(session, results)
                 # Replies in batch order; a redelivered command answers its stored result again.
                 for cmd in cmds:
                     stored = results.get(cmd.command_id) or previous.get(cmd.command_id)
                     if stored is not None and cmd.ctx.reply_to and not service.is_read(cmd):
-                        self.outbox.add(session, OutMessage(cmd.ctx.reply_to, stored, partition=0))
+                        reply = OutMessage(
+                            cmd.ctx.reply_to, stored, partition=0, request_id=cmd.ctx.request_id
+                        )
+                        self.outbox.add(session, reply)
                 msgs = await self.outbox.write(session)
             self.stats.add(len(cmds), time.perf_counter() - started, journal.of(session).lock_wait_s)
             if msgs:
                 await failpoint("ledger.after_commit")
             await self.outbox.dispatch(self.sm, msgs, Outbox.pruned(session))
         for m in direct:
-            await self.broker.publish(m.payload, topic=m.topic, partition=m.partition)
+            await publish(
+                self.broker, m.payload, topic=m.topic, partition=m.partition, request_id=m.request_id
+            )
         self.processed += len(cmds)
 
     async def run_single(self, cmd: LedgerCommand) -> None:
@@ -165,7 +175,13 @@ class LedgerRuntime:
         )
         await reply(self.broker, cmd.ctx.reply_to, result)
         if (release := service.allowance_release(cmd, self.topics)) is not None:
-            await self.broker.publish(release.payload, topic=release.topic, key=release.key)
+            await publish(
+                self.broker,
+                release.payload,
+                topic=release.topic,
+                key=release.key,
+                request_id=release.request_id,
+            )
 
     def processor(self, readiness: Readiness | None = None) -> BatchProcessor[LedgerCommand]:
         async def give_up(failure: Failure) -> None:

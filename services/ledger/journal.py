@@ -57,6 +57,22 @@ def external(tenant_id: str, mode: Mode, currency: str, kind: str) -> str:
     return f"ext.{tenant_id}.{mode}.{currency}.{kind}"
 
 
+def fees(tenant_id: str, mode: Mode, currency: str) -> str:
+    """The tenant's developer-fee balance in one currency (GET /v1/fee-balances)."""
+    return external(tenant_id, mode, currency, "fees")
+
+
+def completion(
+    tenant_id: str, mode: Mode, source: str, credit: str, currency: str, amount: Decimal, fee: Decimal
+) -> list[Posting]:
+    """A transfer's held funds leave the source: ``amount - fee`` to ``credit``, the developer
+    fee to the tenant's fee balance."""
+    postings: list[Posting] = [(held(source), currency, -amount), (credit, currency, amount - fee)]
+    if fee:
+        postings.append((fees(tenant_id, mode, currency), currency, fee))
+    return postings
+
+
 def is_external(account_id: str) -> bool:
     return account_id.startswith("ext.")
 
@@ -231,26 +247,10 @@ async def apply(session: AsyncSession) -> None:
         await found.apply(session)
 
 
-async def post(
-    session: AsyncSession,
-    *,
-    tenant_id: str,
-    mode: Mode,
-    kind: str,
-    postings: list[Posting],
-    transfer_id: str | None = None,
-    deposit_id: str | None = None,
-) -> str:
-    """Post one balanced entry that may not be refused (deposits, settlements, releases) to
-    the session's journal; it is written when the boundary applies the journal."""
-    e = entry(
-        tenant_id=tenant_id,
-        mode=mode,
-        kind=kind,
-        postings=postings,
-        transfer_id=transfer_id,
-        deposit_id=deposit_id,
-    )
+async def post(session: AsyncSession, e: Entry) -> str:
+    """Post one balanced entry (built by :func:`entry`) that may not be refused (deposits,
+    settlements, releases) to the session's journal; it is written when the boundary applies
+    the journal."""
     of(session).add([e])
     return e.id
 

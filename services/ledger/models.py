@@ -1,7 +1,7 @@
 """The ``ledger`` schema as SQLModel tables, matching ``migrations/versions`` column for column.
 
 Triggers (balanced entries, append-only postings) and CHECK constraints live in the
-migrations only; ``tests/test_models_drift.py`` checks that these models and the migrations
+migrations only; ``tests/integration/test_models_drift.py`` checks that these models and the migrations
 agree. Repositories build their statements from these tables (``repository.py``).
 """
 
@@ -168,6 +168,10 @@ class Transfer(SQLModel, table=True):
     state: str = _text()
     previous_state: str | None = _text(null=True)
     amount: Decimal = Field(sa_column=Column(MONEY, nullable=False))
+    # The developer fee, charged on completion: the destination receives amount - fee_amount.
+    fee_amount: Decimal = Field(
+        default=Decimal(0), sa_column=Column(MONEY, nullable=False, server_default=text("0"))
+    )
     currency: str = _text()
     source_wallet_id: str = _text(fk="wallets.id")
     destination_wallet_id: str | None = _text(null=True, fk="wallets.id")

@@ -1,9 +1,9 @@
 """Chain-shaped deposit addresses and bank numbers with valid checksums.
 
 The pairs, pegs and bank checksums live in ``common`` (shared with the gateway); the
-address encodings are the ledger's own. Hand-written on purpose: each is a few lines of
-well-known arithmetic (base58 /
-base58check, ABA 3-7-1 weights, ISO 13616 mod-97), while the libraries that do it
+address encodings live in ``common.addresses`` (the gateway checks withdrawals with them).
+Hand-written on purpose: each is a few lines of well-known arithmetic (base58 / base58check,
+ABA 3-7-1 weights, ISO 13616 mod-97), while the libraries that do it
 (``base58``, ``python-stdnum``, ``schwifty``) are not kept dependencies of the project and
 would each add a package to every deployment for one function. Tests check them against
 published vectors.
@@ -11,47 +11,11 @@ published vectors.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 
+from common.addresses import EVM_CHAINS, b58check_encode, b58encode
 from common.checksums import aba_check_digit, aba_valid, iban, iban_valid
 from common.offerings import OFFERED_PAIRS, PEGS
-
-EVM_CHAINS = frozenset({"ETH", "BSC", "POLYGON", "BASE", "OPTIMISM", "ARBITRUM"})
-
-B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-
-
-def b58encode(raw: bytes) -> str:
-    n = int.from_bytes(raw, "big")
-    out = ""
-    while n:
-        n, r = divmod(n, 58)
-        out = B58[r] + out
-    pad = len(raw) - len(raw.lstrip(b"\0"))
-    return "1" * pad + out
-
-
-def b58decode(text: str) -> bytes:
-    n = 0
-    for ch in text:
-        n = n * 58 + B58.index(ch)
-    body = n.to_bytes((n.bit_length() + 7) // 8, "big") if n else b""
-    pad = len(text) - len(text.lstrip("1"))
-    return b"\0" * pad + body
-
-
-def _checksum(payload: bytes) -> bytes:
-    return hashlib.sha256(hashlib.sha256(payload).digest()).digest()[:4]
-
-
-def b58check_encode(payload: bytes) -> str:
-    return b58encode(payload + _checksum(payload))
-
-
-def b58check_valid(text: str) -> bool:
-    raw = b58decode(text)
-    return len(raw) > 4 and _checksum(raw[:-4]) == raw[-4:]
 
 
 def deposit_address(chain: str) -> str:

@@ -21,16 +21,30 @@ from common.contracts.commands import (
     CreateTransfer,
     CreateVirtualAccount,
     CreateWallet,
+    GetFeeBalances,
     GetResource,
     ListResources,
+    ListWalletTransactions,
     ReleaseAllowance,
     ReviewTransfer,
     SandboxDeposit,
+    SettleTransfer,
 )
 from common.errors import ErrorCode, ServiceError
 from common.outbox import Outbox, OutMessage
 from common.topics import Topics
-from ledger import customers, deposits, journal, reads, transfers, virtual_accounts, wallets
+from ledger import (
+    customers,
+    deposits,
+    fees,
+    journal,
+    reads,
+    statements,
+    transfers,
+    virtual_accounts,
+    wallets,
+    withdrawals,
+)
 from ledger.effects import Effects, LedgerConfig
 
 log = logging.getLogger(__name__)
@@ -44,11 +58,14 @@ HANDLERS: dict[type, Any] = {
     ReviewTransfer: transfers.review_transfer,
     GetResource: reads.get_resource,
     ListResources: reads.list_resources,
+    GetFeeBalances: fees.fee_balances,
+    ListWalletTransactions: statements.wallet_transactions,
+    SettleTransfer: withdrawals.settle_transfer,
 }
 
 # Reads change nothing: no inbox record, no outbox row; their answer is published after the
 # batch commits, and a redelivered read is simply answered again.
-READS = (GetResource, ListResources)
+READS = (GetResource, ListResources, GetFeeBalances, ListWalletTransactions)
 
 
 def is_read(cmd: Command) -> bool:
@@ -119,7 +136,10 @@ def result_of(cmd: Command, fx: Effects | None, err: ServiceError | None) -> Res
 
 def stage_events(session: AsyncSession, outbox: Outbox, topics: Topics, events: list[Event]) -> None:
     for ev in events:
-        outbox.add(session, OutMessage(topics.events, encode(ev), key=ev.tenant_id.encode()))
+        outbox.add(
+            session,
+            OutMessage(topics.events, encode(ev), key=ev.tenant_id.encode(), request_id=ev.request_id),
+        )
 
 
 def allowance_release(cmd: Command, topics: Topics) -> OutMessage | None:
@@ -132,7 +152,12 @@ def allowance_release(cmd: Command, topics: Topics) -> OutMessage | None:
         ctx=msgspec.structs.replace(cmd.ctx, reply_to=None, idempotency_key=None),
         transfer_id=cmd.transfer_id,
     )
-    return OutMessage(topics.compliance_commands, encode(release), key=cmd.ctx.tenant_id.encode())
+    return OutMessage(
+        topics.compliance_commands,
+        encode(release),
+        key=cmd.ctx.tenant_id.encode(),
+        request_id=cmd.ctx.request_id,
+    )
 
 
 __all__ = [

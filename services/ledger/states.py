@@ -21,13 +21,13 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from common.contracts.base import Event
-from common.contracts.events import PayoutUpdated, TransferUpdated
+from common.contracts.base import Ctx, Event
+from common.contracts.events import PayoutCreated, PayoutUpdated, TransferCreated, TransferUpdated
 from common.errors import ErrorCode, ServiceError
 from common.ids import new_id
 from ledger import journal, views
 from ledger import repository as repo
-from ledger.effects import LedgerConfig, now_iso
+from ledger.effects import LedgerConfig, missing, now_iso
 from ledger.models import Transfer
 
 log = logging.getLogger(__name__)
@@ -94,41 +94,68 @@ def illegal(t: Row, to: str) -> ServiceError:
 async def _move_money(session: AsyncSession, t: Transfer, to: str) -> None:
     x, cur, src = t.amount, t.currency, t.source_wallet_id
     if to == "completed":
-        credit = (
-            journal.external(t.tenant_id, t.mode, cur, "payouts")
-            if t.kind == "payout"
-            else journal.available(t.destination_wallet_id or "")
-        )
-        postings = [(journal.held(src), cur, -x), (credit, cur, x)]
+        if t.kind == "payout":
+            credit = journal.external(t.tenant_id, t.mode, cur, "payouts")
+        elif t.route == "external":  # a withdrawal: out of the suite
+            credit = journal.external(t.tenant_id, t.mode, cur, "settlement")
+        else:
+            credit = journal.available(t.destination_wallet_id or "")
+        postings = journal.completion(t.tenant_id, t.mode, src, credit, cur, x, t.fee_amount)
     elif to in ("failed", "rejected"):
         postings = [(journal.held(src), cur, -x), (journal.available(src), cur, x)]
-    elif to == "returned":
+    elif to == "returned":  # the whole amount comes back, the developer fee too
         postings = [
-            (journal.external(t.tenant_id, t.mode, cur, "payouts"), cur, -x),
+            (journal.external(t.tenant_id, t.mode, cur, "payouts"), cur, -(x - t.fee_amount)),
             (journal.available(src), cur, x),
         ]
+        if t.fee_amount:
+            postings.append((journal.fees(t.tenant_id, t.mode, cur), cur, -t.fee_amount))
     else:
         return
-    await journal.post(
-        session,
+    posted = journal.entry(
         tenant_id=t.tenant_id,
         mode=t.mode,
         kind=f"{t.kind}_{to}",
         transfer_id=t.id,
         postings=postings,
     )
+    await journal.post(session, posted)
 
 
-def updated_event(t: Transfer, request_id: str | None) -> Event:
-    cls = PayoutUpdated if t.kind == "payout" else TransferUpdated
+async def lock_for_operator(session: AsyncSession, transfer_id: str, ctx: Ctx) -> Transfer:
+    """The transfer an operator's action (review, settle) names, locked: operators act across
+    tenants, and a tenant id given narrows the lookup; a tenant's own call stays in its mode."""
+    if ctx.actor:
+        t = await repo.lock_transfer(session, transfer_id, ctx.tenant_id or None)
+    else:
+        t = await repo.lock_transfer(session, transfer_id, ctx.tenant_id, ctx.mode)
+    if t is None:
+        raise missing("transfer", "transfer_id")
+    return t
+
+
+TransferEvent = PayoutCreated | PayoutUpdated | TransferCreated | TransferUpdated
+
+
+def transfer_event(
+    t: Transfer, kinds: tuple[type[TransferEvent], type[TransferEvent]], request_id: str | None, **extra: Any
+) -> Event:
+    """The event of a transfer or a payout (``kinds``: the payout's class, the transfer's):
+    its view, with ``extra`` fields added."""
+    cls = kinds[0] if t.kind == "payout" else kinds[1]
+    data = {**views.transfer(t), **extra}
     return cls(
         event_id=new_id("evt"),
         tenant_id=t.tenant_id,
         mode=t.mode,
         created_at=now_iso(),
         request_id=request_id,
-        data={**views.transfer(t), "previous_state": t.previous_state},
+        data=data,
     )
+
+
+def updated_event(t: Transfer, request_id: str | None) -> Event:
+    return transfer_event(t, (PayoutUpdated, TransferUpdated), request_id, previous_state=t.previous_state)
 
 
 async def transition(

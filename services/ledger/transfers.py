@@ -10,8 +10,9 @@ the funds checked in order, in memory) and then :func:`finish_transfers` deletes
 the transfers refused for insufficient funds (each refused alone), inserts the state changes
 of the others in bulk and answers each command.
 
-Routes: ``book`` (settles at once -> completed), ``onchain`` and ``payout`` (-> pending,
-advanced asynchronously). A command stamped by compliance with ``decision.outcome ==
+Routes: ``book`` (settles at once -> completed), ``onchain``, ``external`` (a withdrawal out
+of the suite, see :mod:`ledger.withdrawals`) and ``payout`` (-> pending, advanced
+asynchronously). A command stamped by compliance with ``decision.outcome ==
 "review"`` waits in ``in_review`` with its funds held.
 """
 
@@ -32,12 +33,11 @@ from common.contracts.base import Event
 from common.contracts.commands import CreateTransfer, ReviewTransfer
 from common.contracts.events import PayoutCreated, TransferCreated
 from common.errors import ErrorCode, ServiceError, forbidden, invalid
-from common.ids import new_id
-from ledger import journal, parties, views
+from ledger import fees, journal, parties, views, withdrawals
 from ledger import repository as repo
-from ledger.effects import Effects, LedgerConfig, missing, now_iso, parse_amount
+from ledger.effects import Effects, LedgerConfig, parse_amount
 from ledger.models import Transfer
-from ledger.states import next_step_s, transition, updated_event
+from ledger.states import lock_for_operator, next_step_s, transfer_event, transition, updated_event
 
 log = logging.getLogger(__name__)
 
@@ -83,15 +83,7 @@ Prepared = Planned | Twin | Replayed | Effects | ServiceError
 
 
 def _created_event(t: Transfer, request_id: str) -> Event:
-    cls = PayoutCreated if t.kind == "payout" else TransferCreated
-    return cls(
-        event_id=new_id("evt"),
-        tenant_id=t.tenant_id,
-        mode=t.mode,
-        created_at=now_iso(),
-        request_id=request_id,
-        data=views.transfer(t),
-    )
+    return transfer_event(t, (PayoutCreated, TransferCreated), request_id)
 
 
 def _answer(t: Transfer | SimpleNamespace) -> Effects:
@@ -127,13 +119,17 @@ def _plan(idx: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal, cfg: L
         raise invalid("source.currency", "transfers move USDC or USDT")
     src = parties.source(idx, cmd)
     dst_id, route = None, "payout"
-    if cmd.kind == "transfer":
+    if cmd.kind == "transfer" and withdrawals.is_withdrawal(idx, cmd):
+        withdrawals.check(cmd, src)
+        route = withdrawals.ROUTE
+    elif cmd.kind == "transfer":
         dst, route = parties.transfer_destination(idx, cmd, src)
         dst_id = dst.id
     else:
         parties.payout_destination(cmd, src)
     assert cmd.decision is not None
     t_id, m, cur = cmd.ctx.tenant_id, cmd.ctx.mode, cmd.currency
+    fee = fees.charged(cmd, amount, STABLECOIN_PLACES)
     entries = [
         journal.entry(
             tenant_id=t_id,
@@ -155,7 +151,7 @@ def _plan(idx: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal, cfg: L
                 mode=m,
                 kind=f"{cmd.kind}_completed",
                 transfer_id=cmd.transfer_id,
-                postings=[(journal.held(src.id), cur, -amount), (journal.available(dst_id), cur, amount)],
+                postings=journal.completion(t_id, m, src.id, journal.available(dst_id), cur, amount, fee),
             )
         )
     values: dict[str, Any] = {
@@ -167,6 +163,7 @@ def _plan(idx: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal, cfg: L
         "state": "pending",
         "previous_state": None,
         "amount": amount,
+        "fee_amount": fee,
         "currency": cur,
         "source_wallet_id": src.id,
         "destination_wallet_id": dst_id,
@@ -320,12 +317,7 @@ async def create_transfer(session: AsyncSession, cmd: CreateTransfer, cfg: Ledge
 
 async def review_transfer(session: AsyncSession, cmd: ReviewTransfer, cfg: LedgerConfig) -> Effects:
     """An operator's decision on an ``in_review`` transfer or payout."""
-    if cmd.ctx.actor:  # operators act across tenants; a tenant id given narrows the lookup
-        t = await repo.lock_transfer(session, cmd.transfer_id, cmd.ctx.tenant_id or None)
-    else:
-        t = await repo.lock_transfer(session, cmd.transfer_id, cmd.ctx.tenant_id, cmd.ctx.mode)
-    if t is None:
-        raise missing("transfer", "transfer_id")
+    t = await lock_for_operator(session, cmd.transfer_id, cmd.ctx)
     rid, events = cmd.ctx.request_id, []
     if cmd.decision == "reject":
         t, ev = await transition(session, t, "rejected", cause="operator_reject", cfg=cfg, request_id=rid)

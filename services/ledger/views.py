@@ -6,24 +6,25 @@ from collections.abc import Callable
 from typing import Any
 
 from common.times import iso
+from common.views import columns
 from ledger.effects import money
 from ledger.models import Customer, Transfer, VirtualAccount, WalletBalances
 
 
 def customer(r: Customer) -> dict[str, Any]:
-    return {
-        "customer_id": r.id,
-        "provider": "service",
-        "account_type": r.account_type,
-        "email": r.email,
-        "country_code": r.country_code,
-        "service_user_id": r.service_user_id,
-        "full_name": r.full_name,
-        "company_name": r.company_name,
-        "registration_number": r.registration_number,
-        "phone_e164": r.phone_e164,
-        "created_at": iso(r.created_at),
-    }
+    shown = {"customer_id": r.id, "provider": "service"}
+    return shown | columns(
+        r,
+        "account_type",
+        "email",
+        "country_code",
+        "service_user_id",
+        "full_name",
+        "company_name",
+        "registration_number",
+        "phone_e164",
+        "created_at",
+    )
 
 
 def wallet(r: WalletBalances) -> dict[str, Any]:
@@ -41,18 +42,10 @@ def wallet(r: WalletBalances) -> dict[str, Any]:
 
 
 def virtual_account(r: VirtualAccount) -> dict[str, Any]:
-    return {
-        "virtual_account_id": r.id,
-        "customer_id": r.customer_id,
-        "currency": r.currency,
-        "account_number": r.account_number,
-        "routing_number": r.routing_number,
-        "iban": r.iban,
-        "bic": r.bic,
-        "bank_name": r.bank_name,
-        "destination": r.destination,
-        "created_at": iso(r.created_at),
-    }
+    shown = columns(r, virtual_account_id="id", customer_id="customer_id", currency="currency")
+    return shown | columns(
+        r, "account_number", "routing_number", "iban", "bic", "bank_name", "destination", "created_at"
+    )
 
 
 def transfer(r: Transfer) -> dict[str, Any]:
@@ -70,6 +63,7 @@ def transfer(r: Transfer) -> dict[str, Any]:
     }
     if r.developer_fee:
         out["developer_fee"] = r.developer_fee
+        out["developer_fee_amount"] = money(r.fee_amount)
     return out
 
 

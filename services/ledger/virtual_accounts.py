@@ -7,9 +7,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from common.contracts.commands import CreateVirtualAccount
 from common.contracts.events import VirtualAccountCreated
 from common.errors import invalid
-from common.ids import new_id
 from ledger import repository as repo
-from ledger.effects import Effects, LedgerConfig, missing, now_iso
+from ledger.effects import Effects, LedgerConfig, missing
 from ledger.numbers import PEGS, bank_details
 
 DESTINATION_RAILS = ("provider_wallet", "stablecoin")
@@ -70,14 +69,9 @@ async def create_virtual_account(
     )
     data = {"virtual_account_id": cmd.virtual_account_id, "currency": currency, **numbers}
     fx = Effects(201, data)
-    fx.events.append(
-        VirtualAccountCreated(
-            event_id=new_id("evt"),
-            tenant_id=t,
-            mode=m,
-            created_at=now_iso(),
-            request_id=cmd.ctx.request_id,
-            data={**data, "customer_id": cmd.customer_id, "destination": destination},
-        )
+    fx.emit(
+        VirtualAccountCreated,
+        cmd.ctx,
+        data={**data, "customer_id": cmd.customer_id, "destination": destination},
     )
     return fx

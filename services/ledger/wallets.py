@@ -7,9 +7,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from common.contracts.commands import CreateWallet
 from common.contracts.events import WalletCreated
 from common.errors import invalid
-from common.ids import new_id
 from ledger import repository as repo
-from ledger.effects import Effects, LedgerConfig, missing, now_iso
+from ledger.effects import Effects, LedgerConfig, missing
 from ledger.numbers import OFFERED_PAIRS, deposit_address
 
 
@@ -35,14 +34,5 @@ async def create_wallet(session: AsyncSession, cmd: CreateWallet, cfg: LedgerCon
     )
     data = {"wallet_id": cmd.wallet_id, "deposit_address": address, "symbol": symbol, "chain": chain}
     fx = Effects(201, data)
-    fx.events.append(
-        WalletCreated(
-            event_id=new_id("evt"),
-            tenant_id=t,
-            mode=m,
-            created_at=now_iso(),
-            request_id=cmd.ctx.request_id,
-            data={**data, "customer_id": cmd.customer_id},
-        )
-    )
+    fx.emit(WalletCreated, cmd.ctx, data={**data, "customer_id": cmd.customer_id})
     return fx

@@ -7,6 +7,7 @@ operator commands), the event consumer (fan-out into delivery rows), the deliver
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from faststream.asgi import AsgiFastStream
@@ -31,9 +32,21 @@ def create_app(settings: Settings) -> AsgiFastStream:
     policy = Policy.from_settings(settings)
     box = SecretBox(settings.key_ring)
     sender = Sender(policy)
-    worker = DeliveryWorker(rt.sm, sender, box, instance_id(settings, "webhooks"), settings.webhooks_poll_s)
+    worker = DeliveryWorker(
+        rt.sm,
+        sender,
+        box,
+        instance_id(settings, "webhooks"),
+        settings.webhooks_poll_s,
+        linger_s=settings.webhooks_linger_s,
+    )
     pruner = Pruner(rt.sm, settings.webhooks_retention_s, settings.webhooks_prune_interval_s)
-    env = Env(box=box, allow_private=policy.allow_private, max_attempts=policy.max_attempts)
+    env = Env(
+        box=box,
+        allow_private=policy.allow_private,
+        max_attempts=policy.max_attempts,
+        events_kept_s=settings.webhooks_retention_s,
+    )
     runtime = WebhooksRuntime(settings, rt.broker, rt.sm, rt.topics, env, worker.wake)
     subscribe(
         rt.broker, settings, rt.topics.events, group, runtime.event_processor(rt.readiness), background=True
@@ -52,6 +65,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
             "commands": runtime.commands_handled,
             "deliveries_created": runtime.deliveries_created,
             "attempts_sent": worker.sent,
+            "worker_turns": worker.turns,
             "in_flight": len(worker.tasks),
             "deliveries_pruned": pruner.deliveries_pruned,
             "events_pruned": pruner.events_pruned,
@@ -60,9 +74,9 @@ def create_app(settings: Settings) -> AsgiFastStream:
     return consumer_app(
         rt,
         tasks={
-            "delivery-worker": worker.run,
-            "retention": pruner.run,
-            "webhook-metrics": MetricsRefresher(rt.sm).run,
+            "delivery-worker": partial(worker.run, rt.readiness),
+            "retention": partial(pruner.run, rt.readiness),
+            "webhook-metrics": partial(MetricsRefresher(rt.sm).run, rt.readiness),
         },
         stats=stats,
     )

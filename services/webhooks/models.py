@@ -1,5 +1,5 @@
 """The tables of schema ``webhooks``, declared once: Alembic compares them with the migrations
-(tests/test_models_drift.py) and ``repository`` builds its statements from them.
+(tests/integration/test_models_drift.py) and ``repository`` builds its statements from them.
 
 Class names carry the service (all services share ``SQLModel.metadata``).
 """
@@ -23,6 +23,7 @@ from sqlalchemy import (
     func,
     text,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlmodel import Field, SQLModel
 
 from common.tables import inbox_table
@@ -50,8 +51,19 @@ class WebhookEndpoint(SQLModel, table=True):
     mode: str = Field(sa_column=Column(Text, nullable=False))
     url: str = Field(sa_column=Column(Text, nullable=False))
     secret_enc: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
-    previous_secret_enc: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
-    previous_expires_at: datetime | None = Field(default=None, sa_column=_ts())
+    # Secrets rotated out (sealed like secret_enc), newest first, each signing beside the
+    # current one until its retired_until (24 h): parallel arrays, read by the claim with the
+    # row, so signing needs no second query. At most MAX_RETIRED live (service.rotate_secret).
+    retired_secrets_enc: list[bytes] = Field(
+        default_factory=list,
+        sa_column=Column(ARRAY(LargeBinary), nullable=False, server_default=text("'{}'")),
+    )
+    retired_until: list[datetime] = Field(
+        default_factory=list,
+        sa_column=Column(ARRAY(DateTime(timezone=True)), nullable=False, server_default=text("'{}'")),
+    )
+    # The event types delivered to this endpoint; NULL: every type (contract 12.4).
+    enabled_events: list[str] | None = Field(default=None, sa_column=Column(ARRAY(Text)))
     enabled: bool = Field(
         default=True, sa_column=Column(Boolean, nullable=False, server_default=text("true"))
     )
@@ -68,7 +80,12 @@ class WebhookEvent(SQLModel, table=True):
     """An event as delivered (the exact envelope bytes); its id dedupes redeliveries."""
 
     __tablename__ = "events"
-    __table_args__ = (Index("events_received", "received_at"), {"schema": SCHEMA})
+    __table_args__ = (
+        Index("events_received", "received_at"),
+        # GET /v1/events: one tenant and mode, newest first (ids are time-ordered).
+        Index("events_scope", "tenant_id", "mode", text("event_id DESC")),
+        {"schema": SCHEMA},
+    )
 
     event_id: str = Field(sa_column=Column(Text, primary_key=True))
     tenant_id: str = Field(sa_column=Column(Text, nullable=False))
@@ -117,6 +134,10 @@ class WebhookDelivery(SQLModel, table=True):
     max_attempts: int = Field(sa_column=Column(Integer, nullable=False))
     next_attempt_at: datetime | None = Field(default=None, sa_column=_ts(nullable=False, now=True))
     lease_until: datetime | None = Field(default=None, sa_column=_ts())
+    # Who holds (or last held) the lease, since when: a lease taken over after it expired
+    # writes the lost attempt (``interrupted``) from these; attempts are written when they end.
+    leased_by: str | None = Field(default=None, sa_column=Column(Text))
+    leased_at: datetime | None = Field(default=None, sa_column=_ts())
     last_status_code: int | None = Field(default=None, sa_column=Column(Integer))
     last_error: str | None = Field(default=None, sa_column=Column(Text))
     created_at: datetime | None = Field(default=None, sa_column=_ts(nullable=False, now=True))
@@ -124,7 +145,9 @@ class WebhookDelivery(SQLModel, table=True):
 
 
 class WebhookAttempt(SQLModel, table=True):
-    """One HTTP attempt of a delivery (numbered; each number is sent at most once)."""
+    """One HTTP attempt of a delivery (numbered; each number is sent at most once), written
+    once when it ends: its outcome, or ``interrupted`` when its worker was lost (the lease
+    taken over). An attempt in progress is the delivery's lease (``leased_by``, ``leased_at``)."""
 
     __tablename__ = "attempts"
     __table_args__ = (

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from common.consume import wait_out_transient
+from common.health import Readiness
 from webhooks import repository as repo
 
 log = logging.getLogger(__name__)
@@ -43,12 +45,9 @@ class Pruner:
             log.info("retention: deleted %d deliveries and %d events", total_d, total_e)
         return total_d, total_e
 
-    async def run(self) -> None:
+    async def run(self, readiness: Readiness | None = None) -> None:
+        """Sweep every ``interval_s``. A store that is away is waited out (reported in
+        readiness); anything else crashes the task to its Supervisor, which restarts it."""
         while True:
-            try:
-                await self.prune_once()
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # noqa: BLE001 - the store may be briefly away; sweep next time
-                log.warning("retention sweep failed", exc_info=True)
+            await wait_out_transient(self.prune_once, readiness=readiness, component="task retention")
             await asyncio.sleep(self.interval_s)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -18,15 +18,17 @@ from common.contracts import Command, Result
 from common.contracts.commands import (
     CreateWebhook,
     EnableWebhook,
+    GetEvent,
     GetWebhook,
     GetWebhookStatus,
     ListDeliveries,
+    ListEvents,
     ListWebhooks,
     ReplayDeliveries,
     ReplayDelivery,
     RotateWebhookSecret,
 )
-from common.contracts.events import AnyEvent, WebhookEndpointDisabled
+from common.contracts.events import DELIVERED_EVENT_TYPES, AnyEvent, WebhookEndpointDisabled
 from common.errors import ErrorCode, ServiceError, invalid, not_found
 from common.ids import new_id
 from common.keyring import reply_context, seal_text
@@ -34,6 +36,7 @@ from common.paging import page
 from common.results import error_result as error_result  # handlers answer refusals with it
 from common.results import ok_result
 from common.times import iso
+from common.views import columns
 from webhooks import repository as repo
 from webhooks.repository import Disabled
 from webhooks.signing import SecretBox, new_secret
@@ -42,7 +45,8 @@ from webhooks.targets import TargetError, vet
 API_VERSION = "1.0.1"
 ROTATION_GRACE_S = 24 * 3600.0
 DELIVERY_STATUSES = ("pending", "succeeded", "dead")
-READ_ONLY = (GetWebhook, ListWebhooks, ListDeliveries, GetWebhookStatus)
+READ_ONLY = (GetWebhook, ListWebhooks, ListDeliveries, GetWebhookStatus, ListEvents, GetEvent)
+MAX_RETIRED = 10  # secrets rotated out within the grace period that still sign
 
 _json = msgspec.json.Encoder()
 
@@ -57,6 +61,7 @@ class Env:
     box: SecretBox
     allow_private: bool
     max_attempts: int
+    events_kept_s: float = 30 * 86400.0  # GET /v1/events shows what is this recent
 
 
 def endpoint_view(row: Any) -> dict[str, Any]:
@@ -66,21 +71,16 @@ def endpoint_view(row: Any) -> dict[str, Any]:
         "created_at": iso(row.created_at),
         "status": "enabled" if row.enabled else "disabled",
         "disabled_reason": row.disabled_reason,
+        "enabled_events": list(row.enabled_events) if row.enabled_events else list(DELIVERED_EVENT_TYPES),
     }
 
 
 def delivery_view(row: Any) -> dict[str, Any]:
-    return {
-        "delivery_id": row.id,
-        "webhook_id": row.webhook_id,
-        "event_id": row.event_id,
-        "event_type": row.event_type,
-        "status": row.status,
-        "attempts": row.attempts,
-        "last_status_code": row.last_status_code,
-        "tenant_id": row.tenant_id,
-        "mode": row.mode,
-        "last_error": row.last_error,
+    shown = columns(
+        row, delivery_id="id", webhook_id="webhook_id", event_id="event_id", event_type="event_type"
+    )
+    return shown | {
+        **columns(row, "status", "attempts", "last_status_code", "tenant_id", "mode", "last_error"),
         "next_attempt_at": iso(row.next_attempt_at) if row.status == "pending" else None,
         "created_at": iso(row.created_at),
     }
@@ -108,10 +108,26 @@ async def create_webhook(session: AsyncSession, env: Env, cmd: CreateWebhook) ->
         mode=cmd.ctx.mode,
         url=cmd.endpoint_url,
         secret_enc=env.box.seal_secret(secret, cmd.webhook_id),
+        enabled_events=_event_types(cmd.enabled_events),
     )
     if row is None:
         raise invalid("webhook_id", "a webhook with this id already exists", reason="duplicate_id")
     return 201, {**endpoint_view(row), "signing_secret": _for_reply(env, secret, cmd)}
+
+
+def _event_types(given: list[str] | None) -> list[str] | None:
+    """Checked again here (the gateway checks first); every type is stored as NULL."""
+    if given is None:
+        return None
+    unknown = sorted(set(given) - set(DELIVERED_EVENT_TYPES))
+    if not given or unknown:
+        raise invalid(
+            "enabled_events",
+            f"unknown event types {unknown}" if unknown else "list at least one event type",
+            reason="unknown_event_type" if unknown else "empty",
+        )
+    types = sorted(set(given))
+    return None if types == sorted(DELIVERED_EVENT_TYPES) else types
 
 
 def _for_reply(env: Env, secret: str, cmd: Command) -> str:
@@ -139,15 +155,33 @@ async def list_webhooks(session: AsyncSession, env: Env, cmd: ListWebhooks) -> t
 async def rotate_secret(session: AsyncSession, env: Env, cmd: RotateWebhookSecret) -> tuple[int, Any]:
     """New secret now; the current one stays valid (both signatures sent) for 24 hours."""
     row = await _owned(session, cmd, cmd.webhook_id, lock=True)
+    now = datetime.now(UTC)
+    live = [
+        (sealed, until)
+        for sealed, until in zip(row.retired_secrets_enc or (), row.retired_until or (), strict=True)
+        if until > now
+    ]
+    if len(live) >= MAX_RETIRED:
+        raise invalid(
+            "webhook_id",
+            f"{len(live)} secrets rotated out in the last 24 hours still sign; try again when the oldest "
+            f"expires ({iso(min(u for _, u in live))})",
+            reason="too_many_rotations",
+        )
+    until = now + timedelta(seconds=ROTATION_GRACE_S)
     secret = new_secret()
     row = await repo.rotate_secret(
-        session, row.id, env.box.seal_secret(secret, row.id), row.secret_enc, ROTATION_GRACE_S
+        session,
+        row.id,
+        env.box.seal_secret(secret, row.id),
+        [bytes(row.secret_enc), *(bytes(s) for s, _ in live)],
+        [until, *(u for _, u in live)],
     )
     assert row is not None  # locked above
     return 200, {
         **endpoint_view(row),
         "signing_secret": _for_reply(env, secret, cmd),
-        "previous_secret_expires_at": iso(row.previous_expires_at),
+        "previous_secret_expires_at": iso(until),
     }
 
 
@@ -230,6 +264,35 @@ async def list_deliveries(session: AsyncSession, env: Env, cmd: ListDeliveries) 
     return 200, page(list(rows), limit, delivery_view)
 
 
+def _event_view(row: Any) -> dict[str, Any]:
+    """The stored envelope, exactly as it was delivered."""
+    view: dict[str, Any] = msgspec.json.decode(bytes(row.body))
+    return view
+
+
+async def list_events(session: AsyncSession, env: Env, cmd: ListEvents) -> tuple[int, Any]:
+    limit = _limit(cmd.limit)
+    if cmd.event_type is not None and cmd.event_type not in DELIVERED_EVENT_TYPES:
+        raise invalid("type", f"unknown event type {cmd.event_type[:60]!r}", reason="unknown_event_type")
+    rows = await repo.list_events(
+        session,
+        cmd.ctx.tenant_id,
+        cmd.ctx.mode,
+        cmd.event_type,
+        limit + 1,
+        cmd.starting_after,
+        env.events_kept_s,
+    )
+    return 200, page(list(rows), limit, _event_view, cursor=lambda r: r.event_id)
+
+
+async def get_event(session: AsyncSession, env: Env, cmd: GetEvent) -> tuple[int, Any]:
+    row = await repo.get_event(session, cmd.event_id, cmd.ctx.tenant_id, cmd.ctx.mode, env.events_kept_s)
+    if row is None:
+        raise not_found("event")
+    return 200, _event_view(row)
+
+
 async def webhook_status(session: AsyncSession, env: Env, cmd: GetWebhookStatus) -> tuple[int, Any]:
     return 200, {"verified_endpoint": await repo.tenant_verified(session, cmd.ctx.tenant_id)}
 
@@ -244,6 +307,8 @@ HANDLERS: dict[type, Any] = {
     ReplayDeliveries: replay_deliveries,
     ListDeliveries: list_deliveries,
     GetWebhookStatus: webhook_status,
+    ListEvents: list_events,
+    GetEvent: get_event,
 }
 
 

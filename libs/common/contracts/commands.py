@@ -98,6 +98,19 @@ class GetResource(Command, tag="resource.get.v1"):
     resource_id: str
 
 
+class ListWalletTransactions(Command, tag="wallet.transactions.list.v1"):
+    """The movements of a wallet's available balance, newest first, each with the balance
+    after it (``GET /v1/wallets/{id}/transactions``)."""
+
+    wallet_id: str
+    limit: int = 10
+    starting_after: str | None = None
+
+
+class GetFeeBalances(Command, tag="fee_balances.get.v1"):
+    """The tenant's developer-fee balance per currency (``GET /v1/fee-balances``)."""
+
+
 class ListResources(Command, tag="resource.list.v1"):
     resource: str
     limit: int = 10
@@ -110,6 +123,13 @@ class ReviewTransfer(Command, tag="transfer.review.v1"):
 
     transfer_id: str
     decision: Literal["approve", "reject"]  # type: ignore[assignment]
+
+
+class SettleTransfer(Command, tag="transfer.settle.v1"):
+    """An operator settles an asynchronous transfer (an external withdrawal in production)."""
+
+    transfer_id: str
+    outcome: Literal["completed", "failed"]
 
 
 # ---- compliance policy (from admin) ----
@@ -153,6 +173,24 @@ class GetPolicyStatus(Command, tag="policy.status.get.v1"):
     """What enable_live needs: approved production route and production cap."""
 
 
+class AddScreenedAddress(Command, tag="policy.screening.add.v1"):
+    """Operators screen an on-chain address: transfers to it are refused (contract 12.4)."""
+
+    chain: str
+    address: str
+    reason: str
+
+
+class RemoveScreenedAddress(Command, tag="policy.screening.remove.v1"):
+    chain: str
+    address: str
+
+
+class ListScreenedAddresses(Command, tag="policy.screening.list.v1"):
+    limit: int = 50
+    starting_after: str | None = None
+
+
 class ReleaseAllowance(Command, tag="policy.allowance.release.v1"):
     """From the ledger: a transfer compliance approved was refused or failed there, so its
     daily-cap allowance is given back (once; a redelivery finds nothing left to release)."""
@@ -166,6 +204,19 @@ class ReleaseAllowance(Command, tag="policy.allowance.release.v1"):
 class CreateWebhook(Command, tag="webhook.create.v1"):
     webhook_id: str
     endpoint_url: str
+    enabled_events: list[str] | None = None  # None: every delivered type
+
+
+class ListEvents(Command, tag="event.list.v1"):
+    """The tenant's events of this mode, newest first (contract 12.4), optionally one type."""
+
+    event_type: str | None = None
+    limit: int = 10
+    starting_after: str | None = None
+
+
+class GetEvent(Command, tag="event.get.v1"):
+    event_id: str
 
 
 class GetWebhook(Command, tag="webhook.get.v1"):
@@ -218,6 +269,9 @@ LedgerCommand = (
     | GetResource
     | ListResources
     | ReviewTransfer
+    | GetFeeBalances
+    | ListWalletTransactions
+    | SettleTransfer
 )
 ComplianceCommand = (
     CreateCustomer
@@ -232,6 +286,9 @@ ComplianceCommand = (
     | ListDecisions
     | GetPolicyStatus
     | ReleaseAllowance
+    | AddScreenedAddress
+    | RemoveScreenedAddress
+    | ListScreenedAddresses
 )
 WebhooksCommand = (
     CreateWebhook
@@ -243,6 +300,8 @@ WebhooksCommand = (
     | ReplayDeliveries
     | ListDeliveries
     | GetWebhookStatus
+    | ListEvents
+    | GetEvent
 )
 
 

@@ -75,6 +75,9 @@ EVENT_TYPES = [
     "payout.updated",
 ]
 
+#: What a webhook endpoint can receive (``enabled_events``) and ``GET /v1/events`` lists.
+DELIVERED_EVENT_TYPES = [*EVENT_TYPES, "webhook_endpoint.disabled"]
+
 
 class ControlEvent(msgspec.Struct, tag="control.v1", tag_field="type", kw_only=True):
     """An operator change other services must honour on their next request."""

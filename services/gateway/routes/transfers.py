@@ -6,6 +6,7 @@ from decimal import Decimal
 
 from common.contracts.commands import CreateTransfer, DeveloperFee
 from common.errors import invalid
+from common.fees import developer_fee_amount
 from common.ids import new_id
 from common.validation import bounded_decimal
 from gateway import rules
@@ -14,7 +15,8 @@ from gateway.routes.base import body_of, stamp
 from gateway.schemas import TransferCreate, TransferCreated
 
 
-def _fee(call: Call, p: TransferCreate, currency: str) -> DeveloperFee | None:
+def _fee(call: Call, p: TransferCreate, currency: str, amount: str) -> DeveloperFee | None:
+    """The fee's parts, checked; the fee they make must be below the amount (contract 12.4)."""
     if p.developer_fee is None:
         return None
     flat = p.developer_fee.flat_amount
@@ -26,6 +28,14 @@ def _fee(call: Call, p: TransferCreate, currency: str) -> DeveloperFee | None:
         percentage = bounded_decimal(
             "developer_fee.percentage", raw, places=4, low=Decimal(0), high=Decimal(100)
         )
+    fee = developer_fee_amount(
+        Decimal(amount),
+        Decimal(percentage) if percentage is not None else None,
+        Decimal(flat) if flat is not None else None,
+        rules.decimals_for(currency),
+    )
+    if fee >= Decimal(amount):
+        raise invalid("developer_fee", f"the developer fee ({fee}) must be less than the amount ({amount})")
     return DeveloperFee(percentage=percentage, flat_amount=flat)
 
 
@@ -45,33 +55,29 @@ def _builder(kind: str, prefix: str):  # type: ignore[no-untyped-def]
             amount=source.amount,
             currency=source.currency,
             idempotency_key=p.idempotency_key,
-            developer_fee=_fee(call, p, source.currency),
+            developer_fee=_fee(call, p, source.currency, source.amount),
         )
 
     return build
 
 
+def _create(kind: str, prefix: str, summary: str) -> Endpoint:
+    """``POST /v1/<kind>s``: decided by compliance first, then booked by the ledger."""
+    path, scope, build = f"/v1/{kind}s", f"{kind}s:write", _builder(kind, prefix)
+    return Endpoint(
+        "POST",
+        path,
+        scope,
+        build,
+        "compliance_commands",
+        summary,
+        TransferCreate,
+        TransferCreated,
+        status=201,
+    )
+
+
 ENDPOINTS = [
-    Endpoint(
-        "POST",
-        "/v1/transfers",
-        "transfers:write",
-        _builder("transfer", "tr"),
-        "compliance_commands",
-        summary="Move USDC or USDT between wallets the tenant owns",
-        request=TransferCreate,
-        response=TransferCreated,
-        status=201,
-    ),
-    Endpoint(
-        "POST",
-        "/v1/payouts",
-        "payouts:write",
-        _builder("payout", "po"),
-        "compliance_commands",
-        summary="Pay an approved external account (ACH, wire, SEPA, Faster Payments)",
-        request=TransferCreate,
-        response=TransferCreated,
-        status=201,
-    ),
+    _create("transfer", "tr", "Move USDC or USDT between wallets the tenant owns"),
+    _create("payout", "po", "Pay an approved external account (ACH, wire, SEPA, Faster Payments)"),
 ]

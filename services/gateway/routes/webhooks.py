@@ -14,7 +14,9 @@ TOPIC = "webhooks_commands"
 
 def build_create(call: Call) -> CreateWebhook:
     p = body_of(call, WebhookCreate)
-    return CreateWebhook(**stamp(call), webhook_id=new_id("wh"), endpoint_url=p.endpoint_url)
+    return CreateWebhook(
+        **stamp(call), webhook_id=new_id("wh"), endpoint_url=p.endpoint_url, enabled_events=p.enabled_events
+    )
 
 
 def build_get(call: Call) -> GetWebhook:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ARRAY, Integer, LargeBinary, and_, bindparam, exists, func, or_, select, update
+from sqlalchemy import ARRAY, Integer, LargeBinary, and_, any_, bindparam, exists, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -23,18 +23,68 @@ from webhooks.models import (
     endpoints,
     events,
 )
-from webhooks.repository.queue import *  # noqa: F403 - the queue half: one namespace for callers
+from webhooks.repository.outcomes import *  # noqa: F403 - the queue's halves: one namespace
+from webhooks.repository.queue import *  # noqa: F403
 from webhooks.repository.sql import FRESH, NEW_DELIVERY_ID, seconds, texts
 
 # ---- endpoints ----
 
 
+async def list_events(
+    session: AsyncSession,
+    tenant_id: str,
+    mode: str,
+    event_type: str | None,
+    limit: int,
+    starting_after: str | None,
+    kept_s: float,
+) -> Sequence[Any]:
+    """Events of one tenant and mode received within ``kept_s``, newest first (index
+    ``events_scope``)."""
+    stmt = select(events.c.event_id, events.c.body).where(
+        events.c.tenant_id == tenant_id,
+        events.c.mode == mode,
+        events.c.received_at > func.now() - seconds(kept_s),
+    )
+    if event_type is not None:
+        stmt = stmt.where(events.c.type == event_type)
+    if starting_after is not None:
+        stmt = stmt.where(events.c.event_id < starting_after)
+    return (await session.execute(stmt.order_by(events.c.event_id.desc()).limit(limit))).all()
+
+
+async def get_event(
+    session: AsyncSession, event_id: str, tenant_id: str, mode: str, kept_s: float
+) -> Any | None:
+    stmt = select(events.c.event_id, events.c.body).where(
+        events.c.event_id == event_id,
+        events.c.tenant_id == tenant_id,
+        events.c.mode == mode,
+        events.c.received_at > func.now() - seconds(kept_s),
+    )
+    return (await session.execute(stmt)).first()
+
+
 async def insert_endpoint(
-    session: AsyncSession, *, webhook_id: str, tenant_id: str, mode: str, url: str, secret_enc: bytes
+    session: AsyncSession,
+    *,
+    webhook_id: str,
+    tenant_id: str,
+    mode: str,
+    url: str,
+    secret_enc: bytes,
+    enabled_events: list[str] | None = None,
 ) -> WebhookEndpoint | None:
     stmt = (
         insert(WebhookEndpoint)
-        .values(id=webhook_id, tenant_id=tenant_id, mode=mode, url=url, secret_enc=secret_enc)
+        .values(
+            id=webhook_id,
+            tenant_id=tenant_id,
+            mode=mode,
+            url=url,
+            secret_enc=secret_enc,
+            enabled_events=enabled_events,
+        )
         .on_conflict_do_nothing(index_elements=["id"])
         .returning(WebhookEndpoint)
     )
@@ -79,14 +129,18 @@ async def _update_endpoint(session: AsyncSession, webhook_id: str, **values: Any
 
 
 async def rotate_secret(
-    session: AsyncSession, webhook_id: str, secret_enc: bytes, previous_enc: bytes, grace_s: float
+    session: AsyncSession,
+    webhook_id: str,
+    secret_enc: bytes,
+    retired_enc: list[bytes],
+    retired_until: list[datetime],
 ) -> WebhookEndpoint | None:
     return await _update_endpoint(
         session,
         webhook_id,
         secret_enc=secret_enc,
-        previous_secret_enc=previous_enc,
-        previous_expires_at=func.now() + seconds(grace_s),
+        retired_secrets_enc=retired_enc,
+        retired_until=retired_until,
     )
 
 
@@ -176,6 +230,7 @@ async def fan_out(session: AsyncSession, rows: list[dict[str, Any]], max_attempt
             endpoints.c.tenant_id == stored.c.tenant_id,
             endpoints.c.mode == stored.c.mode,
             endpoints.c.enabled,
+            or_(endpoints.c.enabled_events.is_(None), stored.c.type == any_(endpoints.c.enabled_events)),
         ),
     )
     stmt = (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import ARRAY, Float, Integer, Text, bindparam, literal_column
+from sqlalchemy import ARRAY, DateTime, Float, Integer, Text, bindparam, literal_column
 
 # A sortable id made in SQL (same shape as common.ids.new_id: ms timestamp + random hex).
 NEW_DELIVERY_ID = literal_column(
@@ -30,3 +30,7 @@ def seconds(value: float) -> timedelta:
 
 def floats(name: str) -> Any:
     return bindparam(name, type_=ARRAY(Float))
+
+
+def stamps(name: str) -> Any:
+    return bindparam(name, type_=ARRAY(DateTime(timezone=True)))

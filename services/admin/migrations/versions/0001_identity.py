@@ -1,15 +1,9 @@
-"""identity: tenants, api keys, audit log (owned by admin; read by the gateway)
-
-Revision ID: 0001
-Revises:
-"""
+"""identity: tenants, api keys, audit log (owned by admin; read by the gateway)"""
 
 from alembic import op
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

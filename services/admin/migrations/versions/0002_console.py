@@ -1,8 +1,4 @@
-"""identity: branding approval, an outbox for control events, list indexes
-
-Revision ID: 0002
-Revises: 0001
-"""
+"""identity: branding approval, an outbox for control events, list indexes"""
 
 from alembic import op
 
@@ -10,8 +6,6 @@ from common.db import outbox_ddl
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

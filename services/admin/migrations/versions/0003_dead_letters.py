@@ -1,16 +1,10 @@
-"""identity: dead letters kept for operators (list and redrive)
-
-Revision ID: 0003
-Revises: 0002
-"""
+"""identity: dead letters kept for operators (list and redrive)"""
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0003"
 down_revision = "0002"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,15 +1,9 @@
-"""compliance: decisions (also the inbox) and the party registry
-
-Revision ID: 0001
-Revises:
-"""
+"""compliance: decisions (also the inbox) and the party registry"""
 
 from alembic import op
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

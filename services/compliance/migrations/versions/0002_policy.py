@@ -1,15 +1,9 @@
-"""compliance: policy data (routes, caps, external accounts) and daily cap usage
-
-Revision ID: 0002
-Revises: 0001
-"""
+"""compliance: policy data (routes, caps, external accounts) and daily cap usage"""
 
 from alembic import op
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

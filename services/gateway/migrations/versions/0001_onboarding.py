@@ -1,15 +1,9 @@
-"""gateway: onboarding authorizations (signed, short-lived, single-use signup links)
-
-Revision ID: 0001
-Revises:
-"""
+"""gateway: onboarding authorizations (signed, short-lived, single-use signup links)"""
 
 from alembic import op
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,8 +1,4 @@
-"""ledger: customers, inbox, outbox
-
-Revision ID: 0001
-Revises:
-"""
+"""ledger: customers, inbox, outbox"""
 
 from alembic import op
 
@@ -10,8 +6,6 @@ from common.db import inbox_ddl, outbox_ddl
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,15 +1,9 @@
-"""ledger: wallets, virtual accounts, chart of accounts, journal, transfers, deposits
-
-Revision ID: 0002
-Revises: 0001
-"""
+"""ledger: wallets, virtual accounts, chart of accounts, journal, transfers, deposits"""
 
 from alembic import op
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 MONEY = "NUMERIC(38, 6)"
 

@@ -1,8 +1,4 @@
-"""webhooks: inbox
-
-Revision ID: 0001
-Revises:
-"""
+"""webhooks: inbox"""
 
 from alembic import op
 
@@ -10,8 +6,6 @@ from common.db import inbox_ddl
 
 revision = "0001"
 down_revision = None
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,15 +1,9 @@
-"""webhooks: endpoints, events, deliveries, attempts
-
-Revision ID: 0002
-Revises: 0001
-"""
+"""webhooks: endpoints, events, deliveries, attempts"""
 
 from alembic import op
 
 revision = "0002"
 down_revision = "0001"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,15 +1,9 @@
-"""webhooks: indexes for the retention sweep
-
-Revision ID: 0003
-Revises: 0002
-"""
+"""webhooks: indexes for the retention sweep"""
 
 from alembic import op
 
 revision = "0003"
 down_revision = "0002"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -4,17 +4,12 @@ The claim no longer ranks the whole backlog: it takes a few enabled endpoints wh
 ``next_due_at`` has come (index ``endpoints_due``), and for each walks its own due rows
 (``deliveries_endpoint_due``) after counting its leased rows (``deliveries_leased``, at most
 the in-flight limit of entries). ``deliveries_due`` served the old global scan only.
-
-Revision ID: 0004
-Revises: 0003
 """
 
 from alembic import op
 
 revision = "0004"
 down_revision = "0003"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,0 +1,14 @@
+"""The developer fee (contract 12.4), computed the same way where it is checked (gateway)
+and where it is charged (ledger)."""
+
+from __future__ import annotations
+
+from decimal import ROUND_DOWN, Decimal
+
+
+def developer_fee_amount(
+    amount: Decimal, percentage: Decimal | None, flat: Decimal | None, places: int
+) -> Decimal:
+    """``flat + amount * percentage / 100``, rounded down to the currency's ``places``."""
+    fee = (flat or Decimal(0)) + amount * (percentage or Decimal(0)) / 100
+    return fee.quantize(Decimal(1).scaleb(-places), rounding=ROUND_DOWN)

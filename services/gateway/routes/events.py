@@ -1,0 +1,46 @@
+"""The events API (contract 12.4): every event of the tenant and mode, as delivered to webhook
+endpoints, kept 30 days; partners reconcile missed webhooks with it."""
+
+from __future__ import annotations
+
+from common.contracts.commands import GetEvent, ListEvents
+from gateway.pipeline import Call, Endpoint
+from gateway.routes.base import path_id, query_of, stamp
+from gateway.schemas import EventEnvelope, EventListQuery
+
+SCOPE = "webhooks:write"
+TOPIC = "webhooks_commands"
+
+
+def build_list(call: Call) -> ListEvents:
+    q = query_of(call, EventListQuery)
+    return ListEvents(**stamp(call), event_type=q.type, limit=q.limit, starting_after=q.starting_after)
+
+
+def build_get(call: Call) -> GetEvent:
+    return GetEvent(**stamp(call), event_id=path_id(call, "event_id"))
+
+
+ENDPOINTS = [
+    Endpoint(
+        "GET",
+        "/v1/events",
+        SCOPE,
+        build_list,
+        TOPIC,
+        summary="List events, newest first (the same id and body as their webhook deliveries; "
+        "kept 30 days), optionally of one type",
+        response=EventEnvelope,
+        query=EventListQuery,
+        listing=True,
+    ),
+    Endpoint(
+        "GET",
+        "/v1/events/{event_id}",
+        SCOPE,
+        build_get,
+        TOPIC,
+        summary="Get one event: exactly the body its webhook deliveries carry",
+        response=EventEnvelope,
+    ),
+]

@@ -1,0 +1,382 @@
+"""All ledger SQL lives here (writes in this module, reads in ``reads``), built from the tables
+of ``ledger.models``. Functions take the
+session; the boundary owns the transaction.
+
+Reads return detached model instances (``Customer``, ``Wallet``, ``Transfer``...): typed,
+never tracked by the session, so nothing is flushed behind the code's back; every write is
+an explicit statement. Bulk writes take many rows in one statement (multi-row VALUES, or
+``unnest`` of one array per column for customers) or one pipelined ``executemany``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import (
+    bindparam,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    tuple_,
+    update,
+)
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from common.contracts.base import Mode
+from common.contracts.commands import CreateCustomer
+from ledger.models import (
+    Customer,
+    Transfer,
+    VirtualAccount,
+    Wallet,
+    accounts,
+    customers,
+    deposits,
+    journal_entries,
+    postings,
+    state_changes,
+    transfers,
+    virtual_accounts,
+    wallets,
+)
+from ledger.repository.base import all_of, one_of, scope
+from ledger.repository.reads import *  # noqa: F403 - reads, fee balances, statements: one namespace
+
+# ---- customers ----
+
+
+async def insert_customer(session: AsyncSession, cmd: CreateCustomer) -> datetime:
+    stmt = insert(customers).values(**_customer_values(cmd)).returning(customers.c.created_at)
+    created: datetime = (await session.execute(stmt)).scalar_one()
+    return created
+
+
+def _customer_values(c: CreateCustomer) -> dict[str, Any]:
+    return {
+        "id": c.customer_id,
+        "tenant_id": c.ctx.tenant_id,
+        "mode": c.ctx.mode,
+        "account_type": c.account_type,
+        "email": c.email,
+        "country_code": c.country_code,
+        "service_user_id": c.service_user_id,
+        "full_name": c.full_name,
+        "company_name": c.company_name,
+        "registration_number": c.registration_number,
+        "phone_e164": c.phone_e164,
+    }
+
+
+CUSTOMER_COLUMNS = [c.name for c in customers.c if c.name != "created_at"]
+# INSERT .. SELECT unnest(:id), unnest(:tenant_id), ...: one array per column, one statement
+# for a whole batch (the benchmark path), built from the table.
+INSERT_CUSTOMERS = insert(customers).from_select(
+    CUSTOMER_COLUMNS,
+    select(*(func.unnest(bindparam(name, type_=ARRAY(customers.c[name].type))) for name in CUSTOMER_COLUMNS)),
+)
+
+
+async def insert_customers(session: AsyncSession, cmds: list[CreateCustomer]) -> None:
+    """The batched form of :func:`insert_customer`: one statement for a whole batch."""
+    rows = [_customer_values(c) for c in cmds]
+    await session.execute(INSERT_CUSTOMERS, {name: [r[name] for r in rows] for name in CUSTOMER_COLUMNS})
+
+
+async def get_customer(
+    session: AsyncSession, tenant_id: str, mode: Mode, customer_id: str
+) -> Customer | None:
+    stmt = select(customers).where(customers.c.id == customer_id, scope(customers, tenant_id, mode))
+    return await one_of(session, Customer, stmt)
+
+
+# ---- wallets and their accounts ----
+
+
+async def insert_wallet(
+    session: AsyncSession,
+    *,
+    wallet_id: str,
+    tenant_id: str,
+    mode: Mode,
+    customer_id: str,
+    symbol: str,
+    chain: str,
+    address: str,
+) -> datetime:
+    """The wallet and its two accounts (``available`` and ``held``)."""
+    stmt = (
+        insert(wallets)
+        .values(
+            id=wallet_id,
+            tenant_id=tenant_id,
+            mode=mode,
+            customer_id=customer_id,
+            symbol=symbol,
+            chain=chain,
+            deposit_address=address,
+        )
+        .returning(wallets.c.created_at)
+    )
+    created: datetime = (await session.execute(stmt)).scalar_one()
+    await session.execute(
+        insert(accounts).values(
+            [
+                {
+                    "id": f"{wallet_id}.{kind}",
+                    "tenant_id": tenant_id,
+                    "mode": mode,
+                    "currency": symbol,
+                    "kind": kind,
+                    "wallet_id": wallet_id,
+                }
+                for kind in ("available", "held")
+            ]
+        )
+    )
+    return created
+
+
+async def get_wallet(session: AsyncSession, tenant_id: str, mode: Mode, wallet_id: str) -> Wallet | None:
+    return await one_of(
+        session, Wallet, select(wallets).where(wallets.c.id == wallet_id, scope(wallets, tenant_id, mode))
+    )
+
+
+async def wallet_by_address(session: AsyncSession, tenant_id: str, mode: Mode, address: str) -> Wallet | None:
+    stmt = select(wallets).where(wallets.c.deposit_address == address, scope(wallets, tenant_id, mode))
+    return await one_of(session, Wallet, stmt)
+
+
+async def wallets_for(
+    session: AsyncSession,
+    tenant_ids: Iterable[str],
+    ids: Iterable[str],
+    addresses: Iterable[str],
+    customer_ids: Iterable[str],
+) -> list[Wallet]:
+    """Every wallet a batch of transfers names (by id, deposit address or owning customer),
+    in one query; the caller scopes each by tenant and mode."""
+    keys = [
+        (wallets.c.id, sorted(set(ids))),
+        (wallets.c.deposit_address, sorted(set(addresses))),
+        (wallets.c.customer_id, sorted(set(customer_ids))),
+    ]
+    named = [col.in_(values) for col, values in keys if values]
+    if not named:
+        return []
+    stmt = select(wallets).where(wallets.c.tenant_id.in_(sorted(set(tenant_ids))), or_(*named))
+    return await all_of(session, Wallet, stmt.order_by(wallets.c.id))
+
+
+# ---- virtual accounts ----
+
+
+async def insert_virtual_account(
+    session: AsyncSession,
+    *,
+    va_id: str,
+    tenant_id: str,
+    mode: Mode,
+    customer_id: str,
+    currency: str,
+    wallet_id: str,
+    destination: dict[str, Any],
+    numbers: dict[str, Any],
+) -> datetime:
+    stmt = (
+        insert(virtual_accounts)
+        .values(
+            id=va_id,
+            tenant_id=tenant_id,
+            mode=mode,
+            customer_id=customer_id,
+            currency=currency,
+            wallet_id=wallet_id,
+            destination=destination,
+            **{k: numbers[k] for k in ("account_number", "routing_number", "iban", "bic", "bank_name")},
+        )
+        .returning(virtual_accounts.c.created_at)
+    )
+    created: datetime = (await session.execute(stmt)).scalar_one()
+    return created
+
+
+async def get_virtual_account(
+    session: AsyncSession, tenant_id: str, mode: Mode, va_id: str
+) -> VirtualAccount | None:
+    stmt = select(virtual_accounts).where(
+        virtual_accounts.c.id == va_id, scope(virtual_accounts, tenant_id, mode)
+    )
+    return await one_of(session, VirtualAccount, stmt)
+
+
+# ---- journal (see journal.Journal.apply for the order of these statements) ----
+
+
+async def ensure_external_accounts(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+    """Create the external accounts that do not exist yet, in id order, in one statement."""
+    if rows:
+        stmt = pg_insert(accounts).values(sorted(rows, key=lambda r: r["id"]))
+        await session.execute(stmt.on_conflict_do_nothing(index_elements=[accounts.c.id]))
+
+
+async def lock_accounts(session: AsyncSession, account_ids: Sequence[str]) -> dict[str, Decimal]:
+    """Lock the accounts and read their balances: ONE statement, rows locked in id order
+    (``ORDER BY`` sits below the row locking), the one global lock order of the ledger."""
+    if not account_ids:
+        return {}
+    stmt = (
+        select(accounts.c.id, accounts.c.balance)
+        .where(accounts.c.id.in_(sorted(account_ids)))
+        .order_by(accounts.c.id)
+        .with_for_update()
+    )
+    return {r.id: r.balance for r in await session.execute(stmt)}
+
+
+async def insert_entries(
+    session: AsyncSession, entries: Sequence[dict[str, Any]], entry_postings: Sequence[dict[str, Any]]
+) -> None:
+    """Journal entries and their postings, each in one pipelined ``executemany``."""
+    if entries:
+        await session.execute(insert(journal_entries), list(entries))
+        await session.execute(insert(postings), list(entry_postings))
+
+
+async def add_to_balances(session: AsyncSession, deltas: dict[str, Decimal]) -> None:
+    """Each (already locked) account moved once by its aggregated delta."""
+    rows = [{"account": a, "delta": d} for a, d in sorted(deltas.items()) if d]
+    if rows:
+        stmt = (
+            update(accounts)
+            .where(accounts.c.id == bindparam("account"))
+            .values(balance=accounts.c.balance + bindparam("delta"))
+        )
+        conn = await session.connection()  # Core executemany: one pipelined round trip
+        await conn.execute(stmt, rows)
+
+
+# ---- transfers and payouts ----
+
+
+async def transfers_by_idempotency_key(
+    session: AsyncSession, keys: Sequence[tuple[str, str, str]]
+) -> list[Transfer]:
+    """Transfers already recorded under any of these (tenant, mode, idempotency key)."""
+    if not keys:
+        return []
+    cols = tuple_(transfers.c.tenant_id, transfers.c.mode, transfers.c.idempotency_key)
+    return await all_of(session, Transfer, select(transfers).where(cols.in_(sorted(set(keys)))))
+
+
+async def insert_transfers(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> set[str]:
+    """Insert transfers in one statement; the ids inserted (a concurrent twin's idempotency
+    key makes its row conflict and be left out)."""
+    if not rows:
+        return set()
+    stmt = (
+        pg_insert(transfers)
+        .on_conflict_do_nothing(constraint="transfers_idempotency")
+        .returning(transfers.c.id)
+    )
+    ordered = sorted(rows, key=lambda r: (r["tenant_id"], r["mode"], r["idempotency_key"]))
+    return set((await session.execute(stmt, ordered)).scalars())
+
+
+async def delete_transfers(session: AsyncSession, transfer_ids: Sequence[str]) -> None:
+    """Take back rows inserted earlier in this transaction (transfers refused for funds)."""
+    if transfer_ids:
+        await session.execute(delete(transfers).where(transfers.c.id.in_(transfer_ids)))
+
+
+async def insert_state_changes(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
+    if rows:
+        await session.execute(insert(state_changes), list(rows))
+
+
+async def lock_transfer(
+    session: AsyncSession, transfer_id: str, tenant_id: str | None = None, mode: Mode | None = None
+) -> Transfer | None:
+    """The transfer row, locked for a state change; tenant and mode narrow it when given."""
+    stmt = select(transfers).where(transfers.c.id == transfer_id)
+    if tenant_id is not None:
+        stmt = stmt.where(transfers.c.tenant_id == tenant_id)
+    if mode is not None:
+        stmt = stmt.where(transfers.c.mode == mode)
+    return await one_of(session, Transfer, stmt.with_for_update())
+
+
+def _next_step(next_step_s: float | None) -> Any:
+    if next_step_s is None:
+        return None
+    return func.clock_timestamp() + func.make_interval(0, 0, 0, 0, 0, 0, next_step_s)
+
+
+async def set_state(
+    session: AsyncSession, transfer_id: str, state: str, previous: str, next_step_s: float | None
+) -> Transfer:
+    stmt = (
+        update(transfers)
+        .where(transfers.c.id == transfer_id)
+        .values(
+            state=state,
+            previous_state=previous,
+            updated_at=func.clock_timestamp(),
+            next_step_at=_next_step(next_step_s),
+        )
+        .returning(*transfers.c)
+    )
+    row = (await session.execute(stmt)).mappings().one()
+    return Transfer(**row)
+
+
+async def unschedule(session: AsyncSession, transfer_id: str) -> None:
+    await session.execute(update(transfers).where(transfers.c.id == transfer_id).values(next_step_at=None))
+
+
+async def record_state_change(
+    session: AsyncSession,
+    transfer_id: str,
+    from_state: str | None,
+    to_state: str,
+    cause: str,
+    request_id: str | None,
+) -> None:
+    await session.execute(
+        insert(state_changes).values(
+            transfer_id=transfer_id,
+            from_state=from_state,
+            to_state=to_state,
+            cause=cause,
+            request_id=request_id,
+        )
+    )
+
+
+async def due_transfers(session: AsyncSession, limit: int) -> list[Transfer]:
+    """Sandbox transfers whose next simulated step is due, locked; other instances skip them."""
+    stmt = (
+        select(transfers)
+        .where(transfers.c.next_step_at <= func.clock_timestamp(), transfers.c.mode == "sandbox")
+        .order_by(transfers.c.next_step_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    return await all_of(session, Transfer, stmt)
+
+
+# ---- deposits ----
+
+
+async def insert_deposit(session: AsyncSession, d: dict[str, Any]) -> datetime:
+    created: datetime = (
+        await session.execute(insert(deposits).values(**d).returning(deposits.c.created_at))
+    ).scalar_one()
+    return created

@@ -1,0 +1,297 @@
+"""Batches of transfers applied the TigerBeetle way (journal.Journal.apply).
+
+Unit: the in-memory check refuses exactly the movement that would overdraw, alone.
+Property (real PostgreSQL, real broker): random batches of book transfers (overdrafts, a hot
+wallet, reused idempotency keys, redelivered commands) applied by TWO LedgerRuntime objects
+at once, each with its own connection pool, never change the sum of all wallet accounts,
+never overdraw one, keep every balance equal to its postings, and never deadlock: no batch
+fails (``run_batch`` is called directly, so a deadlock would raise here) and the database's
+``pg_stat_database.deadlocks`` does not move.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from decimal import Decimal
+
+import asyncpg
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from common.broker import create_broker
+from common.contracts import Ctx, Result
+from common.contracts.commands import CreateTransfer, Party
+from common.db import create_engine, sessionmaker
+from common.ids import new_id
+from common.inbox import Inbox
+from common.outbox import Outbox
+from common.settings import Settings
+from common.topics import Topics
+from ledger import journal
+from ledger.effects import LedgerConfig
+from ledger.handlers import LedgerRuntime
+from tests.conftest import Stack
+from tests.support.db import pg_kwargs
+from tests.support.ledger import allow, deadlocks, ledger_invariants, open_kit
+
+D = Decimal
+N_WALLETS = 6
+FUNDS = D("50.00")
+
+
+# ---- unit: the in-memory check ----
+
+
+def _move(src: str, dst: str, amount: str) -> journal.Movement:
+    x = D(amount)
+    e = journal.entry(
+        tenant_id="t",
+        mode="sandbox",
+        kind="transfer_hold",
+        postings=[(f"{src}.available", "USDC", -x), (f"{dst}.available", "USDC", x)],
+    )
+    return journal.Movement([e], refusable_for=src)
+
+
+@pytest.mark.unit
+def test_an_overdraft_refuses_only_its_own_movement() -> None:
+    balances = {"a.available": D(10), "b.available": D(0)}
+    deltas: dict[str, Decimal] = defaultdict(Decimal)
+    moves = [_move("a", "b", "6"), _move("a", "b", "6"), _move("b", "a", "3"), _move("a", "b", "7")]
+    ok = [journal._try(m, balances, deltas) for m in moves]
+    # 10 - 6 = 4; 6 more would overdraw; b pays 3 back: 7; 7 fits exactly.
+    assert ok == [True, False, True, True]
+    assert balances == {"a.available": D(0), "b.available": D(10)}
+    assert deltas == {"a.available": D(-10), "b.available": D(10)}
+
+
+# ---- property: two runtimes, random batches ----
+
+
+@dataclass(frozen=True)
+class Op:
+    src: int
+    dst: int
+    cents: int
+    reuse_key_of: int | None = None  # an earlier op's idempotency key
+    redeliver: bool = False  # the same command twice (same command id)
+
+
+ops = st.builds(
+    Op,
+    src=st.one_of(st.just(0), st.just(0), st.integers(0, N_WALLETS - 1)),  # wallet 0 is hot
+    dst=st.integers(0, N_WALLETS - 1),
+    cents=st.integers(1, 3000),  # up to 30.00 against 50.00 per wallet: overdrafts happen
+    reuse_key_of=st.one_of(st.none(), st.none(), st.none(), st.integers(0, 40)),
+    redeliver=st.sampled_from([False, False, False, False, True]),
+)
+batches = st.lists(st.lists(ops, min_size=1, max_size=25), min_size=2, max_size=8)
+
+
+@asynccontextmanager
+async def two_runtimes(stack: Stack) -> AsyncIterator[list[LedgerRuntime]]:
+    settings_ = Settings(
+        kafka_bootstrap=stack.stores.kafka_bootstrap,
+        database_url=stack.stores.database_url,
+        instance_id=f"ledger-prop-{uuid.uuid4().hex[:8]}",
+    )
+    broker = create_broker(settings_, "ledger-prop")
+    await broker.start()
+    engines = [create_engine(stack.stores.database_url, 4) for _ in range(2)]
+    runtimes = [
+        LedgerRuntime(
+            settings_,
+            broker,
+            sessionmaker(e),
+            Outbox("ledger", broker, lazy_delete=True),
+            Inbox("ledger"),
+            Topics(settings_.topic_prefix),
+            cfg=LedgerConfig(settle_s=3600),
+        )
+        for e in engines
+    ]
+    try:
+        yield runtimes
+    finally:
+        for e in engines:
+            await e.dispose()
+        await broker.stop()
+
+
+def book(tenant_id: str, src: str, dst: str, amount: Decimal, key: str) -> CreateTransfer:
+    ctx = Ctx(request_id=new_id("req"), tenant_id=tenant_id, mode="sandbox", reply_to=None)
+    return CreateTransfer(
+        command_id=new_id("cmd"),
+        ctx=ctx,
+        decision=allow(),
+        transfer_id=new_id("tr"),
+        kind="transfer",
+        source=Party(
+            payment_rail="provider_wallet", currency="USDC", amount=str(amount), provider_wallet_id=src
+        ),
+        destination=Party(payment_rail="provider_wallet", currency="USDC", provider_wallet_id=dst),
+        amount=str(amount),
+        currency="USDC",
+        idempotency_key=key,
+    )
+
+
+async def run_example(
+    runtimes: list[LedgerRuntime],
+    db: asyncpg.Connection,
+    ids: list[str],
+    tenant_id: str,
+    plan: list[list[Op]],
+) -> None:
+    before = await db.fetch("SELECT id, balance FROM ledger.accounts WHERE wallet_id = ANY($1::text[])", ids)
+    total_before = sum(r["balance"] for r in before)
+    dl_before = await deadlocks(db)
+    cmds: list[CreateTransfer] = []
+    sent: list[list[CreateTransfer]] = []
+    for batch in plan:
+        out: list[CreateTransfer] = []
+        for op in batch:
+            dst = op.dst if op.dst != op.src else (op.src + 1) % N_WALLETS
+            key = uuid.uuid4().hex
+            if op.reuse_key_of is not None and op.reuse_key_of < len(cmds):
+                key = cmds[op.reuse_key_of].idempotency_key
+            cmd = book(tenant_id, ids[op.src], ids[dst], D(op.cents) / 100, key)
+            cmds.append(cmd)
+            out.append(cmd)
+            if op.redeliver:
+                out.append(cmd)
+        sent.append(out)
+
+    async def drive(runtime: LedgerRuntime, mine: list[list[CreateTransfer]]) -> None:
+        for b in mine:
+            await runtime.run_batch(b)  # raises on any database error, a deadlock included
+
+    # Batches alternate between the two runtimes, which run at the same time (a failure in
+    # one cancels the other, so nothing of this example runs on into the next).
+    async with asyncio.TaskGroup() as tg:
+        tg.create_task(drive(runtimes[0], sent[0::2]))
+        tg.create_task(drive(runtimes[1], sent[1::2]))
+    rows = await db.fetch(
+        "SELECT command_id, result FROM ledger.inbox WHERE command_id = ANY($1::text[])",
+        [c.command_id for c in cmds],
+    )
+    results = {r["command_id"]: msgspec.json.decode(r["result"], type=Result) for r in rows}
+    assert len(results) == len(cmds), "every command answered exactly once"
+    moved: dict[str, Decimal] = {i: D(0) for i in ids}
+    transfers = {
+        r["id"]: r
+        for r in await db.fetch(
+            "SELECT id, source_wallet_id, destination_wallet_id, amount, state, idempotency_key"
+            " FROM ledger.transfers WHERE tenant_id = $1 AND id = ANY($2::text[])",
+            tenant_id,
+            [c.transfer_id for c in cmds],
+        )
+    }
+    for t in transfers.values():
+        assert t["state"] == "completed"
+        moved[t["source_wallet_id"]] -= t["amount"]
+        moved[t["destination_wallet_id"]] += t["amount"]
+    for c in cmds:
+        r = results[c.command_id]
+        if r.error is None:
+            assert r.status == 201 and r.data["state"] == "completed"
+            assert r.data["transfer_id"] == c.transfer_id or c.transfer_id not in transfers
+        else:
+            assert r.error.details.get("reason") == "insufficient_funds" or r.status == 409, r.error
+            assert c.transfer_id not in transfers
+    after = {
+        r["id"]: r["balance"]
+        for r in await db.fetch(
+            "SELECT id, balance FROM ledger.accounts WHERE wallet_id = ANY($1::text[])", ids
+        )
+    }
+    assert sum(after.values()) == total_before, "money was created or destroyed"
+    assert all(b >= 0 for b in after.values()), after
+    start = {r["id"]: r["balance"] for r in before}
+    for w in ids:
+        assert after[journal.available(w)] == start[journal.available(w)] + moved[w]
+        assert after[journal.held(w)] == 0
+    keys = [t["idempotency_key"] for t in transfers.values()]
+    assert len(keys) == len(set(keys)), "an idempotency key paid twice"
+    await ledger_invariants(db, tenant_id)
+    assert await deadlocks(db) == dl_before, "PostgreSQL detected a deadlock"
+
+
+@pytest.mark.integration
+@pytest.mark.timeout(900)
+def test_two_runtimes_apply_random_batches_without_deadlock_or_lost_cents(stack: Stack) -> None:
+    loop = asyncio.new_event_loop()
+
+    async def setup() -> tuple[list[str], str]:
+        async with open_kit(stack) as kit:
+            ws = [await kit.funded_wallet(str(FUNDS)) for _ in range(N_WALLETS)]
+            return [w["wallet_id"] for w in ws], kit.tenant_id
+
+    ids, tenant_id = loop.run_until_complete(setup())
+    cm = two_runtimes(stack)
+    runtimes = loop.run_until_complete(cm.__aenter__())
+    db = loop.run_until_complete(asyncpg.connect(**pg_kwargs(stack.stores.database_url)))
+    try:
+
+        @settings(
+            max_examples=15,
+            deadline=None,
+            database=None,
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+        )
+        @given(plan=batches)
+        def check(plan: list[list[Op]]) -> None:
+            loop.run_until_complete(run_example(runtimes, db, ids, tenant_id, plan))
+
+        check()
+    finally:
+        loop.run_until_complete(db.close())
+        loop.run_until_complete(cm.__aexit__(None, None, None))
+        loop.close()
+
+
+@pytest.mark.integration
+async def test_queued_customers_are_inserted_in_one_statement(stack: Stack) -> None:
+    from common.contracts.commands import CreateCustomer
+
+    tenant_id = str(uuid.uuid4())
+    cmds = [
+        CreateCustomer(
+            command_id=new_id("cmd"),
+            ctx=Ctx(request_id=new_id("req"), tenant_id=tenant_id, mode="sandbox", reply_to=None),
+            decision=allow(),
+            customer_id=new_id("cus"),
+            account_type="business" if i % 2 else "individual",
+            email=f"c{i}@example.com",
+            country_code="DE",
+            service_user_id=f"u-{i}",
+            full_name=None if i % 2 else f"Person {i}",
+            company_name=f"Company {i}" if i % 2 else None,
+        )
+        for i in range(5)
+    ]
+    async with two_runtimes(stack) as runtimes:
+        await runtimes[0].run_batch(cmds)
+    db = await asyncpg.connect(**pg_kwargs(stack.stores.database_url))
+    try:
+        rows = await db.fetch(
+            "SELECT id, account_type, full_name, company_name, country_code FROM ledger.customers"
+            " WHERE tenant_id = $1 ORDER BY email",
+            tenant_id,
+        )
+        results = await db.fetch(
+            "SELECT result FROM ledger.inbox WHERE command_id = ANY($1::text[])", [c.command_id for c in cmds]
+        )
+    finally:
+        await db.close()
+    assert [r["id"] for r in rows] == [c.customer_id for c in cmds]
+    assert rows[1]["company_name"] == "Company 1" and rows[1]["full_name"] is None
+    assert {r["country_code"] for r in rows} == {"DE"}
+    assert sorted(msgspec.json.decode(r["result"])["status"] for r in results) == [201] * 5

@@ -1,0 +1,137 @@
+"""Load (issue 11): 3,000 book transfers among 20 wallets through the gateway, from 24
+concurrent clients, over the two gateways and the two ledger instances of the test stack;
+once uniform, once with half of them from one hot wallet.
+
+Asserts: every transfer completes, no cent is created or lost, PostgreSQL counts no deadlock
+(``pg_stat_database.deadlocks``), the ledger logs hold no ``deadlock detected`` and no batch
+fell back to one by one, and a throughput / p99 floor. Issue 11 targets >= 300 transfers/s and
+p99 <= 0.5 s; the floor asserted here is far below that, so that CI on a loaded 2-core
+machine stays reliable. The measured figures are printed and written to
+``tests/artifacts/ledger_load.json`` (services/ledger/README.md records them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import statistics
+import uuid
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import psutil
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.conftest import Stack, make_tenant
+from tests.support.db import pg_kwargs
+from tests.support.flows import funded
+from tests.support.ledger import deadlocks, ledger_invariants
+from tests.support.load import drive
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
+
+TRANSFERS = 3000
+WALLETS = 20
+CLIENTS = 24
+MIN_RATE = 10.0  # transfers/s asserted (target 300; 17 measured at load average 16)
+MAX_P99_S = 10.0  # asserted (target 0.5; 3.2 s measured at load average 16)
+ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "ledger_load.json"
+
+
+def cpu_seconds(stack: Stack) -> dict[str, float]:
+    """CPU time used so far by each service (instances summed), the broker, this test
+    process (the load generator) and the PostgreSQL backends serving the test database."""
+    out: dict[str, float] = {}
+
+    def add(name: str, pid: int | None = None, p: psutil.Process | None = None) -> None:
+        with contextlib.suppress(psutil.Error):  # a process another test stopped is skipped
+            t = (p or psutil.Process(pid)).cpu_times()
+            out[name] = out.get(name, 0.0) + t.user + t.system
+
+    for proc in stack.suite.procs:
+        add(proc.name, proc.popen.pid)
+    for broker in stack.stores.processes():
+        add("broker+redis", broker.pid)
+    add("load generator", p=psutil.Process())
+    db = make_url(stack.stores.database_url).database or ""
+    for p in psutil.process_iter(["name", "cmdline"]):
+        if (p.info["name"] or "").startswith("postgres") and db in " ".join(p.info["cmdline"] or []):
+            add("postgresql", p=p)
+    return out
+
+
+def ledger_logs(stack: Stack) -> str:
+    return "".join(p.log.read_text(errors="replace") for p in stack.ledgers)
+
+
+def percentile(xs: list[float], p: float) -> float:
+    return statistics.quantiles(xs, n=1000, method="inclusive")[int(p * 10) - 1]
+
+
+async def run_mix(stack: Stack, mix: str) -> dict[str, Any]:
+    t = make_tenant(stack, rate_limit=1_000_000)
+    ws = [funded(t, "10000.00" if i == 0 else "1000.00")["wallet_id"] for i in range(WALLETS)]
+    rng = random.Random(f"{mix}-11")
+    plan = []
+    for n in range(TRANSFERS):
+        src = ws[0] if mix == "hot" and n % 2 == 0 else rng.choice(ws)
+        dst = rng.choice([w for w in ws if w != src])
+        plan.append((src, dst, f"{rng.randint(1, 100) / 100:.2f}"))
+    db = await asyncpg.connect(**pg_kwargs(stack.stores.database_url))
+    try:
+        total = "SELECT sum(balance) FROM ledger.accounts WHERE wallet_id = ANY($1::text[])"
+        before, dl_before = await db.fetchval(total, ws), await deadlocks(db)
+        logs_before = len(ledger_logs(stack))
+        cpu_before = cpu_seconds(stack)
+        elapsed, latencies, answers, retried = await drive(t, plan, CLIENTS)
+        cpu_after = cpu_seconds(stack)
+        bad = [a for a in answers if a[0] != 201 or a[1]["data"]["state"] != "completed"]
+        assert not bad, bad[:5]
+        assert await db.fetchval(total, ws) == before
+        moved = await db.fetchval(
+            "SELECT count(*) FROM ledger.transfers WHERE tenant_id = $1 AND state = 'completed'", t.tenant_id
+        )
+        assert moved == TRANSFERS
+        await ledger_invariants(db, t.tenant_id)
+        assert await deadlocks(db) == dl_before, "PostgreSQL detected a deadlock"
+    finally:
+        await db.close()
+    new_logs = ledger_logs(stack)[logs_before:]
+    assert "deadlock detected" not in new_logs
+    assert "retrying one by one" not in new_logs
+    figures = {
+        "mix": mix,
+        "transfers": TRANSFERS,
+        "wallets": WALLETS,
+        "clients": CLIENTS,
+        "seconds": round(elapsed, 2),
+        "transfers_per_s": round(TRANSFERS / elapsed, 1),
+        "p50_ms": round(statistics.median(latencies) * 1000, 1),
+        "p99_ms": round(percentile(latencies, 99) * 1000, 1),
+        "max_ms": round(max(latencies) * 1000, 1),
+        "retried_requests": retried,
+        "sum_checked": str(Decimal(before)),
+        # CPU milliseconds per transfer, by process (PostgreSQL: this database's backends).
+        "cpu_ms_per_transfer": {
+            k: round(1000 * (cpu_after.get(k, 0.0) - v) / TRANSFERS, 2) for k, v in sorted(cpu_before.items())
+        },
+        "machine_load_avg_1m": round(os.getloadavg()[0], 1),
+        "cpus": os.cpu_count(),
+    }
+    print(f"\nledger-load {json.dumps(figures)}")
+    return figures
+
+
+def test_transfers_at_speed_through_two_gateways_and_two_ledgers(stack: Stack) -> None:
+    results = [asyncio.run(run_mix(stack, mix)) for mix in ("uniform", "hot")]
+    ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
+    ARTIFACT.write_text(json.dumps({"run": uuid.uuid4().hex[:8], "results": results}, indent=2))
+    for r in results:
+        assert r["transfers_per_s"] >= MIN_RATE, r
+        assert r["p99_ms"] <= MAX_P99_S * 1000, r

@@ -1,0 +1,148 @@
+"""The state machine: every (from, to) pair for transfers and payouts, decided by the one
+transition function against real rows, plus the pure table."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from decimal import Decimal
+
+import asyncpg
+import pytest
+from sqlalchemy import text
+
+from common.db import create_engine, sessionmaker
+from common.errors import ServiceError
+from ledger import journal
+from ledger import repository as repo
+from ledger.effects import LedgerConfig
+from ledger.journal import UnbalancedEntry
+from ledger.states import is_legal, simulated_next, transition
+from tests.conftest import Stack
+from tests.support.ledger import LedgerKit, allow, ledger_invariants, open_kit
+
+STATES = ["pending", "in_review", "processing", "completed", "failed", "rejected", "returned"]
+LEGAL = {
+    ("pending", "processing"),
+    ("processing", "completed"),
+    ("pending", "in_review"),
+    ("in_review", "processing"),
+    ("in_review", "rejected"),
+    ("processing", "failed"),
+}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("kind", ["transfer", "payout"])
+def test_transition_table_is_exactly_the_contract(kind: str) -> None:
+    allowed = LEGAL | ({("completed", "returned")} if kind == "payout" else set())
+    for frm, to in itertools.product(STATES, STATES):
+        assert is_legal(kind, frm, to) == ((frm, to) in allowed), (kind, frm, to)
+
+
+@pytest.mark.unit
+def test_simulator_steps_and_magic_amounts() -> None:
+    class T:
+        def __init__(self, state: str, amount: str, kind: str = "payout") -> None:
+            self.state, self.amount, self.kind = state, Decimal(amount), kind
+
+    assert simulated_next(T("pending", "1.00")) == "processing"
+    assert simulated_next(T("processing", "1.00")) == "completed"
+    assert simulated_next(T("processing", "3.51")) == "failed"
+    assert simulated_next(T("processing", "3.511")) == "completed"
+    assert simulated_next(T("completed", "3.52")) == "returned"
+    assert simulated_next(T("completed", "3.52", "transfer")) is None
+    assert simulated_next(T("completed", "3.00")) is None
+    for state in ("in_review", "failed", "rejected", "returned"):
+        assert simulated_next(T(state, "3.52")) is None
+
+
+@pytest.fixture
+async def kit(stack: Stack) -> AsyncIterator[LedgerKit]:
+    async with open_kit(stack) as k:
+        yield k
+
+
+@pytest.mark.integration
+async def test_every_pair_through_the_one_transition_function(kit: LedgerKit) -> None:
+    a, b = await kit.funded_wallet("100.00"), await kit.funded_wallet("0")
+    book = (await kit.send(kit.book_cmd(a["wallet_id"], b["wallet_id"], "5", decision=allow("review")))).data
+    payout = (await kit.send(kit.payout_cmd(a["wallet_id"], "7", decision=allow("review")))).data
+    assert book["state"] == payout["state"] == "in_review"
+    engine = create_engine(kit.stack.stores.database_url, 2)
+    sm = sessionmaker(engine)
+    cfg = LedgerConfig(settle_s=60)
+    checked = 0
+    try:
+        for tid, kind in ((book["transfer_id"], "transfer"), (payout["transfer_id"], "payout")):
+            for frm, to in itertools.product(STATES, STATES):
+                async with sm() as session, session.begin():
+                    # Put the row in ``frm`` (test-only, rolled back), funds held as at in_review.
+                    await session.execute(
+                        text("UPDATE ledger.transfers SET state = :s WHERE id = :id"), {"s": frm, "id": tid}
+                    )
+                    row = await repo.lock_transfer(session, tid, kit.tenant_id, kit.mode)
+                    if is_legal(kind, frm, to):
+                        new, event = await transition(session, row, to, cause="test", cfg=cfg)
+                        assert (new.state, new.previous_state) == (to, frm)
+                        assert event.data["state"] == to and event.data["previous_state"] == frm
+                        assert type(event).__name__ == (
+                            "PayoutUpdated" if kind == "payout" else "TransferUpdated"
+                        )
+                    else:
+                        with pytest.raises(ServiceError) as err:
+                            await transition(session, row, to, cause="test", cfg=cfg)
+                        assert err.value.details["reason"] == "illegal_transition"
+                        assert err.value.details["state"] == frm
+                    await session.rollback()
+                checked += 1
+    finally:
+        await engine.dispose()
+    assert checked == 2 * len(STATES) ** 2
+    assert await kit.state(book["transfer_id"]) == "in_review"
+    assert await kit.balances(a["wallet_id"]) == (Decimal(88), Decimal(12))
+    await ledger_invariants(kit.db, kit.tenant_id)
+
+
+@pytest.mark.unit
+def test_an_unbalanced_entry_is_never_written() -> None:
+    """An entry is checked when it is built, before anything can post it."""
+    with pytest.raises(UnbalancedEntry):
+        journal.entry(
+            tenant_id="t",
+            mode="sandbox",
+            kind="oops",
+            postings=[("a.available", "USDC", Decimal(1)), ("b.available", "USDC", Decimal(-2))],
+        )
+    with pytest.raises(UnbalancedEntry):  # balanced in total, not per currency
+        journal.entry(
+            tenant_id="t",
+            mode="sandbox",
+            kind="oops",
+            postings=[("a.available", "USDC", Decimal(1)), ("b.available", "EURC", Decimal(-1))],
+        )
+
+
+@pytest.mark.integration
+async def test_the_database_refuses_what_the_code_must_never_do(kit: LedgerKit) -> None:
+    """Defence in depth: unbalanced entries, edited postings and negative wallets are refused."""
+    a = await kit.funded_wallet("10.00")
+    acct = a["wallet_id"] + ".available"
+    with pytest.raises(asyncpg.RaiseError, match="does not balance"):
+        async with kit.db.transaction():
+            await kit.db.execute(
+                "INSERT INTO ledger.journal_entries (id, tenant_id, mode, kind)"
+                " VALUES ('je_bad', $1, 'sandbox', 'oops')",
+                kit.tenant_id,
+            )
+            await kit.db.execute(
+                "INSERT INTO ledger.postings (entry_id, account_id, currency, amount)"
+                " VALUES ('je_bad', $1, 'USDC', 5)",
+                acct,
+            )
+    with pytest.raises(asyncpg.RaiseError, match="append-only"):
+        await kit.db.execute("UPDATE ledger.postings SET amount = amount * 2 WHERE account_id = $1", acct)
+    with pytest.raises(asyncpg.CheckViolationError):
+        await kit.db.execute("UPDATE ledger.accounts SET balance = -1 WHERE id = $1", acct)
+    assert await kit.balances(a["wallet_id"]) == (Decimal("10.00"), Decimal(0))
+    await ledger_invariants(kit.db, kit.tenant_id)

@@ -1,0 +1,164 @@
+"""Contract 12.3, secrets: explicit settings, production refuses to start without them, and
+the key ring rotates without losing what it sealed (webhook secrets, idempotency answers)."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from standardwebhooks.webhooks import Webhook
+
+from common.keyring import KeyRing, KeyRingError, new_key_setting
+from common.settings import Settings
+from devstack.suite import ROOT, python_env
+from tests.conftest import Stack, customer_body, make_tenant
+from tests.support.webhooks import Receiver
+
+SECRETS = ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"]
+
+
+@pytest.mark.unit
+def test_key_ring_rotation_opens_old_ciphertexts_and_seals_with_the_first_key() -> None:
+    old = new_key_setting("old")
+    sealed_old = KeyRing.parse(old).seal(b"whsec_x", "secret:we_1")
+    rotated = KeyRing.parse(new_key_setting("new") + "," + old)
+    assert rotated.open(sealed_old, "secret:we_1") == b"whsec_x"
+    sealed_new = rotated.seal(b"whsec_y", "secret:we_1")
+    assert rotated.kid_of(sealed_new) == "new" and rotated.kid_of(sealed_old) == "old"
+    with pytest.raises(KeyRingError, match="not in the key ring"):
+        KeyRing.parse(old).open(sealed_new, "secret:we_1")  # the old ring alone cannot
+    with pytest.raises(KeyRingError):
+        rotated.open(sealed_old, "secret:we_2")  # bound to its context
+    tampered = bytearray(sealed_old)
+    tampered[-1] ^= 1
+    with pytest.raises(KeyRingError):
+        rotated.open(bytes(tampered), "secret:we_1")
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "setting",
+    ["nocolon", "k1:not-base64!!", "k1:" + base64.b64encode(b"short").decode(), "bad kid:" + "A" * 44],
+)
+def test_key_ring_refuses_malformed_settings_without_echoing_keys(setting: str) -> None:
+    with pytest.raises(KeyRingError) as err:
+        KeyRing.parse(setting)
+    assert setting.partition(":")[2][:8] not in str(err.value) or ":" not in setting
+
+
+@pytest.mark.unit
+def test_no_secret_is_derived_from_another() -> None:
+    s = Settings(admin_token="ops=" + "a" * 40)
+    assert not hasattr(s, "derived_secret")
+    assert s.jwt_key == b"" and s.onboarding_key == b""
+    assert s.missing_secrets() == SECRETS[1:]
+
+
+def _start_bare(service: str, extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in python_env({}).items() if not k.startswith("SLUICE_")}
+    env.update(extra)
+    return subprocess.run(
+        [sys.executable, "-m", service], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("service", ["gateway", "ledger"])  # every service loads settings alike
+def test_a_production_service_without_secrets_refuses_to_start(service: str) -> None:
+    done = _start_bare(service, {"SLUICE_ENV": "production"})
+    assert done.returncode != 0
+    for name in SECRETS:
+        assert name in done.stderr, done.stderr
+
+
+@pytest.mark.unit
+def test_production_names_only_what_is_missing_and_refuses_short_secrets() -> None:
+    done = _start_bare(
+        "gateway",
+        {
+            "SLUICE_ENV": "production",
+            "SLUICE_ADMIN_TOKEN": "ops=" + "x" * 40,
+            "SLUICE_JWT_SECRET": "short",
+        },
+    )
+    assert done.returncode != 0
+    assert "SLUICE_ONBOARDING_SECRET" in done.stderr and "SLUICE_ENCRYPTION_KEYS" in done.stderr
+    assert "SLUICE_ADMIN_TOKEN" not in done.stderr
+
+
+def _restart(stack: Stack, names: list[str]) -> None:
+    """Restart the webhooks service and both gateways with the stack's (rotated) settings."""
+    procs = []
+    if "webhooks" in names:
+        old = stack.procs["webhooks"]
+        stack.suite.stop_proc(old)
+        stack.procs["webhooks"] = stack.suite.start("webhooks", old.port)
+        procs.append(stack.procs["webhooks"])
+    if "gateway" in names:
+        for i, gw in enumerate(list(stack.gateways)):
+            stack.suite.stop_proc(gw)
+            stack.gateways[i] = stack.suite.start("gateway", gw.port, instance=f"gateway-{i}")
+            procs.append(stack.gateways[i])
+    stack.suite.wait_ready(procs, timeout=120)
+
+
+def _verify(secret: str, received: object) -> dict:
+    h = received.headers  # type: ignore[attr-defined]
+    return Webhook(secret).verify(
+        received.body,  # type: ignore[attr-defined]
+        {
+            "webhook-id": h["x-service-webhook-id"],
+            "webhook-timestamp": h["x-service-timestamp"],
+            "webhook-signature": h["x-service-signature"],
+        },
+    )
+
+
+@pytest.mark.integration
+def test_rotating_the_key_ring_keeps_webhook_secrets_and_idempotency_answers(stack: Stack) -> None:
+    tenant = make_tenant(stack)
+    receiver = Receiver().start()
+    try:
+        idem = "rotate-" + uuid.uuid4().hex
+        created = tenant.post("/v1/webhooks", {"endpoint_url": receiver.url}, idem=idem)
+        assert created.status_code == 201, created.text
+        secret = created.json()["data"]["signing_secret"]
+
+        old = stack.env["SLUICE_ENCRYPTION_KEYS"]
+        stack.env["SLUICE_ENCRYPTION_KEYS"] = new_key_setting("rot" + uuid.uuid4().hex[:6]) + "," + old
+        _restart(stack, ["webhooks", "gateway"])
+
+        # The saved answer (sealed under the old key) replays on both gateways.
+        for gw in (0, 1):
+            again = tenant.post("/v1/webhooks", {"endpoint_url": receiver.url}, idem=idem, gateway=gw)
+            assert again.status_code == 201, again.text
+            assert again.headers.get("x-idempotent-replay") == "true"
+            assert again.json()["data"]["signing_secret"] == secret
+        # The stored signing secret (sealed under the old key) still signs deliveries.
+        assert tenant.post("/v1/customers", customer_body()).status_code == 201
+        deadline = time.monotonic() + 30
+        while not receiver.received and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert receiver.received, "no delivery after the rotation"
+        assert _verify(secret, receiver.received[0])["type"] == "customer.created"
+    finally:
+        receiver.stop()
+
+
+@pytest.mark.unit
+def test_the_test_stack_runs_in_development_with_generated_secrets() -> None:
+    from tests.conftest import _base_env
+
+    class _S:
+        database_url = redis_url = kafka_bootstrap = ""
+
+    env = _base_env(_S())  # type: ignore[arg-type]
+    assert env["SLUICE_ENV"] == "development"
+    assert all(env.get(n) for n in SECRETS)
+    again = _base_env(_S())  # type: ignore[arg-type]
+    assert os.environ.get("SLUICE_JWT_SECRET") or env["SLUICE_JWT_SECRET"] != again["SLUICE_JWT_SECRET"]

@@ -1,0 +1,247 @@
+"""Durability and safety: a SIGKILLed service resumes its schedule, SSRF targets are refused
+at registration (by a process configured like production) and again at delivery."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from common.contracts.commands import CreateWebhook
+from common.db import create_engine, migrate, sessionmaker, transaction
+from common.ids import new_id
+from common.keyring import KeyRing
+from devstack.stores import create_database, drop_database, free_port
+from tests.conftest import Stack
+from tests.support.webhooks import (
+    Receiver,
+    attempts_of,
+    create_customer,
+    customer_created,
+    deliveries_of,
+    endpoint,
+    wait_delivery,
+    webhook_commands,
+)
+from webhooks import repository as repo
+from webhooks.delivery import Policy, Sender, _send
+from webhooks.service import fan_out
+from webhooks.signing import SecretBox
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test starts the stack
+
+
+async def test_sigkill_mid_schedule_then_restart_completes_once_per_attempt(stack: Stack) -> None:
+    async with endpoint(stack, Receiver(plan=[500, 500])) as (tenant, receiver, _, created):
+        webhook_id = created.data["webhook_id"]
+        await create_customer(tenant)
+        # Wait for the first failed attempt to be recorded, then kill the service while the
+        # next attempt is only a row in the schedule.
+        for _ in range(200):
+            rows = await deliveries_of(stack, webhook_id)
+            if rows and rows[0]["attempts"] >= 1 and rows[0]["lease_until"] is None:
+                break
+            await asyncio.sleep(0.05)
+        old = stack.procs["webhooks"]
+        stack.suite.stop_proc(old, signal.SIGKILL)
+        assert old.popen.returncode == -signal.SIGKILL
+        killed_at_attempts = (await deliveries_of(stack, webhook_id))[0]["attempts"]
+        assert killed_at_attempts < 3
+        await asyncio.sleep(1.5)  # the next attempt falls due while no worker runs
+        assert len(receiver.received) == killed_at_attempts
+
+        new = stack.suite.start("webhooks", old.port)
+        stack.procs["webhooks"] = new
+        await asyncio.to_thread(stack.suite.wait_ready, [new], 120)
+
+        rows = await wait_delivery(stack, webhook_id, "succeeded", timeout=30)
+        assert [(d["status"], d["attempts"], d["last_status_code"]) for d in rows] == [("succeeded", 3, 200)]
+        attempts = await attempts_of(stack, rows[0]["id"])
+        assert [(a["attempt"], a["status_code"]) for a in attempts] == [(1, 500), (2, 500), (3, 200)]
+        # Exactly one request per attempt reached the receiver, and one success.
+        await asyncio.sleep(1.0)
+        assert [r.answered for r in receiver.received] == [500, 500, 200]
+        event_ids = {r.headers["x-service-webhook-id"] for r in receiver.received}
+        assert len(event_ids) == 1
+
+
+@pytest.fixture
+def production_like_webhooks(stack: Stack):  # type: ignore[no-untyped-def]
+    """A webhooks process with private targets disallowed, on its own database and topics."""
+    prefix = "ssrf" + uuid.uuid4().hex[:8]
+    url = create_database(stack.stores.database_url, "sluice_wh_" + uuid.uuid4().hex[:10])
+    migrate("webhooks", url)
+    proc = stack.suite.start(
+        "webhooks",
+        free_port(),
+        {
+            "SLUICE_DATABASE_URL": url,
+            "SLUICE_TOPIC_PREFIX": prefix,
+            "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "false",
+        },
+        instance="webhooks-" + prefix,
+    )
+    try:
+        stack.suite.wait_ready([proc], timeout=120)
+        yield prefix
+    finally:
+        stack.suite.stop_proc(proc)
+        drop_database(url)
+
+
+async def test_private_targets_refused_at_registration(stack: Stack, production_like_webhooks: str) -> None:
+    cases = {
+        "http://example.com/hook": "https_required",
+        "http://127.0.0.1:9/hook": "https_required",
+        "https://127.0.0.1/hook": "private_target",
+        "https://localhost:8443/hook": "private_target",
+        "https://10.0.0.7/hook": "private_target",
+        "https://192.168.1.20/hook": "private_target",
+        "https://169.254.169.254/latest/meta-data/": "private_target",
+        "https://[::1]/hook": "private_target",
+        "https://[fd00:ec2::254]/": "private_target",
+        "ftp://example.com/": "invalid_url",
+    }
+    async with webhook_commands(stack, prefix=production_like_webhooks) as wh:
+        results = await asyncio.gather(
+            *(
+                wh.call(CreateWebhook, "tenant-ssrf", webhook_id=new_id("we"), endpoint_url=url)
+                for url in cases
+            )
+        )
+        for (url, reason), result in zip(cases.items(), results, strict=True):
+            assert result.status == 400, (url, result)
+            assert result.error is not None and result.error.code == "invalid_request"
+            assert result.error.details == {"field": "endpoint_url", "reason": reason}, url
+        accepted = await wh.call(
+            CreateWebhook, "tenant-ssrf", webhook_id=new_id("we"), endpoint_url="https://93.184.216.34/hook"
+        )
+        assert accepted.status == 201, accepted
+
+
+async def test_delivery_rechecks_the_target_and_connects_to_the_vetted_address() -> None:
+    receiver = Receiver().start()
+    try:
+        strict = Sender(Policy(schedule=(1,), jitter=0, timeout_s=5, disable_after_s=60, allow_private=False))
+        try:
+            # A target that became private after registration (DNS rebinding) is not contacted.
+            out = await strict.post(f"https://127.0.0.1:{receiver.port}/hook", b"{}", {})
+            assert (out.ok, out.status_code, out.error) == (False, None, "private_target")
+            out = await strict.post(f"https://localhost:{receiver.port}/hook", b"{}", {})
+            assert out.error == "private_target"
+        finally:
+            await strict.close()
+        assert receiver.received == []
+        local = Sender(Policy(schedule=(1,), jitter=0, timeout_s=5, disable_after_s=60, allow_private=True))
+        try:
+            out = await local.post(f"http://localhost:{receiver.port}/hook", b'{"a":1}', {"x-test": "1"})
+        finally:
+            await local.close()
+        assert out.ok and out.status_code == 200 and out.latency_ms >= 0
+        got = receiver.received[0]
+        # Connected to the resolved address; the name is kept in the Host header.
+        assert got.headers["host"] == f"localhost:{receiver.port}"
+        assert json.loads(got.body) == {"a": 1} and got.headers["content-type"] == "application/json"
+    finally:
+        receiver.stop()
+
+
+async def test_connection_refused_is_retried_within_the_attempt_then_fails() -> None:
+    port = free_port()
+    sender = Sender(Policy(schedule=(1,), jitter=0, timeout_s=5, disable_after_s=60, allow_private=True))
+    try:
+        out = await sender.post(f"http://127.0.0.1:{port}/hook", b"{}", {})
+    finally:
+        await sender.close()
+    assert not out.ok and out.status_code is None and out.error and out.error.startswith("connect_failed: ")
+    # tenacity waited between its three tries (0.2 s, then 0.4 s).
+    assert out.latency_ms >= 500
+
+
+@pytest.fixture
+async def engine(stack: Stack) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(stack.stores.database_url, 2)
+    yield engine
+    await engine.dispose()
+
+
+async def test_send_called_directly_skips_what_already_succeeded(stack: Stack, engine: AsyncEngine) -> None:
+    async with endpoint(stack) as (tenant, receiver, _, created):
+        webhook_id = created.data["webhook_id"]
+        await create_customer(tenant)
+        rows = await wait_delivery(stack, webhook_id, "succeeded")
+        assert len(receiver.received) == 1
+        box = SecretBox(KeyRing.parse(stack.env["SLUICE_ENCRYPTION_KEYS"]))
+        sender = Sender(Policy(schedule=(1,), jitter=0, timeout_s=5, disable_after_s=60, allow_private=True))
+        try:
+            async with transaction(sessionmaker(engine)) as session:
+                (row,) = await repo.load_claimed(session, [rows[0]["id"]])
+                assert row.status == "succeeded"
+                assert await _send(session, sender, box, row) is None
+        finally:
+            await sender.close()
+        assert len(receiver.received) == 1
+        assert [a["attempt"] for a in await attempts_of(stack, rows[0]["id"])] == [1]
+
+
+async def test_an_attempt_left_by_a_dead_worker_is_closed_and_taken_over(
+    stack: Stack, engine: AsyncEngine
+) -> None:
+    """A worker claims (lease 1 s) and dies before sending: the service takes the delivery over
+    when the lease expires, with the next attempt number; the lost attempt is marked."""
+    async with endpoint(stack) as (tenant, receiver, _, created):
+        webhook_id = created.data["webhook_id"]
+        event = customer_created(tenant.tenant_id, "cus_lease")
+        async with transaction(sessionmaker(engine)) as session:
+            (delivery_id,) = await fan_out(session, [event], max_attempts=4)
+            claimed = await repo.claim(session, [delivery_id], lease_s=1.0, worker="doomed")
+            assert [(r.id, r.attempts) for r in claimed] == [(delivery_id, 1)]
+        # ... and the doomed worker never sends nor records anything.
+        rows = await wait_delivery(stack, webhook_id, "succeeded", timeout=20)
+        assert [(d["status"], d["attempts"]) for d in rows] == [("succeeded", 2)]
+        attempts = await attempts_of(stack, delivery_id)
+        assert [(a["attempt"], a["worker"], a["status_code"]) for a in attempts] == [
+            (1, "doomed", None),
+            (2, attempts[1]["worker"], 200),
+        ]
+        assert attempts[0]["error"].startswith("interrupted") and attempts[1]["worker"] != "doomed"
+        assert len(receiver.for_event(event.event_id)) == 1
+
+
+async def test_an_outcome_recorded_after_its_lease_was_taken_over_is_kept_on_its_attempt(
+    stack: Stack, engine: AsyncEngine
+) -> None:
+    """A worker claims (lease 1 s) and is slow: the service takes the delivery over and
+    delivers it (attempt 2) while the attempt 1 is written as interrupted. The slow worker's
+    outcome then arrives: it lands on attempt 1 (it was sent after all) and moves nothing."""
+    async with endpoint(stack) as (tenant, receiver, _, created):
+        webhook_id = created.data["webhook_id"]
+        event = customer_created(tenant.tenant_id, "cus_late")
+        sm = sessionmaker(engine)
+        async with transaction(sm) as session:
+            (delivery_id,) = await fan_out(session, [event], max_attempts=4)
+            (slow,) = await repo.claim(session, [delivery_id], lease_s=1.0, worker="slowpoke")
+        assert (slow.attempts, slow.leased_by) == (1, "slowpoke")
+        await wait_delivery(stack, webhook_id, "succeeded", timeout=20)
+        before = await attempts_of(stack, delivery_id)
+        assert (before[0]["attempt"], before[0]["worker"], before[0]["status_code"]) == (1, "slowpoke", None)
+        assert before[0]["error"].startswith("interrupted"), before[0]
+        late = repo.Finished(
+            delivery_id, 1, webhook_id, "slowpoke", before[0]["started_at"], 503, 40, "http_503", False, 5.0
+        )
+        async with transaction(sm) as session:
+            moved, disabled = await repo.record_outcomes(session, [late], disable_after_s=432000)
+        assert (moved, disabled) == (0, [])
+        after = await attempts_of(stack, delivery_id)
+        assert [(a["attempt"], a["status_code"], a["error"]) for a in after] == [
+            (1, 503, "http_503"),
+            (2, 200, None),
+        ]
+        (row,) = await deliveries_of(stack, webhook_id)
+        assert (row["status"], row["attempts"], row["lease_until"]) == ("succeeded", 2, None)
+        assert len(receiver.for_event(event.event_id)) == 1

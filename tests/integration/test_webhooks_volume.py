@@ -1,0 +1,344 @@
+"""Webhooks at volume (issue 12), against the running stack: a claim whose cost does not grow
+with the backlog (20,000 pending, index scans), a backlog drained at speed to a fast local
+receiver, a dead endpoint with 10,000 pending beside a healthy one, and endpoint health (the
+disable notice to the tenant, the bulk replay of dead deliveries)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import statistics
+import time
+
+import pytest
+from sqlalchemy import text
+
+from common.contracts import encode
+from common.db import create_engine, sessionmaker
+from common.topics import Topics
+from devstack.stores import free_port
+from tests.conftest import Stack, make_tenant
+from tests.support.webhooks import (
+    Blackhole,
+    FastReceiver,
+    Receiver,
+    WebhookCommands,
+    connect_db,
+    create_customer,
+    customer_created,
+    disable_as_failing,
+    insert_backlog,
+    wait_delivery,
+    webhook_commands,
+)
+from webhooks.delivery import Policy, claim_due
+from webhooks.repository import queue
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test starts the stack
+
+POLICY = Policy(schedule=(1, 1, 1), jitter=0, timeout_s=15, disable_after_s=432000, allow_private=True)
+
+
+async def _claim_ms(
+    stack: Stack, webhook_id: str, expected: int, rounds: int = 15
+) -> tuple[list[float], list[str]]:
+    """Claim a batch of the endpoint ``rounds`` times, each in a transaction rolled back (the
+    service never sees the endpoint due); wall-clock milliseconds, and the EXPLAIN ANALYZE of
+    the claim's three statements."""
+    engine = create_engine(stack.stores.database_url, 2)
+    sm = sessionmaker(engine)
+    times: list[float] = []
+    plans: list[str] = []
+    try:
+        for i in range(rounds):
+            async with sm() as session:
+                await session.begin()
+                await session.execute(
+                    text("UPDATE webhooks.endpoints SET next_due_at = now() WHERE id = :id"),
+                    {"id": webhook_id},
+                )
+                started = time.perf_counter()
+                claimed = await claim_due(session, POLICY, "probe", 256)
+                times.append((time.perf_counter() - started) * 1000)
+                assert len(claimed) == expected
+                await session.rollback()
+                if i == 0:
+                    await session.begin()
+                    await session.execute(
+                        text("UPDATE webhooks.endpoints SET next_due_at = now() WHERE id = :id"),
+                        {"id": webhook_id},
+                    )
+                    plans = await queue.explain_claim(
+                        session, webhook_id, expected, POLICY.per_endpoint, POLICY.lease_s
+                    )
+                    await session.rollback()
+    finally:
+        await engine.dispose()
+    return times, plans
+
+
+def _executed_ms(plans: list[str]) -> float:
+    return sum(float(m) for p in plans for m in re.findall(r"Execution Time: ([\d.]+) ms", p))
+
+
+async def test_twenty_thousand_pending_claim_flat_and_drain_fast(stack: Stack) -> None:
+    tenant = make_tenant(stack)
+    receiver = FastReceiver().start()
+    try:
+        async with webhook_commands(stack) as wh:
+            big = (await wh.create(tenant.tenant_id, receiver.url)).data["webhook_id"]
+            small = (await wh.create(tenant.tenant_id, receiver.url + "?small", "production")).data[
+                "webhook_id"
+            ]
+        conn = await connect_db(stack)
+        try:
+            # The backlog is stored, but its endpoint is not due (next_due_at NULL) until released.
+            await insert_backlog(conn, tenant.tenant_id, big, 20_000)
+            await insert_backlog(conn, tenant.tenant_id, small, 10, mode="production")
+            await conn.execute(
+                "ANALYZE webhooks.deliveries; ANALYZE webhooks.endpoints; ANALYZE webhooks.events"
+            )
+            big_ms, plans = await _claim_ms(stack, big, POLICY.per_endpoint)
+            small_ms, small_plans = await _claim_ms(stack, small, 10)
+            big_db, small_db = _executed_ms(plans), _executed_ms(small_plans)
+            print(
+                f"\nclaim of {POLICY.per_endpoint} at 20,000 pending:"
+                f" database {big_db:.2f} ms (three statements),"
+            )
+            print(
+                f"  wall clock from the test: median {statistics.median(big_ms):.2f} ms,"
+                f" best {min(big_ms):.2f}"
+            )
+            print(f"claim at 10 pending: database {small_db:.2f} ms,")
+            print(f"  wall clock: median {statistics.median(small_ms):.2f} ms, best {min(small_ms):.2f}")
+            print("\n\n".join(plans))
+            lease = plans[1]
+            assert "Index Scan using deliveries_endpoint_due on deliveries" in lease, lease
+            assert "Index Scan using deliveries_pkey on deliveries" in lease, lease
+            for plan in plans:
+                assert "Seq Scan on deliveries" not in plan and "Seq Scan on events" not in plan, plan
+            # The claim's own cost, as the database spent it (the wall clock from this test
+            # process measures the shared machine as much as the claim: see the README).
+            assert big_db < 10, plans
+            # The same cost at 20,000 as at 10 pending (with room for a busy machine).
+            assert big_db < 3 * small_db + 3, (big_db, small_db)
+            assert statistics.median(big_ms) < 2 * statistics.median(small_ms) + 10, (big_ms, small_ms)
+
+            # Release the backlog to the service and time the drain.
+            released = time.time()
+            await conn.execute(
+                "UPDATE webhooks.endpoints SET next_due_at = now() WHERE id = ANY($1)", [big, small]
+            )
+            for _ in range(1320):  # 330 s
+                if len(receiver.arrived) >= 20_010:
+                    break
+                await asyncio.sleep(0.25)
+            arrived = sorted(receiver.arrived.values())
+            elapsed = (arrived[-1] if arrived else time.time()) - released
+            rate = len(arrived) / elapsed
+            print(f"drained {len(arrived)} in {elapsed:.1f} s: {rate:.0f} deliveries/s")
+            print(f"connections used: {len(receiver.connections)}")
+            assert len(arrived) == 20_010, f"only {len(arrived)} of 20,010 arrived in 330 s ({rate:.0f}/s)"
+            # Issue 12: >= 500/s. Measured 852-1,187/s on this 2-core machine with 32 in flight
+            # per endpoint (690-740/s at 16; 462/s at 16 in a CI run of the whole suite before
+            # attempts were written once and turns lingered): services/webhooks/README.md.
+            assert rate >= 500, f"{rate:.0f} deliveries/s"
+            await asyncio.sleep(1.0)
+            counts = dict(
+                await conn.fetch(
+                    "SELECT status, count(*) FROM webhooks.deliveries WHERE webhook_id = $1 GROUP BY 1", big
+                )
+            )
+            assert counts.get("succeeded", 0) >= 19_990 and "dead" not in counts, counts
+            # Keep-alive: far fewer connections than requests, at most the endpoint's bound at once.
+            assert len(receiver.connections) < 1000
+        finally:
+            await conn.close()
+    finally:
+        receiver.stop()
+
+
+PER_HOOK = 200
+
+
+async def test_two_instances_share_the_work_and_each_endpoints_limit(stack: Stack) -> None:
+    """A second webhooks process beside the first, 40 endpoints with 200 pending each (more
+    than one process's 256 in flight): both processes deliver, every delivery arrives, and no
+    endpoint ever holds more than its 32 requests at once (the limit counts leases across
+    workers)."""
+    tenant = make_tenant(stack)
+    receiver = FastReceiver(delay_s=0.02).start()  # 20 ms per answer: 32 in flight is real concurrency
+    second = stack.suite.start("webhooks", free_port(), instance="webhooks-second")
+    hooks: list[str] = []
+    try:
+        # Ready once its consumers joined their groups and its delivery worker runs.
+        stack.suite.wait_ready([second], timeout=120)
+        async with webhook_commands(stack) as wh:
+            for i in range(40):
+                hooks.append((await wh.create(tenant.tenant_id, f"{receiver.url}?e={i}")).data["webhook_id"])
+        conn = await connect_db(stack)
+        try:
+            for hook in hooks:
+                await insert_backlog(conn, tenant.tenant_id, hook, PER_HOOK)
+            released = time.monotonic()
+            await conn.execute("UPDATE webhooks.endpoints SET next_due_at = now() WHERE id = ANY($1)", hooks)
+            done = "SELECT count(*) FROM webhooks.deliveries WHERE webhook_id = ANY($1) AND status = $2"
+            for _ in range(900):  # 90 s
+                if await conn.fetchval(done, hooks, "succeeded") == 40 * PER_HOOK:
+                    break
+                await asyncio.sleep(0.1)
+            drained_s = time.monotonic() - released
+            workers = dict(
+                await conn.fetch(
+                    "SELECT a.worker, count(*) FROM webhooks.attempts a JOIN webhooks.deliveries d"
+                    " ON d.id = a.delivery_id WHERE d.webhook_id = ANY($1) GROUP BY 1",
+                    hooks,
+                )
+            )
+            failed = dict(
+                await conn.fetch(
+                    "SELECT a.error, count(*) FROM webhooks.attempts a JOIN webhooks.deliveries d"
+                    " ON d.id = a.delivery_id WHERE d.webhook_id = ANY($1) AND a.error IS NOT NULL"
+                    " GROUP BY 1",
+                    hooks,
+                )
+            )
+        finally:
+            await conn.close()
+    finally:
+        stack.suite.stop_proc(second)
+        receiver.stop()
+    most = max(receiver.max_in_flight.values())
+    print(f"\ntwo instances: attempts per worker {workers}; most in flight at one endpoint {most},")
+    print(f"  at all endpoints {receiver.peak}; drained in {drained_s:.1f} s")
+    assert sum(workers.values()) == 40 * PER_HOOK and len(receiver.arrived) == 40 * PER_HOOK, (
+        workers,
+        failed,
+    )
+    assert len(workers) == 2 and min(workers.values()) > 0, workers
+    assert len(receiver.max_in_flight) == 40 and most <= POLICY.per_endpoint, receiver.max_in_flight
+    assert receiver.peak > 256, receiver.peak  # beyond one process's cap: both sent at once
+
+
+async def _latencies(wh: WebhookCommands, receiver: FastReceiver, tenant_id: str, n: int) -> list[float]:
+    """Publish ``n`` events of the tenant at 10 per second; seconds from publish to arrival."""
+    sent_at: dict[str, float] = {}
+    topic = Topics().events
+    for i in range(n):
+        event = customer_created(tenant_id, f"cus_{i}")
+        sent_at[event.event_id] = time.time()
+        await wh.broker.publish(encode(event), topic=topic, key=tenant_id.encode())
+        await asyncio.sleep(0.1)
+    for _ in range(200):  # 20 s
+        if set(sent_at) <= set(receiver.arrived):
+            break
+        await asyncio.sleep(0.1)
+    latencies = sorted(receiver.arrived[e] - t for e, t in sent_at.items() if e in receiver.arrived)
+    assert len(latencies) == len(sent_at), f"{len(sent_at) - len(latencies)} never arrived"
+    return latencies
+
+
+def _p99(latencies: list[float]) -> float:
+    return latencies[int(0.99 * (len(latencies) - 1))]
+
+
+async def test_a_dead_endpoint_with_ten_thousand_pending_does_not_delay_a_healthy_one(stack: Stack) -> None:
+    down_tenant, healthy_tenant = make_tenant(stack), make_tenant(stack)
+    blackhole = Blackhole().start()  # accepts, never answers: every attempt runs into the timeout
+    receiver = FastReceiver().start()
+    try:
+        async with webhook_commands(stack) as wh:
+            down = (await wh.create(down_tenant.tenant_id, blackhole.url)).data["webhook_id"]
+            await wh.create(healthy_tenant.tenant_id, receiver.url)
+            # The healthy endpoint's latency alone first (Kafka, fan-out, claim, send).
+            alone = await _latencies(wh, receiver, healthy_tenant.tenant_id, 50)
+            conn = await connect_db(stack)
+            try:
+                await insert_backlog(conn, down_tenant.tenant_id, down, 10_000)
+                await conn.execute("UPDATE webhooks.endpoints SET next_due_at = now() WHERE id = $1", down)
+            finally:
+                await conn.close()
+            await asyncio.sleep(2.0)  # the service is now holding the dead endpoint's connections
+            beside = await _latencies(wh, receiver, healthy_tenant.tenant_id, 150)  # 15 s
+        print(
+            f"\nhealthy endpoint alone: p50 {statistics.median(alone):.3f} s, p99 {_p99(alone):.3f} s;"
+            f" beside a dead one with 10,000 pending: p50 {statistics.median(beside):.3f} s,"
+            f" p99 {_p99(beside):.3f} s; connections the dead one got: {blackhole.accepted}"
+        )
+        # Issue 12: under 2 s (measured 0.03 s alone, 0.05 s beside the dead one).
+        assert _p99(beside) < 2.0, (alone[-5:], beside[-5:])
+        # The dead endpoint held its bounded share, not the workers: 32 connections at most
+        # at first, then one at a time once it is known to be failing.
+        assert 0 < blackhole.accepted <= POLICY.per_endpoint + 4, blackhole.accepted
+    finally:
+        receiver.stop()
+        blackhole.stop()
+
+
+async def test_disabled_endpoint_is_told_to_the_tenant_and_dead_deliveries_replay_in_bulk(
+    stack: Stack,
+) -> None:
+    tenant = make_tenant(stack)
+    failing, watcher = Receiver(default=500).start(), Receiver().start()
+    try:
+        async with webhook_commands(stack) as wh:
+            bad = (await wh.create(tenant.tenant_id, failing.url)).data["webhook_id"]
+            good = (await wh.create(tenant.tenant_id, watcher.url)).data["webhook_id"]
+            for _ in range(3):
+                await create_customer(tenant)
+            await failing.wait_for(3)
+            rows, endpoint = await disable_as_failing(stack, bad, timeout=30, count=3)
+            assert [r["status"] for r in rows] == ["dead"] * 3
+            assert endpoint["enabled"] is False and endpoint["disabled_reason"] == "failing_without_success"
+
+            # The tenant hears of it on its other endpoint, with the reason.
+            deadline = time.monotonic() + 30
+            notice = None
+            while notice is None and time.monotonic() < deadline:
+                for r in list(watcher.received):
+                    body = json.loads(r.body)
+                    if body["type"] == "webhook_endpoint.disabled":
+                        notice = body
+                await asyncio.sleep(0.1)
+            assert notice is not None, "no webhook_endpoint.disabled event reached the tenant"
+            assert (
+                notice["data"]["webhook_id"] == bad and notice["data"]["reason"] == "failing_without_success"
+            )
+            assert notice["data"]["endpoint_url"] == failing.url and notice["data"]["disabled_at"].endswith(
+                "Z"
+            )
+            assert await wait_delivery(stack, good, "succeeded", count=4)
+
+        # Bulk replay: refused while disabled; after enabling, every dead delivery once.
+        refused = await asyncio.to_thread(stack.admin_call, "replay_deliveries", webhook_id=bad)
+        assert refused.status_code == 400, refused.text
+        assert refused.json()["error"]["details"]["reason"] == "endpoint_disabled"
+        bad_since = await asyncio.to_thread(
+            stack.admin_call, "replay_deliveries", webhook_id=bad, since="yesterday"
+        )
+        assert bad_since.status_code == 400 and bad_since.json()["error"]["details"]["field"] == "since"
+        enabled = await asyncio.to_thread(stack.admin_call, "enable_webhook", webhook_id=bad)
+        assert enabled.status_code == 200, enabled.text
+        failing.default = 200
+        future = await asyncio.to_thread(
+            stack.admin_call, "replay_deliveries", webhook_id=bad, since="2999-01-01T00:00:00Z"
+        )
+        assert future.status_code == 200 and future.json()["data"] == {"webhook_id": bad, "replayed": 0}
+        replayed = await asyncio.to_thread(
+            stack.admin_call, "replay_deliveries", webhook_id=bad, since="2000-01-01T00:00:00Z"
+        )
+        assert replayed.status_code == 200, replayed.text
+        assert replayed.json()["data"] == {"webhook_id": bad, "replayed": 3}
+        again = await asyncio.to_thread(stack.admin_call, "replay_deliveries", webhook_id=bad)
+        assert again.json()["data"]["replayed"] == 0  # nothing is dead any more
+        rows = await wait_delivery(stack, bad, "succeeded", timeout=30, count=3)
+        assert sorted(r["status"] for r in rows) == ["succeeded"] * 3
+        other = make_tenant(stack)
+        scoped = await asyncio.to_thread(
+            stack.admin_call, "replay_deliveries", webhook_id=bad, tenant_id=other.tenant_id
+        )
+        assert scoped.status_code == 404, scoped.text
+    finally:
+        failing.stop()
+        watcher.stop()

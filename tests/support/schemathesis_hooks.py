@@ -1,0 +1,50 @@
+"""Schemathesis hooks (``SCHEMATHESIS_HOOKS=tests.support.schemathesis_hooks``) for the two gateway rules
+that depend on more than the request body, both written in the operation's description:
+
+- transfers and payouts: the body's ``idempotency_key`` equals the ``Idempotency-Key`` header;
+- webhooks: the endpoint's host must resolve (DNS), which no schema can promise.
+
+A case is only touched where the values involved are already valid, so a negative case stays
+negative and a positive one stays positive.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import schemathesis
+
+_KEY = re.compile(r"^[\x20-\x7e]{8,256}$")
+_URI = re.compile(r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s/?#@]+(/[^\s]*)?$")
+# A host that resolves in any test environment; the stack allows private webhook targets.
+RESOLVABLE = "localhost"
+
+
+@schemathesis.hook
+def map_case(context: Any, case: Any) -> Any:
+    path, body, headers = case.operation.path, case.body, case.headers or {}
+    if not isinstance(body, dict):
+        return case
+    if path in ("/v1/transfers", "/v1/payouts"):
+        header = next((v for k, v in headers.items() if k.lower() == "idempotency-key"), None)
+        sent = body.get("idempotency_key")
+        # The server sees the header without surrounding whitespace (HTTP strips it).
+        header = header.strip(" \t") if isinstance(header, str) else None
+        if header and isinstance(sent, str) and _KEY.match(header) and _KEY.match(sent):
+            body["idempotency_key"] = header
+    elif path == "/v1/webhooks":
+        url = body.get("endpoint_url")
+        if isinstance(url, str) and _URI.match(url) and len(url) <= 2048:
+            parts = urlsplit(url)
+            port = f":{parts.port}" if _has_port(parts.netloc) else ""
+            body["endpoint_url"] = urlunsplit(parts._replace(netloc=RESOLVABLE + port))
+    return case
+
+
+def _has_port(netloc: str) -> bool:
+    try:
+        return urlsplit("//" + netloc).port is not None
+    except ValueError:
+        return False

@@ -148,10 +148,17 @@ hostile_text = st.sampled_from(
         "{{7*7}}",
     ]
 )
+
+
+def _sendable(v: str) -> bool:
+    """What an HTTP/1.1 client can put in a header at all (h11 refuses the rest before it
+    leaves): visible ASCII, inner spaces only."""
+    return v == v.strip() and all(0x20 <= ord(c) < 0x7F for c in v)
+
+
 header_value = st.one_of(
-    hostile_text.filter(lambda v: v.isascii() and "\u0000" not in v),
-    st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=60),
-)
+    hostile_text, st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=60)
+).filter(_sendable)
 
 
 @FUZZ
@@ -170,7 +177,7 @@ header_value = st.one_of(
             "application/x-www-form-urlencoded",
         ]
     ),
-    route=st.none() | hostile_text,
+    route=st.none() | hostile_text.filter(_sendable),
 )
 def test_arbitrary_json_and_headers(
     stack: Stack,

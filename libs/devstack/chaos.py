@@ -296,7 +296,8 @@ class Scenario:
         log(
             f"webhooks: {receiver.deliveries} deliveries, {sum(receiver.created.values())} "
             f"transfer.created for {len(receiver.created)} transfers; the last delivery came "
-            f"{quiet:.1f} s before the audit"
+            f"{quiet:.1f} s before the audit; "
+            f"{sum(len(i) for i in receiver.ids.values())} distinct webhook ids among them"
             + (" (still arriving: late, not necessarily lost)" if quiet < 5 else "")
         )
         line = (

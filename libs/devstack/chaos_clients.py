@@ -156,11 +156,15 @@ async def run_clients(
 
 
 class Receiver:
-    """A webhook endpoint in a thread: counts ``transfer.created`` deliveries by transfer id."""
+    """A webhook endpoint in a thread: counts ``transfer.created`` deliveries by transfer id,
+    and the distinct event ids among them (``x-service-webhook-id``, the same on every
+    attempt): a second delivery with the same id is a redelivery (at least once); a second id
+    for one transfer would be a second event."""
 
     def __init__(self, port: int) -> None:
         self.port = port
         self.created: Counter[str] = Counter()
+        self.ids: dict[str, set[str]] = {}
         self.deliveries = 0
         self.last_at = 0.0  # time.monotonic() of the latest delivery
         self._lock = threading.Lock()
@@ -177,7 +181,9 @@ class Receiver:
                     receiver.deliveries += 1
                     receiver.last_at = time.monotonic()
                     if ev.get("type") == "transfer.created":
-                        receiver.created[str(ev.get("data", {}).get("transfer_id"))] += 1
+                        tid = str(ev.get("data", {}).get("transfer_id"))
+                        receiver.created[tid] += 1
+                        receiver.ids.setdefault(tid, set()).add(self.headers.get("x-service-webhook-id", ""))
                 self.send_response(200)
                 self.send_header("Content-Length", "2")
                 self.end_headers()

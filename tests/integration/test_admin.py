@@ -276,7 +276,7 @@ def test_issue_access_token_signs_a_short_lived_jwt(stack: Stack) -> None:
     assert claims["scopes"] == ["customers:write"]
     assert 590 <= claims["exp"] - claims["iat"] <= 600 and claims["jti"]
     with pytest.raises(jwt.InvalidTokenError):
-        verify_access_token(b"another-secret", "sluice", d["access_token"])
+        verify_access_token(b"another-secret-of-at-least-32-bytes", "sluice", d["access_token"])
     assert d["access_token"] not in str(_audit(stack, r.headers["x-request-id"]))
     err = admin_error(
         stack, "issue_access_token", 400, tenant_id=tid, mode="sandbox", scopes=[], ttl_seconds=7200

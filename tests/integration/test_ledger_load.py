@@ -1,4 +1,5 @@
-"""Load (issue 11): 3,000 book transfers among 20 wallets through the gateway, from 24
+"""Load (issue 11): 1,500 book transfers (``SLUICE_LEDGER_LOAD_TRANSFERS``; 3,000 before the
+suite's run neared 20 minutes) among 20 wallets through the gateway, from 24
 concurrent clients, over the two gateways and the two ledger instances of the test stack;
 once uniform, once with half of them from one hot wallet.
 
@@ -36,7 +37,7 @@ from tests.support.load import drive
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 
-TRANSFERS = 3000
+TRANSFERS = int(os.environ.get("SLUICE_LEDGER_LOAD_TRANSFERS", "1500"))  # per mix
 WALLETS = 20
 CLIENTS = 24
 MIN_RATE = 10.0  # transfers/s asserted (target 300; 17 measured at load average 16)

@@ -295,10 +295,9 @@ class Scenario:
         quiet = time.monotonic() - receiver.last_at if receiver.last_at else float("inf")
         log(
             f"webhooks: {receiver.deliveries} deliveries, {sum(receiver.created.values())} "
-            f"transfer.created for {len(receiver.created)} transfers; the last delivery came "
-            f"{quiet:.1f} s before the audit; "
-            f"{sum(len(i) for i in receiver.ids.values())} distinct webhook ids among them"
-            + (" (still arriving: late, not necessarily lost)" if quiet < 5 else "")
+            f"transfer.created ({sum(len(i) for i in receiver.ids.values())} distinct event ids) "
+            f"for {len(receiver.created)} transfers; the last delivery came {quiet:.1f} s before "
+            "the audit" + (" (still arriving: late, not necessarily lost)" if quiet < 5 else "")
         )
         line = (
             f"chaos: transfers {len(p.bookings)} lost {len(lost)} duplicated {duplicated} undecided "

@@ -9,6 +9,7 @@ cancelled at shutdown commits nothing (``AckPolicy.ACK`` would commit even on er
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -36,11 +37,28 @@ from common.tracing import publish
 log = logging.getLogger(__name__)
 
 
+class Broker(KafkaBroker):
+    """FastStream's Kafka broker, starting its subscribers at once.
+
+    aiokafka's ``consumer.start()`` returns once its group is joined (3-5 s on Tansu; a
+    rebalance on Kafka), and FastStream's ``BrokerUsecase.start`` starts the subscribers one
+    after another: a service with two groups was ready 10 s after its start, and every
+    restart (a deploy, a crash) kept it out that long. This is that method with the
+    subscribers started together; the publishers still start after them."""
+
+    async def start(self) -> None:
+        await self.connect()
+        await asyncio.gather(*(sub.start() for sub in self.subscribers))
+        for pub in self.publishers:
+            await pub.start()
+        self.running = True
+
+
 def create_broker(settings: Settings, client_id: str) -> KafkaBroker:
     """The service's broker, with FastStream's Prometheus middleware (messages received,
     processed, failed and published per topic, with durations) and its OpenTelemetry
     middleware (W3C ``traceparent`` in the Kafka headers, spans per publish and consume)."""
-    return KafkaBroker(
+    return Broker(
         settings.kafka_bootstrap,
         client_id=client_id,
         middlewares=[

@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 export PYTHONPATH := $(CURDIR)/libs:$(CURDIR)/services
 export UV_LINK_MODE := copy
 
-.PHONY: setup run migrate test lint bench bench-short chaos chaos-short browser fmt wrk
+.PHONY: setup run migrate test lint bench bench-short profile chaos chaos-short browser fmt wrk
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
@@ -50,6 +50,11 @@ bench: setup wrk
 bench-short: setup wrk
 	@BENCH_WALLETS=$${BENCH_WALLETS:-300} BENCH_DURATION_S=$${BENCH_DURATION_S:-4} \
 		$(UV) run --frozen python -m devstack.bench
+
+# py-spy profiles of every service under the transfers load: flame graphs and a top-frames
+# table in .sluice/profile (PROFILE_WALLETS 300, PROFILE_DURATION_S 20 are settable).
+profile: setup wrk
+	@$(UV) run --frozen python -m devstack.profile
 
 # The fault scenario of issue 10 (devstack.chaos): 1,000 transfers, every fault; exit 1 unless clean.
 chaos: setup

@@ -19,6 +19,7 @@ from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from common.errors import ErrorCode, ServiceError, envelope
 from common.ids import new_id
 from common.logging import request_id_var
+from common.tracing import exporting, start_request
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +33,15 @@ def request_id_middleware(app: ASGIApp) -> ASGIApp:
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
-        rid = None
+        rid = traceparent = None
         for k, v in scope["headers"]:
-            if k == b"x-request-id":
+            if k == b"x-request-id" and rid is None:
                 cand = v.decode("latin-1")
                 rid = cand if _SAFE_RID.match(cand) else None
-                break
+            elif k == b"traceparent":
+                traceparent = v.decode("latin-1")
         rid = rid or new_id("req")
+        start_request(rid, traceparent)  # the trace the request's messages carry (no span made)
         scope.setdefault("state", {})["request_id"] = rid
         token = request_id_var.set(rid)
 
@@ -214,7 +217,7 @@ def http_app(
         route_handlers=[*handlers, *health_routes(service), PrometheusController, *openapi_routes(document)],
         lifespan=[lifespan],
         middleware=[http_metrics(service)],
-        plugins=[http_tracing(service)],
+        plugins=[http_tracing(service)] if exporting() else [],
         exception_handlers=EXCEPTION_HANDLERS,
         request_max_body_size=settings.max_body_bytes,
         openapi_config=None,  # each service serves its own document (openapi_routes)

@@ -34,6 +34,11 @@ CONSUMER_LAG = Gauge(
     "Messages behind the partition's high watermark, as of the last fetch",
     ["consumer", "topic", "partition"],
 )
+PRODUCED = Counter(
+    "sluice_kafka_produced_total",
+    "Records produced straight through aiokafka (the hot path when spans are not exported)",
+    ["topic"],
+)
 DEAD_LETTERS = Counter("sluice_dead_letters_total", "Messages dead-lettered", ["service", "topic"])
 OUTBOX_BACKLOG = Gauge("sluice_outbox_backlog", "Outbox rows not yet published", ["schema"])
 TASK_RESTARTS = Counter("sluice_task_restarts_total", "Background task crashes (restarted)", ["task"])

@@ -23,9 +23,10 @@ from pathlib import Path
 import httpx
 
 from devstack import bench_transfers, plot
+from devstack.benchstack import bench_stack, pg_settings
 from devstack.measure import cpu_report, cpu_seconds, cpu_times, peak_rss_mb, run_load, steal_pct, wait_ready
-from devstack.stores import Stores, free_port
-from devstack.suite import ROOT, Proc, Suite, ephemeral_secrets, migrate, python_env
+from devstack.stores import free_port
+from devstack.suite import ROOT, Proc, python_env
 
 DURATION = float(os.environ.get("BENCH_DURATION_S", "10"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "64"))
@@ -48,7 +49,7 @@ def load(
     return run_load(url, *args, headers=headers)
 
 
-def settle(url: str, headers: list[str], timeout: float = 90.0) -> None:
+def settle(url: str, headers: list[str], timeout: float = 90.0) -> bool:
     """Wait until the pipeline answers one request quickly twice in a row: /readyz is up
     before every consumer group has its partitions (a first join takes seconds), and a
     measurement started earlier would count that wait as latency."""
@@ -63,6 +64,7 @@ def settle(url: str, headers: list[str], timeout: float = 90.0) -> None:
             timeout=30,
         )
         quick = quick + 1 if r.status_code == 201 and time.monotonic() - t0 < 0.5 else 0
+    return quick >= 2
 
 
 def baseline(kind: str, dsn: str) -> dict[str, float]:
@@ -82,10 +84,6 @@ def baseline(kind: str, dsn: str) -> dict[str, float]:
     finally:
         p.terminate()
         p.wait(10)
-
-
-def asyncpg_dsn(sqlalchemy_url: str) -> str:
-    return sqlalchemy_url.replace("postgresql+asyncpg://", "postgresql://", 1)
 
 
 PARTS = set(os.environ.get("BENCH_PARTS", "customers,transfers").split(","))
@@ -113,50 +111,49 @@ def customers_e2e(procs: dict[str, Proc], token: str, pids: dict[str, int], mono
     k.raise_for_status()
     headers = [f"Authorization: Bearer {k.json()['data']['api_key']}"]
     url = procs["gateway"].url + "/v1/customers"
-    settle(url, headers)
+    if not settle(url, headers):
+        print("pipeline NOT SETTLED: single customer creates did not answer quickly within 90 s", flush=True)
+        return "bench: NOT SETTLED"
     load(url, headers, duration=3, unique=True)  # warm-up: pools, caches, batch sizes
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     e2e = load(url, headers, unique=True)
     plot.record("customers", "suite e2e (closed loop)", e2e)
     print(
-        f"e2e:      {e2e['rps']:.0f} req/s p50 {e2e['p50_ms']:.1f} ms p99 {e2e['p99_ms']:.1f} ms "
+        f"e2e:      {e2e['ok_rps']:.0f} req/s answered 2xx ({e2e['rps']:.0f} answered) "
+        f"p50 {e2e['p50_ms']:.1f} ms p99 {e2e['p99_ms']:.1f} ms "
         f"errors {e2e['errors']:.0f} (closed loop, {CONNECTIONS} connections)",
         flush=True,
     )
     print("cpu per request (closed loop): " + cpu_report(pids, cpu_before, e2e["requests"]), flush=True)
-    half = max(1.0, mono["rps"] / 2)
+    half = max(1.0, mono["ok_rps"] / 2)
     paced = load(url, headers, rate=half, unique=True)
     plot.record("customers", "suite e2e at half the monolith's rate", paced)
     print(
-        f"e2e at half the monolith's rate ({half:.0f} req/s): achieved {paced['rps']:.0f} req/s "
+        f"e2e at half the monolith's rate ({half:.0f} req/s): achieved {paced['ok_rps']:.0f} req/s 2xx "
         f"p50 {paced['p50_ms']:.1f} ms p99 {paced['p99_ms']:.1f} ms errors {paced['errors']:.0f}",
         flush=True,
     )
-    ratio = e2e["rps"] / mono["rps"] if mono["rps"] else 0.0
+    ratio = e2e["ok_rps"] / mono["ok_rps"] if mono["ok_rps"] else 0.0
     return (
-        f"bench: e2e {e2e['rps']:.0f} req/s p99 {paced['p99_ms']:.0f} ms; "
-        f"monolith {mono['rps']:.0f} req/s; bare {mono['bare_rps']:.0f} req/s; "
+        f"bench: e2e {e2e['ok_rps']:.0f} req/s p99 {paced['p99_ms']:.0f} ms; "
+        f"monolith {mono['ok_rps']:.0f} req/s; bare {mono['bare_rps']:.0f} req/s; "
         f"ratio e2e/monolith {ratio:.2f}"
     )
 
 
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="sluice-bench-"))
-    stores = Stores(work).start(
-        use_local=False,
-        fresh_kafka=True,
-        database="sluice_bench",
-        env={k: v for k, v in os.environ.items() if k not in ("SLUICE_KAFKA_BOOTSTRAP",)},
-    )
-    suite: Suite | None = None
     started = cpu_times()
-    try:
+    with bench_stack(work) as stack:
+        stores, procs, pids, token = stack.stores, stack.procs, stack.pids, stack.token
         print(
             f"stores: pg {stores.database_url.split('@')[-1]}, redis {stores.redis_url}, "
             f"kafka {stores.kafka_bootstrap}",
             flush=True,
         )
-        dsn = asyncpg_dsn(stores.database_url)
+        dsn = stack.asyncpg_dsn
+        settings = pg_settings(dsn)
+        print("postgresql: " + ", ".join(f"{k}={v}" for k, v in settings.items()), flush=True)
         mono: dict[str, float] = {}
         if "customers" in PARTS:
             bare = baseline("bare", dsn)
@@ -175,27 +172,6 @@ def main() -> int:
                 flush=True,
             )
         transfer_base = bench_transfers.baselines(dsn) if "transfers" in PARTS else {}
-
-        token = "bench-" + uuid.uuid4().hex
-        env = {
-            "SLUICE_DATABASE_URL": stores.database_url,
-            "SLUICE_REDIS_URL": stores.redis_url,
-            "SLUICE_KAFKA_BOOTSTRAP": stores.kafka_bootstrap,
-            **ephemeral_secrets("bench"),
-            "SLUICE_ADMIN_TOKEN": token,
-            "SLUICE_LOG_LEVEL": "WARNING",
-        }
-        migrate(env)
-        suite = Suite(env, work / "logs")
-        procs = {
-            name: suite.start(name, free_port())
-            for name in ("ledger", "compliance", "webhooks", "admin", "gateway")
-        }
-        suite.wait_ready(timeout=120)
-        pids = {name: proc.popen.pid for name, proc in procs.items()}
-        for p in stores.processes():  # tansu, valkey-server
-            args = p.args if isinstance(p.args, list) else [p.args]
-            pids[Path(str(args[0])).name.split("-")[0]] = p.pid
         lines = []
         if "customers" in PARTS:
             lines.append(customers_e2e(procs, token, pids, mono))
@@ -205,16 +181,16 @@ def main() -> int:
             )
         for name, proc in procs.items():
             print(f"peak RSS {name:<10} {peak_rss_mb(proc.popen.pid):6.1f} MB", flush=True)
-        print(f"cpu steal during the run: {steal_pct(started, cpu_times()):.0f}%", flush=True)
+        print(
+            f"cpu steal during the run: {steal_pct(started, cpu_times()):.0f}%; "
+            f"load average {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
         for line in lines:
             print(line, flush=True)
         data, png = plot.write(Path(os.environ.get("BENCH_OUT", ".sluice/bench")))
         print(f"results: {data}" + (f", plot: {png}" if png else " (no matplotlib: no plot)"), flush=True)
-        return 0
-    finally:
-        if suite is not None:
-            suite.stop()
-        stores.stop()
+        return 0 if all("NOT SETTLED" not in line for line in lines) else 1
 
 
 if __name__ == "__main__":

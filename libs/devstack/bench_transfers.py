@@ -198,7 +198,7 @@ async def provision(
     return key, list(wallets)
 
 
-def settle(url: str, key: str, wallets: list[str], timeout: float = 900.0) -> None:
+def settle(url: str, key: str, wallets: list[str], timeout: float = 900.0) -> bool:
     """Wait until single transfers answer quickly three times in a row: the set-up leaves tens of
     thousands of events (wallet, virtual account, deposit) for the consumers and the webhooks
     service to work through, and a measurement started earlier measures that backlog."""
@@ -231,6 +231,7 @@ def settle(url: str, key: str, wallets: list[str], timeout: float = 900.0) -> No
         quick = quick + 1 if fast else 0
         if not fast:
             time.sleep(1)
+    return quick >= 3
 
 
 def open_loop(url: str, key: str, wallets: list[str], rate: float, hot: float = 0.0) -> dict[str, float]:
@@ -260,7 +261,9 @@ def e2e(gateway: str, admin: str, token: str, pids: dict[str, int], base: dict[s
     )
     url, auth = gateway + "/v1/transfers", f"Bearer {key}"
     t0 = time.monotonic()
-    settle(url, key, wallets)
+    if not settle(url, key, wallets):
+        print(f"pipeline NOT SETTLED after set-up: {time.monotonic() - t0:.0f} s", flush=True)
+        return "bench-transfers: NOT SETTLED"
     print(f"pipeline settled after set-up in {time.monotonic() - t0:.0f} s", flush=True)
     wrk.run(url, wallets=wallets, auth=auth, duration=3, connections=CONNECTIONS)  # warm-up
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}

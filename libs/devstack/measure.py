@@ -31,13 +31,31 @@ def steal_pct(before: tuple[int, int], after: tuple[int, int]) -> float:
     return 100.0 * (after[0] - before[0]) / total if total > 0 else 0.0
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process and its reaped children (0 if gone)."""
+def _stat(pid: int) -> list[str] | None:
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return 0.0
-    return sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        return None
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, its reaped children and its living descendants
+    (0 if gone): PostgreSQL's work is done in backends the postmaster forks, and a backend's
+    time reaches the postmaster's counters only when it exits."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and (st := _stat(int(entry.name))) is not None:
+            children.setdefault(int(st[1]), []).append(int(entry.name))
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        st = _stat(p)
+        if st is None:
+            continue
+        # the root's reaped children are counted by its own counters (cutime, cstime)
+        total += sum(int(f) for f in st[11:15])
+        todo.extend(children.get(p, []))
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def peak_rss_mb(pid: int) -> float:

@@ -242,7 +242,7 @@ def _steps_of(p: Planned, cfg: LedgerConfig, now: datetime) -> tuple[list[dict[s
     events: created at ``pending``, then one update per step."""
     v = p.values
     v["created_at"] = v["updated_at"] = now
-    events: list[Event] = [_created_event(Transfer(**v), p.request_id)]
+    events: list[Event] = [_created_event(repo.read_only(Transfer, v), p.request_id)]
     changes = []
     for to, cause in p.steps:
         changes.append(
@@ -255,7 +255,7 @@ def _steps_of(p: Planned, cfg: LedgerConfig, now: datetime) -> tuple[list[dict[s
             }
         )
         v["previous_state"], v["state"] = v["state"], to
-        events.append(updated_event(Transfer(**v), p.request_id))
+        events.append(updated_event(repo.read_only(Transfer, v), p.request_id))
     wait = next_step_s(SimpleNamespace(**v), v["state"], cfg)
     v["next_step_at"] = None if wait is None else now + timedelta(seconds=wait)
     return changes, events

@@ -46,7 +46,8 @@ from ledger.models import (
     virtual_accounts,
     wallets,
 )
-from ledger.repository.base import all_of, one_of, scope
+from ledger.repository.base import all_of, all_read_only, one_of, scope
+from ledger.repository.base import read_only as read_only
 from ledger.repository.reads import *  # noqa: F403 - reads, fee balances, statements: one namespace
 
 # ---- customers ----
@@ -172,7 +173,7 @@ async def wallets_for(
     if not named:
         return []
     stmt = select(wallets).where(wallets.c.tenant_id.in_(sorted(set(tenant_ids))), or_(*named))
-    return await all_of(session, Wallet, stmt.order_by(wallets.c.id))
+    return await all_read_only(session, Wallet, stmt.order_by(wallets.c.id))
 
 
 # ---- virtual accounts ----

@@ -1,0 +1,93 @@
+"""The stack ``make bench`` and ``make profile`` measure: fresh embedded stores (pgserver,
+valkey, Tansu), migrations, one process per service; and the CPU accounting over every process
+of it, PostgreSQL's backends and Redis included (issue 22: CPU per transfer summed over the
+whole stack, not only the Python services)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import asyncpg
+
+from devstack.stores import Stores, free_port
+from devstack.suite import Proc, Suite, ephemeral_secrets, migrate
+
+SERVICES = ("ledger", "compliance", "webhooks", "admin", "gateway")
+PG_SETTINGS = ("fsync", "synchronous_commit", "full_page_writes", "wal_level", "shared_buffers")
+
+
+@dataclass
+class BenchStack:
+    work: Path
+    stores: Stores
+    suite: Suite
+    procs: dict[str, Proc]
+    pids: dict[str, int]  # every process measured: services, tansu, valkey, postgres
+    token: str  # the admin token
+
+    @property
+    def asyncpg_dsn(self) -> str:
+        return self.stores.database_url.replace("postgresql+asyncpg://", "postgresql://", 1)
+
+
+def _postmaster_pid(work: Path) -> int | None:
+    try:
+        return int((work / "pgdata" / "postmaster.pid").read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+
+
+def pg_settings(dsn: str) -> dict[str, str]:
+    """The PostgreSQL settings that decide how much a commit costs, as the server reports them."""
+    import asyncio
+
+    async def read() -> dict[str, str]:
+        conn = await asyncpg.connect(dsn)
+        try:
+            return {name: str(await conn.fetchval(f"SHOW {name}")) for name in PG_SETTINGS}
+        finally:
+            await conn.close()
+
+    return asyncio.run(read())
+
+
+@contextlib.contextmanager
+def bench_stack(work: Path, *, log_level: str = "WARNING") -> Iterator[BenchStack]:
+    stores = Stores(work).start(
+        use_local=False,
+        fresh_kafka=True,
+        database="sluice_bench",
+        env={k: v for k, v in os.environ.items() if k not in ("SLUICE_KAFKA_BOOTSTRAP",)},
+    )
+    suite: Suite | None = None
+    try:
+        token = "bench-" + uuid.uuid4().hex
+        env = {
+            "SLUICE_DATABASE_URL": stores.database_url,
+            "SLUICE_REDIS_URL": stores.redis_url,
+            "SLUICE_KAFKA_BOOTSTRAP": stores.kafka_bootstrap,
+            **ephemeral_secrets("bench"),
+            "SLUICE_ADMIN_TOKEN": token,
+            "SLUICE_LOG_LEVEL": log_level,
+        }
+        migrate(env)
+        suite = Suite(env, work / "logs")
+        procs = {name: suite.start(name, free_port()) for name in SERVICES}
+        suite.wait_ready(timeout=120)
+        pids = {name: proc.popen.pid for name, proc in procs.items()}
+        for p in stores.processes():  # tansu, valkey-server
+            args = p.args if isinstance(p.args, list) else [p.args]
+            pids[Path(str(args[0])).name.split("-")[0]] = p.pid
+        pg = _postmaster_pid(work)
+        if pg is not None:
+            pids["postgres"] = pg
+        yield BenchStack(work, stores, suite, procs, pids, token)
+    finally:
+        if suite is not None:
+            suite.stop()
+        stores.stop()

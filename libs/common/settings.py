@@ -51,6 +51,8 @@ class Settings(BaseSettings):
     kafka_max_records: int = 200
     kafka_batch_timeout_ms: int = 5
     kafka_topic_partitions: int = 6
+    # Replies before a gateway/admin instance moves to a new reply topic (common.rpc); 0 never.
+    kafka_reply_rotate_records: int = 1000
     consumer_max_attempts: int = 3
     # Every call to a store is bounded (issue 10): a store that does not answer in time is a
     # transient fault (consumers wait it out; the gateway answers 503 with Retry-After).

@@ -2,9 +2,15 @@
 
 :func:`subscribe` is how every consumer of the suite is built: a FastStream batch subscriber
 whose handler hands the raw records to a :class:`common.consume.BatchProcessor`. Offsets are
-committed only when the handler returns, that is after the work is durable or dead-lettered:
-``AckPolicy.NACK_ON_ERROR`` rewinds the partitions when the handler raises, and a handler
-cancelled at shutdown commits nothing (``AckPolicy.ACK`` would commit even on error).
+committed only after the handler returned, that is after the work is durable or dead-lettered,
+and at most every ``SLUICE_KAFKA_COMMIT_INTERVAL_MS`` (100): :class:`Commits` commits the
+offsets of processed records only, explicitly, so a commit never covers a record still being
+handled. A handler that raises (or is cancelled at shutdown) rewinds its partitions to the
+batch's first records (``AckPolicy.MANUAL`` plus FastStream's ``nack``; ``AckPolicy.ACK``
+would commit even on error). A crash loses at most the last interval's commits: those records
+are delivered again, and every consumer's inbox makes that harmless. A commit per batch was
+one broker round trip per batch for every group (3 % of a consumer's CPU in the profile, and
+an OffsetCommit for Tansu to store each time).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import Any
 import msgspec
 from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 from faststream import AckPolicy
 from faststream.kafka import KafkaBroker
 from faststream.kafka.annotations import Consumer, KafkaMessage
@@ -92,7 +98,7 @@ def consumer_options(
     wait_ms = settings.kafka_background_fetch_max_wait_ms if background else settings.kafka_fetch_max_wait_ms
     opts: dict[str, Any] = {
         "group_id": group_id,
-        "ack_policy": AckPolicy.NACK_ON_ERROR,
+        "ack_policy": AckPolicy.MANUAL,  # subscribe() commits (Commits) and rewinds
         "auto_offset_reset": "earliest",
         "fetch_max_wait_ms": wait_ms,
         "session_timeout_ms": settings.kafka_session_timeout_ms,
@@ -136,6 +142,42 @@ def service_topics(settings: Settings) -> list[str]:
     ]
 
 
+class Commits:
+    """Offsets of processed records, committed at most every ``interval_s`` per subscriber."""
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self.pending: dict[TopicPartition, int] = {}
+        self.last = 0.0
+        self.consumer: Any = None
+        self._flush: asyncio.TimerHandle | None = None
+
+    async def done(self, consumer: Any, records: Sequence[Any]) -> None:
+        self.consumer = consumer
+        for r in records:
+            tp = TopicPartition(r.topic, r.partition)
+            self.pending[tp] = max(r.offset + 1, self.pending.get(tp, 0))
+        loop = asyncio.get_running_loop()
+        wait = self.last + self.interval_s - loop.time()
+        if wait <= 0:
+            await self.commit()
+        elif self._flush is None:  # commit what is pending even if no record follows
+            self._flush = loop.call_later(wait, lambda: asyncio.ensure_future(self.commit()))
+
+    async def commit(self) -> None:
+        if self._flush is not None:
+            self._flush.cancel()
+            self._flush = None
+        offsets, self.pending = self.pending, {}
+        self.last = asyncio.get_running_loop().time()
+        if not offsets or self.consumer is None:
+            return
+        try:
+            await self.consumer.commit(offsets)
+        except KafkaError as exc:  # a rebalance took the partitions: their new owner re-reads
+            log.info("offset commit skipped (%r): the records will be read again", exc)
+
+
 def subscribe(
     broker: KafkaBroker,
     settings: Settings,
@@ -147,11 +189,18 @@ def subscribe(
 ) -> None:
     """Subscribe ``process`` (a :class:`common.consume.BatchProcessor`) to ``topic`` in
     ``group_id``: batched, committed after the handler returns, rewound if it raises."""
+    commits = Commits(settings.kafka_commit_interval_ms / 1000)
 
     async def handler(body: list[bytes], msg: KafkaMessage, consumer: Consumer) -> None:
         raw = msg.raw_message
         records = raw if isinstance(raw, tuple) else (raw,)
-        await process(records)
+        try:
+            await process(records)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await msg.nack()  # rewind to the batch's first records: read again
+            raise
+        await commits.done(consumer, records)
         last: dict[tuple[str, int], int] = {}
         for r in records:
             last[(r.topic, r.partition)] = max(r.offset, last.get((r.topic, r.partition), -1))

@@ -11,7 +11,7 @@ A handler receives a fetched batch of records. The runtime:
    try again waiting out transient faults), and dead-letters a message that still fails,
    with its topic, partition, offset, error and attempt count;
 5. returns only when every message is durable or dead-lettered: then, and only then, the
-   subscriber (``AckPolicy.NACK_ON_ERROR``, see :mod:`common.broker`) commits the offsets.
+   subscriber (:func:`common.broker.subscribe`) commits the offsets (at most every 100 ms).
    If the handler raises or is cancelled (shutdown), nothing is committed and the batch is
    delivered again.
 

@@ -50,6 +50,8 @@ class Settings(BaseSettings):
     kafka_heartbeat_interval_ms: int = 1000
     kafka_max_records: int = 200
     kafka_batch_timeout_ms: int = 5
+    # Processed offsets are committed at most this often per subscriber (common.broker.Commits).
+    kafka_commit_interval_ms: int = 100
     kafka_topic_partitions: int = 6
     # Replies before a gateway/admin instance moves to a new reply topic (common.rpc); 0 never.
     kafka_reply_rotate_records: int = 1000

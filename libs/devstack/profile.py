@@ -96,6 +96,8 @@ def main() -> int:
         if not bench_transfers.settle(url, key, wallets):
             print("profile: pipeline NOT SETTLED after set-up", flush=True)
             return 1
+        seq = bench_transfers.sequential(url, key, wallets)
+        print(f"sequential: p50 {seq['p50_ms']:.1f} ms p99 {seq['p99_ms']:.1f} ms", flush=True)
         wrk.run(url, wallets=wallets, auth=auth, duration=3, connections=CONNECTIONS)  # warm-up
         spies = {
             name: subprocess.Popen(  # nosec B603 - py-spy on our own processes, argv list
@@ -117,7 +119,8 @@ def main() -> int:
         settings = pg_settings(stack.asyncpg_dsn)
     head = (
         f"profile: {res['ok_rps']:.0f} transfers/s (2xx) p50 {res['p50_ms']:.0f} ms "
-        f"p99 {res['p99_ms']:.0f} ms, {WALLETS} wallets, {DURATION:.0f} s, {CONNECTIONS} connections; "
+        f"p99 {res['p99_ms']:.0f} ms (sequential p50 {seq['p50_ms']:.1f} ms), "
+        f"{WALLETS} wallets, {DURATION:.0f} s, {CONNECTIONS} connections; "
         f"load average {os.getloadavg()[0]:.1f}, steal {steal_pct(started, cpu_times()):.0f}%"
     )
     doc = [

@@ -85,6 +85,17 @@ def table(name: str, stacks: Counter[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def idle_cpu(pids: dict[str, int], seconds: float = 10.0) -> str:
+    """Each process's CPU over ``seconds`` with no request: what polling costs an idle stack."""
+    time.sleep(2.0)  # the settle's last answers and their events
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    time.sleep(seconds)
+    used = {name: (cpu_seconds(pid) - before[name]) / seconds for name, pid in pids.items()}
+    total = sum(used.values())
+    parts = ", ".join(f"{n} {100 * c:.1f}%" for n, c in sorted(used.items(), key=lambda x: -x[1]))
+    return f"total {100 * total:.0f}% ({parts})"
+
+
 def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="sluice-profile-"))
@@ -96,6 +107,8 @@ def main() -> int:
         if not bench_transfers.settle(url, key, wallets):
             print("profile: pipeline NOT SETTLED after set-up", flush=True)
             return 1
+        idle = idle_cpu(stack.pids)
+        print(f"idle: {idle}", flush=True)
         seq = bench_transfers.sequential(url, key, wallets)
         print(f"sequential: p50 {seq['p50_ms']:.1f} ms p99 {seq['p99_ms']:.1f} ms", flush=True)
         wrk.run(url, wallets=wallets, auth=auth, duration=3, connections=CONNECTIONS)  # warm-up
@@ -132,6 +145,8 @@ def main() -> int:
         "",
         "CPU per transfer: " + report,
         "",
+        "Idle stack, CPU share of one core over 10 s: " + idle,
+        "",
     ]
     for name in PROFILED:
         folded = OUT / f"{name}.folded"
@@ -143,7 +158,6 @@ def main() -> int:
     print("\n".join(doc), flush=True)
     print(f"cpu per transfer: {report}", flush=True)
     print(f"profiles: {OUT}/<service>.svg, .folded; table: {OUT}/top.md", flush=True)
-    time.sleep(0)
     return 0
 
 

@@ -6,7 +6,9 @@ Read once in each service's lifespan via :func:`load_settings`; never at import.
 from __future__ import annotations
 
 import logging
+import os
 import secrets
+from collections.abc import Mapping
 from decimal import Decimal
 from functools import cached_property
 from typing import Literal, NoReturn
@@ -208,7 +210,25 @@ def load_settings() -> Settings:
     weak = settings.weak_secrets()
     if weak:
         _refuse("sluice: unusable secret settings: " + "; ".join(weak))
+    unsafe = unsafe_test_settings(settings, os.environ)
+    if unsafe and settings.env == "production":
+        _refuse(
+            "sluice: refusing to start in production (SLUICE_ENV=production) with test-only "
+            "settings: unset " + ", ".join(unsafe)
+        )
     return settings
+
+
+def unsafe_test_settings(settings: Settings, environ: Mapping[str, str]) -> list[str]:
+    """The test scaffolding a production process must not run with: failpoints (injected
+    faults, read from the environment by :mod:`common.failpoints`) and webhook deliveries to
+    private addresses (an SSRF guard switched off)."""
+    found = []
+    if environ.get("SLUICE_FAILPOINTS", "").strip():
+        found.append("SLUICE_FAILPOINTS")
+    if settings.webhooks_allow_private_targets:
+        found.append("SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS")
+    return found
 
 
 def _refuse(message: str) -> NoReturn:

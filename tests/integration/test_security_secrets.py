@@ -91,6 +91,43 @@ def test_production_names_only_what_is_missing_and_refuses_short_secrets() -> No
     assert "SLUICE_ADMIN_TOKEN" not in done.stderr
 
 
+def _production_env() -> dict[str, str]:
+    """Every production secret, well formed: what is left to refuse is what a test adds."""
+    return {
+        "SLUICE_ENV": "production",
+        "SLUICE_ADMIN_TOKEN": "ops=" + base64.urlsafe_b64encode(os.urandom(32)).decode(),
+        "SLUICE_JWT_SECRET": base64.urlsafe_b64encode(os.urandom(32)).decode(),
+        "SLUICE_ONBOARDING_SECRET": base64.urlsafe_b64encode(os.urandom(32)).decode(),
+        "SLUICE_ENCRYPTION_KEYS": new_key_setting("p1"),
+        # a store nobody answers: a start that got past the settings fails later, differently
+        "SLUICE_DATABASE_URL": "postgresql+asyncpg://postgres@127.0.0.1:1/none",
+    }
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize(
+    "setting",
+    [("SLUICE_FAILPOINTS", "ledger.after_commit=kill"), ("SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS", "true")],
+)
+def test_production_refuses_test_only_settings_with_status_2(setting: tuple[str, str]) -> None:
+    """Failpoints and private webhook targets are test scaffolding: a production process with
+    either refuses to start (status 2, naming it), the same process without it gets past the
+    settings check (the positive control: the refusal is the setting's, not the environment's)."""
+    name, value = setting
+    refused = _start_bare("webhooks", {**_production_env(), name: value})
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert "test-only" in refused.stderr and name in refused.stderr, refused.stderr[-2000:]
+    control = _start_bare("webhooks", _production_env())
+    assert "test-only" not in control.stderr, control.stderr[-2000:]
+
+
+@pytest.mark.unit
+def test_a_production_service_without_secrets_exits_with_status_2() -> None:
+    """docs/security.md says status 2: the code and the document agree."""
+    assert _start_bare("ledger", {"SLUICE_ENV": "production"}).returncode == 2
+    assert "status 2" in (ROOT / "docs" / "security.md").read_text()
+
+
 def _restart(stack: Stack, names: list[str]) -> None:
     """Restart the webhooks service and both gateways with the stack's (rotated) settings."""
     procs = []

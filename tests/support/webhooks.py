@@ -195,12 +195,17 @@ async def attempts_of(stack: Stack, delivery_id: str) -> list[asyncpg.Record]:
 async def wait_delivery(
     stack: Stack, webhook_id: str, status: str, timeout: float = 30.0, count: int = 1
 ) -> list[asyncpg.Record]:
-    """Wait until ``count`` deliveries of the endpoint have ``status``; returns them all."""
+    """Wait until ``count`` deliveries of the endpoint have ``status``; returns them all.
+    Fails the test when they do not within ``timeout`` (it used to return what it had, so a
+    caller's check of the rows could pass on a timeout)."""
     deadline = time.monotonic() + timeout
     while True:
         rows = await deliveries_of(stack, webhook_id)
-        if sum(1 for r in rows if r["status"] == status) >= count or time.monotonic() > deadline:
+        if sum(1 for r in rows if r["status"] == status) >= count:
             return rows
+        if time.monotonic() > deadline:
+            seen = sorted(str(r["status"]) for r in rows)
+            raise AssertionError(f"{count} {status} deliveries of {webhook_id} not in {timeout} s: {seen}")
         await asyncio.sleep(0.2)
 
 

@@ -215,6 +215,16 @@ def test_invalid_requests_publish_nothing(stack: Stack, vt: Tenant, taps: list[T
         assert r.status_code == 400
     assert taps[0].find(rid, timeout=1.5) == []
     assert taps[1].find(rid, timeout=0.5) == []
+    # Positive control: the same taps, read the same way, do see a valid request's command on
+    # each topic, so the empty finds above are the gateway's doing, not a tap that reads nothing.
+    for tap, path in ((taps[0], "/v1/customers"), (taps[1], "/v1/webhooks")):
+        ok = "req-control-" + uuid.uuid4().hex
+        body = BASE[path]()
+        if path == "/v1/webhooks":  # a host that resolves (the test stack allows private targets)
+            body["endpoint_url"] = "http://127.0.0.1:9/hook"
+        r = call(stack, "POST", path, key=vt.key, body=body, idem=_idem(body), headers={"X-Request-Id": ok})
+        assert r.status_code in (200, 201), r.text
+        assert len(tap.find(ok)) == 1, (path, ok)
 
 
 @pytest.mark.parametrize("form", ["direct", "routed"])

@@ -34,7 +34,7 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_nev
 from common.failpoints import failpoint
 from common.faults import is_transient
 from common.health import Readiness
-from common.metrics import BATCH_SIZE, CONSUMED, FAILED, TRANSIENT_RETRIES
+from common.metrics import BATCH_SIZE, BATCH_SPLITS, CONSUMED, FAILED, TRANSIENT_RETRIES
 from common.tracing import MessageSpans
 
 log = logging.getLogger(__name__)
@@ -129,6 +129,7 @@ class BatchProcessor(Generic[M]):
         self.backoff_s = backoff_s
         self.consumed = 0
         self.dead_lettered = 0
+        self.splits = 0  # batches run again one by one after a deterministic failure
 
     async def __call__(self, records: Sequence[Record]) -> None:
         spans = MessageSpans(self.name, records)  # each record's work in its request's trace
@@ -151,6 +152,8 @@ class BatchProcessor(Generic[M]):
                 await self._transient(lambda: self.handle_batch([m for _, m in good]))
             except Exception:  # noqa: BLE001 - deterministic: isolate the message that fails
                 log.warning("%s: batch of %d failed; running each alone", self.name, len(good), exc_info=True)
+                BATCH_SPLITS.labels(self.name).inc()
+                self.splits += 1
                 for rec, msg in good:
                     await self._one(rec, msg)
         self.consumed += len(records)

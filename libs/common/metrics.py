@@ -26,6 +26,11 @@ FAILED = Counter(
     "Handling attempts that raised (each attempt; poison counted once), per topic",
     ["consumer", "topic"],
 )
+BATCH_SPLITS = Counter(
+    "sluice_batch_splits_total",
+    "Batches that failed deterministically and were run again one message at a time",
+    ["consumer"],
+)
 TRANSIENT_RETRIES = Counter(
     "sluice_transient_retries_total", "Retries of work waiting out a transient fault", ["component"]
 )

@@ -20,6 +20,11 @@ LINE = re.compile(
     r"balance_drift (\S+) webhooks_missing (\d+) longest_decision_s (\S+)$",
     re.MULTILINE,
 )
+DETAIL = re.compile(
+    r"^chaos: refused (\d+) \((.*)\) refused_unexpected (\d+) duplicated_rows (\d+) "
+    r"duplicated_effects (\d+) duplicated_events (\d+) invariant_violations (\d+) slow (\d+)$",
+    re.MULTILINE,
+)
 
 
 def test_short_chaos_run_audits_clean() -> None:
@@ -32,6 +37,12 @@ def test_short_chaos_run_audits_clean() -> None:
     assert (int(lost), int(duplicated), int(undecided)) == (0, 0, 0), audit
     assert float(drift) == 0, audit
     assert int(missing) == 0, audit
-    assert float(longest) <= 90, audit  # issue 10: decided within 90 s of a PostgreSQL stop
+    # the short run's deadline is 60 s: a decision after 45 s (3/4 of it) counts as slow
+    assert float(longest) <= 45, audit
+    d = DETAIL.search(out.stdout)
+    assert d, audit
+    _, _, unexpected, dup_rows, dup_effects, dup_events, invariants, slow = d.groups()
+    assert (int(unexpected), int(dup_rows), int(dup_effects), int(dup_events)) == (0, 0, 0, 0), audit
+    assert (int(invariants), int(slow)) == (0, 0), audit
     assert "chaos: dead_letters 0" in out.stdout, audit  # transient faults are never dead-lettered
     assert out.returncode == 0, audit

@@ -1,14 +1,15 @@
-"""Load (issue 11): 1,500 book transfers (``SLUICE_LEDGER_LOAD_TRANSFERS``; 3,000 before the
-suite's run neared 20 minutes) among 20 wallets through the gateway, from 24
-concurrent clients, over the two gateways and the two ledger instances of the test stack;
-once uniform, once with half of them from one hot wallet.
+"""Load (issue 11): 3,000 book transfers per mix (``SLUICE_LEDGER_LOAD_TRANSFERS``) among 20
+wallets through the gateway, from 24 concurrent clients, over the two gateways and the two
+ledger instances of the test stack; once uniform, once with half of them from one hot wallet.
 
-Asserts: every transfer completes, no cent is created or lost, PostgreSQL counts no deadlock
-(``pg_stat_database.deadlocks``), the ledger logs hold no ``deadlock detected`` and no batch
-fell back to one by one, and a throughput / p99 floor. Issue 11 targets >= 300 transfers/s and
-p99 <= 0.5 s; the floor asserted here is far below that, so that CI on a loaded 2-core
-machine stays reliable. The measured figures are printed and written to
-``tests/artifacts/ledger_load.json`` (services/ledger/README.md records them).
+Correctness at scale, not speed (speed is ``make bench``'s, printed against its targets): every
+transfer completes, no cent is created or lost, the ledger's invariants hold, PostgreSQL counts
+no deadlock (``pg_stat_database.deadlocks``), the ledger logs hold no ``deadlock detected``,
+and no batch fell back to one by one: ``sluice_batch_splits_total`` of every ledger instance,
+read from its ``/metrics``, did not move (the counter the runtime increments when it does,
+see tests/unit/test_consume_splits.py). The measured figures are printed and written to
+``tests/artifacts/ledger_load.json``; no throughput floor is asserted, which a slow CI machine
+could trip or a fast one hide behind.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import httpx
 import psutil
 import pytest
 from sqlalchemy.engine import make_url
@@ -37,11 +39,9 @@ from tests.support.load import drive
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
 
-TRANSFERS = int(os.environ.get("SLUICE_LEDGER_LOAD_TRANSFERS", "1500"))  # per mix
+TRANSFERS = int(os.environ.get("SLUICE_LEDGER_LOAD_TRANSFERS", "3000"))  # per mix
 WALLETS = 20
 CLIENTS = 24
-MIN_RATE = 10.0  # transfers/s asserted (target 300; 17 measured at load average 16)
-MAX_P99_S = 10.0  # asserted (target 0.5; 3.2 s measured at load average 16)
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "ledger_load.json"
 
 
@@ -67,6 +67,16 @@ def cpu_seconds(stack: Stack) -> dict[str, float]:
     return out
 
 
+def batch_splits(stack: Stack) -> float:
+    """``sluice_batch_splits_total`` summed over the ledger instances (their ``/metrics``)."""
+    total = 0.0
+    for proc in stack.ledgers:
+        for line in httpx.get(proc.url + "/metrics", timeout=10).text.splitlines():
+            if line.startswith("sluice_batch_splits_total{"):
+                total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
 def ledger_logs(stack: Stack) -> str:
     return "".join(p.log.read_text(errors="replace") for p in stack.ledgers)
 
@@ -89,6 +99,7 @@ async def run_mix(stack: Stack, mix: str) -> dict[str, Any]:
         total = "SELECT sum(balance) FROM ledger.accounts WHERE wallet_id = ANY($1::text[])"
         before, dl_before = await db.fetchval(total, ws), await deadlocks(db)
         logs_before = len(ledger_logs(stack))
+        splits_before = batch_splits(stack)
         cpu_before = cpu_seconds(stack)
         elapsed, latencies, answers, retried = await drive(t, plan, CLIENTS)
         cpu_after = cpu_seconds(stack)
@@ -105,7 +116,7 @@ async def run_mix(stack: Stack, mix: str) -> dict[str, Any]:
         await db.close()
     new_logs = ledger_logs(stack)[logs_before:]
     assert "deadlock detected" not in new_logs
-    assert "retrying one by one" not in new_logs
+    assert batch_splits(stack) == splits_before, "a batch failed and ran one by one"
     figures = {
         "mix": mix,
         "transfers": TRANSFERS,
@@ -133,6 +144,4 @@ def test_transfers_at_speed_through_two_gateways_and_two_ledgers(stack: Stack) -
     results = [asyncio.run(run_mix(stack, mix)) for mix in ("uniform", "hot")]
     ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
     ARTIFACT.write_text(json.dumps({"run": uuid.uuid4().hex[:8], "results": results}, indent=2))
-    for r in results:
-        assert r["transfers_per_s"] >= MIN_RATE, r
-        assert r["p99_ms"] <= MAX_P99_S * 1000, r
+    assert [r["transfers"] for r in results] == [TRANSFERS, TRANSFERS]

@@ -1,0 +1,165 @@
+"""The chaos run's audit (issue 24: checks that can fail), as pure functions over what the run
+read, so that each check is shown to fail on doctored data (tests/unit/test_chaos_audit.py).
+
+- **Refusals apart**: a definitive 4xx is decided, not done; each one must carry a reason the
+  load allows (random amounts between funded wallets: only ``insufficient_funds``), others are
+  ``refused_unexpected``.
+- **Effects, not rows**: a unique constraint makes a second transfer *row* per key impossible,
+  so duplicates are counted where they could happen: journal entries of one kind per transfer
+  (postings applied twice), ``transfer.created`` events with distinct ids per transfer (a second
+  event, not a redelivery of the same one).
+- **Ledger invariants**: every journal entry balances per currency; every wallet account's
+  balance equals the sum of its postings and is not negative.
+- **Dead letters** are read once the suite is idle (the caller waits until their count is
+  stable), and the longest decision is compared with a bound below the clients' deadline.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Protocol
+
+ALLOWED_REFUSALS = frozenset({"insufficient_funds"})
+
+UNBALANCED_SQL = (
+    "SELECT p.entry_id, p.currency, sum(p.amount) AS total FROM ledger.postings p"
+    " JOIN ledger.journal_entries e ON e.id = p.entry_id WHERE e.tenant_id = $1"
+    " GROUP BY p.entry_id, p.currency HAVING sum(p.amount) <> 0"
+)
+BALANCE_SQL = (
+    "SELECT a.id, a.balance, coalesce(sum(p.amount), 0) AS posted FROM ledger.accounts a"
+    " LEFT JOIN ledger.postings p ON p.account_id = a.id WHERE a.wallet_id IS NOT NULL"
+    " AND a.tenant_id = $1 GROUP BY a.id, a.balance"
+    " HAVING a.balance <> coalesce(sum(p.amount), 0) OR a.balance < 0"
+)
+ENTRIES_SQL = (
+    "SELECT transfer_id, kind, count(*) AS n FROM ledger.journal_entries"
+    " WHERE tenant_id = $1 AND transfer_id IS NOT NULL GROUP BY transfer_id, kind"
+)
+
+
+class Booked(Protocol):
+    key: str
+    source: str
+    destination: str
+    amount: Decimal
+    status: int | None
+    transfer_id: str | None
+    error: str
+    decided_after_s: float
+
+
+@dataclass
+class Findings:
+    transfers: int = 0
+    ok: int = 0
+    refused: Counter[str] = field(default_factory=Counter)  # allowed reason -> count
+    refused_unexpected: list[str] = field(default_factory=list)
+    undecided: int = 0
+    lost: int = 0
+    duplicated_rows: int = 0
+    duplicated_effects: int = 0  # journal entries beyond one per transfer and kind
+    duplicated_events: int = 0  # transfer.created events beyond one distinct id per transfer
+    drift: Decimal = Decimal(0)
+    invariant_violations: int = 0
+    missing_webhooks: int = 0
+    dead_letters: int = 0
+    longest_s: float = 0.0
+    slow: int = 0  # decided, but later than the bound
+
+    @property
+    def duplicated(self) -> int:
+        return self.duplicated_rows + self.duplicated_effects + self.duplicated_events
+
+    @property
+    def clean(self) -> bool:
+        return not (
+            self.lost
+            or self.duplicated
+            or self.undecided
+            or self.drift
+            or self.missing_webhooks
+            or self.dead_letters
+            or self.refused_unexpected
+            or self.invariant_violations
+            or self.slow
+        )
+
+    def lines(self) -> list[str]:
+        refused = sum(self.refused.values())
+        reasons = " ".join(f"{k} {v}" for k, v in sorted(self.refused.items())) or "none"
+        return [
+            f"chaos: transfers {self.transfers} lost {self.lost} duplicated {self.duplicated} undecided "
+            f"{self.undecided} balance_drift {self.drift} webhooks_missing {self.missing_webhooks} "
+            f"longest_decision_s {self.longest_s:.1f}",
+            f"chaos: refused {refused} ({reasons}) refused_unexpected {len(self.refused_unexpected)} "
+            f"duplicated_rows {self.duplicated_rows} duplicated_effects {self.duplicated_effects} "
+            f"duplicated_events {self.duplicated_events} invariant_violations "
+            f"{self.invariant_violations} slow {self.slow}",
+            f"chaos: dead_letters {self.dead_letters}",
+        ]
+
+
+def refusal_reason(error: str) -> str:
+    """The ``details.reason`` (else the code) of a refusal's error object."""
+    try:
+        err = json.loads(error) if error else {}
+    except ValueError:
+        return "unreadable"
+    if not isinstance(err, dict):
+        return "unreadable"
+    details = err.get("details") if isinstance(err.get("details"), dict) else {}
+    return str(details.get("reason") or err.get("code") or "none")
+
+
+def audit(
+    bookings: Sequence[Booked],
+    rows: Iterable[Mapping[str, Any]],
+    entries: Iterable[Mapping[str, Any]],
+    before: Mapping[str, Decimal],
+    after: Mapping[str, Decimal],
+    created_ids: Mapping[str, set[str]],
+    invariant_rows: int,
+    dead_letters: int,
+    slow_after_s: float,
+) -> Findings:
+    """Every check of the run, from the clients' answers and what the database holds."""
+    rows = list(rows)
+    f = Findings(transfers=len(bookings), invariant_violations=invariant_rows, dead_letters=dead_letters)
+    ids = {r["id"] for r in rows}
+    ok = [b for b in bookings if b.status is not None and 200 <= b.status < 300]
+    f.ok = len(ok)
+    for b in bookings:
+        if b.status is None:
+            f.undecided += 1
+        elif b.status >= 300:
+            reason = refusal_reason(b.error)
+            if reason in ALLOWED_REFUSALS:
+                f.refused[reason] += 1
+            else:
+                f.refused_unexpected.append(f"{b.status} {reason}")
+    f.lost = sum(1 for b in ok if b.transfer_id not in ids)
+    f.duplicated_rows = sum(n - 1 for n in Counter(r["idempotency_key"] for r in rows).values() if n > 1)
+    refused_keys = {b.key for b in bookings if b.status is not None and b.status >= 300}
+    # a refused transfer with a completed row was in fact carried out: lost for its caller
+    f.lost += sum(1 for r in rows if r["idempotency_key"] in refused_keys and r["state"] == "completed")
+    f.duplicated_effects = sum(int(e["n"]) - 1 for e in entries if int(e["n"]) > 1)
+    f.duplicated_events = sum(len(v) - 1 for v in created_ids.values() if len(v) > 1)
+    expected = dict(before)
+    for b in ok:
+        expected[b.source] = expected.get(b.source, Decimal(0)) - b.amount
+        expected[b.destination] = expected.get(b.destination, Decimal(0)) + b.amount
+    f.drift = sum(
+        (abs(expected.get(w, Decimal(0)) - after.get(w, Decimal(0))) for w in expected.keys() | after.keys()),
+        Decimal(0),
+    )
+    want = ids | {b.transfer_id for b in ok if b.transfer_id}
+    f.missing_webhooks = len(want - set(created_ids))
+    decided = [b.decided_after_s for b in bookings if b.status is not None]
+    f.longest_s = max(decided, default=0.0)
+    f.slow = sum(1 for s in decided if s > slow_after_s)
+    return f

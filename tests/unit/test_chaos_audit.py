@@ -1,0 +1,101 @@
+"""Each check of the chaos audit fails on a deliberately wrong fixture (issue 24), and a clean
+fixture passes: the audit line's zeros are measured, not true by construction."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from devstack.chaos_audit import audit
+
+pytestmark = pytest.mark.unit
+
+
+@dataclass(frozen=True)
+class B:
+    key: str
+    source: str
+    destination: str
+    amount: Decimal
+    status: int | None
+    transfer_id: str | None
+    error: str = ""
+    decided_after_s: float = 1.0
+
+
+def _refusal(reason: str) -> str:
+    return json.dumps({"code": "forbidden", "details": {"reason": reason}})
+
+
+BOOKINGS = [
+    B("k1", "w1", "w2", Decimal("5"), 201, "tr_1"),
+    B("k2", "w2", "w1", Decimal("2"), 201, "tr_2"),
+    B("k3", "w1", "w2", Decimal("900"), 402, None, _refusal("insufficient_funds")),
+]
+ROWS = [
+    {"id": "tr_1", "idempotency_key": "k1", "state": "completed"},
+    {"id": "tr_2", "idempotency_key": "k2", "state": "completed"},
+]
+ENTRIES = [
+    {"transfer_id": "tr_1", "kind": "transfer", "n": 1},
+    {"transfer_id": "tr_2", "kind": "transfer", "n": 1},
+]
+BEFORE = {"w1": Decimal("100"), "w2": Decimal("100")}
+AFTER = {"w1": Decimal("97"), "w2": Decimal("103")}
+EVENTS = {"tr_1": {"evt_1"}, "tr_2": {"evt_2"}}
+UNEXPECTED = _refusal("jurisdiction_restricted")
+
+
+def run(**changes: Any) -> Any:
+    args: dict[str, Any] = {
+        "bookings": BOOKINGS,
+        "rows": ROWS,
+        "entries": ENTRIES,
+        "before": BEFORE,
+        "after": AFTER,
+        "created_ids": EVENTS,
+        "invariant_rows": 0,
+        "dead_letters": 0,
+        "slow_after_s": 45.0,
+    }
+    args.update(changes)
+    return audit(**args)
+
+
+def test_a_clean_run_is_clean_and_counts_the_allowed_refusal_apart() -> None:
+    f = run()
+    assert f.clean, f.lines()
+    assert f.ok == 2 and dict(f.refused) == {"insufficient_funds": 1} and f.refused_unexpected == []
+    assert f.lines()[0].startswith("chaos: transfers 3 lost 0 duplicated 0 undecided 0 balance_drift 0")
+
+
+@pytest.mark.parametrize(
+    ("changes", "what"),
+    [
+        (
+            {"bookings": [*BOOKINGS[:2], replace(BOOKINGS[2], error=UNEXPECTED)]},
+            "refused",
+        ),
+        ({"rows": ROWS[:1]}, "lost"),
+        ({"rows": [*ROWS, {"id": "tr_1b", "idempotency_key": "k1", "state": "completed"}]}, "dup rows"),
+        ({"entries": [{"transfer_id": "tr_1", "kind": "transfer", "n": 2}, ENTRIES[1]]}, "dup effects"),
+        ({"created_ids": {"tr_1": {"evt_1", "evt_9"}, "tr_2": {"evt_2"}}}, "dup events"),
+        ({"created_ids": {"tr_1": {"evt_1"}}}, "missing webhook"),
+        ({"after": {"w1": Decimal("97"), "w2": Decimal("103.01")}}, "drift"),
+        ({"invariant_rows": 1}, "invariants"),
+        ({"dead_letters": 1}, "dead letters"),
+        ({"bookings": [*BOOKINGS[:2], replace(BOOKINGS[2], status=None)]}, "undecided"),
+        ({"bookings": [replace(BOOKINGS[0], decided_after_s=50.0), *BOOKINGS[1:]]}, "slow"),
+        (
+            {"rows": [*ROWS, {"id": "tr_3", "idempotency_key": "k3", "state": "completed"}]},
+            "refused but done",
+        ),
+    ],
+)
+def test_each_check_fails_on_a_wrong_fixture(changes: dict[str, Any], what: str) -> None:
+    f = run(**changes)
+    assert not f.clean, (what, f.lines())

@@ -82,6 +82,10 @@ class Settings(BaseSettings):
     admin_token: SecretStr = SecretStr("")
     public_base_url: str = "http://127.0.0.1:8000"
     gateway_timeout_s: float = 10.0
+    # Admission (contract 13.1, gateway.admission): commands in flight per gateway instance and
+    # per tenant; beyond, 503 overloaded at once. Sized from make bench (README, Performance).
+    max_in_flight: int = 128
+    tenant_max_in_flight: int = 64
     # A request in flight holds its Idempotency-Key for the command's deadline plus this
     # margin; after that a retry on any gateway runs it again (downstream dedupe: one effect).
     idempotency_lease_margin_s: float = 5.0

@@ -6,7 +6,6 @@ idempotency (replay / mismatch / wait) -> publish command -> await result -> ans
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import logging
 import re
@@ -28,6 +27,7 @@ from common.metrics import IDEMPOTENCY_REPLAYS
 from common.rpc import RpcClient
 from common.settings import Settings
 from common.topics import Topics
+from gateway.admission import Admission
 from gateway.auth import Authenticator, Principal, require_mode, require_scope
 from gateway.idempotency import IdempotencyStore, command_id, fingerprint, validate_key
 from gateway.ratelimit import RateLimiter, Window
@@ -161,6 +161,7 @@ class Pipeline:
         self.topics = Topics(settings.topic_prefix)
         # command_id -> (idempotency record name, fingerprint): lets a late result be recorded.
         self.inflight: dict[str, tuple[str, str, float]] = {}
+        self.admission = Admission(settings.max_in_flight, settings.tenant_max_in_flight)
 
     async def on_results(self, results: list[Result]) -> None:
         """Every result that reaches this instance is recorded, even if its waiter gave up:
@@ -234,11 +235,20 @@ class Pipeline:
             idempotency_key=key,
         )
         call = Call(principal, ctx, body, req.raw, params, req.query, window, request_id, self.state)
-        built = ep.build(call)
-        if asyncio.iscoroutine(built):
-            built = await built
+        made = ep.build(call)
+        built = made if isinstance(made, Command | Local) else await made
         if isinstance(built, Local) and not ep.mutating:
             return Answer(built.status, success_body(built.data))
+        if isinstance(built, Command) and ep.mutating:  # a command: admitted or refused at once
+            with self.admission.slot(principal.tenant.tenant_id):
+                return await self._dispatch(ep, principal, req, key, built)
+        return await self._dispatch(ep, principal, req, key, built)
+
+    async def _dispatch(
+        self, ep: Endpoint, principal: Principal, req: Incoming, key: str | None, built: Command | Local
+    ) -> Answer:
+        """Idempotency (replay, or claim the key), then the command's round trip."""
+        body, params, request_id = req.body, req.params, req.request_id
         name = fp = ""
         if key is not None:
             # The concrete path (contract 12.1): one key on two webhooks' rotate-secret must not

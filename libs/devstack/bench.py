@@ -22,7 +22,7 @@ from pathlib import Path
 
 import httpx
 
-from devstack import bench_transfers, plot
+from devstack import bench_overload, bench_transfers, plot
 from devstack.benchstack import bench_stack, pg_settings
 from devstack.measure import cpu_report, cpu_seconds, cpu_times, peak_rss_mb, run_load, steal_pct, wait_ready
 from devstack.stores import free_port
@@ -86,7 +86,7 @@ def baseline(kind: str, dsn: str) -> dict[str, float]:
         p.wait(10)
 
 
-PARTS = set(os.environ.get("BENCH_PARTS", "customers,transfers").split(","))
+PARTS = set(os.environ.get("BENCH_PARTS", "customers,transfers,overload").split(","))
 
 
 def customers_e2e(procs: dict[str, Proc], token: str, pids: dict[str, int], mono: dict[str, float]) -> str:
@@ -175,9 +175,15 @@ def main() -> int:
         lines = []
         if "customers" in PARTS:
             lines.append(customers_e2e(procs, token, pids, mono))
+        capacity = 0.0
         if "transfers" in PARTS:
+            line, capacity = bench_transfers.e2e(
+                procs["gateway"].url, procs["admin"].url, token, pids, transfer_base
+            )
+            lines.append(line)
+        if "overload" in PARTS and capacity > 0:
             lines.append(
-                bench_transfers.e2e(procs["gateway"].url, procs["admin"].url, token, pids, transfer_base)
+                bench_overload.run(procs["gateway"].url, procs["admin"].url, token, pids, dsn, capacity)
             )
         for name, proc in procs.items():
             print(f"peak RSS {name:<10} {peak_rss_mb(proc.popen.pid):6.1f} MB", flush=True)

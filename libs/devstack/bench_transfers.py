@@ -287,8 +287,11 @@ def open_loop(url: str, key: str, wallets: list[str], rate: float, hot: float = 
         Path(f.name).unlink()
 
 
-def e2e(gateway: str, admin: str, token: str, pids: dict[str, int], base: dict[str, Any]) -> str:
-    """Set up, measure the suite, print the figures; returns the ``bench-transfers:`` line."""
+def e2e(
+    gateway: str, admin: str, token: str, pids: dict[str, int], base: dict[str, Any]
+) -> tuple[str, float]:
+    """Set up, measure the suite, print the figures; returns the ``bench-transfers:`` line and
+    the closed-loop capacity (2xx transfers/s, uniform mix)."""
     t0 = time.monotonic()
     key, wallets = asyncio.run(provision(gateway, admin, token, WALLETS))
     print(
@@ -298,7 +301,7 @@ def e2e(gateway: str, admin: str, token: str, pids: dict[str, int], base: dict[s
     t0 = time.monotonic()
     if not settle(url, key, wallets):
         print(f"pipeline NOT SETTLED after set-up: {time.monotonic() - t0:.0f} s", flush=True)
-        return "bench-transfers: NOT SETTLED"
+        return "bench-transfers: NOT SETTLED", 0.0
     print(f"pipeline settled after set-up in {time.monotonic() - t0:.0f} s", flush=True)
     seq = sequential(url, key, wallets)
     print(
@@ -307,16 +310,19 @@ def e2e(gateway: str, admin: str, token: str, pids: dict[str, int], base: dict[s
         flush=True,
     )
     wrk.run(url, wallets=wallets, auth=auth, duration=3, connections=CONNECTIONS)  # warm-up
+    time.sleep(2)  # what wrk abandoned at its end is still in flight (and admitted): let it finish
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     uni = wrk.run(url, wallets=wallets, auth=auth, duration=DURATION, connections=CONNECTIONS)
     plot.record("transfers", "suite e2e uniform", uni)
     print(_fmt("transfers e2e uniform:", uni) + f" (closed loop, {CONNECTIONS} connections)", flush=True)
     print("cpu per transfer (closed loop, uniform): " + cpu_report(pids, before, uni["requests"]), flush=True)
+    time.sleep(2)
     hot = wrk.run(url, wallets=wallets, auth=auth, hot=HOT, duration=DURATION, connections=CONNECTIONS)
     plot.record("transfers", f"suite e2e hot ({HOT:.0%} one wallet)", hot)
     print(_fmt("transfers e2e hot:", hot) + f" ({HOT:.0%} from one wallet)", flush=True)
     mono = base["monolith"]["ok_rps"]
     half = max(1.0, mono / 2)
+    time.sleep(2)
     paced = open_loop(url, key, wallets, half)
     plot.record("transfers", "suite e2e at half the monolith's rate", paced)
     print(
@@ -331,4 +337,4 @@ def e2e(gateway: str, admin: str, token: str, pids: dict[str, int], base: dict[s
         f"bench-transfers: e2e {uni['ok_rps']:.0f} req/s p99 {uni['p99_ms']:.0f} ms at half load "
         f"{paced['p99_ms']:.0f} ms; monolith {mono:.0f} req/s; ratio e2e/monolith {ratio:.2f}; "
         f"hot ratio {hot_ratio:.2f}; sequential p50 {seq['p50_ms']:.1f} ms"
-    )
+    ), float(uni["ok_rps"])

@@ -1,14 +1,21 @@
-"""Failed authentication, limited per client address (contract 12.3; issue 13 item 6).
+"""Failed authentication, limited per client address (contract 12.3 and 13.2).
 
 Unknown API keys, bad JWTs and wrong operator tokens each count one failure for the client
 address in a fixed one-minute window in Redis (shared by every instance). Past the limit the
 address is answered ``429 rate_limited`` before any lookup, so a flood of random keys costs a
 Redis GET each, not a PostgreSQL query. Known-unknown keys are also cached negatively by the
 gateway (``-`` entries), so repeating one key costs no query either.
+
+Atomic (13.2): a failure is counted by one Lua call that increments the window and sets its
+expiry together, and the count it returns decides: the failure past the limit is itself
+answered 429, so concurrent failures cannot all slip in between a read and a write. An IPv6
+client is counted by its /64 (one subscriber's allocation: counting each of its 2^64 addresses
+apart would give it that many budgets).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import time
 
 from redis.asyncio import Redis
@@ -17,6 +24,26 @@ from common.errors import ErrorCode, ServiceError
 
 PREFIX = "sluice:authfail:"
 WINDOW_S = 60
+_COUNT = """
+local n = redis.call('INCR', KEYS[1])
+if n == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return n
+"""
+
+
+def counted_as(address: str | None) -> str:
+    """The unit a failure is counted against: the address, an IPv6 one by its /64."""
+    if not address:
+        return "unknown"
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:  # ::ffff:192.0.2.1 is that IPv4 client
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
 
 
 class FailureLimiter:
@@ -24,28 +51,33 @@ class FailureLimiter:
         self.redis = redis
         self.scope = scope
         self.limit = limit_per_minute
+        self._count = redis.register_script(_COUNT)
 
     def _name(self, address: str | None, start: int) -> str:
-        return f"{PREFIX}{self.scope}:{address or 'unknown'}:{start}"
+        return f"{PREFIX}{self.scope}:{counted_as(address)}:{start}"
+
+    def _refusal(self, now: float, start: int) -> ServiceError:
+        retry = max(1, start + WINDOW_S - int(now))
+        return ServiceError(
+            ErrorCode.RATE_LIMITED,
+            f"too many failed authentications from this address; retry after {retry} s",
+            details={"reason": "authentication_failures", "limit": self.limit},
+            headers={"Retry-After": str(retry)},
+        )
 
     async def check(self, address: str | None) -> None:
-        """429 when this address already failed ``limit`` times in the current window."""
+        """429 when this address already failed ``limit`` times in the current window (a read:
+        it only spares the lookup; :meth:`record` is what counts)."""
         now = time.time()
         start = int(now // WINDOW_S) * WINDOW_S
         count = await self.redis.get(self._name(address, start))
         if count is not None and int(count) >= self.limit:
-            retry = max(1, start + WINDOW_S - int(now))
-            raise ServiceError(
-                ErrorCode.RATE_LIMITED,
-                f"too many failed authentications from this address; retry after {retry} s",
-                details={"reason": "authentication_failures", "limit": self.limit},
-                headers={"Retry-After": str(retry)},
-            )
+            raise self._refusal(now, start)
 
     async def record(self, address: str | None) -> None:
-        start = int(time.time() // WINDOW_S) * WINDOW_S
-        name = self._name(address, start)
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.incr(name)
-            pipe.expire(name, WINDOW_S + 1)
-            await pipe.execute()
+        """Count one failure, atomically; the failure past the limit raises 429 itself."""
+        now = time.time()
+        start = int(now // WINDOW_S) * WINDOW_S
+        count = int(await self._count(keys=[self._name(address, start)], args=[WINDOW_S + 1]))
+        if count > self.limit:
+            raise self._refusal(now, start)

@@ -1,11 +1,16 @@
-"""The client address of a request (contract section 12.3).
+"""The client address of a request (contract sections 12.3 and 13.2).
 
 Forwarding headers are believed only when the TCP peer is a trusted proxy
-(``SLUICE_TRUSTED_PROXIES``, CIDRs, empty by default). Then the chain is read from the right,
-skipping trusted hops: the first address not in a trusted network is the client. ``Forwarded``
-(RFC 7239) wins over ``X-Forwarded-For`` when both are present. Otherwise the TCP peer is the
-client, whatever the headers say. uvicorn's own proxy-header handling is off (it trusts
-127.0.0.1 by default), so this is the only place that reads them.
+(``SLUICE_TRUSTED_PROXIES``, CIDRs, empty by default), and only the one header those proxies
+set (``SLUICE_CLIENT_IP_HEADER``: ``X-Forwarded-For`` by default, ``X-Real-IP`` or
+``Forwarded``): every other forwarding header is ignored, whatever it says, so a client cannot
+pick its address by sending the header the proxy does not write. Several lines of that header
+count as one list in order (a proxy that appends adds a line or an element, and reading only
+the first line would read the client's own). The chain is read from the right, skipping
+trusted hops: the rightmost address not in a trusted network is the client. A hop that is not
+an address ends the walk at the last hop a trusted proxy vouched for. Otherwise the TCP peer is
+the client. uvicorn's own proxy-header handling is off (it trusts 127.0.0.1 by default), so
+this is the only place that reads them.
 """
 
 from __future__ import annotations
@@ -46,23 +51,30 @@ def _trusted(addr: Address, networks: tuple[Network, ...]) -> bool:
     return any(addr in n for n in networks)
 
 
-def _hops(get: Callable[[str], str | None]) -> list[str]:
-    forwarded = get("forwarded")
-    if forwarded:
-        return [m.group(1) for part in forwarded.split(",") if (m := _FOR.search(part.strip()))]
-    xff = get("x-forwarded-for")
-    return [h for h in (xff or "").split(",") if h.strip()]
+CLIENT_IP_HEADERS = ("x-forwarded-for", "x-real-ip", "forwarded")
+
+
+def _hops(lines: list[str], header: str) -> list[str]:
+    """The hops of every line of ``header``, left to right."""
+    joined = ",".join(lines)
+    if header == "forwarded":  # RFC 7239: for= of each element; an element without one is garbage
+        return [m.group(1) if (m := _FOR.search(part.strip())) else "" for part in joined.split(",")]
+    return [h for h in joined.split(",") if h.strip()]
 
 
 def client_address(
-    peer: str | None, get: Callable[[str], str | None], networks: tuple[Network, ...]
+    peer: str | None,
+    get_all: Callable[[str], list[str]],
+    networks: tuple[Network, ...],
+    header: str = "x-forwarded-for",
 ) -> str | None:
-    """The client's address; ``get`` reads a request header by lower-case name."""
+    """The client's address; ``get_all`` reads every line of a request header by lower-case
+    name; ``header`` is the one the trusted proxies set."""
     peer_addr = _address(peer) if peer else None
     if peer_addr is None or not networks or not _trusted(peer_addr, networks):
         return peer
     client = peer_addr
-    for hop in reversed(_hops(get)):
+    for hop in reversed(_hops(get_all(header.lower()), header.lower())):
         addr = _address(hop)
         if addr is None:
             break  # garbage in the chain: stop at the last hop a trusted proxy vouched for

@@ -105,6 +105,8 @@ class Settings(BaseSettings):
     # CIDRs whose X-Forwarded-For / Forwarded headers are believed; empty: the TCP peer is
     # the client address (IP allowlists, per-address limits).
     trusted_proxies: str = ""
+    # The one header the trusted proxies set (contract 13.2); every other forwarding header is ignored.
+    client_ip_header: Literal["X-Forwarded-For", "X-Real-IP", "Forwarded"] = "X-Forwarded-For"
 
     webhooks_allow_private_targets: bool = False
     webhooks_retry_schedule: str = "5,300,1800,7200,18000,36000,36000"

@@ -88,8 +88,9 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
     try:
         address = client_address(
             request.client.host if request.client else None,
-            request.headers.get,
+            lambda name: request.headers.getall(name, []),
             state.settings.trusted_networks,
+            state.settings.client_ip_header,
         )
         actor = await operators.authenticate_limited(
             state.failures, address, state.operators, request.headers.get("authorization")

@@ -57,7 +57,13 @@ class Router:
 def client_ip(request: Request[Any, Any, State]) -> str | None:
     """The client address: the TCP peer, or what a trusted proxy forwarded (common.clientaddr)."""
     peer = request.client.host if request.client else None
-    return client_address(peer, request.headers.get, request.app.state.settings.trusted_networks)
+    settings = request.app.state.settings
+    return client_address(
+        peer,
+        lambda name: request.headers.getall(name, []),
+        settings.trusted_networks,
+        settings.client_ip_header,
+    )
 
 
 def _headers(request: Request[Any, Any, Any]) -> dict[str, str]:

@@ -13,31 +13,81 @@ from tests.conftest import Stack, make_tenant
 TRUSTED = parse_networks("127.0.0.1/32, 10.0.0.0/8")
 
 
-def _headers(**h: str):  # type: ignore[no-untyped-def]
+def _headers(**h: str | list[str]):  # type: ignore[no-untyped-def]
+    """A ``get_all``: every line of a header (a list value is several lines)."""
     low = {k.replace("_", "-").lower(): v for k, v in h.items()}
-    return low.get
+    return lambda name: (
+        list(low[name]) if isinstance(low.get(name), list) else ([low[name]] if name in low else [])
+    )
+
+
+XFF, REAL, FWD = "X-Forwarded-For", "X-Real-IP", "Forwarded"
+LO, T = "127.0.0.1", TRUSTED
 
 
 @pytest.mark.unit
 @pytest.mark.parametrize(
-    ("peer", "headers", "networks", "expected"),
+    ("peer", "header", "headers", "networks", "expected"),
     [
-        ("127.0.0.1", {"x_forwarded_for": "203.0.113.9"}, (), "127.0.0.1"),  # nothing trusted
-        ("198.51.100.1", {"x_forwarded_for": "203.0.113.9"}, TRUSTED, "198.51.100.1"),  # untrusted peer
-        ("127.0.0.1", {"x_forwarded_for": "203.0.113.9"}, TRUSTED, "203.0.113.9"),
-        ("127.0.0.1", {"x_forwarded_for": "203.0.113.9, 10.1.2.3"}, TRUSTED, "203.0.113.9"),
-        ("127.0.0.1", {"x_forwarded_for": "1.2.3.4, 203.0.113.9"}, TRUSTED, "203.0.113.9"),  # spoofed left
-        ("127.0.0.1", {"x_forwarded_for": "garbage, 203.0.113.9"}, TRUSTED, "203.0.113.9"),
-        ("127.0.0.1", {"x_forwarded_for": "garbage"}, TRUSTED, "127.0.0.1"),
-        ("127.0.0.1", {}, TRUSTED, "127.0.0.1"),
-        ("127.0.0.1", {"forwarded": 'for="[2001:db8::1]:443";proto=https'}, TRUSTED, "2001:db8::1"),
-        ("127.0.0.1", {"forwarded": "for=192.0.2.60;by=10.0.0.1, for=10.0.0.7"}, TRUSTED, "192.0.2.60"),
-        ("127.0.0.1", {"forwarded": "for=192.0.2.60", "x_forwarded_for": "1.2.3.4"}, TRUSTED, "192.0.2.60"),
-        ("127.0.0.1", {"x_forwarded_for": "203.0.113.9:5555"}, TRUSTED, "203.0.113.9"),
+        (LO, XFF, {"x_forwarded_for": "203.0.113.9"}, (), "127.0.0.1"),  # nothing trusted
+        ("198.51.100.1", XFF, {"x_forwarded_for": "203.0.113.9"}, T, "198.51.100.1"),
+        (LO, XFF, {"x_forwarded_for": "203.0.113.9"}, T, "203.0.113.9"),
+        (LO, XFF, {"x_forwarded_for": "203.0.113.9, 10.1.2.3"}, T, "203.0.113.9"),
+        (
+            "127.0.0.1",
+            XFF,
+            {"x_forwarded_for": "1.2.3.4, 203.0.113.9"},
+            TRUSTED,
+            "203.0.113.9",
+        ),  # spoofed left
+        (LO, XFF, {"x_forwarded_for": "garbage, 203.0.113.9"}, T, "203.0.113.9"),
+        (LO, XFF, {"x_forwarded_for": "203.0.113.9, garbage"}, T, "127.0.0.1"),
+        (LO, XFF, {"x_forwarded_for": "garbage"}, T, "127.0.0.1"),
+        (LO, XFF, {}, T, "127.0.0.1"),
+        (LO, XFF, {"x_forwarded_for": "203.0.113.9:5555"}, T, "203.0.113.9"),
+        # several lines are one list in order: the proxy's line (the last) decides
+        (LO, XFF, {"x_forwarded_for": ["1.2.3.4", "203.0.113.9"]}, T, "203.0.113.9"),
+        (
+            "127.0.0.1",
+            XFF,
+            {"x_forwarded_for": ["1.2.3.4, 5.6.7.8", "203.0.113.9, 10.0.0.2"]},
+            TRUSTED,
+            "203.0.113.9",
+        ),
+        # only the named header: the others say what the client likes and are ignored
+        (
+            "127.0.0.1",
+            XFF,
+            {"forwarded": "for=1.2.3.4", "x_forwarded_for": "203.0.113.9"},
+            TRUSTED,
+            "203.0.113.9",
+        ),
+        (LO, XFF, {"forwarded": "for=1.2.3.4", "x_real_ip": "1.2.3.5"}, T, "127.0.0.1"),
+        (
+            "127.0.0.1",
+            REAL,
+            {"x_real_ip": "203.0.113.9", "x_forwarded_for": "1.2.3.4"},
+            TRUSTED,
+            "203.0.113.9",
+        ),
+        (LO, REAL, {"x_forwarded_for": "1.2.3.4"}, T, "127.0.0.1"),
+        (LO, REAL, {"x_real_ip": ["1.2.3.4", "203.0.113.9"]}, T, "203.0.113.9"),
+        (LO, FWD, {"forwarded": 'for="[2001:db8::1]:443";proto=https'}, T, "2001:db8::1"),
+        (LO, FWD, {"forwarded": "for=192.0.2.60;by=10.0.0.1, for=10.0.0.7"}, T, "192.0.2.60"),
+        (
+            "127.0.0.1",
+            FWD,
+            {"forwarded": "for=192.0.2.60", "x_forwarded_for": "1.2.3.4"},
+            TRUSTED,
+            "192.0.2.60",
+        ),
+        (LO, FWD, {"forwarded": ["for=1.2.3.4", "for=192.0.2.60"]}, T, "192.0.2.60"),
+        (LO, FWD, {"forwarded": "for=192.0.2.60, proto=https"}, T, "127.0.0.1"),  # garbage hop
+        (LO, FWD, {"x_forwarded_for": "1.2.3.4"}, T, "127.0.0.1"),
     ],
 )
-def test_client_address(peer: str, headers: dict[str, str], networks: tuple, expected: str) -> None:
-    assert client_address(peer, _headers(**headers), networks) == expected
+def test_client_address(peer: str, header: str, headers: dict, networks: tuple, expected: str) -> None:
+    assert client_address(peer, _headers(**headers), networks, header) == expected
 
 
 @pytest.mark.unit
@@ -72,7 +122,10 @@ def test_a_trusted_proxy_forwards_the_client_address(stack: Stack, proxied_gatew
     url = proxied_gateway.url
     assert _health(url, t.key).status_code == 403  # the proxy itself is not the client
     assert _health(url, t.key, **{"X-Forwarded-For": "203.0.113.9"}).status_code == 200
-    assert _health(url, t.key, Forwarded='for="203.0.113.9"').status_code == 200
+    # Only the header the proxy sets (SLUICE_CLIENT_IP_HEADER, X-Forwarded-For here) is read:
+    # a client-sent Forwarded or X-Real-IP says nothing (13.2).
+    assert _health(url, t.key, Forwarded='for="203.0.113.9"').status_code == 403
+    assert _health(url, t.key, **{"X-Real-IP": "203.0.113.9"}).status_code == 403
     # A client cannot prepend its way in: the rightmost untrusted hop is the client.
     r = _health(url, t.key, **{"X-Forwarded-For": "203.0.113.9, 198.51.100.7"})
     assert r.status_code == 403, r.text

@@ -171,3 +171,40 @@ def not_json(raw: bytes, field: str) -> ServiceError:
     if nonfinite is not None:
         return invalid(nonfinite, BAD_NUMBER)
     return ServiceError(ErrorCode.INVALID_REQUEST, "request body is not valid JSON", details={"field": field})
+
+
+MAX_NESTING = 32
+
+
+def nesting_depth(raw: bytes) -> int:
+    """How deeply the JSON document ``raw`` nests objects and arrays (brackets inside strings
+    do not count). Read before decoding: a document nested thousands deep must be refused
+    without recursing into it."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in raw:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x7B, 0x5B):  # { [
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x7D, 0x5D):  # } ]
+            depth -= 1
+    return deepest
+
+
+def check_nesting(raw: bytes, limit: int = MAX_NESTING) -> None:
+    """400 invalid_request when ``raw`` nests deeper than ``limit`` (contract 13.4)."""
+    if nesting_depth(raw) > limit:
+        raise ServiceError(
+            ErrorCode.INVALID_REQUEST,
+            f"the request body nests deeper than {limit} levels",
+            details={"reason": "too_deep", "limit": limit},
+        )

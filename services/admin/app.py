@@ -33,6 +33,7 @@ from common.outbox import Outbox, OutMessage
 from common.rpc import RpcClient
 from common.service import build_runtime
 from common.settings import Settings
+from common.validation import check_nesting
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +84,7 @@ async def _audit_refusal(
 @post("/", status_code=200)
 async def administer(request: Request[Any, Any, State], state: State) -> Response[Any]:
     rid = request_id_of(request)
-    raw = await request.body()
-    actor, action, ctx = "unauthenticated", _requested_action(raw), None
+    actor, action, ctx = "unauthenticated", "unknown", None
     try:
         address = client_address(
             request.client.host if request.client else None,
@@ -95,6 +95,11 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
         actor = await operators.authenticate_limited(
             state.failures, address, state.operators, request.headers.get("authorization")
         )
+        # The body is read only once the operator is known (13.4), and its depth checked
+        # before it is decoded: a deeply nested body is 400, never a RecursionError.
+        raw = await request.body()
+        check_nesting(raw)
+        action = _requested_action(raw)
         action = actions.action_of(raw)
         async with state.sm() as session:
             async with session.begin():

@@ -95,11 +95,23 @@ def _limit(value: int, top: int = 100) -> int:
 # ---- partner commands (scoped to ctx tenant and mode) ----
 
 
+MAX_ENDPOINTS = 16  # per tenant and mode (contract 13.3): delivery capacity is shared fairly
+
+
 async def create_webhook(session: AsyncSession, env: Env, cmd: CreateWebhook) -> tuple[int, Any]:
     try:
         await vet(cmd.endpoint_url, env.allow_private)
     except TargetError as exc:
         raise invalid("endpoint_url", exc.message, reason=exc.reason) from None
+    if await repo.count_endpoints_locked(session, cmd.ctx.tenant_id, cmd.ctx.mode) >= MAX_ENDPOINTS:
+        existing = await repo.get_endpoint(session, cmd.webhook_id, cmd.ctx.tenant_id, cmd.ctx.mode)
+        if existing is None:  # a retry of a creation that happened answers below, as before
+            raise invalid(
+                "endpoint_url",
+                f"a tenant has at most {MAX_ENDPOINTS} webhook endpoints per mode",
+                reason="too_many_endpoints",
+                limit=MAX_ENDPOINTS,
+            )
     secret = new_secret()
     row = await repo.insert_endpoint(
         session,

@@ -167,20 +167,23 @@ async def test_two_instances_share_the_work_and_each_endpoints_limit(stack: Stac
     than one process's 256 in flight): both processes deliver, every delivery arrives, and no
     endpoint ever holds more than its 32 requests at once (the limit counts leases across
     workers)."""
-    tenant = make_tenant(stack)
+    tenants = [make_tenant(stack) for _ in range(3)]  # at most 16 endpoints per tenant (13.3)
     receiver = FastReceiver(delay_s=0.02).start()  # 20 ms per answer: 32 in flight is real concurrency
     second = stack.suite.start("webhooks", free_port(), instance="webhooks-second")
     hooks: list[str] = []
+    owner: dict[str, str] = {}
     try:
         # Ready once its consumers joined their groups and its delivery worker runs.
         stack.suite.wait_ready([second], timeout=120)
         async with webhook_commands(stack) as wh:
             for i in range(40):
-                hooks.append((await wh.create(tenant.tenant_id, f"{receiver.url}?e={i}")).data["webhook_id"])
+                tid = tenants[i % 3].tenant_id
+                hooks.append((await wh.create(tid, f"{receiver.url}?e={i}")).data["webhook_id"])
+                owner[hooks[-1]] = tid
         conn = await connect_db(stack)
         try:
             for hook in hooks:
-                await insert_backlog(conn, tenant.tenant_id, hook, PER_HOOK)
+                await insert_backlog(conn, owner[hook], hook, PER_HOOK)
             released = time.monotonic()
             await conn.execute("UPDATE webhooks.endpoints SET next_due_at = now() WHERE id = ANY($1)", hooks)
             done = "SELECT count(*) FROM webhooks.deliveries WHERE webhook_id = ANY($1) AND status = $2"

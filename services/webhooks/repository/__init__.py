@@ -65,6 +65,20 @@ async def get_event(
     return (await session.execute(stmt)).first()
 
 
+async def count_endpoints_locked(session: AsyncSession, tenant_id: str, mode: str) -> int:
+    """The tenant's endpoints in ``mode``, counted under a transaction-scoped advisory lock on
+    (tenant, mode): two concurrent creations cannot both see room for one more."""
+    await session.execute(
+        select(func.pg_advisory_xact_lock(func.hashtextextended(f"webhook-endpoints:{tenant_id}:{mode}", 0)))
+    )
+    stmt = (
+        select(func.count())
+        .select_from(endpoints)
+        .where(endpoints.c.tenant_id == tenant_id, endpoints.c.mode == mode)
+    )
+    return int((await session.execute(stmt)).scalar_one())
+
+
 async def insert_endpoint(
     session: AsyncSession,
     *,

@@ -76,9 +76,39 @@ def top_frames(stacks: Counter[str]) -> tuple[int, list[tuple[str, int]], list[t
     return total, own.most_common(TOP), ours[:TOP]
 
 
+OURS = {"common", "gateway", "compliance", "ledger", "webhooks", "admin", "devstack"}
+
+
+def _package(frame: str) -> str | None:
+    """The package a py-spy frame's file belongs to (``sluice:<module>`` for ours), None for
+    the standard library (its time is charged to the nearest caller that is not)."""
+    path = frame.rpartition(" (")[2].rstrip(")").rpartition(":")[0]
+    first = path.split("/")[0]
+    if first.startswith("<"):
+        return None
+    if first in OURS:
+        return "sluice:" + path.rsplit(".", 1)[0]
+    mod = first.removesuffix(".py")
+    return None if mod in sys.stdlib_module_names else mod
+
+
+def by_package(stacks: Counter[str]) -> list[tuple[str, int]]:
+    """Own time by package: each sample goes to its innermost frame outside the stdlib
+    (``uvloop`` is the event loop itself: polling, callbacks, socket I/O)."""
+    own: Counter[str] = Counter()
+    for stack, n in stacks.items():
+        frames = stack.split(";")
+        pkg = next((p for f in reversed(frames) if (p := _package(f))), "stdlib")
+        own[pkg] += n
+    return own.most_common(8)
+
+
 def table(name: str, stacks: Counter[str]) -> str:
     total, own, ours = top_frames(stacks)
-    lines = [f"### {name} ({total} samples)", "", "| own % | frame |", "|---|---|"]
+    lines = [f"### {name} ({total} samples)", ""]
+    shares = ", ".join(f"{p} {100 * n / total:.0f}%" for p, n in by_package(stacks))
+    lines += ["Own time by package: " + shares]
+    lines += ["", "| own % | frame |", "|---|---|"]
     lines += [f"| {100 * n / total:.1f} | `{f}` |" for f, n in own]
     lines += ["", "| inclusive % | frame (Sluice code) |", "|---|---|"]
     lines += [f"| {100 * n / total:.1f} | `{f}` |" for f, n in ours]
@@ -87,7 +117,7 @@ def table(name: str, stacks: Counter[str]) -> str:
 
 def idle_cpu(pids: dict[str, int], seconds: float = 10.0) -> str:
     """Each process's CPU over ``seconds`` with no request: what polling costs an idle stack."""
-    time.sleep(2.0)  # the settle's last answers and their events
+    time.sleep(15.0)  # the set-up's events still being worked through by the background consumers
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     time.sleep(seconds)
     used = {name: (cpu_seconds(pid) - before[name]) / seconds for name, pid in pids.items()}

@@ -23,10 +23,8 @@ from common.contracts.commands import (
 )
 from common.errors import invalid, not_found
 from common.ids import new_id
+from common.money import FIAT_OF_RAIL, STABLECOINS
 from common.validation import decode_body
-
-FIAT_OF_RAIL = {"ach": "USD", "wire": "USD", "sepa": "EUR", "faster_payments": "GBP"}
-STABLECOINS = frozenset({"USDC", "USDT", "PYUSD", "USDB", "EURC"})
 
 
 async def known_tenant(ctx: ActionContext, tenant_id: str) -> str:

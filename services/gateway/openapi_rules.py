@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.money import FIAT_OF_RAIL, TRANSFER_CURRENCIES
 from common.offerings import OFFERED_PAIRS as OFFERED_CHAINS
 from common.offerings import PEGS as PEGGED
-from gateway.rules import RAIL_CURRENCY, TRANSFER_CURRENCIES
 from gateway.schemas import FIAT_RAILS, STABLECOINS, WALLET_RAILS, ci_pattern
 
 # Decimal strings > 0 and <= 1e12 with at most ``places`` decimals (what check_amount accepts).
@@ -72,7 +72,7 @@ def _parties(
     for rail in rails:
         if rail in FIAT_RAILS:
             extra = ["external_account_id"] if payout else []
-            props = {"payment_rail": {"const": rail}, "currency": _ci(RAIL_CURRENCY[rail]), "chain": _NULL}
+            props = {"payment_rail": {"const": rail}, "currency": _ci(FIAT_OF_RAIL[rail]), "chain": _NULL}
             props["amount"] = (
                 {"type": "string", "pattern": FIAT_AMOUNT}
                 if amount

@@ -11,24 +11,19 @@ from common import addresses
 from common.checksums import aba_valid, iban_valid
 from common.contracts.commands import BankAccount, Party, VADestination
 from common.errors import invalid
+from common.money import FIAT_OF_RAIL, MAX_AMOUNT, TRANSFER_CURRENCIES, places
 from common.offerings import OFFERED_PAIRS, PEGS
 from gateway.schemas import (
     FIAT_RAILS,
-    FIATS,
     STABLECOINS,
     WALLET_RAILS,
     PartyIn,
     VADestinationIn,
 )
 
-MAX_AMOUNT = Decimal("1e12")
-
-RAIL_CURRENCY = {"ach": "USD", "wire": "USD", "sepa": "EUR", "faster_payments": "GBP"}
-TRANSFER_CURRENCIES = frozenset({"USDC", "USDT"})
-
 
 def decimals_for(currency: str) -> int:
-    return 2 if currency.upper() in FIATS else 6
+    return places(currency)
 
 
 def check_amount(field: str, value: str, currency: str) -> str:
@@ -93,8 +88,8 @@ def _party(side: str, p: PartyIn) -> Party:
     chain = p.chain.upper() if p.chain else None
     rail = p.payment_rail
     if rail in FIAT_RAILS:
-        if currency != RAIL_CURRENCY[rail]:
-            raise invalid(f"{side}.currency", f"{rail} pays {RAIL_CURRENCY[rail]}, not {currency}")
+        if currency != FIAT_OF_RAIL[rail]:
+            raise invalid(f"{side}.currency", f"{rail} pays {FIAT_OF_RAIL[rail]}, not {currency}")
         if chain is not None:
             raise invalid(f"{side}.chain", f"{rail} has no chain")
     else:

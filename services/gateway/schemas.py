@@ -13,9 +13,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from common.contracts.events import DELIVERED_EVENT_TYPES
+from common.money import FIATS, STABLECOINS
 
-STABLECOINS = ("USDC", "USDT", "PYUSD", "USDB", "EURC")
-FIATS = ("USD", "EUR", "GBP")
 CHAINS = ("ETH", "SOL", "BSC", "POLYGON", "TRON", "BASE", "OPTIMISM", "ARBITRUM")
 WALLET_RAILS = ("provider_wallet", "stablecoin")
 FIAT_RAILS = ("ach", "wire", "sepa", "faster_payments")

@@ -6,12 +6,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts.commands import SandboxDeposit
 from common.contracts.events import DepositReceived
+from common.money import FIAT_PLACES
 from common.times import iso
 from ledger import journal
 from ledger import repository as repo
 from ledger.effects import Effects, LedgerConfig, missing, money, parse_amount
-
-FIAT_PLACES = 2
 
 
 async def sandbox_deposit(session: AsyncSession, cmd: SandboxDeposit, cfg: LedgerConfig) -> Effects:

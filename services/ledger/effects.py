@@ -11,9 +11,8 @@ from typing import Any
 from common.contracts.base import Ctx, Event
 from common.errors import ErrorCode, ServiceError, invalid
 from common.ids import new_id
+from common.money import MAX_AMOUNT
 from common.times import iso
-
-MAX_AMOUNT = Decimal("1e12")
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from common.contracts.base import Event
 from common.contracts.commands import CreateTransfer, ReviewTransfer
 from common.contracts.events import PayoutCreated, TransferCreated
 from common.errors import ErrorCode, ServiceError, forbidden, invalid
+from common.money import STABLECOIN_PLACES, TRANSFER_CURRENCIES
 from ledger import fees, journal, parties, views, withdrawals
 from ledger import repository as repo
 from ledger.effects import Effects, LedgerConfig, parse_amount
@@ -41,8 +42,6 @@ from ledger.states import lock_for_operator, next_step_s, transfer_event, transi
 
 log = logging.getLogger(__name__)
 
-TRANSFER_CURRENCIES = frozenset({"USDC", "USDT"})
-STABLECOIN_PLACES = 6
 Key = tuple[str, str, str]  # tenant, mode, idempotency key
 
 

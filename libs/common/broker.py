@@ -33,6 +33,7 @@ from faststream.kafka.opentelemetry import KafkaTelemetryMiddleware
 from faststream.kafka.prometheus import KafkaPrometheusMiddleware
 from prometheus_client import REGISTRY
 
+from common import kafka
 from common.consume import Failure
 from common.metrics import CONSUMER_LAG, DEAD_LETTERS
 from common.settings import Settings
@@ -89,6 +90,7 @@ def create_broker(settings: Settings, client_id: str) -> KafkaBroker:
         settings.kafka_bootstrap,
         client_id=client_id,
         middlewares=middlewares,
+        security=kafka.broker_security(settings),
         enable_idempotence=False,
         acks=1,
         linger_ms=0,
@@ -132,7 +134,7 @@ def consumer_options(
 
 async def ensure_topics(settings: Settings, names: Iterable[str], partitions: int | None = None) -> None:
     """Create topics if missing (Apache Kafka may have auto-creation disabled)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap)
+    admin = AIOKafkaAdminClient(**kafka.client_args(settings))
     await admin.start()
     try:
         existing = set(await admin.list_topics())

@@ -32,6 +32,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from faststream.kafka import KafkaBroker
 
+from common import kafka
 from common.broker import ensure_topics
 from common.contracts import Command, Result, decode, encode
 from common.failpoints import failpoint
@@ -99,7 +100,7 @@ class RpcClient:
 
     async def run(self) -> None:
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.settings.kafka_bootstrap,
+            **kafka.client_args(self.settings),
             enable_auto_commit=False,
             auto_offset_reset="latest",
             fetch_max_wait_ms=self.fetch_max_wait_ms,
@@ -171,7 +172,7 @@ class RpcClient:
 
     async def _delete_topics(self, names: list[str]) -> None:
         admin = AIOKafkaAdminClient(
-            bootstrap_servers=self.settings.kafka_bootstrap,
+            **kafka.client_args(self.settings),
             request_timeout_ms=self.settings.kafka_request_timeout_ms,
         )
         try:
@@ -187,7 +188,7 @@ class RpcClient:
         """Reply topics of this instance id left by an earlier life of it: nobody reads them."""
         if not self.rotate_every:
             return
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.settings.kafka_bootstrap)
+        admin = AIOKafkaAdminClient(**kafka.client_args(self.settings))
         try:
             await admin.start()
             stale = [t for t in await admin.list_topics() if t.startswith(self.reply_base + ".")]

@@ -17,6 +17,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from common.clientaddr import Network, parse_networks
+from common.kafka import problems as kafka_problems
 from common.keyring import KeyRing, KeyRingError, new_key_setting
 
 # The secrets every service must be given explicitly in production (contract section 12.3).
@@ -39,6 +40,12 @@ class Settings(BaseSettings):
     database_url: str = "postgresql+asyncpg://postgres@127.0.0.1:5432/sluice"
     redis_url: str = "redis://127.0.0.1:6379/0"
     kafka_bootstrap: str = "127.0.0.1:9092"
+    # Client security (contract 13.6, common.kafka): checked by common.kafka.problems at start.
+    kafka_security_protocol: str = "PLAINTEXT"
+    kafka_sasl_mechanism: str = ""
+    kafka_sasl_username: str = ""
+    kafka_sasl_password: SecretStr = SecretStr("")
+    kafka_ssl_cafile: str = ""
     topic_prefix: str = "sluice"
     db_pool_size: int = 10
 
@@ -216,6 +223,9 @@ def load_settings() -> Settings:
     weak = settings.weak_secrets()
     if weak:
         _refuse("sluice: unusable secret settings: " + "; ".join(weak))
+    broken = kafka_problems(settings)
+    if broken:
+        _refuse("sluice: Kafka client settings: " + "; ".join(broken))
     unsafe = unsafe_test_settings(settings, os.environ)
     if unsafe and settings.env == "production":
         _refuse(

@@ -1,0 +1,79 @@
+"""Every Kafka client of the suite is configured here, from one set of settings (contract 13.6,
+issue 26; safir's ``KafkaConnectionSettings`` is the model): FastStream's broker (through its
+``security`` object) and the raw aiokafka consumers and admin clients (keyword arguments).
+
+- ``SLUICE_KAFKA_SECURITY_PROTOCOL`` [``PLAINTEXT``]: ``SSL``, ``SASL_PLAINTEXT``, ``SASL_SSL``;
+- ``SLUICE_KAFKA_SASL_MECHANISM``: ``PLAIN``, ``SCRAM-SHA-256``, ``SCRAM-SHA-512`` (SASL only);
+- ``SLUICE_KAFKA_SASL_USERNAME`` / ``SLUICE_KAFKA_SASL_PASSWORD`` (SASL only);
+- ``SLUICE_KAFKA_SSL_CAFILE``: the CA bundle that signs the brokers' certificates (SSL only;
+  the system's CAs when empty).
+
+:func:`problems` names every setting that is unknown or missing; a service refuses to start on
+any (``common.settings.load_settings``).
+"""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def problems(settings: Any) -> list[str]:
+    """What is wrong with the Kafka client settings, each naming its setting."""
+    out = []
+    protocol, mechanism = settings.kafka_security_protocol, settings.kafka_sasl_mechanism
+    if protocol not in PROTOCOLS:
+        out.append(f"SLUICE_KAFKA_SECURITY_PROTOCOL must be one of {', '.join(PROTOCOLS)}, not {protocol!r}")
+    if protocol.startswith("SASL_"):
+        if mechanism not in MECHANISMS:
+            out.append(
+                f"SLUICE_KAFKA_SASL_MECHANISM must be one of {', '.join(MECHANISMS)}, not {mechanism!r}"
+            )
+        if not settings.kafka_sasl_username:
+            out.append("SLUICE_KAFKA_SASL_USERNAME is required with SASL")
+        if not settings.kafka_sasl_password.get_secret_value():
+            out.append("SLUICE_KAFKA_SASL_PASSWORD is required with SASL")
+    elif mechanism:
+        out.append(f"SLUICE_KAFKA_SASL_MECHANISM is set but SLUICE_KAFKA_SECURITY_PROTOCOL is {protocol}")
+    return out
+
+
+def _ssl_context(settings: Any) -> ssl.SSLContext | None:
+    if not settings.kafka_security_protocol.endswith("SSL"):
+        return None
+    return ssl.create_default_context(cafile=settings.kafka_ssl_cafile or None)
+
+
+def client_args(settings: Any) -> dict[str, Any]:
+    """Keyword arguments for aiokafka's ``AIOKafkaConsumer``, ``AIOKafkaProducer`` and
+    ``AIOKafkaAdminClient``."""
+    args: dict[str, Any] = {
+        "bootstrap_servers": settings.kafka_bootstrap,
+        "security_protocol": settings.kafka_security_protocol,
+    }
+    context = _ssl_context(settings)
+    if context is not None:
+        args["ssl_context"] = context
+    if settings.kafka_security_protocol.startswith("SASL_"):
+        args["sasl_mechanism"] = settings.kafka_sasl_mechanism
+        args["sasl_plain_username"] = settings.kafka_sasl_username
+        args["sasl_plain_password"] = settings.kafka_sasl_password.get_secret_value()
+    return args
+
+
+def broker_security(settings: Any) -> BaseSecurity | None:
+    """FastStream's security object for the same settings (None for PLAINTEXT)."""
+    protocol, context = settings.kafka_security_protocol, _ssl_context(settings)
+    if protocol == "PLAINTEXT":
+        return None
+    if protocol == "SSL":
+        return BaseSecurity(ssl_context=context, use_ssl=True)
+    user, password = settings.kafka_sasl_username, settings.kafka_sasl_password.get_secret_value()
+    use_ssl = protocol == "SASL_SSL"
+    kind = {"PLAIN": SASLPlaintext, "SCRAM-SHA-256": SASLScram256, "SCRAM-SHA-512": SASLScram512}
+    return kind[settings.kafka_sasl_mechanism](user, password, ssl_context=context, use_ssl=use_ssl)

@@ -1,0 +1,94 @@
+"""Contract 13.6: one settings object builds every Kafka client (common.kafka); the arguments
+each kind of client receives, and the start refused on an unknown or missing value."""
+
+from __future__ import annotations
+
+import ssl
+import subprocess
+import sys
+
+import pytest
+from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
+from pydantic import SecretStr
+
+from common import kafka
+from common.settings import Settings
+from devstack.suite import ROOT, python_env
+
+pytestmark = pytest.mark.unit
+SASL = "SASL_SSL"
+
+
+def _settings(**kw: str) -> Settings:
+    if "kafka_sasl_password" in kw:
+        kw["kafka_sasl_password"] = SecretStr(kw["kafka_sasl_password"])  # type: ignore[assignment]
+    return Settings(kafka_bootstrap="k1:9093,k2:9093", **kw)  # type: ignore[arg-type]
+
+
+def test_plaintext_is_the_default_and_carries_only_the_bootstrap() -> None:
+    s = _settings()
+    assert kafka.problems(s) == []
+    assert kafka.client_args(s) == {"bootstrap_servers": "k1:9093,k2:9093", "security_protocol": "PLAINTEXT"}
+    assert kafka.broker_security(s) is None
+
+
+def test_ssl_with_a_ca_file(tmp_path: pytest.TempPathFactory) -> None:
+    ca = ssl.get_default_verify_paths().cafile or ssl.get_default_verify_paths().openssl_cafile
+    s = _settings(kafka_security_protocol="SSL", kafka_ssl_cafile=ca)
+    args = kafka.client_args(s)
+    assert args["security_protocol"] == "SSL" and isinstance(args["ssl_context"], ssl.SSLContext)
+    assert "sasl_mechanism" not in args
+    sec = kafka.broker_security(s)
+    assert type(sec) is BaseSecurity and sec.use_ssl and sec.ssl_context is not None
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "kind"),
+    [("PLAIN", SASLPlaintext), ("SCRAM-SHA-256", SASLScram256), ("SCRAM-SHA-512", SASLScram512)],
+)
+@pytest.mark.parametrize("protocol", ["SASL_PLAINTEXT", "SASL_SSL"])
+def test_sasl_reaches_every_client(protocol: str, mechanism: str, kind: type) -> None:
+    s = _settings(
+        kafka_security_protocol=protocol,
+        kafka_sasl_mechanism=mechanism,
+        kafka_sasl_username="sluice",
+        kafka_sasl_password="s3cret",
+    )
+    assert kafka.problems(s) == []
+    args = kafka.client_args(s)
+    assert (args["sasl_mechanism"], args["sasl_plain_username"], args["sasl_plain_password"]) == (
+        mechanism,
+        "sluice",
+        "s3cret",
+    )
+    assert ("ssl_context" in args) == (protocol == "SASL_SSL")
+    sec = kafka.broker_security(s)
+    assert isinstance(sec, kind) and sec.use_ssl == (protocol == "SASL_SSL")
+
+
+@pytest.mark.parametrize(
+    ("kw", "named"),
+    [
+        ({"kafka_security_protocol": "TLS"}, "SLUICE_KAFKA_SECURITY_PROTOCOL"),
+        (
+            {"kafka_security_protocol": "SASL_SSL", "kafka_sasl_mechanism": "GSSAPI"},
+            "SLUICE_KAFKA_SASL_MECHANISM",
+        ),
+        (
+            {"kafka_security_protocol": "SASL_SSL", "kafka_sasl_mechanism": "PLAIN"},
+            "SLUICE_KAFKA_SASL_USERNAME",
+        ),
+        ({"kafka_sasl_mechanism": "PLAIN"}, "SLUICE_KAFKA_SASL_MECHANISM"),
+    ],
+)
+def test_a_wrong_value_is_named(kw: dict[str, str], named: str) -> None:
+    assert any(named in p for p in kafka.problems(_settings(**kw)))
+
+
+def test_a_service_refuses_to_start_naming_the_setting() -> None:
+    env = {k: v for k, v in python_env({}).items() if not k.startswith("SLUICE_")}
+    env |= {"SLUICE_ENV": "development", "SLUICE_KAFKA_SECURITY_PROTOCOL": "TLS"}
+    done = subprocess.run(
+        [sys.executable, "-m", "ledger"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "SLUICE_KAFKA_SECURITY_PROTOCOL" in done.stderr, done.stderr[-1500:]

@@ -28,6 +28,7 @@ lint: setup
 	@$(UV) run --frozen ruff check libs services tests
 	@$(UV) run --frozen ruff format --check libs services tests
 	@$(UV) run --frozen mypy
+	@$(UV) run --frozen hadolint Dockerfile
 	@$(UV) run --frozen bandit -q -c pyproject.toml -r libs/common services
 	@# devstack is local tooling (bench, chaos, make run): it starts processes and draws
 	@# pseudo-random load by design, so B404/B603/B311 are accepted there and nowhere else.

@@ -122,6 +122,26 @@ def test_production_refuses_test_only_settings_with_status_2(setting: tuple[str,
 
 
 @pytest.mark.unit
+@pytest.mark.parametrize(
+    "token",
+    [
+        "ops=short-token",
+        "ops=" + "a" * 48,
+        "ops=correct-horse-battery-staple-correct-horse",
+        "0123456789" * 4,
+    ],
+)
+def test_production_refuses_a_weak_admin_token(token: str) -> None:
+    """Contract 13.4: at least 32 random bytes; a short, repeated or word-like token refuses
+    start like a missing secret (the control: the well-formed token of _production_env starts)."""
+    done = _start_bare("admin", {**_production_env(), "SLUICE_ADMIN_TOKEN": token})
+    assert done.returncode == 2 and "SLUICE_ADMIN_TOKEN" in done.stderr, done.stderr[-1500:]
+    assert token.split("=")[-1] not in done.stderr  # the token itself is never printed
+    control = _start_bare("admin", _production_env())
+    assert "SLUICE_ADMIN_TOKEN" not in control.stderr, control.stderr[-1500:]
+
+
+@pytest.mark.unit
 def test_a_production_service_without_secrets_exits_with_status_2() -> None:
     """docs/security.md says status 2: the code and the document agree."""
     assert _start_bare("ledger", {"SLUICE_ENV": "production"}).returncode == 2

@@ -25,8 +25,8 @@ test: setup browser
 	@$(UV) run --frozen pytest
 
 lint: setup
-	@$(UV) run --frozen ruff check libs services tests
-	@$(UV) run --frozen ruff format --check libs services tests
+	@$(UV) run --frozen ruff check libs services tests deploy
+	@$(UV) run --frozen ruff format --check libs services tests deploy
 	@$(UV) run --frozen mypy
 	@$(UV) run --frozen hadolint Dockerfile
 	@$(UV) run --frozen bandit -q -c pyproject.toml -r libs/common services

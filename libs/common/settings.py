@@ -80,6 +80,8 @@ class Settings(BaseSettings):
     # Processed offsets are committed at most this often per subscriber (common.broker.Commits).
     kafka_commit_interval_ms: int = 100
     kafka_topic_partitions: int = 6
+    kafka_replication_factor: int = 1  # topics `python -m sluice topics` creates (3 on a real cluster)
+    kafka_retention_ms: int = 7 * 86400 * 1000  # of the topics it creates: the inboxes are the record
     # Replies before a gateway/admin instance moves to a new reply topic (common.rpc); 0 never.
     kafka_reply_rotate_records: int = 1000
     consumer_max_attempts: int = 3

@@ -5,6 +5,8 @@
 - ``migrate [service ...]``: apply migrations to ``SLUICE_DATABASE_URL`` (all services by
   default); the production image runs this before the services start.
 - ``serve <service>``: run one service (same as ``python -m <service>``).
+- ``topics``: create or check every topic (partitions, replication, retention from settings);
+  exit 1 when a topic's partition count differs from the setting (``common.provision``).
 - ``bench``: the benchmark (``make bench``); ``chaos``: the fault scenario (``devstack.chaos``).
 """
 
@@ -37,6 +39,18 @@ def migrate(services: Sequence[str], url: str | None = None) -> int:
     return 0
 
 
+def topics() -> int:
+    import asyncio
+
+    from common.provision import provision
+    from common.settings import load_settings
+
+    status, lines = asyncio.run(provision(load_settings()))
+    for line in lines:
+        print(line, flush=True)
+    return status
+
+
 def _devstack(module: str) -> int:
     try:
         mod = importlib.import_module(module)
@@ -55,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     m.add_argument("services", nargs="*", metavar="service", help=f"default: all of {', '.join(MIGRATED)}")
     s = sub.add_parser("serve", help="run one service")
     s.add_argument("service", choices=SERVICES)
+    sub.add_parser("topics", help="create or check every topic of the suite")
     sub.add_parser("bench", help="the benchmark (make bench)")
     sub.add_parser("chaos", help="the fault scenario (devstack.chaos)")
     args = parser.parse_args(argv)
@@ -67,6 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.argv = [args.service]
         runpy.run_module(args.service, run_name="__main__", alter_sys=True)
         return 0
+    if args.command == "topics":
+        return topics()
     if args.command == "run":
         from devstack.__main__ import run
 

@@ -1,0 +1,50 @@
+"""``python -m sluice topics``: create or check every topic of the suite (contract 13.6), for
+clusters that forbid auto-creation. Idempotent: a topic that exists is left as it is, and one
+whose partition count differs from ``SLUICE_KAFKA_TOPIC_PARTITIONS`` is reported (partitions
+bound how many instances of a consumer share the work; changing them moves keys between
+partitions, so it is an operator's decision, never done here). Replication factor
+(``SLUICE_KAFKA_REPLICATION_FACTOR``) and retention (``SLUICE_KAFKA_RETENTION_MS``) apply to the
+topics it creates. Reply topics are each gateway's and admin's own: they create them at start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import TopicAlreadyExistsError
+
+from common import kafka
+from common.broker import service_topics
+from common.settings import Settings
+
+
+async def provision(settings: Settings) -> tuple[int, list[str]]:
+    """(exit status, one line per topic): 0 when every topic exists with the configured
+    partition count, 1 when one differs."""
+    admin = AIOKafkaAdminClient(**kafka.client_args(settings))
+    await admin.start()
+    lines, status = [], 0
+    want = settings.kafka_topic_partitions
+    try:
+        names = service_topics(settings)
+        existing = set(await admin.list_topics())
+        missing = [n for n in names if n not in existing]
+        if missing:
+            config = {"retention.ms": str(settings.kafka_retention_ms)}
+            rf = settings.kafka_replication_factor
+            with contextlib.suppress(TopicAlreadyExistsError):  # another instance made them first
+                await admin.create_topics([NewTopic(n, want, rf, topic_configs=config) for n in missing])
+        described: list[dict[str, Any]] = await admin.describe_topics(names)
+        found = {d["topic"]: len(d.get("partitions", [])) for d in described}
+        for n in names:
+            have = found.get(n, 0)
+            if have != want:
+                status = 1
+                lines.append(f"{n}: {have} partitions, {want} configured (SLUICE_KAFKA_TOPIC_PARTITIONS)")
+            else:
+                lines.append(f"{n}: {'created' if n in missing else 'ok'}, {have} partitions")
+    finally:
+        await admin.close()
+    return status, lines

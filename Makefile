@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 export PYTHONPATH := $(CURDIR)/libs:$(CURDIR)/services
 export UV_LINK_MODE := copy
 
-.PHONY: setup run migrate test lint bench bench-short profile chaos chaos-short browser fmt wrk
+.PHONY: setup run migrate test lint bench bench-short profile chaos chaos-short mutate browser fmt wrk
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
@@ -60,6 +60,11 @@ profile: setup wrk
 # The fault scenario of issue 10 (devstack.chaos): 1,000 transfers, every fault; exit 1 unless clean.
 chaos: setup
 	@$(UV) run --frozen python -m devstack.chaos
+
+# Mutation testing (mutmut) of the money-critical modules against the unit tests (issue 24);
+# not part of make test. Writes .sluice/mutate/score.md; exit 1 below a 90 % score.
+mutate: setup
+	@$(UV) run --frozen python -m devstack.mutate
 
 chaos-short: setup
 	@$(UV) run --frozen python -m devstack.chaos --short

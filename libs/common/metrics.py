@@ -48,3 +48,12 @@ DEAD_LETTERS = Counter("sluice_dead_letters_total", "Messages dead-lettered", ["
 OUTBOX_BACKLOG = Gauge("sluice_outbox_backlog", "Outbox rows not yet published", ["schema"])
 TASK_RESTARTS = Counter("sluice_task_restarts_total", "Background task crashes (restarted)", ["task"])
 IDEMPOTENCY_REPLAYS = Counter("sluice_idempotency_replays_total", "Answers replayed for a same-key retry")
+RECONCILE_OK = Gauge(
+    "sluice_reconcile_ok", "1 when the last reconciliation of a tenant and mode found nothing, else 0"
+)
+RECONCILE_DISCREPANCIES = Gauge(
+    "sluice_reconcile_discrepancies", "Discrepancies the last reconciliation found (0 when ok)"
+)
+RECONCILE_LAST_RUN = Gauge(
+    "sluice_reconcile_last_run_timestamp_seconds", "When the last reconciliation finished (Unix time)"
+)

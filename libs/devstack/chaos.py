@@ -33,6 +33,7 @@ from typing import Any
 
 import asyncpg
 import httpx
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
 from devstack import chaos_audit
 from devstack.bench_transfers import provision
@@ -227,6 +228,33 @@ class Scenario:
         finally:
             await conn.close()
 
+    async def _reconcile(self, tenant_id: str) -> int:
+        """Admin's reconcile of the load's tenant (contract 13.4): the discrepancies it lists,
+        -1 when it could not answer."""
+        body = {"action": "reconcile", "tenant_id": tenant_id, "mode": "sandbox"}
+        async with httpx.AsyncClient(timeout=60) as client:
+            # admin may still be coming back from its SIGKILL: wait for it, not for an answer
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception_type(httpx.TransportError),
+                stop=stop_after_delay(60),
+                wait=wait_fixed(1),
+                reraise=True,
+            ):
+                with attempt:
+                    r = await client.post(
+                        self.procs["admin"][0].url,
+                        json=body,
+                        headers={"Authorization": f"Bearer {self.token}"},
+                    )
+        if r.status_code != 200:
+            log(f"reconcile failed: {r.status_code} {r.text[:300]}")
+            return -1
+        data = r.json()["data"]
+        for d in data["discrepancies"][:5]:
+            log(f"reconcile: {d}")
+        log(f"reconcile: ok {data['ok']} currencies {data['currencies']}")
+        return len(data["discrepancies"])
+
     async def _balances(self, tenant_id: str) -> dict[str, Decimal]:
         conn = await self._connect()
         try:
@@ -269,6 +297,7 @@ class Scenario:
         finally:
             await conn.close()
         after = await self._balances(tenant_id)
+        reconciled = await self._reconcile(tenant_id)
         found = chaos_audit.audit(
             p.bookings,
             rows,
@@ -280,6 +309,7 @@ class Scenario:
             len(dead),
             self.args.slow_s or 0.75 * self.args.deadline_s,
         )
+        found.reconcile_discrepancies = reconciled
         states = Counter(r["state"] for r in rows)
         log(
             f"answers: {found.ok} 2xx, {sum(found.refused.values()) + len(found.refused_unexpected)} "

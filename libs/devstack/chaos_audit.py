@@ -70,6 +70,7 @@ class Findings:
     dead_letters: int = 0
     longest_s: float = 0.0
     slow: int = 0  # decided, but later than the bound
+    reconcile_discrepancies: int = 0  # what admin's reconcile listed (contract 13.4); -1: it failed
 
     @property
     def duplicated(self) -> int:
@@ -87,6 +88,7 @@ class Findings:
             or self.refused_unexpected
             or self.invariant_violations
             or self.slow
+            or self.reconcile_discrepancies
         )
 
     def lines(self) -> list[str]:
@@ -100,7 +102,7 @@ class Findings:
             f"duplicated_rows {self.duplicated_rows} duplicated_effects {self.duplicated_effects} "
             f"duplicated_events {self.duplicated_events} invariant_violations "
             f"{self.invariant_violations} slow {self.slow}",
-            f"chaos: dead_letters {self.dead_letters}",
+            f"chaos: dead_letters {self.dead_letters} reconcile_discrepancies {self.reconcile_discrepancies}",
         ]
 
 
@@ -112,7 +114,8 @@ def refusal_reason(error: str) -> str:
         return "unreadable"
     if not isinstance(err, dict):
         return "unreadable"
-    details = err.get("details") if isinstance(err.get("details"), dict) else {}
+    raw = err.get("details")
+    details = raw if isinstance(raw, dict) else {}
     return str(details.get("reason") or err.get("code") or "none")
 
 

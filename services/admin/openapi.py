@@ -41,6 +41,7 @@ REQUESTS: dict[str, type] = {
     "list_dead_letters": schemas.ListDeadLetters,
     "redrive_dead_letters": schemas.RedriveDeadLetters,
     "settle_transfer": schemas.SettleTransfer,
+    "reconcile": schemas.Reconcile,
     "add_screened_address": schemas.AddScreenedAddress,
     "remove_screened_address": schemas.ScreenedAddress,
     "list_screened_addresses": schemas.ListScreenedAddresses,

@@ -78,6 +78,10 @@ RELAYED: dict[str, Relayed] = {
         target=("transfer_id",),
         audit=("outcome", "mode"),
     ),
+    # does one tenant's money add up (contract 13.4): read-only, the ledger answers
+    "reconcile": Relayed(
+        schemas.Reconcile, commands.Reconcile, LEDGER, ("limit",), ("tenant_id", "mode"), ()
+    ),
     "replay_delivery": Relayed(
         schemas.ReplayDelivery, commands.ReplayDelivery, WEBHOOKS, ("delivery_id",), ("delivery_id",), ()
     ),

@@ -120,6 +120,13 @@ class SettleTransfer(msgspec.Struct, forbid_unknown_fields=True):
     mode: Mode | None = None
 
 
+class Reconcile(msgspec.Struct, forbid_unknown_fields=True):
+    action: str
+    tenant_id: Id
+    mode: Mode
+    limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
+
+
 Address = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 Chain = Annotated[str, msgspec.Meta(min_length=2, max_length=16)]
 

@@ -25,6 +25,7 @@ from common.contracts.commands import (
     GetResource,
     ListResources,
     ListWalletTransactions,
+    Reconcile,
     ReleaseAllowance,
     ReviewTransfer,
     SandboxDeposit,
@@ -39,6 +40,7 @@ from ledger import (
     fees,
     journal,
     reads,
+    reconcile,
     statements,
     transfers,
     virtual_accounts,
@@ -61,11 +63,12 @@ HANDLERS: dict[type, Any] = {
     GetFeeBalances: fees.fee_balances,
     ListWalletTransactions: statements.wallet_transactions,
     SettleTransfer: withdrawals.settle_transfer,
+    Reconcile: reconcile.reconcile,
 }
 
 # Reads change nothing: no inbox record, no outbox row; their answer is published after the
 # batch commits, and a redelivered read is simply answered again.
-READS = (GetResource, ListResources, GetFeeBalances, ListWalletTransactions)
+READS = (GetResource, ListResources, GetFeeBalances, ListWalletTransactions, Reconcile)
 
 
 def is_read(cmd: Command) -> bool:

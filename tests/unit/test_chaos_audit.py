@@ -99,3 +99,12 @@ def test_a_clean_run_is_clean_and_counts_the_allowed_refusal_apart() -> None:
 def test_each_check_fails_on_a_wrong_fixture(changes: dict[str, Any], what: str) -> None:
     f = run(**changes)
     assert not f.clean, (what, f.lines())
+
+
+@pytest.mark.parametrize("found", [1, -1])
+def test_a_reconciliation_that_found_something_or_failed_is_not_clean(found: int) -> None:
+    f = run()
+    assert f.clean
+    f.reconcile_discrepancies = found
+    assert not f.clean
+    assert f.lines()[-1] == f"chaos: dead_letters 0 reconcile_discrepancies {found}"

@@ -132,6 +132,13 @@ class SettleTransfer(Command, tag="transfer.settle.v1"):
     outcome: Literal["completed", "failed"]
 
 
+class Reconcile(Command, tag="ledger.reconcile.v1"):
+    """An operator's reconciliation of one tenant and mode (contract 13.4): totals per
+    currency and every row that breaks an invariant of the journal. Read-only."""
+
+    limit: int = 100  # offending rows listed per check
+
+
 # ---- compliance policy (from admin) ----
 
 
@@ -272,6 +279,7 @@ LedgerCommand = (
     | GetFeeBalances
     | ListWalletTransactions
     | SettleTransfer
+    | Reconcile
 )
 ComplianceCommand = (
     CreateCustomer

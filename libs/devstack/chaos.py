@@ -187,23 +187,40 @@ class Scenario:
             ),
             daemon=True,
         )
+        steps = self.plan()
+        # Fault n fires once ``threshold(n)`` transfers are decided, or as soon as the clients
+        # have issued ``threshold(n) + margin`` and wait at the gate (a fast suite): either
+        # way with transfers in flight, and never after the load has ended.
+        margin = args.clients
+
+        def threshold(n: int) -> int:
+            return args.transfers * n // (len(steps) + 1)
+
+        progress.gate = threshold(1) + margin if steps else None
+        fired = 0
         t0 = time.monotonic()
         clients.start()
-        steps = self.plan()
         for n, (label, act) in enumerate(steps, 1):
-            threshold = args.transfers * n // (len(steps) + 1)
+            threshold_n = threshold(n)
             waiting = time.monotonic()
-            while progress.decided < threshold and clients.is_alive():
+            gate = progress.gate or args.transfers
+            while progress.decided < threshold_n and progress.issued < gate and clients.is_alive():
                 self.poll_restarts()
                 time.sleep(0.2)
                 if time.monotonic() - waiting > 10:
                     waiting = time.monotonic()
-                    log(f"{progress.decided}/{args.transfers} decided (next fault at {threshold})")
+                    log(f"{progress.decided}/{args.transfers} decided (next fault at {threshold_n})")
             if not clients.is_alive():
                 log(f"clients finished before fault {label!r}")
                 break
-            log(f"{progress.decided}/{args.transfers} decided")
+            log(
+                f"{progress.decided}/{args.transfers} decided, {progress.issued - progress.decided} in flight"
+            )
             act()
+            fired += 1
+            progress.gate = threshold(n + 1) + margin if n < len(steps) else None
+        progress.gate = None
+        log(f"faults fired: {fired} of {len(steps)}")
         last = 0.0
         while clients.is_alive() or self.restarting:
             clients.join(0.5)
@@ -216,7 +233,7 @@ class Scenario:
             f"load done in {took:.0f} s ({progress.decided / took:.1f} decisions/s); answers seen: "
             + ", ".join(f"{k} x{v}" for k, v in sorted(progress.answers.items()))
         )
-        return asyncio.run(self.audit(tenant_id, progress, receiver, before))
+        return asyncio.run(self.audit(tenant_id, progress, receiver, before, len(steps) - fired))
 
     async def _connect(self) -> asyncpg.Connection:
         return await asyncpg.connect(self.stores.database_url.replace("+asyncpg", ""))
@@ -279,7 +296,9 @@ class Scenario:
                 dead, stable_since = now, time.monotonic()
         return list(dead)
 
-    async def audit(self, tenant_id: str, p: Progress, receiver: Receiver, before: dict[str, Decimal]) -> int:
+    async def audit(
+        self, tenant_id: str, p: Progress, receiver: Receiver, before: dict[str, Decimal], missed: int
+    ) -> int:
         want = {b.transfer_id for b in p.bookings if b.transfer_id and b.status and b.status < 300}
         deadline = time.monotonic() + self.args.webhook_grace_s
         while time.monotonic() < deadline and not want <= set(receiver.created):  # noqa: ASYNC110
@@ -310,6 +329,7 @@ class Scenario:
             self.args.slow_s or 0.75 * self.args.deadline_s,
         )
         found.reconcile_discrepancies = reconciled
+        found.faults_missed = missed
         states = Counter(r["state"] for r in rows)
         log(
             f"answers: {found.ok} 2xx, {sum(found.refused.values()) + len(found.refused_unexpected)} "

@@ -71,6 +71,7 @@ class Findings:
     longest_s: float = 0.0
     slow: int = 0  # decided, but later than the bound
     reconcile_discrepancies: int = 0  # what admin's reconcile listed (contract 13.4); -1: it failed
+    faults_missed: int = 0  # faults of the plan that never fired (the load ended first)
 
     @property
     def duplicated(self) -> int:
@@ -89,6 +90,7 @@ class Findings:
             or self.invariant_violations
             or self.slow
             or self.reconcile_discrepancies
+            or self.faults_missed
         )
 
     def lines(self) -> list[str]:
@@ -102,7 +104,8 @@ class Findings:
             f"duplicated_rows {self.duplicated_rows} duplicated_effects {self.duplicated_effects} "
             f"duplicated_events {self.duplicated_events} invariant_violations "
             f"{self.invariant_violations} slow {self.slow}",
-            f"chaos: dead_letters {self.dead_letters} reconcile_discrepancies {self.reconcile_discrepancies}",
+            f"chaos: dead_letters {self.dead_letters} reconcile_discrepancies {self.reconcile_discrepancies}"
+            f" faults_missed {self.faults_missed}",
         ]
 
 

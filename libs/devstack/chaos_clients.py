@@ -46,6 +46,9 @@ class Progress:
     total: int
     issued: int = 0
     decided: int = 0
+    # no transfer past this number is issued (None: no limit): the fault schedule holds the
+    # load back until its faults have fired, so a fast suite cannot finish before them
+    gate: int | None = None
     bookings: list[Booking] = field(default_factory=list)
     answers: Counter[str] = field(default_factory=Counter)  # every attempt's outcome
 
@@ -144,6 +147,9 @@ async def run_clients(
 
         async def client() -> None:
             while p.issued < p.total:
+                if p.gate is not None and p.issued >= p.gate:
+                    await asyncio.sleep(0.05)
+                    continue
                 i = p.issued
                 p.issued += 1
                 src, dst = random.sample(wallets, 2)

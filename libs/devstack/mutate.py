@@ -48,7 +48,7 @@ TESTS = [
     "tests/unit/test_addresses.py",
     "tests/unit/test_compliance_rules.py",
     "tests/unit/test_gateway_unit.py",
-    "tests/unit/test_money_mutants.py",
+    "tests/unit/test_money_logic.py",
     "tests/unit/test_webhooks_unit.py",
 ]
 PACKAGES = {"common": ROOT / "libs" / "common", "devstack": ROOT / "libs" / "devstack"} | {

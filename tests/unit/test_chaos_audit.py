@@ -107,4 +107,10 @@ def test_a_reconciliation_that_found_something_or_failed_is_not_clean(found: int
     assert f.clean
     f.reconcile_discrepancies = found
     assert not f.clean
-    assert f.lines()[-1] == f"chaos: dead_letters 0 reconcile_discrepancies {found}"
+    assert f.lines()[-1] == f"chaos: dead_letters 0 reconcile_discrepancies {found} faults_missed 0"
+
+
+def test_a_run_whose_load_ended_before_a_fault_is_not_clean() -> None:
+    f = run()
+    f.faults_missed = 1
+    assert not f.clean and f.lines()[-1].endswith("faults_missed 1")

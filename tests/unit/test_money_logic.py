@@ -1,0 +1,617 @@
+"""The money rules at their edges: fee arithmetic, amount parsing, bank check digits, the
+journal's batch application and overdraft rule, the daily cap, idempotency records.
+
+Written against the mutants ``make mutate`` (issue 24) left alive: each test pins a boundary
+(``<`` against ``<=``), a rounding direction, a field name or a reason that a refusal must
+carry. Stores are replaced by small fakes holding what a statement would have returned: what
+is checked here is the logic around the statements; the statements themselves are covered by
+the integration tests (test_ledger_batch, test_compliance_caps, test_gateway_idempotency).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import asynccontextmanager
+from datetime import date
+from decimal import Decimal
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import pytest
+
+from common import checksums, money
+from common.contracts.base import Ctx
+from common.contracts.events import CustomerCreated
+from common.errors import ServiceError
+from common.fees import developer_fee_amount
+from common.keyring import KeyRing, new_key_setting
+from compliance import allowance
+from gateway import idempotency
+from ledger import effects, journal
+from ledger import fees as ledger_fees
+
+pytestmark = pytest.mark.unit
+D = Decimal
+
+
+def refusal(fn: Any, *args: Any) -> ServiceError:
+    with pytest.raises(ServiceError) as info:
+        fn(*args)
+    return info.value
+
+
+# ---- fees and places ----
+
+
+@pytest.mark.parametrize(
+    ("amount", "pct", "flat", "places", "fee"),
+    [
+        ("100", "1.5", None, 6, "1.5"),
+        ("100", None, "0.25", 2, "0.25"),
+        ("100", "1", "2", 2, "3"),
+        ("0.999999", "50", None, 6, "0.499999"),  # 0.4999995 rounds DOWN, never up
+        ("10", "33.333", None, 2, "3.33"),  # 3.3333 -> 3.33 at two places
+        ("10", None, None, 6, "0"),
+    ],
+)
+def test_developer_fee_is_flat_plus_percentage_rounded_down(
+    amount: str, pct: str | None, flat: str | None, places: int, fee: str
+) -> None:
+    got = developer_fee_amount(D(amount), D(pct) if pct else None, D(flat) if flat else None, places)
+    assert got == D(fee) and got.as_tuple().exponent == -places
+
+
+def test_places_per_currency() -> None:
+    assert [money.places(c) for c in ("USD", "eur", "GBP", "USDC", "usdt", "XYZ")] == [2, 2, 2, 6, 6, 6]
+
+
+# ---- bank numbers ----
+
+
+def test_aba_check_digit_and_validity() -> None:
+    assert checksums.aba_check_digit("02100002") == "1"  # 021000021, JPMorgan Chase
+    assert checksums.aba_check_digit("01100001") == "5"  # 011000015, the Fed in Boston
+    assert checksums.aba_check_digit("00000000") == "0"  # a sum of 0 needs 0, not 10
+    assert checksums.aba_valid("021000021") and checksums.aba_valid("011000015")
+    for bad in ("021000022", "02100002", "0210000211", "02100002a", "０21000021", ""):
+        assert not checksums.aba_valid(bad), bad
+
+
+def test_iban_make_and_check() -> None:
+    made = checksums.iban("DE", "370400440532013000")
+    assert made == "DE89370400440532013000"
+    assert checksums.iban("GB", "NWBK60161331926819") == "GB29NWBK60161331926819"
+    assert checksums.iban("XX", "0000000000003") == "XX090000000000003"  # check digits 2 wide
+    assert checksums.iban_valid("de89 3704 0044 0532 0130 00")
+    assert checksums.normalize_iban("de89 3704") == "DE893704"
+    assert checksums.iban_valid("GB29NWBK60161331926819")
+    assert checksums.iban_valid("NO9386011117947")  # 15 characters: the shortest IBAN
+    assert checksums.iban_valid("LC55HEMM000100010012001200023015")  # 32 characters
+    for bad in (
+        "DE89370400440532013001",  # a digit changed
+        "DE8937040044053201300",  # one short
+        "NO938601111794",  # 14: too short
+        "DE89370400440532013000" + "0" * 13,  # 35: too long
+        "1E89370400440532013000",  # no country
+        "DEX9370400440532013000",  # check digits not digits
+        "DE89-370400440532013000",
+        "DE89３70400440532013000",
+    ):
+        assert not checksums.iban_valid(bad), bad
+
+
+# ---- amounts ----
+
+
+@pytest.mark.parametrize(
+    ("text", "places", "amount"),
+    [(" 1.50 ", 2, "1.5"), ("0.000001", 6, "0.000001"), ("1000000000000", 2, "1e12"), ("7", 0, "7")],
+)
+def test_ledger_amounts_accepted(text: str, places: int, amount: str) -> None:
+    assert effects.parse_amount(text, places, "source.amount") == D(amount)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (None, "amount is required"),
+        ("abc", "amount must be a decimal string"),
+        ("0", "amount must be greater than zero"),
+        ("-1", "amount must be greater than zero"),
+        ("NaN", "amount must be greater than zero"),
+        ("Infinity", "amount must be greater than zero"),
+        ("1000000000000.01", "amount must be at most 1000000000000"),
+        ("0.0000001", "amount has more than 6 decimal places"),
+    ],
+)
+def test_ledger_amounts_refused_naming_the_field(text: str | None, message: str) -> None:
+    err = refusal(effects.parse_amount, text, 6, "source.amount")
+    assert (err.code, err.message, err.details["field"]) == ("invalid_request", message, "source.amount")
+
+
+def test_money_text_keeps_two_to_six_places() -> None:
+    assert [effects.money(D(v)) for v in ("100", "0.1", "0.123456", "0.1234567", "12.30", "-1.5", "0")] == [
+        "100.00",
+        "0.10",
+        "0.123456",
+        "0.123457",
+        "12.30",
+        "-1.50",
+        "0.00",
+    ]
+
+
+def test_effects_stamp_events_with_the_command_context() -> None:
+    ctx = Ctx(tenant_id="ten_1", mode="sandbox", request_id="req_1")
+    fx = effects.Effects(201, {"id": 1})
+    fx.emit(CustomerCreated, ctx, data={"customer_id": "cus_1"})
+    fx.emit(CustomerCreated, ctx, created_at="2026-01-01T00:00:00Z", data={})
+    first, second = fx.events
+    assert (fx.status, fx.data) == (201, {"id": 1})
+    assert (first.tenant_id, first.mode, first.request_id) == ("ten_1", "sandbox", "req_1")
+    assert first.event_id.startswith("evt_") and first.event_id != second.event_id
+    assert first.created_at.endswith("Z") and second.created_at == "2026-01-01T00:00:00Z"
+    err = effects.missing("wallet", "source.provider_wallet_id")
+    assert (err.code, err.message, err.details) == (
+        "not_found",
+        "wallet not found",
+        {"field": "source.provider_wallet_id"},
+    )
+
+
+def _transfer(amount: str, pct: str | None = None, flat: str | None = None) -> Any:
+    fee = None if pct is None and flat is None else SimpleNamespace(percentage=pct, flat_amount=flat)
+    return SimpleNamespace(developer_fee=fee, amount=amount)
+
+
+def test_the_fee_a_transfer_charges() -> None:
+    assert ledger_fees.charged(_transfer("10"), D(10), 6) == 0
+    assert ledger_fees.charged(_transfer("10", pct="10", flat="0"), D(10), 6) == D("1.000000")
+    assert ledger_fees.charged(_transfer("10", flat="9.999999"), D(10), 6) == D("9.999999")
+    for pct, flat, field, message in [
+        (None, "10", "developer_fee", "the developer fee must be less than the amount"),  # equal
+        ("-1", None, "developer_fee.percentage", "must be a non-negative decimal"),
+        ("x", None, "developer_fee.percentage", "must be a decimal string"),
+        (None, "Infinity", "developer_fee.flat_amount", "must be a non-negative decimal"),
+        (None, "-0.01", "developer_fee.flat_amount", "must be a non-negative decimal"),
+    ]:
+        err = refusal(ledger_fees.charged, _transfer("10", pct, flat), D(10), 6)
+        assert (err.details["field"], err.message) == (field, message)
+    assert ledger_fees.charged(_transfer("10", pct="0", flat="0"), D(10), 6) == 0  # zero is allowed
+
+
+async def test_fee_balances_answer_one_row_per_currency(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def rows(session: Any, tenant_id: str, mode: str) -> list[tuple[str, Decimal]]:
+        assert (tenant_id, mode) == ("ten_1", "sandbox")
+        return [("USDC", D("1.5")), ("USDT", D(0))]
+
+    monkeypatch.setattr(ledger_fees.repo, "fee_balances", rows)
+    cmd = SimpleNamespace(ctx=SimpleNamespace(tenant_id="ten_1", mode="sandbox"))
+    fx = await ledger_fees.fee_balances(None, cmd, effects.LedgerConfig())  # type: ignore[arg-type]
+    assert (fx.status, fx.data) == (
+        200,
+        {
+            "items": [
+                {"currency": "USDC", "available_balance": "1.50"},
+                {"currency": "USDT", "available_balance": "0.00"},
+            ],
+            "next_cursor": None,
+        },
+    )
+
+
+# ---- the journal ----
+
+
+def test_account_names_and_the_completion_of_a_transfer() -> None:
+    assert (journal.available("w1"), journal.held("w1")) == ("w1.available", "w1.held")
+    assert journal.external("t", "sandbox", "USDC", "deposits") == "ext.t.sandbox.USDC.deposits"
+    assert journal.fees("t", "sandbox", "USDC") == "ext.t.sandbox.USDC.fees"
+    assert journal.is_external("ext.t.sandbox.USDC.fees") and not journal.is_external("w1.ext")
+    assert journal.completion("t", "sandbox", "w1", "w2.available", "USDC", D(10), D(0)) == [
+        ("w1.held", "USDC", D(-10)),
+        ("w2.available", "USDC", D(10)),
+    ]
+    assert journal.completion("t", "sandbox", "w1", "w2.available", "USDC", D(10), D(1)) == [
+        ("w1.held", "USDC", D(-10)),
+        ("w2.available", "USDC", D(9)),
+        ("ext.t.sandbox.USDC.fees", "USDC", D(1)),
+    ]
+    err = journal.insufficient_funds("w1", D(5))
+    assert (err.code, err.details) == (
+        "invalid_request",
+        {"reason": "insufficient_funds", "field": "source.amount", "wallet_id": "w1"},
+    )
+
+
+def _entry(*postings: tuple[str, str, str], kind: str = "transfer_hold") -> journal.Entry:
+    return journal.entry(
+        tenant_id="t",
+        mode="sandbox",
+        kind=kind,
+        postings=[(a, c, D(x)) for a, c, x in postings],
+        transfer_id="tr_1",
+    )
+
+
+def test_an_entry_must_balance_in_every_currency() -> None:
+    e = _entry(("w1.available", "USDC", "-5"), ("w1.held", "USDC", "5"))
+    assert e.id.startswith("je_") and (e.tenant_id, e.mode, e.kind, e.transfer_id) == (
+        "t",
+        "sandbox",
+        "transfer_hold",
+        "tr_1",
+    )
+    assert e.deposit_id is None and len(e.postings) == 2
+    for postings in (
+        [("a", "USDC", "-5"), ("b", "USDC", "4")],
+        [("a", "USDC", "-5"), ("b", "USDT", "5")],  # balanced in total, not per currency
+        [],
+    ):
+        with pytest.raises(journal.UnbalancedEntry):
+            _entry(*postings)
+    _entry(("a", "USDC", "-5"), ("b", "USDC", "5"), ("c", "USDT", "1"), ("d", "USDT", "-1"))
+
+
+class FakeLedger:
+    """What the journal's four statements would do, in memory: the account rows."""
+
+    def __init__(self, balances: dict[str, str]) -> None:
+        self.balances = {k: D(v) for k, v in balances.items()}
+        self.locked: list[list[str]] = []
+        self.externals: list[dict[str, Any]] = []
+        self.entries: list[dict[str, Any]] = []
+        self.postings: list[dict[str, Any]] = []
+        self.deltas: dict[str, Decimal] = {}
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(journal.repo, "ensure_external_accounts", self.ensure)
+        monkeypatch.setattr(journal.repo, "lock_accounts", self.lock)
+        monkeypatch.setattr(journal.repo, "insert_entries", self.insert)
+        monkeypatch.setattr(journal.repo, "add_to_balances", self.add)
+
+    async def ensure(self, session: Any, rows: list[dict[str, Any]]) -> None:
+        self.externals.extend(rows)
+
+    async def lock(self, session: Any, ids: list[str]) -> dict[str, Decimal]:
+        self.locked.append(ids)
+        return {i: self.balances[i] for i in ids if i in self.balances}
+
+    async def insert(
+        self, session: Any, entries: list[dict[str, Any]], postings: list[dict[str, Any]]
+    ) -> None:
+        self.entries.extend(entries)
+        self.postings.extend(postings)
+
+    async def add(self, session: Any, deltas: dict[str, Decimal]) -> None:
+        self.deltas = dict(deltas)
+        for k, v in deltas.items():
+            self.balances[k] += v
+
+
+def _hold(wallet: str, amount: str) -> journal.Entry:
+    return _entry((f"{wallet}.available", "USDC", f"-{amount}"), (f"{wallet}.held", "USDC", amount))
+
+
+@pytest.fixture
+def ledger(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLedger]:
+    fake = FakeLedger({"w1.available": "10", "w1.held": "0", "w2.available": "0", "w2.held": "0"})
+    fake.install(monkeypatch)
+    yield fake
+
+
+async def test_a_batch_is_applied_in_order_and_an_overdraft_is_refused_alone(ledger: FakeLedger) -> None:
+    j = journal.Journal()
+    first = j.add([_hold("w1", "6")], refusable_for="w1")
+    second = j.add([_hold("w1", "5")], refusable_for="w1")  # 4 left: refused
+    third = j.add([_hold("w1", "4")], refusable_for="w1")  # exactly what is left: accepted
+    deposit = journal.entry(
+        tenant_id="t",
+        mode="sandbox",
+        kind="deposit",
+        postings=[("ext.t.sandbox.USDC.deposits", "USDC", D(-3)), ("w2.available", "USDC", D(3))],
+        deposit_id="dep_1",
+    )
+    j.add([deposit])
+    await j.apply(None)  # type: ignore[arg-type]
+    assert (first.refused, second.refused, third.refused) == (False, True, False)
+    assert ledger.locked == [["w1.available", "w1.held", "w2.available"]]  # once, in id order
+    assert ledger.externals == [
+        {
+            "id": "ext.t.sandbox.USDC.deposits",
+            "tenant_id": "t",
+            "mode": "sandbox",
+            "currency": "USDC",
+            "kind": "deposits",
+        }
+    ]
+    assert ledger.deltas == {"w1.available": D(-10), "w1.held": D(10), "w2.available": D(3)}
+    assert ledger.balances == {"w1.available": 0, "w1.held": 10, "w2.available": 3, "w2.held": 0}
+    written = [e["id"] for e in ledger.entries]
+    assert written == [first.entries[0].id, third.entries[0].id, deposit.id]
+    assert [e["deposit_id"] for e in ledger.entries] == [None, None, "dep_1"]
+    assert all(e["transfer_id"] == "tr_1" for e in ledger.entries[:2])
+    assert len(ledger.postings) == 6 and {p["entry_id"] for p in ledger.postings} == set(written)
+    assert ledger.entries[0]["created_at"].tzinfo is not None
+    assert j.movements == [] and j.lock_wait_s >= 0
+
+
+async def test_a_movement_of_several_entries_is_taken_back_whole(ledger: FakeLedger) -> None:
+    j = journal.Journal()
+    # a book transfer: hold then complete; the completion is fine, the hold overdraws
+    complete = journal.entry(
+        tenant_id="t",
+        mode="sandbox",
+        kind="transfer_completed",
+        postings=journal.completion("t", "sandbox", "w1", "w2.available", "USDC", D(11), D(0)),
+    )
+    move = j.add([_hold("w1", "11"), complete], refusable_for="w1")
+    ok = j.add([_hold("w1", "10")], refusable_for="w1")
+    await j.apply(None)  # type: ignore[arg-type]
+    assert move.refused and not ok.refused
+    assert ledger.balances["w2.available"] == 0 and ledger.balances["w1.held"] == 10
+
+
+async def test_a_second_entry_that_overdraws_takes_the_first_back(ledger: FakeLedger) -> None:
+    j = journal.Journal()
+    move = j.add([_hold("w1", "4"), _hold("w1", "7")], refusable_for="w1")  # 4 fits, then 7 does not
+    after = j.add([_hold("w1", "10")], refusable_for="w1")  # all 10 are there again
+    await j.apply(None)  # type: ignore[arg-type]
+    assert move.refused and not after.refused
+    assert ledger.balances == {"w1.available": 0, "w1.held": 10, "w2.available": 0, "w2.held": 0}
+
+
+async def test_money_that_may_not_be_refused_never_overdraws(ledger: FakeLedger) -> None:
+    j = journal.Journal()
+    j.add([_hold("w1", "11")])  # refusable_for None: a release or a settlement
+    with pytest.raises(journal.NegativeBalance):
+        await j.apply(None)  # type: ignore[arg-type]
+    j = journal.Journal()
+    j.add([_hold("w9", "1")], refusable_for="w9")
+    with pytest.raises(LookupError, match="w9"):
+        await j.apply(None)  # type: ignore[arg-type]
+
+
+async def test_an_empty_journal_writes_nothing_and_a_rolled_back_command_posts_nothing(
+    ledger: FakeLedger,
+) -> None:
+    j = journal.Journal()
+    await j.apply(None)  # type: ignore[arg-type]
+    assert ledger.locked == [] and ledger.entries == []
+    j.add([_hold("w1", "1")])
+    mark = j.mark()
+    assert mark == 1
+    j.add([_hold("w1", "2")])
+    j.rollback_to(mark)
+    assert len(j.movements) == 1
+    await j.apply(None)  # type: ignore[arg-type]
+    assert ledger.balances["w1.held"] == 1
+
+
+async def test_the_sessions_journal_is_posted_applied_and_guarded(ledger: FakeLedger) -> None:
+    session = SimpleNamespace(info={})
+    await journal.apply(session)  # type: ignore[arg-type]  # nothing posted: nothing to do
+    assert journal.of(session) is journal.of(session)  # type: ignore[arg-type]
+    e = _hold("w1", "3")
+    assert await journal.post(session, e) == e.id  # type: ignore[arg-type]
+    sync = SimpleNamespace(info=session.info, in_nested_transaction=lambda: False)
+    with pytest.raises(journal.UnappliedJournal):
+        journal._refuse_unapplied(sync)  # type: ignore[arg-type]
+    nested = SimpleNamespace(info=session.info, in_nested_transaction=lambda: True)
+    journal._refuse_unapplied(nested)  # type: ignore[arg-type]  # a savepoint may commit
+    await journal.apply(session)  # type: ignore[arg-type]
+    journal._refuse_unapplied(sync)  # type: ignore[arg-type]  # applied: the commit may go on
+    assert ledger.balances["w1.held"] == 3
+
+
+# ---- the daily cap of a batch ----
+
+
+def _claim(i: int, amount: str, daily: str = "100", tenant: str = "a") -> allowance.Claim:
+    return allowance.Claim(
+        f"c{i}", f"tr{i}", tenant, "production", "USDC", date(2026, 1, 1), D(amount), D(daily)
+    )
+
+
+class FakeUsage:
+    def __init__(self, used: dict[Any, Decimal], released: list[Any] | None = None) -> None:
+        self.used, self.released = used, released or []
+        self.locked: list[list[Any]] = []
+        self.set: dict[Any, Decimal] = {}
+        self.holds: list[dict[str, Any]] = []
+        self.marked: list[Any] = []
+
+    def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        for name in ("lock_usage", "set_usage", "insert_holds", "mark_released"):
+            monkeypatch.setattr(allowance.repo, name, getattr(self, name))
+
+    async def lock_usage(self, session: Any, keys: list[Any]) -> dict[Any, Decimal]:
+        self.locked.append(keys)
+        return {k: self.used.get(k, D(0)) for k in keys}
+
+    async def set_usage(self, session: Any, totals: dict[Any, Decimal]) -> None:
+        self.set = dict(totals)
+
+    async def insert_holds(self, session: Any, rows: list[dict[str, Any]]) -> None:
+        self.holds = rows
+
+    async def mark_released(self, session: Any, holds: list[Any]) -> list[Any]:
+        self.marked = holds
+        return self.released
+
+
+async def test_settle_takes_the_batch_from_the_day_and_holds_what_it_granted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    key = ("a", "production", "USDC", date(2026, 1, 1))
+    other = ("b", "production", "USDC", date(2026, 1, 1))
+    fake = FakeUsage({key: D(90)})
+    fake.install(monkeypatch)
+    assert await allowance.settle(None, []) == {}  # type: ignore[arg-type]
+    assert fake.locked == []
+    refused = await allowance.settle(
+        None,  # type: ignore[arg-type]
+        [_claim(1, "10"), _claim(2, "0.01"), _claim(3, "5", tenant="b")],
+    )
+    assert refused == {"c2": D(100)}
+    assert fake.locked == [[key, other]]
+    assert fake.set == {key: D(100), other: D(5)}
+    assert [(h["transfer_id"], h["amount"], h["tenant_id"], h["currency"]) for h in fake.holds] == [
+        ("tr1", D(10), "a", "USDC"),
+        ("tr3", D(5), "b", "USDC"),
+    ]
+    assert all(h["mode"] == "production" and h["day"] == date(2026, 1, 1) for h in fake.holds)
+
+
+async def test_release_gives_each_amount_back_once_and_never_below_zero(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    day = date(2026, 1, 1)
+    key = ("a", "production", "USDC", day)
+    row = SimpleNamespace(transfer_id="tr1", tenant_id="a", mode="production", currency="USDC", day=day)
+    released = [SimpleNamespace(**vars(row), amount="30"), SimpleNamespace(**vars(row), amount="20")]
+    released[1].transfer_id = "tr2"
+    fake = FakeUsage({key: D(40)}, released)
+    fake.install(monkeypatch)
+    back = await allowance.release(None, [("tr2", "a"), ("tr1", "a"), ("tr1", "a")])  # type: ignore[arg-type]
+    assert fake.marked == [("tr1", "a"), ("tr2", "a")]
+    assert back == {"tr1": D(30), "tr2": D(20)}
+    assert fake.locked == [[key]] and fake.set == {key: D(0)}  # 40 - 50 stops at zero
+    fake = FakeUsage({key: D(60)}, released)
+    fake.install(monkeypatch)
+    await allowance.release(None, [("tr1", "a")])  # type: ignore[arg-type]
+    assert fake.set == {key: D(10)}
+    fake = FakeUsage({key: D(60)}, [])
+    fake.install(monkeypatch)
+    assert await allowance.release(None, [("tr1", "a")]) == {}  # type: ignore[arg-type]
+    assert fake.locked == [] and fake.set == {}
+
+
+def test_a_claim_within_the_cap_exactly_is_granted() -> None:
+    refused, grown = allowance.allot([_claim(1, "100"), _claim(2, "0.000001")], {})
+    assert refused == {"c2": D(100)} and list(grown.values()) == [D(100)]
+    assert _claim(1, "1").key == ("a", "production", "USDC", date(2026, 1, 1))
+
+
+# ---- idempotency ----
+
+
+def test_fingerprints_and_command_ids() -> None:
+    fp = idempotency.fingerprint("POST", "/v1/transfers", {"b": 1, "a": [1, 2]})
+    assert fp == idempotency.fingerprint("POST", "/v1/transfers", {"a": [1, 2], "b": 1})  # key order
+    assert len(fp) == 64 and int(fp, 16) >= 0
+    for other in (
+        idempotency.fingerprint("PUT", "/v1/transfers", {"b": 1, "a": [1, 2]}),
+        idempotency.fingerprint("POST", "/v1/payouts", {"b": 1, "a": [1, 2]}),
+        idempotency.fingerprint("POST", "/v1/transfers", {"b": 1, "a": [2, 1]}),
+    ):
+        assert other != fp
+    cid = idempotency.command_id("ten", "sandbox", "key12345", fp)
+    assert cid.startswith("cmd_") and len(cid) == 36
+    assert cid == idempotency.command_id("ten", "sandbox", "key12345", fp)
+    assert cid != idempotency.command_id("ten", "production", "key12345", fp)
+    assert cid != idempotency.command_id("ten", "sandbox", "key12346", fp)
+    assert [idempotency.invites_retry(s) for s in (200, 409, 499, 500, 503)] == [False] * 3 + [True] * 2
+
+
+def test_idempotency_keys_are_8_to_256_printable_ascii() -> None:
+    assert idempotency.validate_key("k" * 8) == "k" * 8
+    assert idempotency.validate_key(" ~" * 128) == " ~" * 128
+    assert refusal(idempotency.validate_key, None).code == "idempotency_key_required"
+    for bad in ("k" * 7, "k" * 257, "kkkkkkk\x1f", "kkkkkkk\x7f", "kkkkkkké"):
+        err = refusal(idempotency.validate_key, bad)
+        assert (err.code, err.details) == ("invalid_request", {"field": "Idempotency-Key"})
+
+
+class FakeRedis:
+    """SET NX PX, GET, DEL and a pipeline: the calls the store makes, on a dict."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+        self.ttl: dict[str, tuple[str, int]] = {}
+        self.vanish_once: set[str] = set()
+
+    async def set(
+        self, name: str, value: bytes, nx: bool = False, px: int | None = None, ex: int | None = None
+    ) -> bool:
+        if nx and name in self.data:
+            return False
+        self.data[name] = value
+        self.ttl[name] = ("px", px) if px is not None else ("ex", ex or 0)
+        return True
+
+    async def get(self, name: str) -> bytes | None:
+        if name in self.vanish_once:  # the record expired between SET NX and GET
+            self.vanish_once.discard(name)
+            self.data.pop(name, None)
+            return None
+        return self.data.get(name)
+
+    async def delete(self, name: str) -> None:
+        self.data.pop(name, None)
+
+    @asynccontextmanager
+    async def pipeline(self, transaction: bool = True) -> Any:
+        calls: list[Any] = []
+        pipe = SimpleNamespace(
+            set=lambda *a, **k: calls.append(self.set(*a, **k)),
+            delete=lambda *a: calls.append(self.delete(*a)),
+            execute=None,
+        )
+
+        async def execute() -> None:
+            for c in calls:
+                await c
+
+        pipe.execute = execute
+        yield pipe
+
+
+@pytest.fixture
+def store() -> idempotency.IdempotencyStore:
+    ring = KeyRing.parse(new_key_setting("k1"))
+    return idempotency.IdempotencyStore(FakeRedis(), ttl_s=3600, wait_s=0.1, ring=ring, lease_s=2.5)  # type: ignore[arg-type]
+
+
+async def test_the_first_request_owns_the_key_and_a_retry_replays_it(
+    store: idempotency.IdempotencyStore,
+) -> None:
+    redis: FakeRedis = store.redis  # type: ignore[assignment]
+    name = store.name("ten", "sandbox", "key12345")
+    assert name.startswith("sluice:idem:ten:sandbox:") and "key12345" not in name
+    assert name != store.name("ten", "production", "key12345")
+    assert await store.begin(name, "fp1") is None
+    assert redis.ttl[name] == ("px", 2500)  # the pending lease, not the record's lifetime
+    await store.complete(name, "fp1", 201, b'{"secret":"shown once"}')
+    assert redis.ttl[name] == ("ex", 3600)
+    assert b"shown once" not in redis.data[name]  # sealed at rest
+    replay = await store.begin(name, "fp1")
+    assert replay == idempotency.Replay(201, b'{"secret":"shown once"}')
+    err = await _refused(store.begin(name, "fp2"))
+    assert err.code == "idempotency_replay_mismatch"
+
+
+async def _refused(coro: Any) -> ServiceError:
+    with pytest.raises(ServiceError) as info:
+        await coro
+    return info.value
+
+
+async def test_a_key_in_flight_waits_then_answers_503_and_a_5xx_is_never_final(
+    store: idempotency.IdempotencyStore,
+) -> None:
+    redis: FakeRedis = store.redis  # type: ignore[assignment]
+    name = store.name("ten", "sandbox", "key12345")
+    assert await store.begin(name, "fp1") is None
+    err = await _refused(store.begin(name, "fp1"))
+    assert (err.code, err.headers) == ("provider_unavailable", {"Retry-After": "1"})
+    await store.complete_many([(name, "fp1", 503, b"down")])
+    assert name not in redis.data  # released: the retry runs again
+    assert await store.begin(name, "fp1") is None
+    await store.abandon(name)
+    assert name not in redis.data
+    await store.complete_many([])
+    redis.data[name] = msgspec.json.encode(idempotency.Record(state="pending", fp="fp1"))
+    redis.vanish_once.add(name)
+    assert await store.begin(name, "fp1") is None  # expired meanwhile: this request owns it now

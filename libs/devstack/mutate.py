@@ -47,12 +47,14 @@ TARGETS: dict[str, str] = {
 TESTS = [
     "tests/unit/test_addresses.py",
     "tests/unit/test_compliance_rules.py",
+    "tests/unit/test_door_rules.py",
     "tests/unit/test_gateway_unit.py",
     "tests/unit/test_money_logic.py",
+    "tests/unit/test_policy_verdicts.py",
     "tests/unit/test_webhooks_unit.py",
 ]
-PACKAGES = {"common": ROOT / "libs" / "common", "devstack": ROOT / "libs" / "devstack"} | {
-    p.name: p for p in (ROOT / "services").iterdir() if (p / "__init__.py").exists()
+PACKAGES = {
+    p.name: p for d in ("libs", "services") for p in (ROOT / d).iterdir() if (p / "__init__.py").exists()
 }
 STATUS = re.compile(r"^\s*(?P<name>[\w.ǁ]+__mutmut_\d+): (?P<status>[\w ]+)$")
 
@@ -74,9 +76,11 @@ also_copy = {copy}
 
 
 def workspace() -> Path:
-    """The flat copy of the packages and tests mutmut works in (kept between runs: mutmut
-    re-tests only what changed)."""
+    """The flat copy of the packages and tests mutmut works in."""
     WORK.mkdir(parents=True, exist_ok=True)
+    # mutmut keeps results per function and re-tests only changed functions, not changed
+    # tests: start clean so the score is the tests' of today
+    shutil.rmtree(WORK / "mutants", ignore_errors=True)
     for name, src in PACKAGES.items():
         dst = WORK / name
         if dst.exists():
@@ -150,9 +154,19 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     work = workspace()
     mutmut = [sys.executable, "-m", "mutmut"]
-    run = subprocess.run([*mutmut, "run", "--max-children", str(args.max_children)], cwd=work, check=False)
+    log = work / "run.log"
+    print(f"mutate: mutmut run in {work} (progress in {log})", flush=True)
+    with log.open("w") as out:
+        run = subprocess.run(
+            [*mutmut, "run", "--max-children", str(args.max_children)],
+            cwd=work,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
     if run.returncode not in (0, 1):
-        print(f"mutmut run failed (exit {run.returncode})", file=sys.stderr)
+        print(f"mutmut run failed (exit {run.returncode}); the end of {log}:", file=sys.stderr)
+        print(log.read_text()[-3000:], file=sys.stderr)
         return 2
     out = subprocess.run(
         [*mutmut, "results", "--all", "true"], cwd=work, capture_output=True, text=True, check=True

@@ -154,18 +154,14 @@ def transfer_parties(kind: str, src: PartyIn, dst: PartyIn) -> tuple[Party, Part
         if dst.payment_rail == "stablecoin" and dst.address is None:
             raise invalid("destination.address", "an on-chain destination names address")
         if dst.payment_rail == "stablecoin" and dst.address is not None:
-            _check_address(dst, src)
+            _check_address(dst)
     return source, destination
 
 
-def _check_address(dst: PartyIn, src: PartyIn) -> None:
+def _check_address(dst: PartyIn) -> None:
     """An on-chain destination (perhaps outside the suite: a withdrawal) must be an address of
-    its chain: the destination's, else the source's; with neither, of some chain we offer (the
-    ledger checks it again against the source wallet's chain)."""
-    assert dst.address is not None
-    chain = dst.chain or (src.chain if src.payment_rail == "stablecoin" else None)
-    if chain:
-        if (why := addresses.problem(chain, dst.address)) is not None:
-            raise invalid("destination.address", why)
-    elif not addresses.chains_of(dst.address):
-        raise invalid("destination.address", "not an EVM, Solana or TRON address")
+    its chain (``_party`` made the chain required; the ledger checks it again against the
+    source wallet's chain)."""
+    assert dst.address is not None and dst.chain is not None
+    if (why := addresses.problem(dst.chain, dst.address)) is not None:
+        raise invalid("destination.address", why)

@@ -10,6 +10,9 @@ the integration tests (test_ledger_batch, test_compliance_caps, test_gateway_ide
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import time
 from collections.abc import Iterator
 from contextlib import asynccontextmanager
 from datetime import date
@@ -20,7 +23,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from common import checksums, money
+from common import addresses, checksums, money
 from common.contracts.base import Ctx
 from common.contracts.events import CustomerCreated
 from common.errors import ServiceError
@@ -30,6 +33,7 @@ from compliance import allowance
 from gateway import idempotency
 from ledger import effects, journal
 from ledger import fees as ledger_fees
+from webhooks import signing
 
 pytestmark = pytest.mark.unit
 D = Decimal
@@ -182,13 +186,15 @@ def test_the_fee_a_transfer_charges() -> None:
 
 
 async def test_fee_balances_answer_one_row_per_currency(monkeypatch: pytest.MonkeyPatch) -> None:
+    given = object()
+
     async def rows(session: Any, tenant_id: str, mode: str) -> list[tuple[str, Decimal]]:
-        assert (tenant_id, mode) == ("ten_1", "sandbox")
+        assert (session, tenant_id, mode) == (given, "ten_1", "sandbox")
         return [("USDC", D("1.5")), ("USDT", D(0))]
 
     monkeypatch.setattr(ledger_fees.repo, "fee_balances", rows)
     cmd = SimpleNamespace(ctx=SimpleNamespace(tenant_id="ten_1", mode="sandbox"))
-    fx = await ledger_fees.fee_balances(None, cmd, effects.LedgerConfig())  # type: ignore[arg-type]
+    fx = await ledger_fees.fee_balances(given, cmd, effects.LedgerConfig())  # type: ignore[arg-type]
     assert (fx.status, fx.data) == (
         200,
         {
@@ -421,22 +427,27 @@ class FakeUsage:
         self.set: dict[Any, Decimal] = {}
         self.holds: list[dict[str, Any]] = []
         self.marked: list[Any] = []
+        self.sessions: list[Any] = []
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         for name in ("lock_usage", "set_usage", "insert_holds", "mark_released"):
             monkeypatch.setattr(allowance.repo, name, getattr(self, name))
 
     async def lock_usage(self, session: Any, keys: list[Any]) -> dict[Any, Decimal]:
+        self.sessions.append(session)
         self.locked.append(keys)
         return {k: self.used.get(k, D(0)) for k in keys}
 
     async def set_usage(self, session: Any, totals: dict[Any, Decimal]) -> None:
+        self.sessions.append(session)
         self.set = dict(totals)
 
     async def insert_holds(self, session: Any, rows: list[dict[str, Any]]) -> None:
+        self.sessions.append(session)
         self.holds = rows
 
     async def mark_released(self, session: Any, holds: list[Any]) -> list[Any]:
+        self.sessions.append(session)
         self.marked = holds
         return self.released
 
@@ -450,10 +461,12 @@ async def test_settle_takes_the_batch_from_the_day_and_holds_what_it_granted(
     fake.install(monkeypatch)
     assert await allowance.settle(None, []) == {}  # type: ignore[arg-type]
     assert fake.locked == []
+    session = object()
     refused = await allowance.settle(
-        None,  # type: ignore[arg-type]
+        session,  # type: ignore[arg-type]
         [_claim(1, "10"), _claim(2, "0.01"), _claim(3, "5", tenant="b")],
     )
+    assert fake.sessions == [session] * 3
     assert refused == {"c2": D(100)}
     assert fake.locked == [[key, other]]
     assert fake.set == {key: D(100), other: D(5)}
@@ -474,7 +487,9 @@ async def test_release_gives_each_amount_back_once_and_never_below_zero(
     released[1].transfer_id = "tr2"
     fake = FakeUsage({key: D(40)}, released)
     fake.install(monkeypatch)
-    back = await allowance.release(None, [("tr2", "a"), ("tr1", "a"), ("tr1", "a")])  # type: ignore[arg-type]
+    session = object()
+    back = await allowance.release(session, [("tr2", "a"), ("tr1", "a"), ("tr1", "a")])  # type: ignore[arg-type]
+    assert fake.sessions == [session] * 3
     assert fake.marked == [("tr1", "a"), ("tr2", "a")]
     assert back == {"tr1": D(30), "tr2": D(20)}
     assert fake.locked == [[key]] and fake.set == {key: D(0)}  # 40 - 50 stops at zero
@@ -553,6 +568,7 @@ class FakeRedis:
 
     @asynccontextmanager
     async def pipeline(self, transaction: bool = True) -> Any:
+        assert transaction is False  # independent SETs and DELs in one round trip, no MULTI
         calls: list[Any] = []
         pipe = SimpleNamespace(
             set=lambda *a, **k: calls.append(self.set(*a, **k)),
@@ -615,3 +631,165 @@ async def test_a_key_in_flight_waits_then_answers_503_and_a_5xx_is_never_final(
     redis.data[name] = msgspec.json.encode(idempotency.Record(state="pending", fp="fp1"))
     redis.vanish_once.add(name)
     assert await store.begin(name, "fp1") is None  # expired meanwhile: this request owns it now
+
+
+# ---- what the first `make mutate` left alive (issue 24) ----
+
+
+def test_iban_length_country_and_check_digit_positions() -> None:
+    assert checksums.iban_valid(checksums.iban("XX", "1" * 30))  # 34 characters: the longest
+    assert not checksums.iban_valid(checksums.iban("XX", "1" * 31))  # 35, though its digits check
+    assert not checksums.iban_valid("12350000000000003")  # digits check, but no country letters
+    assert not checksums.iban_valid("XXA500000000000018")  # digits check, but "A5" are no check digits
+
+
+def test_base58_padding_and_base58check_lengths() -> None:
+    assert addresses.b58encode(b"\0\0\x01") == "112"
+    assert addresses.b58decode("112") == b"\0\0\x01"
+    assert addresses.b58decode("111") == b"\0\0\0"
+    assert addresses.b58decode("") == b""
+    assert addresses.b58check_valid(addresses.b58check_encode(b"\x01"))  # 5 bytes in all
+    assert not addresses.b58check_valid(addresses.b58encode(addresses._checksum(b"")))  # 4: no payload
+
+
+def test_address_problems_say_why() -> None:
+    assert (
+        addresses.problem("eth", "0xA" + "bc" * 19 + "d")
+        == "the mixed-case address fails its EIP-55 checksum"
+    )
+    assert addresses.problem("TRON", "0x" + "ab" * 20) == "a TRON address is base58check starting with T"
+    t22 = addresses.b58check_encode(b"\x42" + bytes(20))  # starts with T, but 0x42
+    assert addresses.problem("TRON", t22) == "a TRON address is base58check of 21 bytes starting with 0x41"
+    assert addresses.problem("DOGE", "x") == "unknown chain DOGE"
+    sol = addresses.b58encode(bytes(range(1, 33)))
+    assert addresses.chains_of(sol) == ["sol"]
+
+
+def test_signing_keys_with_or_without_prefix() -> None:
+    raw = bytes(range(32))
+    encoded = base64.b64encode(raw).decode()
+    assert signing.secret_key("whsec_" + encoded) == raw
+    assert signing.secret_key(encoded) == raw
+    box = signing.SecretBox(KeyRing.parse(new_key_setting("k1")))
+    sealed = box.seal_secret("whsec_x", "wh_1")
+    with pytest.raises(ValueError, match=r"\S"):
+        box.open_secret(sealed, "wh_2")
+
+
+async def test_store_passes_its_session_and_counts_lock_waits(
+    ledger: FakeLedger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = object()
+    seen: list[object] = []
+    for name in ("ensure_external_accounts", "lock_accounts", "insert_entries", "add_to_balances"):
+        inner = getattr(journal.repo, name)
+
+        async def spy(s: Any, *args: Any, _inner: Any = inner) -> Any:
+            seen.append(s)
+            return await _inner(s, *args)
+
+        monkeypatch.setattr(journal.repo, name, spy)
+    j = journal.Journal()
+    j.add([_hold("w1", "1")], refusable_for="w1")
+    await j.apply(session)  # type: ignore[arg-type]
+    first = j.lock_wait_s
+    j.add([_hold("w1", "1")], refusable_for="w1")
+    jr_session = SimpleNamespace(info={journal.SESSION_KEY: j})
+    await journal.apply(jr_session)  # type: ignore[arg-type]
+    assert seen[:4] == [session] * 4 and seen[4:] == [jr_session] * 4
+    assert 0 < first <= j.lock_wait_s < 1  # accumulated, in seconds
+    [entry] = ledger.entries[:1]
+    assert set(entry) == {"id", "tenant_id", "mode", "kind", "transfer_id", "deposit_id", "created_at"}
+    assert (entry["tenant_id"], entry["mode"], entry["kind"]) == ("t", "sandbox", "transfer_hold")
+    assert ledger.postings[:2] == [
+        {"entry_id": entry["id"], "account_id": "w1.available", "currency": "USDC", "amount": D(-1)},
+        {"entry_id": entry["id"], "account_id": "w1.held", "currency": "USDC", "amount": D(1)},
+    ]
+    assert (
+        journal.insufficient_funds("w1", D(1)).message
+        == "insufficient available balance in the source wallet"
+    )
+    with pytest.raises(
+        journal.UnbalancedEntry, match=r"transfer_hold does not balance: \{'USDC': Decimal\('-1'\)\}"
+    ):
+        _entry(("a", "USDC", "-1"))
+    j.add([_hold("w1", "100")])
+    with pytest.raises(journal.NegativeBalance, match=r"\['transfer_hold'\] would overdraw an account"):
+        await j.apply(session)  # type: ignore[arg-type]
+
+
+def test_key_refusals_say_why() -> None:
+    assert (
+        refusal(idempotency.validate_key, None).message == "mutating requests need an Idempotency-Key header"
+    )
+    assert refusal(idempotency.validate_key, "short").message == (
+        "Idempotency-Key must be 8 to 256 printable ASCII characters"
+    )
+
+
+async def test_a_retry_waits_for_the_original_and_replays_it(store: idempotency.IdempotencyStore) -> None:
+    redis: FakeRedis = store.redis  # type: ignore[assignment]
+    name = store.name("ten", "sandbox", "key12345")
+    assert await store.begin(name, "fp1") is None
+    assert msgspec.json.decode(redis.data[name]) == {"state": "pending", "fp": "fp1", "status": 0, "body": ""}
+
+    async def finish() -> None:
+        await asyncio.sleep(0.03)
+        await store.complete(name, "fp1", 200, b"ok")
+
+    started = time.monotonic()
+    done = asyncio.create_task(finish())
+    assert await store.begin(name, "fp1") == idempotency.Replay(200, b"ok")  # waited, then replayed
+    assert time.monotonic() - started < 0.09
+    await done
+    err = await _refused(store.begin(name, "fp2"))
+    assert err.message == "this Idempotency-Key was used with a different request"
+    other = store.name("ten", "sandbox", "key67890")
+    await store.begin(other, "fp1")
+    err = await _refused(store.begin(other, "fp1"))
+    assert err.message == "the original request with this Idempotency-Key is still in flight"
+
+
+async def test_a_5xx_in_a_batch_does_not_stop_the_others(store: idempotency.IdempotencyStore) -> None:
+    redis: FakeRedis = store.redis  # type: ignore[assignment]
+    a, b = store.name("t", "sandbox", "aaaaaaaa"), store.name("t", "sandbox", "bbbbbbbb")
+    await store.begin(a, "fa")
+    await store.begin(b, "fb")
+    await store.complete_many([(a, "fa", 500, b"x"), (b, "fb", 201, b"y")])
+    assert a not in redis.data and msgspec.json.decode(redis.data[b])["state"] == "done"
+
+
+async def test_a_record_that_expired_between_set_and_get_is_owned_again(
+    store: idempotency.IdempotencyStore,
+) -> None:
+    redis: FakeRedis = store.redis  # type: ignore[assignment]
+    name = store.name("t", "sandbox", "cccccccc")
+    redis.data[name] = b"{}"
+    redis.vanish_once.add(name)
+    assert await store.begin(name, "fp9") is None
+    assert msgspec.json.decode(redis.data[name])["fp"] == "fp9"  # this request's lease now
+
+
+def test_what_the_second_make_mutate_left_alive() -> None:
+    assert addresses.b58decode(addresses.b58encode(b"\xff")) == b"\xff"  # 8 bits: one byte, not two
+    with pytest.raises(ValueError, match="unknown ciphertext version"):
+        signing.SecretBox(KeyRing.parse(new_key_setting("k1"))).open(b"\x01garbage", "ctx")
+    ring = KeyRing.parse(new_key_setting("k1"))
+    assert idempotency.IdempotencyStore(FakeRedis(), 60, 1.0, ring).lease_ms == 15000  # type: ignore[arg-type]
+
+
+def test_door_rules_left_alive() -> None:
+    from gateway import rules
+    from tests.unit.test_door_rules import WALLET, party, refused
+
+    assert refused(rules.check_pair, "chain", "DOGE", "ETH") == ("chain", "DOGE is not offered on ETH")
+    bank = {"payment_rail": "ach", "currency": "USD", "external_account_id": "ext_1", "amount": "1.001"}
+    assert refused(rules.transfer_parties, "payout", party(**WALLET), party(**bank)) == (
+        "destination.amount",
+        "USD amounts have at most 2 decimal places",
+    )
+    # a provider_wallet destination may carry an address: it is not checked as on-chain
+    _, dst = rules.transfer_parties(
+        "transfer", party(**WALLET), party(**{**WALLET, "address": "somewhere1234567"})
+    )
+    assert dst.address == "somewhere1234567"

@@ -57,3 +57,8 @@ RECONCILE_DISCREPANCIES = Gauge(
 RECONCILE_LAST_RUN = Gauge(
     "sluice_reconcile_last_run_timestamp_seconds", "When the last reconciliation finished (Unix time)"
 )
+CHAIN_CPU = Counter(
+    "sluice_journal_chain_cpu_seconds_total",
+    "CPU the ledger spent linking journal entries into their hash chains (contract 13.5)",
+)
+CHAINED = Counter("sluice_journal_chained_entries_total", "Journal entries linked into a hash chain")

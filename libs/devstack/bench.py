@@ -178,7 +178,7 @@ def main() -> int:
         capacity = 0.0
         if "transfers" in PARTS:
             line, capacity = bench_transfers.e2e(
-                procs["gateway"].url, procs["admin"].url, token, pids, transfer_base
+                procs["gateway"].url, procs["admin"].url, token, pids, transfer_base, procs["ledger"].url
             )
             lines.append(line)
         if "overload" in PARTS and capacity > 0:

@@ -287,8 +287,25 @@ def open_loop(url: str, key: str, wallets: list[str], rate: float, hot: float = 
         Path(f.name).unlink()
 
 
+def chain_counters(ledger: str | None) -> tuple[float, float]:
+    """The ledger's hash-chain counters (CPU seconds, entries chained) from its /metrics."""
+    if ledger is None:
+        return 0.0, 0.0
+    found = {"sluice_journal_chain_cpu_seconds_total": 0.0, "sluice_journal_chained_entries_total": 0.0}
+    for line in httpx.get(ledger + "/metrics", timeout=10).text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in found:
+            found[name] = float(value)
+    return found["sluice_journal_chain_cpu_seconds_total"], found["sluice_journal_chained_entries_total"]
+
+
 def e2e(
-    gateway: str, admin: str, token: str, pids: dict[str, int], base: dict[str, Any]
+    gateway: str,
+    admin: str,
+    token: str,
+    pids: dict[str, int],
+    base: dict[str, Any],
+    ledger: str | None = None,
 ) -> tuple[str, float]:
     """Set up, measure the suite, print the figures; returns the ``bench-transfers:`` line and
     the closed-loop capacity (2xx transfers/s, uniform mix)."""
@@ -312,10 +329,18 @@ def e2e(
     wrk.run(url, wallets=wallets, auth=auth, duration=3, connections=CONNECTIONS)  # warm-up
     time.sleep(2)  # what wrk abandoned at its end is still in flight (and admitted): let it finish
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    chain_before = chain_counters(ledger)
     uni = wrk.run(url, wallets=wallets, auth=auth, duration=DURATION, connections=CONNECTIONS)
     plot.record("transfers", "suite e2e uniform", uni)
     print(_fmt("transfers e2e uniform:", uni) + f" (closed loop, {CONNECTIONS} connections)", flush=True)
     print("cpu per transfer (closed loop, uniform): " + cpu_report(pids, before, uni["requests"]), flush=True)
+    if ledger is not None and uni["requests"]:
+        chain_cpu, chained = (b - a for a, b in zip(chain_before, chain_counters(ledger), strict=True))
+        print(
+            f"journal hash chain (contract 13.5): {1e6 * chain_cpu / uni['requests']:.1f} us of ledger CPU"
+            f" per transfer, {chained / uni['requests']:.1f} entries linked per transfer (target <= 300 us)",
+            flush=True,
+        )
     time.sleep(2)
     hot = wrk.run(url, wallets=wallets, auth=auth, hot=HOT, duration=DURATION, connections=CONNECTIONS)
     plot.record("transfers", f"suite e2e hot ({HOT:.0%} one wallet)", hot)

@@ -245,11 +245,8 @@ class Scenario:
         finally:
             await conn.close()
 
-    async def _reconcile(self, tenant_id: str) -> int:
-        """Admin's reconcile of the load's tenant (contract 13.4): the discrepancies it lists,
-        -1 when it could not answer."""
-        body = {"action": "reconcile", "tenant_id": tenant_id, "mode": "sandbox"}
-        async with httpx.AsyncClient(timeout=60) as client:
+    async def _admin(self, body: dict[str, Any]) -> httpx.Response:
+        async with httpx.AsyncClient(timeout=120) as client:
             # admin may still be coming back from its SIGKILL: wait for it, not for an answer
             async for attempt in AsyncRetrying(
                 retry=retry_if_exception_type(httpx.TransportError),
@@ -258,11 +255,17 @@ class Scenario:
                 reraise=True,
             ):
                 with attempt:
-                    r = await client.post(
+                    return await client.post(
                         self.procs["admin"][0].url,
                         json=body,
                         headers={"Authorization": f"Bearer {self.token}"},
                     )
+        raise AssertionError("unreachable")  # pragma: no cover - reraise=True
+
+    async def _reconcile(self, tenant_id: str) -> int:
+        """Admin's reconcile of the load's tenant (contract 13.4): the discrepancies it lists,
+        -1 when it could not answer."""
+        r = await self._admin({"action": "reconcile", "tenant_id": tenant_id, "mode": "sandbox"})
         if r.status_code != 200:
             log(f"reconcile failed: {r.status_code} {r.text[:300]}")
             return -1
@@ -271,6 +274,14 @@ class Scenario:
             log(f"reconcile: {d}")
         log(f"reconcile: ok {data['ok']} currencies {data['currencies']}")
         return len(data["discrepancies"])
+
+    async def _verify_journal(self, entries: int) -> int:
+        """Admin's verify_journal of every chain (contract 13.5): 0 when it is ok and covers
+        all ``entries`` of the journal, else 1."""
+        r = await self._admin({"action": "verify_journal"})
+        data = r.json().get("data") if r.status_code == 200 else None
+        log(f"verify_journal: {data if data is not None else r.text[:300]} (journal: {entries} entries)")
+        return 0 if data is not None and data["ok"] and data["entries"] == entries else 1
 
     async def _balances(self, tenant_id: str) -> dict[str, Decimal]:
         conn = await self._connect()
@@ -317,6 +328,12 @@ class Scenario:
             await conn.close()
         after = await self._balances(tenant_id)
         reconciled = await self._reconcile(tenant_id)
+        conn = await self._connect()
+        try:
+            journal_entries = int(await conn.fetchval("SELECT count(*) FROM ledger.journal_entries"))
+        finally:
+            await conn.close()
+        chain_broken = await self._verify_journal(journal_entries)
         found = chaos_audit.audit(
             p.bookings,
             rows,
@@ -329,6 +346,7 @@ class Scenario:
             self.args.slow_s or 0.75 * self.args.deadline_s,
         )
         found.reconcile_discrepancies = reconciled
+        found.journal_chain_broken = chain_broken
         found.faults_missed = missed
         states = Counter(r["state"] for r in rows)
         log(

@@ -72,6 +72,7 @@ class Findings:
     slow: int = 0  # decided, but later than the bound
     reconcile_discrepancies: int = 0  # what admin's reconcile listed (contract 13.4); -1: it failed
     faults_missed: int = 0  # faults of the plan that never fired (the load ended first)
+    journal_chain_broken: int = 0  # verify_journal (contract 13.5) not ok, or not every entry
 
     @property
     def duplicated(self) -> int:
@@ -91,6 +92,7 @@ class Findings:
             or self.slow
             or self.reconcile_discrepancies
             or self.faults_missed
+            or self.journal_chain_broken
         )
 
     def lines(self) -> list[str]:
@@ -105,7 +107,7 @@ class Findings:
             f"duplicated_events {self.duplicated_events} invariant_violations "
             f"{self.invariant_violations} slow {self.slow}",
             f"chaos: dead_letters {self.dead_letters} reconcile_discrepancies {self.reconcile_discrepancies}"
-            f" faults_missed {self.faults_missed}",
+            f" journal_chain_broken {self.journal_chain_broken} faults_missed {self.faults_missed}",
         ]
 
 

@@ -42,6 +42,7 @@ REQUESTS: dict[str, type] = {
     "redrive_dead_letters": schemas.RedriveDeadLetters,
     "settle_transfer": schemas.SettleTransfer,
     "reconcile": schemas.Reconcile,
+    "verify_journal": schemas.VerifyJournal,
     "add_screened_address": schemas.AddScreenedAddress,
     "remove_screened_address": schemas.ScreenedAddress,
     "list_screened_addresses": schemas.ListScreenedAddresses,

@@ -82,6 +82,10 @@ RELAYED: dict[str, Relayed] = {
     "reconcile": Relayed(
         schemas.Reconcile, commands.Reconcile, LEDGER, ("limit",), ("tenant_id", "mode"), ()
     ),
+    # recompute the journal's hash chains (contract 13.5), all of them or one tenant's
+    "verify_journal": Relayed(
+        schemas.VerifyJournal, commands.VerifyJournal, LEDGER, ("mode",), audit=("mode",), narrow=True
+    ),
     "replay_delivery": Relayed(
         schemas.ReplayDelivery, commands.ReplayDelivery, WEBHOOKS, ("delivery_id",), ("delivery_id",), ()
     ),

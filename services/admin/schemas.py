@@ -127,6 +127,12 @@ class Reconcile(msgspec.Struct, forbid_unknown_fields=True):
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
 
 
+class VerifyJournal(msgspec.Struct, forbid_unknown_fields=True):
+    action: str
+    tenant_id: Id | None = None
+    mode: Mode | None = None
+
+
 Address = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
 Chain = Annotated[str, msgspec.Meta(min_length=2, max_length=16)]
 

@@ -122,8 +122,14 @@ class Account(SQLModel, table=True):
 
 
 class JournalEntry(SQLModel, table=True):
+    """An entry and its link in its tenant's and mode's hash chain (``ledger.chain``)."""
+
     __tablename__ = "journal_entries"
-    __table_args__ = (Index("journal_entries_transfer", "transfer_id"), {"schema": SCHEMA})
+    __table_args__ = (
+        Index("journal_entries_transfer", "transfer_id"),
+        UniqueConstraint("tenant_id", "mode", "seq", name="journal_entries_chain"),
+        {"schema": SCHEMA},
+    )
 
     id: str = _text(pk=True)
     tenant_id: str = _text()
@@ -132,6 +138,20 @@ class JournalEntry(SQLModel, table=True):
     transfer_id: str | None = _text(null=True)
     deposit_id: str | None = _text(null=True)
     created_at: datetime = _created()
+    seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    hash: str = _text()
+
+
+class JournalChain(SQLModel, table=True):
+    """The head of one tenant's and mode's hash chain: its last entry's ``seq`` and ``hash``."""
+
+    __tablename__ = "journal_chains"
+    __table_args__ = {"schema": SCHEMA}
+
+    tenant_id: str = _text(pk=True)
+    mode: Mode = _text(pk=True)
+    seq: int = Field(sa_column=Column(BigInteger, nullable=False))
+    head_hash: str = _text()
 
 
 class Posting(SQLModel, table=True):
@@ -239,6 +259,7 @@ wallets: Table = SQLModel.metadata.tables["ledger.wallets"]
 virtual_accounts: Table = SQLModel.metadata.tables["ledger.virtual_accounts"]
 accounts: Table = SQLModel.metadata.tables["ledger.accounts"]
 journal_entries: Table = SQLModel.metadata.tables["ledger.journal_entries"]
+journal_chains: Table = SQLModel.metadata.tables["ledger.journal_chains"]
 postings: Table = SQLModel.metadata.tables["ledger.postings"]
 transfers: Table = SQLModel.metadata.tables["ledger.transfers"]
 state_changes: Table = SQLModel.metadata.tables["ledger.state_changes"]

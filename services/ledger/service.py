@@ -30,6 +30,7 @@ from common.contracts.commands import (
     ReviewTransfer,
     SandboxDeposit,
     SettleTransfer,
+    VerifyJournal,
 )
 from common.errors import ErrorCode, ServiceError
 from common.outbox import Outbox, OutMessage
@@ -43,6 +44,7 @@ from ledger import (
     reconcile,
     statements,
     transfers,
+    verification,
     virtual_accounts,
     wallets,
     withdrawals,
@@ -64,11 +66,12 @@ HANDLERS: dict[type, Any] = {
     ListWalletTransactions: statements.wallet_transactions,
     SettleTransfer: withdrawals.settle_transfer,
     Reconcile: reconcile.reconcile,
+    VerifyJournal: verification.verify_journal,
 }
 
 # Reads change nothing: no inbox record, no outbox row; their answer is published after the
 # batch commits, and a redelivered read is simply answered again.
-READS = (GetResource, ListResources, GetFeeBalances, ListWalletTransactions, Reconcile)
+READS = (GetResource, ListResources, GetFeeBalances, ListWalletTransactions, Reconcile, VerifyJournal)
 
 
 def is_read(cmd: Command) -> bool:

@@ -45,5 +45,7 @@ def test_short_chaos_run_audits_clean() -> None:
     assert (int(unexpected), int(dup_rows), int(dup_effects), int(dup_events)) == (0, 0, 0, 0), audit
     assert (int(invariants), int(slow)) == (0, 0), audit
     # transient faults are never dead-lettered; admin's reconcile (contract 13.4) finds nothing
-    assert "chaos: dead_letters 0 reconcile_discrepancies 0 faults_missed 0" in out.stdout, audit
+    assert (
+        "chaos: dead_letters 0 reconcile_discrepancies 0 journal_chain_broken 0 faults_missed 0" in out.stdout
+    ), audit
     assert out.returncode == 0, audit

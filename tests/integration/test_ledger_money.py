@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from tests.conftest import Stack
-from tests.support.ledger import LedgerKit, allow, ledger_invariants, open_kit
+from tests.support.ledger import LedgerKit, allow, ledger_invariants, open_kit, seed_production_deposit
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may start the stack
 
@@ -267,29 +267,7 @@ async def test_production_transfers_stay_pending_without_a_simulator(kit: Ledger
     kit.mode = "production"
     a = await kit.funded_wallet("0")
     # Production money arrives from real rails (no sandbox deposits): seed one deposit entry.
-    await kit.db.execute(
-        "INSERT INTO ledger.journal_entries (id, tenant_id, mode, kind) VALUES"
-        " ($1, $2, 'production', 'deposit')",
-        "je_seed_" + a["wallet_id"],
-        kit.tenant_id,
-    )
-    await kit.db.execute(
-        "INSERT INTO ledger.accounts (id, tenant_id, mode, currency, kind) VALUES ($1, $2,"
-        " 'production', 'USDC', 'deposits') ON CONFLICT DO NOTHING",
-        f"ext.{kit.tenant_id}.production.USDC.deposits",
-        kit.tenant_id,
-    )
-    async with kit.db.transaction():
-        await kit.db.execute(
-            "INSERT INTO ledger.postings (entry_id, account_id, currency, amount) VALUES"
-            " ($1, $2, 'USDC', -5), ($1, $3, 'USDC', 5)",
-            "je_seed_" + a["wallet_id"],
-            f"ext.{kit.tenant_id}.production.USDC.deposits",
-            a["wallet_id"] + ".available",
-        )
-        await kit.db.execute(
-            "UPDATE ledger.accounts SET balance = 5 WHERE id = $1", a["wallet_id"] + ".available"
-        )
+    await seed_production_deposit(kit.db, kit.tenant_id, a["wallet_id"], "5")
     r = await kit.send(kit.payout_cmd(a["wallet_id"], "2.52"))
     assert r.data["state"] == "pending"
     await kit.db.execute("SELECT pg_sleep(2.5)")

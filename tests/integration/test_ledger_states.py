@@ -131,8 +131,8 @@ async def test_the_database_refuses_what_the_code_must_never_do(kit: LedgerKit) 
     with pytest.raises(asyncpg.RaiseError, match="does not balance"):
         async with kit.db.transaction():
             await kit.db.execute(
-                "INSERT INTO ledger.journal_entries (id, tenant_id, mode, kind)"
-                " VALUES ('je_bad', $1, 'sandbox', 'oops')",
+                "INSERT INTO ledger.journal_entries (id, tenant_id, mode, kind, seq, hash)"
+                " VALUES ('je_bad', $1, 'sandbox', 'oops', 0, 'unchained')",
                 kit.tenant_id,
             )
             await kit.db.execute(

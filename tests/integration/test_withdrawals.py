@@ -15,7 +15,7 @@ from common.addresses import b58check_encode, b58encode, eip55
 from tests.conftest import Stack, Tenant, make_tenant
 from tests.support.db import fetch, run_async
 from tests.support.flows import created, funded, send, wait_state
-from tests.support.ledger import LedgerKit, ledger_invariants, open_kit
+from tests.support.ledger import LedgerKit, ledger_invariants, open_kit, seed_production_deposit
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may start the stack
 
@@ -121,34 +121,7 @@ async def _production_wallet(kit: LedgerKit, amount: str) -> dict[str, Any]:
     deposits): one balanced entry, from the tenant's deposits account to the wallet."""
     cus = await kit.customer()
     w = await kit.wallet(cus, "USDC", "BASE")
-    ext = f"ext.{kit.tenant_id}.production.USDC.deposits"
-    entry = "je_test_" + uuid.uuid4().hex
-    async with kit.db.transaction():
-        await kit.db.execute(
-            "INSERT INTO ledger.accounts (id, tenant_id, mode, currency, kind) VALUES ($1, $2, 'production',"
-            " 'USDC', 'deposits') ON CONFLICT DO NOTHING",
-            ext,
-            kit.tenant_id,
-        )
-        await kit.db.execute(
-            "INSERT INTO ledger.journal_entries (id, tenant_id, mode, kind)"
-            " VALUES ($1, $2, 'production', 'deposit')",
-            entry,
-            kit.tenant_id,
-        )
-        await kit.db.execute(
-            "INSERT INTO ledger.postings (entry_id, account_id, currency, amount) VALUES"
-            " ($1, $2, 'USDC', -$4::numeric), ($1, $3, 'USDC', $4::numeric)",
-            entry,
-            ext,
-            f"{w['wallet_id']}.available",
-            amount,
-        )
-        await kit.db.execute(
-            "UPDATE ledger.accounts SET balance = balance + $2::numeric WHERE id = $1",
-            f"{w['wallet_id']}.available",
-            amount,
-        )
+    await seed_production_deposit(kit.db, kit.tenant_id, w["wallet_id"], amount)
     return {**w, "customer_id": cus}
 
 

@@ -42,6 +42,7 @@ from common.settings import Settings
 from common.topics import Topics
 from devstack.stores import free_port
 from devstack.suite import Proc
+from ledger import chain
 from tests.conftest import Stack
 from tests.support.db import pg_kwargs
 
@@ -345,6 +346,61 @@ class LedgerKit:
                 return time.monotonic() - start
             await asyncio.sleep(0.1)
         raise AssertionError(f"{transfer_id} is {await self.state(transfer_id)}, not {state}")
+
+
+async def seed_production_deposit(db: asyncpg.Connection, tenant_id: str, wallet_id: str, amount: str) -> str:
+    """Fund a production wallet the way a bank deposit would (production takes no sandbox
+    deposits): one balanced entry from the tenant's deposits account to the wallet, linked
+    into the tenant's production hash chain like every entry (``ledger.chain``)."""
+    ext = f"ext.{tenant_id}.production.USDC.deposits"
+    entry = "je_test_" + uuid.uuid4().hex
+    x = Decimal(amount)
+    async with db.transaction():
+        await db.execute(
+            "INSERT INTO ledger.accounts (id, tenant_id, mode, currency, kind) VALUES ($1, $2, 'production',"
+            " 'USDC', 'deposits') ON CONFLICT DO NOTHING",
+            ext,
+            tenant_id,
+        )
+        head = await db.fetchrow(
+            "INSERT INTO ledger.journal_chains VALUES ($1, 'production', 0, $2) ON CONFLICT (tenant_id, mode)"
+            " DO UPDATE SET seq = ledger.journal_chains.seq RETURNING seq, head_hash",
+            tenant_id,
+            chain.GENESIS,
+        )
+        created = await db.fetchval("SELECT now()")
+        postings = [(ext, -x), (f"{wallet_id}.available", x)]
+        text = chain.canonical(entry, tenant_id, "production", "deposit", None, None, created, postings)
+        link = chain.link(head["head_hash"], text)
+        await db.execute(
+            "INSERT INTO ledger.journal_entries (id, tenant_id, mode, kind, created_at, seq, hash)"
+            " VALUES ($1, $2, 'production', 'deposit', $3, $4, $5)",
+            entry,
+            tenant_id,
+            created,
+            head["seq"] + 1,
+            link,
+        )
+        await db.execute(
+            "UPDATE ledger.journal_chains SET seq = $3, head_hash = $4 WHERE tenant_id = $1 AND mode = $2",
+            tenant_id,
+            "production",
+            head["seq"] + 1,
+            link,
+        )
+        await db.execute(
+            "INSERT INTO ledger.postings (entry_id, account_id, currency, amount) VALUES"
+            " ($1, $2, 'USDC', $4), ($1, $3, 'USDC', $5)",
+            entry,
+            ext,
+            f"{wallet_id}.available",
+            -x,
+            x,
+        )
+        await db.execute(
+            "UPDATE ledger.accounts SET balance = balance + $2 WHERE id = $1", f"{wallet_id}.available", x
+        )
+    return entry
 
 
 async def ledger_invariants(db: asyncpg.Connection, tenant_id: str | None = None) -> None:

@@ -107,10 +107,18 @@ def test_a_reconciliation_that_found_something_or_failed_is_not_clean(found: int
     assert f.clean
     f.reconcile_discrepancies = found
     assert not f.clean
-    assert f.lines()[-1] == f"chaos: dead_letters 0 reconcile_discrepancies {found} faults_missed 0"
+    assert f.lines()[-1] == (
+        f"chaos: dead_letters 0 reconcile_discrepancies {found} journal_chain_broken 0 faults_missed 0"
+    )
 
 
 def test_a_run_whose_load_ended_before_a_fault_is_not_clean() -> None:
     f = run()
     f.faults_missed = 1
     assert not f.clean and f.lines()[-1].endswith("faults_missed 1")
+
+
+def test_a_broken_journal_chain_is_not_clean() -> None:
+    f = run()
+    f.journal_chain_broken = 1
+    assert not f.clean and "journal_chain_broken 1" in f.lines()[-1]

@@ -31,7 +31,7 @@ from common.fees import developer_fee_amount
 from common.keyring import KeyRing, new_key_setting
 from compliance import allowance
 from gateway import idempotency
-from ledger import effects, journal
+from ledger import chain, effects, journal
 from ledger import fees as ledger_fees
 from webhooks import signing
 
@@ -270,8 +270,12 @@ class FakeLedger:
         self.entries: list[dict[str, Any]] = []
         self.postings: list[dict[str, Any]] = []
         self.deltas: dict[str, Decimal] = {}
+        self.chains: dict[tuple[str, str], tuple[int, str]] = {}
+        self.chain_locks: list[list[tuple[str, str]]] = []
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setattr(journal.repo, "lock_chains", self.lock_chains)
+        monkeypatch.setattr(journal.repo, "save_chains", self.save_chains)
         monkeypatch.setattr(journal.repo, "ensure_external_accounts", self.ensure)
         monkeypatch.setattr(journal.repo, "lock_accounts", self.lock)
         monkeypatch.setattr(journal.repo, "insert_entries", self.insert)
@@ -279,6 +283,15 @@ class FakeLedger:
 
     async def ensure(self, session: Any, rows: list[dict[str, Any]]) -> None:
         self.externals.extend(rows)
+
+    async def lock_chains(
+        self, session: Any, keys: list[tuple[str, str]]
+    ) -> dict[tuple[str, str], tuple[int, str]]:
+        self.chain_locks.append(keys)
+        return {k: self.chains.get(k, (0, chain.GENESIS)) for k in keys}
+
+    async def save_chains(self, session: Any, heads: dict[tuple[str, str], tuple[int, str]]) -> None:
+        self.chains.update(heads)
 
     async def lock(self, session: Any, ids: list[str]) -> dict[str, Decimal]:
         self.locked.append(ids)
@@ -699,7 +712,17 @@ async def test_store_passes_its_session_and_counts_lock_waits(
     assert seen[:4] == [session] * 4 and seen[4:] == [jr_session] * 4
     assert 0 < first <= j.lock_wait_s < 1  # accumulated, in seconds
     [entry] = ledger.entries[:1]
-    assert set(entry) == {"id", "tenant_id", "mode", "kind", "transfer_id", "deposit_id", "created_at"}
+    assert set(entry) == {
+        "id",
+        "tenant_id",
+        "mode",
+        "kind",
+        "transfer_id",
+        "deposit_id",
+        "created_at",
+        "seq",
+        "hash",
+    }
     assert (entry["tenant_id"], entry["mode"], entry["kind"]) == ("t", "sandbox", "transfer_hold")
     assert ledger.postings[:2] == [
         {"entry_id": entry["id"], "account_id": "w1.available", "currency": "USDC", "amount": D(-1)},
@@ -793,3 +816,57 @@ def test_door_rules_left_alive() -> None:
         "transfer", party(**WALLET), party(**{**WALLET, "address": "somewhere1234567"})
     )
     assert dst.address == "somewhere1234567"
+
+
+async def test_every_entry_is_linked_into_its_tenants_chain(ledger: FakeLedger) -> None:
+    j = journal.Journal()
+    other = journal.entry(
+        tenant_id="u",
+        mode="sandbox",
+        kind="deposit",
+        postings=[("ext.u.sandbox.USDC.deposits", "USDC", D(-1)), ("w2.available", "USDC", D(1))],
+    )
+    refused = j.add([_hold("w1", "11")], refusable_for="w1")
+    j.add([_hold("w1", "2")], refusable_for="w1")
+    j.add([other])
+    j.add([_hold("w1", "3")], refusable_for="w1")
+    await j.apply(None)  # type: ignore[arg-type]
+    assert refused.refused
+    assert ledger.chain_locks == [[("t", "sandbox"), ("u", "sandbox")]]  # once, in key order
+    rows = ledger.entries
+    assert [(r["tenant_id"], r["seq"]) for r in rows] == [("t", 1), ("u", 1), ("t", 2)]  # refused: no link
+    first = chain.link(
+        chain.GENESIS,
+        chain.canonical(
+            rows[0]["id"],
+            "t",
+            "sandbox",
+            "transfer_hold",
+            "tr_1",
+            None,
+            rows[0]["created_at"],
+            [("w1.available", D(-2)), ("w1.held", D(2))],
+        ),
+    )
+    assert rows[0]["hash"] == first and rows[2]["hash"] != first
+    assert ledger.chains == {("t", "sandbox"): (2, rows[2]["hash"]), ("u", "sandbox"): (1, rows[1]["hash"])}
+    j.add([_hold("w1", "1")], refusable_for="w1")
+    await j.apply(None)  # type: ignore[arg-type]
+    assert ledger.entries[-1]["seq"] == 3  # the chain goes on from its head
+
+
+def test_the_canonical_form_is_the_documented_one() -> None:
+    from datetime import UTC, datetime
+
+    stamp = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+    text = chain.canonical(
+        "je_1", "ten", "sandbox", "deposit", None, "dep_1", stamp, [("b", D(5)), ("a", D("-5.5"))]
+    )
+    assert (
+        text
+        == "v1|je_1|ten|sandbox|deposit||dep_1|2026-01-02T03:04:05.000006Z|a,debit,5.500000;b,credit,5.000000"
+    )
+    assert (
+        chain.link(chain.GENESIS, text)
+        == __import__("hashlib").sha256(("0" * 64 + "\n" + text).encode()).hexdigest()
+    )

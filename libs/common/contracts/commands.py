@@ -139,6 +139,14 @@ class Reconcile(Command, tag="ledger.reconcile.v1"):
     limit: int = 100  # offending rows listed per check
 
 
+class VerifyJournal(Command, tag="ledger.journal.verify.v1"):
+    """An operator's check of the journal's hash chains (contract 13.5), narrowed to a tenant
+    and a mode when given. Read-only."""
+
+    target_tenant_id: str | None = None
+    mode: str | None = None
+
+
 # ---- compliance policy (from admin) ----
 
 
@@ -280,6 +288,7 @@ LedgerCommand = (
     | ListWalletTransactions
     | SettleTransfer
     | Reconcile
+    | VerifyJournal
 )
 ComplianceCommand = (
     CreateCustomer

@@ -48,6 +48,7 @@ from ledger.models import (
 )
 from ledger.repository.base import all_of, all_read_only, one_of, scope
 from ledger.repository.base import read_only as read_only
+from ledger.repository.chains import *  # noqa: F403 - the journal's hash chains
 from ledger.repository.reads import *  # noqa: F403 - reads, fee balances, statements: one namespace
 
 # ---- customers ----

@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 export PYTHONPATH := $(CURDIR)/libs:$(CURDIR)/services
 export UV_LINK_MODE := copy
 
-.PHONY: setup run migrate test lint bench bench-short profile chaos chaos-short mutate browser fmt wrk
+.PHONY: setup run migrate test lint bench bench-short profile chaos chaos-short chaos-scale mutate simulate browser fmt wrk
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
@@ -57,14 +57,26 @@ bench-short: setup wrk
 profile: setup wrk
 	@$(UV) run --frozen python -m devstack.profile
 
-# The fault scenario of issue 10 (devstack.chaos): 1,000 transfers, every fault; exit 1 unless clean.
+# The fault scenario of issue 10 (devstack.chaos): 1,000 transfers, every fault; then the scaling
+# scenario of issue 27 (devstack.chaos_scale): 1,000 transfers while instances come and go.
+# Exit 1 unless both are clean.
 chaos: setup
 	@$(UV) run --frozen python -m devstack.chaos
+	@$(UV) run --frozen python -m devstack.chaos --scale
+
+chaos-scale: setup
+	@$(UV) run --frozen python -m devstack.chaos --scale
 
 # Mutation testing (mutmut) of the money-critical modules against the unit tests (issue 24);
 # not part of make test. Writes .sluice/mutate/score.md; exit 1 below a 90 % score.
 mutate: setup
 	@$(UV) run --frozen python -m devstack.mutate
+
+# Deterministic simulation of the money logic (issue 28, tests/simulation): SIMULATE_SEEDS
+# (10,000) seeds of SIMULATE_STEPS (40) steps over SIMULATE_JOBS (2) processes; exit 1 on a
+# violation. SIMULATE_SEED=N SIMULATE_STEPS=K replays one seed and prints its violations.
+simulate: setup
+	@SIMULATE_JOBS=$${SIMULATE_JOBS:-2} $(UV) run --frozen python -m tests.simulation
 
 chaos-short: setup
 	@$(UV) run --frozen python -m devstack.chaos --short

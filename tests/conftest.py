@@ -76,6 +76,7 @@ def _base_env(stores: Stores) -> dict[str, str]:
         "SLUICE_DATABASE_URL": stores.database_url,
         "SLUICE_REDIS_URL": stores.redis_url,
         "SLUICE_KAFKA_BOOTSTRAP": stores.kafka_bootstrap,
+        "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true" if stores.apache_kafka else "false",
         "SLUICE_ADMIN_TOKEN": f"ops={ADMIN_TOKEN},auditor={SECOND_ADMIN_TOKEN}",
         "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",
         "SLUICE_WEBHOOKS_RETRY_SCHEDULE": "1,1,1",

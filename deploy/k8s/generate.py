@@ -106,6 +106,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
                 "SLUICE_REDIS_URL": "redis://redis:6379/0",
                 "SLUICE_KAFKA_BOOTSTRAP": "kafka:9092",
                 "SLUICE_KAFKA_FETCH_MAX_WAIT_MS": "100",
+                "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true",  # Apache Kafka: acks=all, no duplicate on retry
                 "SLUICE_KAFKA_REPLY_ROTATE_RECORDS": "0",  # Apache Kafka: retention bounds replies
                 "SLUICE_KAFKA_TOPIC_PARTITIONS": str(PARTITIONS),
             },

@@ -18,6 +18,16 @@ import re
 # the cryptography package has no Keccak-256.
 from Crypto.Hash import keccak  # nosec B413
 
+CHAINS = (
+    "ETH",
+    "SOL",
+    "BSC",
+    "POLYGON",
+    "TRON",
+    "BASE",
+    "OPTIMISM",
+    "ARBITRUM",
+)  # every chain the suite knows
 EVM_CHAINS = frozenset({"ETH", "BSC", "POLYGON", "BASE", "OPTIMISM", "ARBITRUM"})
 B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _B58_RE = re.compile(f"^[{B58}]+$")

@@ -48,7 +48,8 @@ def build_asyncapi(prefix: str = "sluice") -> dict[str, Any]:
         refs = {}
         for m in _members(union):
             name = m.__name__
-            tag = msgspec.inspect.type_info(m).tag  # type: ignore[attr-defined]
+            info = msgspec.inspect.type_info(m)
+            tag = info.tag if isinstance(info, msgspec.inspect.StructType) else None
             messages[name] = {
                 "name": name,
                 "title": str(tag or name),

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import Connection, text
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,9 +99,9 @@ def run_alembic_env(schema: str, target_metadata: Any = None) -> None:
     config = context.config
     url = config.attributes["url"]
 
-    def do_run(connection: object) -> None:
+    def do_run(connection: Connection) -> None:
         context.configure(
-            connection=connection,  # type: ignore[arg-type]
+            connection=connection,
             target_metadata=target_metadata,
             version_table_schema=schema,
             include_schemas=True,

@@ -77,3 +77,11 @@ def broker_security(settings: Any) -> BaseSecurity | None:
     use_ssl = protocol == "SASL_SSL"
     kind = {"PLAIN": SASLPlaintext, "SCRAM-SHA-256": SASLScram256, "SCRAM-SHA-512": SASLScram512}
     return kind[settings.kafka_sasl_mechanism](user, password, ssl_context=context, use_ssl=use_ssl)
+
+
+def producer_args(settings: Any) -> dict[str, Any]:
+    """Delivery settings of every producer: idempotent with acks=all where the broker supports
+    it (``SLUICE_KAFKA_IDEMPOTENT_PRODUCER``), else acks from the partition leader (Tansu)."""
+    if settings.kafka_idempotent_producer:
+        return {"enable_idempotence": True, "acks": "all"}
+    return {"enable_idempotence": False, "acks": 1}

@@ -89,12 +89,17 @@ class Outbox:
         self, sm: async_sessionmaker[AsyncSession], msgs: list[OutMessage], pruned: list[int] | None = None
     ) -> None:
         """After commit: publish, then delete what was published (or remember it, with
-        lazy_delete). ``pruned``: ids the committed write deleted. Failures stay for the relay."""
+        lazy_delete). ``pruned``: ids the committed write deleted. Failures stay for the relay.
+
+        The wait is bounded by the relay's grace period: rows older than that are the relay's
+        to publish anyway. Unbounded, a publish the broker kept refusing (Tansu answered
+        NOT_LEADER for 15 s during a rebalance) held the handler, and a stopping consumer
+        could not leave its group: the surviving members waited out the whole rebalance."""
         self._published.difference_update(pruned or [])
         if not msgs:
             return
         try:
-            await asyncio.gather(*(self._publish(m) for m in msgs))
+            await asyncio.wait_for(asyncio.gather(*(self._publish(m) for m in msgs)), self.grace_s)
         except Exception:  # noqa: BLE001 - the relay publishes them later
             log.warning("outbox dispatch failed; the relay will retry", exc_info=True)
             return

@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     kafka_sasl_username: str = ""
     kafka_sasl_password: SecretStr = SecretStr("")
     kafka_ssl_cafile: str = ""
+    # Apache Kafka (contract 13.6): an idempotent producer with acks=all, so a retried send is
+    # written once and an acknowledged record survives a leader change. Tansu has neither
+    # (memory only, one node): off by default, on in deploy/k8s.
+    kafka_idempotent_producer: bool = False
     topic_prefix: str = "sluice"
     db_pool_size: int = 10
 

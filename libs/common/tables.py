@@ -28,7 +28,7 @@ def _table(schema: str, name: str, *columns: Column[Any]) -> Table:
 
 def table_of(model: type[SQLModel]) -> Table:
     """A ``table=True`` model's Core table, for statements built with SQLAlchemy Core."""
-    table: Table = model.__table__  # type: ignore[attr-defined]
+    table: Table = model.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)
     return table
 
 

@@ -31,6 +31,14 @@ def _field_of(message: str) -> tuple[str, str]:
     return ".".join(parts), text
 
 
+def _int_if_integral(text: str) -> int | float:
+    d = Decimal(text)
+    return int(d) if d.is_finite() and d == d.to_integral_value() else float(text)
+
+
+_integral = msgspec.json.Decoder(float_hook=_int_if_integral)
+
+
 def decode_body(raw: bytes, type_: type[T]) -> T:
     """Decode JSON into ``type_``; malformed or invalid input raises 400 with ``details.field``.
     Every number in the body is bounded first (:func:`check_numbers`), whatever its field."""
@@ -42,7 +50,14 @@ def decode_body(raw: bytes, type_: type[T]) -> T:
         if huge is not None:
             raise invalid(huge, BAD_NUMBER) from None
     try:
-        return msgspec.json.decode(raw, type=type_)
+        try:
+            return msgspec.json.decode(raw, type=type_)
+        except msgspec.ValidationError as exc:
+            if "Expected `int`, got `float`" not in str(exc):
+                raise
+            # 602.0 is the integer 602 in JSON (and in JSON Schema's "integer"): read integral
+            # numbers as integers and try once more (numbers are bounded above, so this is cheap).
+            return msgspec.json.decode(msgspec.json.encode(_integral.decode(raw)), type=type_)
     except msgspec.ValidationError as exc:
         huge = nonfinite_field(raw) if "out of range" in str(exc) else None
         if huge is not None:
@@ -208,3 +223,13 @@ def check_nesting(raw: bytes, limit: int = MAX_NESTING) -> None:
             f"the request body nests deeper than {limit} levels",
             details={"reason": "too_deep", "limit": limit},
         )
+
+
+def ci_pattern(values: tuple[str, ...]) -> str:
+    """An anchored regex matching any of ``values`` in any letter case (no inline flags, so it
+    reads the same in Python and ECMAScript / JSON Schema)."""
+
+    def one(v: str) -> str:
+        return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in v)
+
+    return "^(" + "|".join(one(v) for v in sorted(values, key=len, reverse=True)) + ")$"

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from collections.abc import Callable
 
 import httpx
@@ -22,6 +23,10 @@ from common.auth import ALL_SCOPES
 from common.keyring import new_key_setting
 from devstack.stores import Stores, StoreUnreachable
 from devstack.suite import ROOT, Suite, migrate
+
+# The embedded PostgreSQL's platformdirs lookup warns on machines without a login session;
+# make run prints one human line per step, not library warnings.
+warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
 
 STATE = ROOT / ".sluice"
 
@@ -158,14 +163,15 @@ def run() -> int:
     try:
         step("migrations: applying")
         try:
-            migrate(env)
+            migrate(env, STATE / "logs" / "migrate.log")
         except subprocess.CalledProcessError as exc:
             print(
-                f"cannot start: migrations failed (exit {exc.returncode}); see the lines above",
+                f"cannot start: migrations failed (exit {exc.returncode}); see the lines above"
+                f" and {STATE / 'logs' / 'migrate.log'}",
                 file=sys.stderr,
             )
             return 1
-        step("migrations: done")
+        step(f"migrations: done (log in {STATE / 'logs' / 'migrate.log'})")
         ports = {
             "ledger": 8011,
             "compliance": 8012,

@@ -33,11 +33,11 @@ from typing import Any
 
 import asyncpg
 import httpx
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_fixed
 
-from devstack import chaos_audit
+from devstack import chaos_admin, chaos_audit, chaos_scale
 from devstack.bench_transfers import provision
 from devstack.chaos_clients import Progress, Receiver, run_clients
+from devstack.chaos_scale import Scaler
 from devstack.chaos_stores import OwnPostgres, OwnRedis
 from devstack.stores import Stores, free_port
 from devstack.suite import Proc, Suite, ephemeral_secrets, migrate
@@ -61,6 +61,7 @@ class Scenario:
         self.procs: dict[str, list[Proc]] = {}
         self.kills = 0
         self.restarting: list[tuple[Proc, float]] = []
+        self.scaler: Scaler | None = None
 
     # ---- set-up ----
     def start(self) -> None:
@@ -88,7 +89,7 @@ class Scenario:
         migrate(senv)
         self.suite = Suite(senv, self.work / "logs")
         for name in (*TWICE, "admin"):
-            n = 2 if name in TWICE else 1
+            n = 2 if name in TWICE and not self.args.scale else 1
             self.procs[name] = [self.suite.start(name, free_port(), instance=f"{name}-{i}") for i in range(n)]
         self.suite.wait_ready(timeout=300)
         log(f"suite ready; logs in {self.work / 'logs'}")
@@ -181,13 +182,16 @@ class Scenario:
         log(f"tenant {tenant_id}: {len(wallets)} funded wallets, webhook endpoint {receiver.url}")
         progress = Progress(args.transfers)
         run_id = uuid.uuid4().hex[:8]
+        gateways = self.gateways()  # the load balancer's list: the scaling plan changes it
         clients = threading.Thread(
             target=lambda: asyncio.run(
-                run_clients(self.gateways(), key, wallets, progress, args.clients, args.deadline_s, run_id)
+                run_clients(gateways, key, wallets, progress, args.clients, args.deadline_s, run_id)
             ),
             daemon=True,
         )
-        steps = self.plan()
+        assert self.suite is not None
+        self.scaler = Scaler(self.suite, self.procs, gateways, log)
+        steps = self.scaler.plan() if args.scale else self.plan()
         # Fault n fires once ``threshold(n)`` transfers are decided, or as soon as the clients
         # have issued ``threshold(n) + margin`` and wait at the gate (a fast suite): either
         # way with transfers in flight, and never after the load has ended.
@@ -196,7 +200,12 @@ class Scenario:
         def threshold(n: int) -> int:
             return args.transfers * n // (len(steps) + 1)
 
-        progress.gate = threshold(1) + margin if steps else None
+        def gate_of(n: int) -> int:
+            # Never at or past the last transfer: with few transfers (the short variant) the
+            # margin reached past the end, and the clients could finish before the last fault.
+            return min(threshold(n) + margin, args.transfers - 1)
+
+        progress.gate = gate_of(1) if steps else None
         fired = 0
         t0 = time.monotonic()
         clients.start()
@@ -218,7 +227,7 @@ class Scenario:
             )
             act()
             fired += 1
-            progress.gate = threshold(n + 1) + margin if n < len(steps) else None
+            progress.gate = gate_of(n + 1) if n < len(steps) else None
         progress.gate = None
         log(f"faults fired: {fired} of {len(steps)}")
         last = 0.0
@@ -245,43 +254,11 @@ class Scenario:
         finally:
             await conn.close()
 
-    async def _admin(self, body: dict[str, Any]) -> httpx.Response:
-        async with httpx.AsyncClient(timeout=120) as client:
-            # admin may still be coming back from its SIGKILL: wait for it, not for an answer
-            async for attempt in AsyncRetrying(
-                retry=retry_if_exception_type(httpx.TransportError),
-                stop=stop_after_delay(60),
-                wait=wait_fixed(1),
-                reraise=True,
-            ):
-                with attempt:
-                    return await client.post(
-                        self.procs["admin"][0].url,
-                        json=body,
-                        headers={"Authorization": f"Bearer {self.token}"},
-                    )
-        raise AssertionError("unreachable")  # pragma: no cover - reraise=True
-
     async def _reconcile(self, tenant_id: str) -> int:
-        """Admin's reconcile of the load's tenant (contract 13.4): the discrepancies it lists,
-        -1 when it could not answer."""
-        r = await self._admin({"action": "reconcile", "tenant_id": tenant_id, "mode": "sandbox"})
-        if r.status_code != 200:
-            log(f"reconcile failed: {r.status_code} {r.text[:300]}")
-            return -1
-        data = r.json()["data"]
-        for d in data["discrepancies"][:5]:
-            log(f"reconcile: {d}")
-        log(f"reconcile: ok {data['ok']} currencies {data['currencies']}")
-        return len(data["discrepancies"])
+        return await chaos_admin.reconcile(self.procs["admin"][0].url, self.token, tenant_id, log)
 
     async def _verify_journal(self, entries: int) -> int:
-        """Admin's verify_journal of every chain (contract 13.5): 0 when it is ok and covers
-        all ``entries`` of the journal, else 1."""
-        r = await self._admin({"action": "verify_journal"})
-        data = r.json().get("data") if r.status_code == 200 else None
-        log(f"verify_journal: {data if data is not None else r.text[:300]} (journal: {entries} entries)")
-        return 0 if data is not None and data["ok"] and data["entries"] == entries else 1
+        return await chaos_admin.verify_journal(self.procs["admin"][0].url, self.token, entries, log)
 
     async def _balances(self, tenant_id: str) -> dict[str, Decimal]:
         conn = await self._connect()
@@ -375,6 +352,12 @@ class Scenario:
             log(f"dead letter from {d['service']} ({d['topic']}): {d['error'][:160]}")
         for line in found.lines():
             print(line, flush=True)
+        if self.args.scale:
+            assert self.scaler is not None
+            for change in chaos_scale.pauses_by_change(p.bookings, self.scaler.changes):
+                log(change)
+            pause, _ = chaos_scale.longest_pause(p.bookings)
+            print(chaos_scale.line(found.transfers, found.lost, found.duplicated, found.undecided, pause))
         return 0 if found.clean else 1
 
     def stop(self) -> None:
@@ -389,6 +372,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m devstack.chaos", description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--short", action="store_true", help="150 transfers, one ledger SIGKILL, a 5 s PostgreSQL stop"
+    )
+    ap.add_argument(
+        "--scale",
+        action="store_true",
+        help="no faults: ledger and compliance grow from 1 to 3 instances and back, a gateway is added"
+        " and removed, during the load (devstack.chaos_scale)",
     )
     ap.add_argument("--transfers", type=int, default=1000)
     ap.add_argument("--clients", type=int, default=24)
@@ -407,8 +396,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--slow-s", type=float, default=0.0, help="a decision later than this is slow (0: 3/4 of deadline)"
     )
     args = ap.parse_args(argv)
+    if args.scale:
+        args.faults, args.slow_s = "", chaos_scale.SLOW_S
     if args.short:
-        args.transfers, args.faults, args.kills, args.kill_only = 150, "kill,pg", 1, "ledger"
+        args.transfers, args.kills, args.kill_only = 150, 1, "ledger"
+        args.faults = "" if args.scale else "kill,pg"
         args.pg_stop_s, args.deadline_s, args.webhook_grace_s = 5.0, 60.0, 30.0
     return args
 

@@ -118,6 +118,7 @@ class Stores:
     database_url: str = ""
     redis_url: str = ""
     kafka_bootstrap: str = ""
+    apache_kafka: bool = False  # the broker is Apache Kafka (a container): idempotent producers
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _closers: list[Any] = field(default_factory=list)
 
@@ -256,6 +257,7 @@ class Stores:
 
         c = KafkaContainer("confluentinc/cp-kafka:7.6.0").with_kraft().start()
         self._closers.append(c.stop)
+        self.apache_kafka = True
         return str(c.get_bootstrap_server())
 
 

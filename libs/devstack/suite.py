@@ -65,9 +65,20 @@ def ephemeral_secrets(tag: str) -> dict[str, str]:
     }
 
 
-def migrate(env: dict[str, str]) -> None:
-    """``python -m sluice migrate`` in a child process (alembic configures logging globally)."""
-    subprocess.run([sys.executable, "-m", "sluice", "migrate"], env=python_env(env), check=True, cwd=ROOT)
+def migrate(env: dict[str, str], log: Path | None = None) -> None:
+    """``python -m sluice migrate`` in a child process (alembic configures logging globally).
+    With ``log``, its JSON log lines (stderr) go to that file and only its one line per service
+    (stdout) reaches the console; a failure prints the log's tail."""
+    cmd = [sys.executable, "-m", "sluice", "migrate"]
+    if log is None:
+        subprocess.run(cmd, env=python_env(env), check=True, cwd=ROOT)
+        return
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        done = subprocess.run(cmd, env=python_env(env), cwd=ROOT, stderr=out, check=False)
+    if done.returncode != 0:
+        print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
+        raise subprocess.CalledProcessError(done.returncode, cmd)
 
 
 @dataclass

@@ -19,7 +19,7 @@ from litestar.datastructures import State
 
 from admin import actions, dead_letters, operators
 from admin import repository as repo
-from admin.context import ActionContext
+from admin.context import UNKNOWN, ActionContext
 from admin.openapi import build_document
 from common.auth import evict
 from common.authfail import FailureLimiter
@@ -27,6 +27,7 @@ from common.broker import ensure_topics, service_topics, subscribe
 from common.clientaddr import client_address
 from common.db import transaction
 from common.errors import ErrorCode, ServiceError
+from common.failpoints import failpoint
 from common.http import http_app, request_id_of
 from common.logging import setup_logging
 from common.outbox import Outbox, OutMessage
@@ -51,8 +52,11 @@ def _requested_action(raw: bytes) -> str:
 async def _after_commit(state: State, ctx: ActionContext, msgs: list[OutMessage]) -> None:
     if ctx.stale_cache:
         try:
+            await failpoint("admin.evict")  # tests: Redis unreachable at this moment
             await evict(state.redis, ctx.stale_cache)
         except Exception:
+            # The control event in the outbox makes every gateway group evict them as soon
+            # as Redis answers (gateway.control): the change still holds.
             log.exception("could not drop %d cache entries", len(ctx.stale_cache))
     await state.outbox.dispatch(state.sm, msgs)
 
@@ -125,7 +129,7 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
             actor,
             action,
             rid,
-            f"refused:{err.code}",
+            UNKNOWN if err.details.get("outcome") == UNKNOWN else f"refused:{err.code}",
             ctx,
             {"error": {"code": str(err.code), "message": err.message, **details}},
         )

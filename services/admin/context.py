@@ -15,6 +15,7 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts import Command, Ctx, Result, encode
+from common.contracts.base import as_mode
 from common.contracts.events import ControlEvent
 from common.errors import ErrorCode, ServiceError
 from common.outbox import Outbox, OutMessage
@@ -59,7 +60,7 @@ class ActionContext:
         return Ctx(
             request_id=self.request_id,
             tenant_id=tenant_id or "",
-            mode=mode or "production",  # type: ignore[arg-type]
+            mode=as_mode(mode or "production"),
             actor=self.actor,
             reply_to=self.rpc.reply_topic,
         )
@@ -69,13 +70,19 @@ class ActionContext:
         try:
             result = await self.rpc.call(topic, command, key=command.ctx.tenant_id or None)
         except TimeoutError:
+            # The command was sent: the owner may still carry it out. The audit says "unknown"
+            # (never "refused"), and the retry (same action, its own audit row) tells.
             raise ServiceError(
                 ErrorCode.PROVIDER_UNAVAILABLE,
-                "the owning service did not answer in time; retry",
+                "the owning service did not answer in time; the action may still be carried out:"
+                " read its state, or retry",
                 headers={"Retry-After": "1"},
-                details={"service": topic.rsplit(".", 2)[-2]},
+                details={"service": topic.rsplit(".", 2)[-2], "outcome": UNKNOWN},
             ) from None
         return unwrap(result)
+
+
+UNKNOWN = "unknown"  # the outcome of a relayed command whose answer never came
 
 
 def unwrap(result: Result) -> Any:

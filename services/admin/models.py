@@ -1,36 +1,33 @@
 """The tables of the ``identity`` schema, declared once (SQLModel): the source for Alembic
 autogenerate and for the statements in ``admin.repository``.
 
-The gateway reads ``tenants`` and ``api_keys`` through its own read-only view of the columns
-it needs (``gateway.models``): a service never imports another.
+``Tenant`` and ``ApiKey`` are declared in ``common.identity`` (the gateway reads them too) and
+re-exported here: admin owns and migrates them, and is the only service that writes them.
 """
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    ARRAY,
     BigInteger,
-    Boolean,
     Column,
     DateTime,
-    ForeignKey,
     Identity,
     Index,
-    Integer,
     LargeBinary,
     Text,
-    Uuid,
     func,
 )
 from sqlalchemy import text as sql_text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
+from common.identity import ApiKey, Tenant, api_keys, tenants
 from common.tables import outbox_table, table_of
+
+__all__ = ["ApiKey", "AuditEntry", "DeadLetterRecord", "Tenant", "api_keys", "audit_log", "outbox", "tenants"]
 
 SCHEMA = "identity"
 
@@ -41,46 +38,6 @@ def _now() -> Any:
 
 def _text(*, nullable: bool = False) -> Any:
     return Field(sa_column=Column(Text, nullable=nullable))
-
-
-class Tenant(SQLModel, table=True):
-    __tablename__ = "tenants"
-    __table_args__ = (
-        Index("tenants_newest", sql_text("created_at DESC"), sql_text("id DESC")),
-        {"schema": SCHEMA},
-    )
-
-    id: uuid.UUID = Field(sa_column=Column(Uuid, primary_key=True))
-    name: str = Field(sa_column=Column(Text, nullable=False, unique=True))
-    default_mode: str = _text()
-    rate_limit_per_minute: int = Field(sa_column=Column(Integer, nullable=False))
-    # ``metadata`` is SQLModel's own attribute: the column keeps its name, the field does not.
-    metadata_: dict[str, Any] = Field(
-        sa_column=Column("metadata", JSONB, nullable=False, server_default=sql_text("'{}'::jsonb"))
-    )
-    live_enabled: bool = Field(sa_column=Column(Boolean, nullable=False, server_default=sql_text("false")))
-    created_at: datetime = _now()
-    updated_at: datetime = _now()
-    branding_approved_by: str | None = _text(nullable=True)
-    branding_approved_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
-
-
-class ApiKey(SQLModel, table=True):
-    __tablename__ = "api_keys"
-    __table_args__ = (
-        Index("api_keys_tenant", "tenant_id", sql_text("created_at DESC")),
-        {"schema": SCHEMA},
-    )
-
-    id: str = Field(sa_column=Column(Text, primary_key=True))
-    tenant_id: uuid.UUID = Field(sa_column=Column(Uuid, ForeignKey("identity.tenants.id"), nullable=False))
-    key_hash: str = Field(sa_column=Column(Text, nullable=False, unique=True))
-    key_prefix: str = _text()
-    label: str = _text()
-    scopes: list[str] = Field(sa_column=Column(ARRAY(Text), nullable=False))
-    mode: str = _text()
-    revoked_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
-    created_at: datetime = _now()
 
 
 class AuditEntry(SQLModel, table=True):
@@ -129,7 +86,5 @@ class DeadLetterRecord(SQLModel, table=True):
     redriven_by: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
-tenants = table_of(Tenant)
-api_keys = table_of(ApiKey)
 audit_log = table_of(AuditEntry)
 outbox = outbox_table(SCHEMA)

@@ -48,6 +48,31 @@ REQUESTS: dict[str, type] = {
     "list_screened_addresses": schemas.ListScreenedAddresses,
 }
 
+# Rules across fields that a struct cannot state, written into the action's schema so that a
+# client generated from the document (or schemathesis) sends only what is accepted.
+CONSTRAINTS: dict[str, dict[str, Any]] = {
+    # by tenant_id when given, else a new tenant by tenant_name (admin/tenants.py)
+    "upsert_tenant": {
+        "anyOf": [
+            {"required": ["tenant_id"], "properties": {"tenant_id": {"type": "string"}}},
+            {"required": ["tenant_name"]},
+        ]
+    },
+    # dead_letter_ids, or all: true, not both (admin/dead_letters.py)
+    "redrive_dead_letters": {
+        "anyOf": [
+            {
+                "required": ["dead_letter_ids"],
+                "properties": {"dead_letter_ids": {"type": "array"}, "all": {"const": False}},
+            },
+            {
+                "required": ["all"],
+                "properties": {"all": {"const": True}, "dead_letter_ids": {"type": "null"}},
+            },
+        ]
+    },
+}
+
 _ERROR = {
     "type": "object",
     "required": ["success", "error"],
@@ -94,6 +119,7 @@ def build_document(version: str = "1.0.0") -> dict[str, Any]:
         schema = copy.deepcopy(shared[struct.__name__])
         schema["properties"]["action"] = {"type": "string", "const": action}
         schema["title"] = action
+        schema.update(copy.deepcopy(CONSTRAINTS.get(action, {})))
         components[_component(action)] = schema
         mapping[action] = _REF.format(name=_component(action))
     components["ErrorEnvelope"] = _ERROR

@@ -225,7 +225,7 @@ async def list_audit(
 
 
 # ---- dead letters (identity.dead_letters) ----
-DEAD_LETTERS = DeadLetterRecord.__table__  # type: ignore[attr-defined]
+DEAD_LETTERS = DeadLetterRecord.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)
 
 
 async def record_dead_letters(session: AsyncSession, rows: list[dict[str, Any]]) -> None:

@@ -9,18 +9,40 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from common.addresses import CHAINS
 from common.auth import Scope
 from common.contracts.branding import WhiteLabel
+from common.validation import ci_pattern
 
 Mode = Literal["sandbox", "production"]
 Rail = Literal["provider_wallet", "stablecoin", "ach", "wire", "sepa", "faster_payments"]
 BankRail = Literal["ach", "wire", "sepa", "faster_payments"]
 Currency = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{3,5}$")]
 DecimalText = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,13}(\.[0-9]{1,6})?$")]
-Id = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
-Label = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+# Ids are the suite's own (visible ASCII); labels are any text PostgreSQL can store (no NUL,
+# no lone surrogate). Fuzzing found an id with a NUL relayed to the webhooks service, which
+# could not store it: the operator waited for a 503 instead of a 400 naming the field.
+Id = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
+Label = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00\ud800-\udfff]+$")]
 Limit = Annotated[int, msgspec.Meta(ge=1, le=100)]
-Cidr = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+_V4 = r"((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_H = "[0-9a-fA-F]{1,4}"
+_V6 = (  # full, and each place the "::" can stand (no zone, no embedded IPv4)
+    f"({_H}:){{7}}{_H}|({_H}:){{1,7}}:|({_H}:){{1,6}}:{_H}|({_H}:){{1,5}}(:{_H}){{1,2}}"
+    f"|({_H}:){{1,4}}(:{_H}){{1,3}}|({_H}:){{1,3}}(:{_H}){{1,4}}|({_H}:){{1,2}}(:{_H}){{1,5}}"
+    f"|{_H}:(:{_H}){{1,6}}|:((:{_H}){{1,7}}|:)"
+)
+# An address or network, as the document promises it: an IPv4 or IPv6 address with an optional
+# prefix length. Schemathesis generated schema-valid strings that were no network before.
+Cidr = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=64,
+        pattern=f"^({_V4}(/(3[0-2]|[12]?[0-9]))?|({_V6})(/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))?)$",
+        description="an IPv4 or IPv6 address or network (CIDR)",
+    ),
+]
 DeliveryStatus = Literal["pending", "succeeded", "dead"]
 
 
@@ -133,15 +155,25 @@ class VerifyJournal(msgspec.Struct, forbid_unknown_fields=True):
     mode: Mode | None = None
 
 
-Address = Annotated[str, msgspec.Meta(min_length=1, max_length=128)]
-Chain = Annotated[str, msgspec.Meta(min_length=2, max_length=16)]
+Address = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=128,
+        description="an address on the chain: EVM 0x + 40 hex (EIP-55 checksum if mixed case),"
+        " SOL base58 of 32 bytes, TRON base58check starting with T",
+    ),
+]
+Chain = Annotated[
+    str, msgspec.Meta(pattern=ci_pattern(CHAINS), description="chain, case-insensitive: " + ", ".join(CHAINS))
+]
 
 
 class AddScreenedAddress(msgspec.Struct, forbid_unknown_fields=True):
     action: str
     chain: Chain
     address: Address
-    reason: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    reason: Label
 
 
 class ScreenedAddress(msgspec.Struct, forbid_unknown_fields=True):
@@ -150,10 +182,14 @@ class ScreenedAddress(msgspec.Struct, forbid_unknown_fields=True):
     address: Address
 
 
+Cursor = Annotated[str, msgspec.Meta(max_length=200, pattern="^[^\\x00]*:[^\\x00]*$")]
+
+
 class ListScreenedAddresses(msgspec.Struct, forbid_unknown_fields=True):
     action: str
     limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 50
-    starting_after: Annotated[str, msgspec.Meta(max_length=200)] | None = None
+    # the previous page's next_cursor, "<chain>:<address>"
+    starting_after: Cursor | None = None
 
 
 class ReplayDelivery(msgspec.Struct, forbid_unknown_fields=True):
@@ -165,7 +201,9 @@ class ReplayDelivery(msgspec.Struct, forbid_unknown_fields=True):
 class ReplayDeliveries(msgspec.Struct, forbid_unknown_fields=True):
     action: str
     webhook_id: Id
-    since: Annotated[str, msgspec.Meta(max_length=64)] | None = None  # RFC 3339
+    since: Annotated[str, msgspec.Meta(max_length=64, extra_json_schema={"format": "date-time"})] | None = (
+        None
+    )
     tenant_id: Id | None = None
 
 
@@ -175,13 +213,25 @@ class EnableWebhook(msgspec.Struct, forbid_unknown_fields=True):
     tenant_id: Id | None = None
 
 
+# What each list hands out as next_cursor, so the document promises exactly what is accepted.
+IdCursor = Annotated[str, msgspec.Meta(max_length=256, pattern=r"^[\x21-\x7e]+$", description="next_cursor")]
+SeqCursor = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,18}$", description="next_cursor: a position")]
+UuidCursor = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+        description="next_cursor: a tenant id",
+    ),
+]
+
+
 class Page(msgspec.Struct, forbid_unknown_fields=True):
     """Cursor paging shared by the list actions: pass ``next_cursor`` back as ``cursor``."""
 
     action: str
     limit: Limit = 50
-    cursor: Annotated[str, msgspec.Meta(max_length=256)] | None = None
-    starting_after: Annotated[str, msgspec.Meta(max_length=256)] | None = None
+    cursor: IdCursor | None = None
+    starting_after: IdCursor | None = None
 
     @property
     def after(self) -> str | None:
@@ -199,16 +249,21 @@ class ListDecisions(Page, forbid_unknown_fields=True):
 
 
 class ListTenants(Page, forbid_unknown_fields=True):
-    pass
+    cursor: UuidCursor | None = None
+    starting_after: UuidCursor | None = None
 
 
 class ListAuditLog(Page, forbid_unknown_fields=True):
+    cursor: SeqCursor | None = None
+    starting_after: SeqCursor | None = None
     actor: Label | None = None
     audit_action: Label | None = None
     target: Id | None = None
 
 
 class ListDeadLetters(Page, forbid_unknown_fields=True):
+    cursor: SeqCursor | None = None
+    starting_after: SeqCursor | None = None
     service: Label | None = None
 
 

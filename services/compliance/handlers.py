@@ -110,7 +110,7 @@ class ComplianceRuntime:
 
         return BatchProcessor(
             name="compliance-commands",
-            decode=lambda raw: decode(raw, ComplianceCommand),  # type: ignore[arg-type]
+            decode=lambda raw: decode(raw, ComplianceCommand),  # type: ignore[arg-type]  # a union alias is not a type[T] (no TypeForm yet, PEP 747)
             handle_batch=self.run_batch,
             dead_letter=give_up,
             readiness=readiness,

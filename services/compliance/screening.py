@@ -15,7 +15,7 @@ from common.views import columns
 from compliance import repository as repo
 from compliance.snapshot import Snapshot
 
-CHAINS = frozenset({*addresses.EVM_CHAINS, "SOL", "TRON"})
+CHAINS = frozenset(addresses.CHAINS)
 
 
 def _entry(chain: str, address: str) -> tuple[str, str]:

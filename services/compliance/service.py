@@ -302,7 +302,7 @@ def _record(
             cmd,
             decision=Decision(
                 decision_id=decision_id,
-                outcome=verdict.outcome,  # type: ignore[arg-type]
+                outcome="review" if verdict.outcome == "review" else "allow",  # not refused here
                 rule=verdict.rule,
             ),
         )

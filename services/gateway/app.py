@@ -15,11 +15,13 @@ from litestar.handlers import HTTPRouteHandler
 from common.asyncapi import build_asyncapi
 from common.authfail import FailureLimiter
 from common.broker import ensure_topics, service_topics
+from common.contracts import Result
 from common.http import http_app
 from common.logging import setup_logging
 from common.rpc import RpcClient
 from common.service import build_runtime
 from common.settings import Settings
+from gateway import control
 from gateway.auth import Authenticator
 from gateway.idempotency import IdempotencyStore
 from gateway.openapi import build_document
@@ -108,10 +110,17 @@ def create_app(settings: Settings) -> Litestar:
             settings.key_ring,
             lease_s=settings.gateway_timeout_s + settings.idempotency_lease_margin_s,
         )
-        pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, None)  # type: ignore[arg-type]
-        rpc = RpcClient(rt.broker, settings, "gateway", on_results=pipeline.on_results)
-        pipeline.rpc = rpc
+
+        async def record(results: list[Result]) -> None:  # answers seen by the reply consumer
+            await pipeline.on_results(results)
+
+        rpc = RpcClient(rt.broker, settings, "gateway", on_results=record)
+        pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, rpc)
         await rpc.start(rt.supervisor)
+        reader = control.ControlReader(
+            settings, rt.topics.control_events, control.processor(rt.broker, settings, redis)
+        )
+        rt.supervisor.start("control-events", reader.run)
         app.state.update(
             settings=settings,
             runtime=rt,

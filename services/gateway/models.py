@@ -1,10 +1,5 @@
-"""The table of the ``gateway`` schema (SQLModel), and the gateway's read-only view of the
-identity tables it looks up.
-
-``identity`` belongs to admin (``admin.models`` declares it for migrations); a service never
-imports another, so the gateway names the columns it reads in a private ``MetaData``, which
-Alembic never sees.
-"""
+"""The table of the ``gateway`` schema (SQLModel). The identity tables the gateway reads
+(tenants, API keys) are declared once in ``common.identity``; admin owns and writes them."""
 
 from __future__ import annotations
 
@@ -12,23 +7,16 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import (
-    ARRAY,
-    Boolean,
     Column,
     DateTime,
-    Integer,
     LargeBinary,
-    MetaData,
-    Table,
     Text,
     UniqueConstraint,
-    Uuid,
     func,
 )
-from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.types import TypeEngine
 from sqlmodel import Field, SQLModel
 
+from common.identity import api_keys, tenants
 from common.tables import table_of
 
 SCHEMA = "gateway"
@@ -71,30 +59,5 @@ class OnboardingAuthorization(SQLModel, table=True):
 
 onboarding_authorizations = table_of(OnboardingAuthorization)
 
-# ---- read-only view of identity (owned by admin): the columns the gateway reads ----
-_identity = MetaData(schema="identity")
-
-
-def _view(table: str, /, **columns: TypeEngine[Any]) -> Table:
-    return Table(table, _identity, *(Column(n, t, primary_key=n == "id") for n, t in columns.items()))
-
-
-tenants = _view(
-    "tenants",
-    id=Uuid(),
-    name=Text(),
-    default_mode=Text(),
-    rate_limit_per_minute=Integer(),
-    metadata=JSONB(),
-    live_enabled=Boolean(),
-    branding_approved_at=DateTime(timezone=True),
-)
-api_keys = _view(
-    "api_keys",
-    id=Text(),
-    tenant_id=Uuid(),
-    key_hash=Text(),
-    mode=Text(),
-    scopes=ARRAY(Text),
-    revoked_at=DateTime(timezone=True),
-)
+# Identity (tenants, API keys) is admin's and declared once in common.identity: read here.
+__all__ = ["OnboardingAuthorization", "api_keys", "onboarding_authorizations", "tenants"]

@@ -9,6 +9,7 @@ them (``^#[0-9A-F]{6}$``); the one ``<style>`` element carries a per-response no
 
 from __future__ import annotations
 
+import re
 import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,11 +67,25 @@ def branding(tenant: Any) -> WhiteLabel | None:
     return valid_white_label(tenant.metadata.get("white_label"))
 
 
+_HOST = re.compile(r"^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
+
+
 def origin_of(url: str | None) -> str | None:
+    """The ``scheme://host[:port]`` of ``url``, rebuilt from its parsed parts, for a CSP source
+    (issue 25): only http(s), a host of DNS labels (IDNA-encoded), a numeric port; no user
+    info. Anything else gives None (the form then posts to 'self' only), so no character of
+    the URL can reach the header unchecked."""
     if not url:
         return None
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else None
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+        host = (parts.hostname or "").encode("idna").decode("ascii")
+    except (ValueError, UnicodeError):
+        return None
+    if parts.scheme not in ("http", "https") or "@" in parts.netloc or not _HOST.match(host):
+        return None
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
 
 
 def _csp(page: Page) -> str:

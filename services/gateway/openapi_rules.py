@@ -14,7 +14,8 @@ from typing import Any
 from common.money import FIAT_OF_RAIL, TRANSFER_CURRENCIES
 from common.offerings import OFFERED_PAIRS as OFFERED_CHAINS
 from common.offerings import PEGS as PEGGED
-from gateway.schemas import FIAT_RAILS, STABLECOINS, WALLET_RAILS, ci_pattern
+from common.validation import ci_pattern
+from gateway.schemas import FIAT_RAILS, STABLECOINS, WALLET_RAILS
 
 # Decimal strings > 0 and <= 1e12 with at most ``places`` decimals (what check_amount accepts).
 _SMALL = {

@@ -20,6 +20,7 @@ from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
 
 from common.contracts import Command, Ctx, Result
+from common.contracts.base import as_mode
 from common.contracts.commands import partition_key
 from common.errors import ErrorCode, ServiceError, envelope
 from common.keyring import KeyRing, open_sealed_fields, reply_context
@@ -229,7 +230,7 @@ class Pipeline:
         ctx = Ctx(
             request_id=request_id,
             tenant_id=principal.tenant.tenant_id,
-            mode=principal.mode,  # type: ignore[arg-type]
+            mode=as_mode(principal.mode),
             live_enabled=principal.tenant.live_enabled,
             reply_to=self.rpc.reply_topic,
             idempotency_key=key,

@@ -12,22 +12,13 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from common.addresses import CHAINS
 from common.contracts.events import DELIVERED_EVENT_TYPES
 from common.money import FIATS, STABLECOINS
+from common.validation import ci_pattern
 
-CHAINS = ("ETH", "SOL", "BSC", "POLYGON", "TRON", "BASE", "OPTIMISM", "ARBITRUM")
 WALLET_RAILS = ("provider_wallet", "stablecoin")
 FIAT_RAILS = ("ach", "wire", "sepa", "faster_payments")
-
-
-def ci_pattern(values: tuple[str, ...]) -> str:
-    """An anchored regex matching any of ``values`` in any letter case (no inline flags, so it
-    reads the same in Python and ECMAScript / JSON Schema)."""
-
-    def one(v: str) -> str:
-        return "".join(f"[{c.upper()}{c.lower()}]" if c.isalpha() else c for c in v)
-
-    return "^(" + "|".join(one(v) for v in sorted(values, key=len, reverse=True)) + ")$"
 
 
 def _ci_meta(values: tuple[str, ...], what: str) -> msgspec.Meta:
@@ -188,6 +179,16 @@ class Empty(msgspec.Struct, **_STRICT):
 class ListQuery(msgspec.Struct, **_STRICT):
     limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 10
     starting_after: Id | None = None
+
+
+class StatementQuery(msgspec.Struct, **_STRICT):
+    """A statement's pages are cursored by journal position: ``next_cursor``, digits only."""
+
+    limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 10
+    starting_after: (
+        Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,18}$", description="next_cursor of the previous page")]
+        | None
+    ) = None
 
 
 class EventListQuery(ListQuery, **_STRICT):

@@ -59,7 +59,8 @@ def parse_amount(value: str | None, places: int, field: str) -> Decimal:
         raise invalid(field, "amount must be greater than zero")
     if amount > MAX_AMOUNT:
         raise invalid(field, "amount must be at most 1000000000000")
-    if -amount.as_tuple().exponent > places:  # type: ignore[operator]
+    exponent = amount.as_tuple().exponent  # an int: the amount is finite
+    if isinstance(exponent, int) and -exponent > places:
         raise invalid(field, f"amount has more than {places} decimal places")
     return amount
 

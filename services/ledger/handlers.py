@@ -191,7 +191,7 @@ class LedgerRuntime:
 
         return BatchProcessor(
             name="ledger-commands",
-            decode=lambda raw: decode(raw, LedgerCommand),  # type: ignore[arg-type]
+            decode=lambda raw: decode(raw, LedgerCommand),  # type: ignore[arg-type]  # a union alias is not a type[T] (no TypeForm yet, PEP 747)
             handle_batch=self.run_batch,
             handle_one=self.run_single,
             dead_letter=give_up,

@@ -3,7 +3,7 @@
 Per currency, money brought in less money sent out (``journal_total``, from the postings of
 the deposit, payout and settlement accounts) must equal what the tenant's wallets hold
 (``balances_total`` + ``holds_total``, the stored balances) plus its developer fees
-(``fee_total``); ``difference`` is what is missing or extra. Besides the totals, three
+(``fee_total``); ``difference`` is what is missing or extra. Besides the totals, four
 invariants are checked row by row and every offender is listed, never fixed:
 
 - ``balance_equals_postings``: every wallet account's stored balance is the sum of its
@@ -11,7 +11,13 @@ invariants are checked row by row and every offender is listed, never fixed:
 - ``entry_balances``: every journal entry's postings sum to zero in each currency;
 - ``transfer_matches_state``: every transfer's postings on its source wallet match its state
   (held while pending, in review or processing; spent once completed; given back once
-  failed, rejected or returned).
+  failed, rejected or returned);
+- ``transfer_history``: every transfer's recorded state changes are one path from
+  ``pending`` to its state. A transfer is created, with its ``*.created`` event, in the
+  transaction that inserts it, and each change is recorded in the transaction that stages its
+  ``*.updated`` event in the outbox (relayed until published): an unbroken path means every
+  event of the transfer was committed for delivery. Delivery itself is the webhooks
+  service's (its events API and delivery log).
 
 The last result is exported as ``sluice_reconcile_ok`` and ``sluice_reconcile_discrepancies``.
 """
@@ -72,6 +78,16 @@ async def reconcile(session: AsyncSession, cmd: Reconcile, cfg: LedgerConfig) ->
                 "amount": money(Decimal(amount)),
                 "held": _text(held),
                 "available_change": _text(spent),
+            }
+        )
+    for transfer_id, state, last, jumps in await audit.broken_histories(session, tenant_id, mode, limit):
+        found.append(
+            {
+                "check": "transfer_history",
+                "transfer_id": transfer_id,
+                "state": state,
+                "last_recorded_state": last,
+                "changes_out_of_sequence": jumps,
             }
         )
     RECONCILE_OK.set(0 if found else 1)

@@ -51,7 +51,8 @@ async def wallet_transactions(
         raise invalid("limit", f"limit must be between 1 and {MAX_LIMIT}")
     after = None
     if cmd.starting_after is not None:
-        if not cmd.starting_after.isdigit():
+        cursor = cmd.starting_after
+        if not (cursor.isascii() and cursor.isdigit() and len(cursor) <= 18):  # as the document says
             raise invalid("starting_after", "not a cursor returned by this list")
         after = int(cmd.starting_after)
     wallet = await repo.read_one(session, "wallets", cmd.ctx.tenant_id, cmd.ctx.mode, cmd.wallet_id)

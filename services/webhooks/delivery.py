@@ -120,7 +120,7 @@ async def _claim(session: AsyncSession, policy: Policy, worker: str, free: int) 
     endpoint left other processes none to claim from, and two processes took turns instead of
     sending at once (issue 12, 40 endpoints at 32 each)."""
     limit = min(CLAIM_ENDPOINTS, free, max(4, -(-2 * free // policy.per_endpoint)))
-    due = await repo.due_endpoints(session, limit)
+    due = await repo.due_endpoints(session, limit, policy.per_endpoint)
     caps: dict[str, int] = {}
     left = free
     for e in due:

@@ -167,7 +167,7 @@ class WebhookAttempt(SQLModel, table=True):
 
 
 inbox = inbox_table(SCHEMA)
-endpoints = WebhookEndpoint.__table__  # type: ignore[attr-defined]
-events = WebhookEvent.__table__  # type: ignore[attr-defined]
-deliveries = WebhookDelivery.__table__  # type: ignore[attr-defined]
-attempts = WebhookAttempt.__table__  # type: ignore[attr-defined]
+endpoints = WebhookEndpoint.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)
+events = WebhookEvent.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)
+deliveries = WebhookDelivery.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)
+attempts = WebhookAttempt.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)

@@ -6,6 +6,7 @@ transaction. Every refusal is a :class:`ServiceError` that names its reason.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -15,6 +16,7 @@ import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts import Command, Result
+from common.contracts.base import as_mode
 from common.contracts.commands import (
     CreateWebhook,
     EnableWebhook,
@@ -235,16 +237,26 @@ async def replay_delivery(session: AsyncSession, env: Env, cmd: ReplayDelivery) 
     return 200, delivery_view(row)
 
 
+_RFC3339 = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})?", re.IGNORECASE)
+
+
 def _since(value: str | None) -> datetime | None:
+    """An RFC 3339 time as the document says (``format: date-time``): ``t`` and ``z`` in either
+    case, any number of fractional digits (microseconds kept), a leap second read as :59."""
     if value is None:
         return None
+    m = _RFC3339.fullmatch(value)
+    if m is None:
+        raise invalid("since", "since must be an RFC 3339 time", reason="invalid_time")
+    if m.group(5) is None:
+        raise invalid("since", "since must carry a UTC offset", reason="invalid_time")
+    day, hm, sec, frac, offset = m.groups()
+    sec = "59" if sec == "60" else sec
+    offset = "+00:00" if offset.upper() == "Z" else offset
     try:
-        since = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return datetime.fromisoformat(f"{day}T{hm}:{sec}{(frac or '')[:7]}{offset}")
     except ValueError:
         raise invalid("since", "since must be an RFC 3339 time", reason="invalid_time") from None
-    if since.tzinfo is None:
-        raise invalid("since", "since must carry a UTC offset", reason="invalid_time")
-    return since
 
 
 async def replay_deliveries(session: AsyncSession, env: Env, cmd: ReplayDeliveries) -> tuple[int, Any]:
@@ -374,7 +386,7 @@ async def announce_disabled(session: AsyncSession, disabled: list[Disabled], max
             WebhookEndpointDisabled(
                 event_id=new_id("evt"),
                 tenant_id=d.tenant_id,
-                mode=d.mode,  # type: ignore[arg-type]  # a stored Mode
+                mode=as_mode(d.mode),
                 created_at=iso(d.disabled_at) or "",
                 data={
                     "webhook_id": d.id,

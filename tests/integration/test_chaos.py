@@ -49,3 +49,25 @@ def test_short_chaos_run_audits_clean() -> None:
         "chaos: dead_letters 0 reconcile_discrepancies 0 journal_chain_broken 0 faults_missed 0" in out.stdout
     ), audit
     assert out.returncode == 0, audit
+
+
+SCALE = re.compile(
+    r"^chaos-scale: transfers (\d+) lost (\d+) duplicated (\d+) undecided (\d+)"
+    r" longest_rebalance_pause_s (\S+)$",
+    re.MULTILINE,
+)
+
+
+def test_short_scaling_run_audits_clean() -> None:
+    """Issue 27: ledger and compliance grow from 1 to 3 instances and back, a gateway comes and
+    goes, during 150 transfers: the same exact audit, every decision within 30 s."""
+    out = run_module("devstack.chaos", "--scale", "--short", cwd=ROOT, timeout=380)
+    m = SCALE.search(out.stdout)
+    audit = out.stdout[-2500:]
+    assert m, f"no scaling line (exit {out.returncode}):\n{audit}\n{out.stderr[-3000:]}"
+    transfers, lost, duplicated, undecided, _pause = m.groups()
+    assert (int(transfers), int(lost), int(duplicated), int(undecided)) == (150, 0, 0, 0), audit
+    assert out.stdout.count("change: ") == 6 and "faults fired: 6 of 6" in out.stdout, audit
+    d = DETAIL.search(out.stdout)
+    assert d and d.group(8) == "0", audit  # no decision slower than 30 s
+    assert out.returncode == 0, audit

@@ -3,14 +3,17 @@ address and the error, at once and without a traceback."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from devstack.stores import StoreUnreachable, check_configured, free_port
-from devstack.suite import ROOT, python_env
+from devstack.suite import ROOT, migrate, python_env
+from tests.conftest import Stack
 
 pytestmark = pytest.mark.integration
 
@@ -59,3 +62,15 @@ def test_check_configured_names_the_setting() -> None:
         check_configured({"SLUICE_REDIS_URL": f"redis://127.0.0.1:{port}/0"})
     assert info.value.setting == "SLUICE_REDIS_URL" and info.value.address == f"127.0.0.1:{port}"
     check_configured({})  # nothing configured: nothing to probe
+
+
+def test_make_run_shows_one_line_per_migrated_service_and_logs_the_rest(
+    stack: Stack, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 27: migrations' JSON log lines go to the log file, not the console."""
+    log = tmp_path / "migrate.log"
+    migrate(stack.env, log)
+    shown = [line for line in capfd.readouterr().out.splitlines() if line.strip()]
+    assert shown and all(line.startswith("  migrated ") for line in shown), shown
+    logged = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert logged and {entry["service"] for entry in logged} == {"migrate"}

@@ -77,12 +77,42 @@ def test_reconcile_is_ok_then_names_each_tampered_row(stack: Stack) -> None:
         bad = _reconcile(stack, t.tenant_id)
     finally:
         db(stack, "UPDATE ledger.transfers SET state = 'completed' WHERE id = $1", transfer["transfer_id"])
-    [d] = bad["discrepancies"]
-    assert (d["check"], d["transfer_id"], d["state"]) == (
-        "transfer_matches_state",
+    found = {d["check"]: d for d in bad["discrepancies"]}
+    assert set(found) == {"transfer_matches_state", "transfer_history"}, bad
+    assert (found["transfer_matches_state"]["transfer_id"], found["transfer_matches_state"]["state"]) == (
         transfer["transfer_id"],
         "failed",
     )
+    # the state was changed without its recorded change (and so without its event)
+    assert found["transfer_history"]["last_recorded_state"] == "completed"
+
+    # a recorded change lost: the path from pending no longer holds (its event may be missing)
+    [step] = db(
+        stack,
+        "SELECT id, transfer_id, from_state, to_state, cause, request_id, at FROM ledger.state_changes"
+        " WHERE transfer_id = $1 AND to_state = 'processing'",
+        transfer["transfer_id"],
+    )
+    db(stack, "ALTER TABLE ledger.state_changes DISABLE TRIGGER USER")
+    try:
+        db(stack, "DELETE FROM ledger.state_changes WHERE id = $1", step["id"])
+        try:
+            bad = _reconcile(stack, t.tenant_id)
+        finally:
+            db(
+                stack,
+                "INSERT INTO ledger.state_changes (id, transfer_id, from_state, to_state, cause,"
+                " request_id, at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                *step.values(),
+            )
+    finally:
+        db(stack, "ALTER TABLE ledger.state_changes ENABLE TRIGGER USER")
+    [d] = bad["discrepancies"]
+    assert (d["check"], d["transfer_id"], d["changes_out_of_sequence"]) == (
+        "transfer_history",
+        transfer["transfer_id"],
+        1,
+    ), bad
     assert _reconcile(stack, t.tenant_id)["ok"] is True
 
 

@@ -213,6 +213,7 @@ def test_the_test_stack_runs_in_development_with_generated_secrets() -> None:
 
     class _S:
         database_url = redis_url = kafka_bootstrap = ""
+        apache_kafka = False
 
     env = _base_env(_S())  # type: ignore[arg-type]
     assert env["SLUICE_ENV"] == "development"

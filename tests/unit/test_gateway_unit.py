@@ -8,11 +8,13 @@ import re
 import msgspec
 import pytest
 
+from common.addresses import CHAINS
 from common.errors import ServiceError
+from common.validation import ci_pattern
 from gateway import rules
 from gateway.app import ENDPOINTS
 from gateway.openapi import build_document
-from gateway.schemas import CHAINS, STABLECOINS, PartyIn, VADestinationIn, ci_pattern
+from gateway.schemas import STABLECOINS, PartyIn, VADestinationIn
 from gateway.transport import Router
 
 pytestmark = pytest.mark.unit
@@ -157,3 +159,42 @@ def test_partner_bank_numbers_are_checked_by_checksum(
         rules.transfer_parties("payout", src, dst)
     else:
         assert field_of(rules.transfer_parties, "payout", src, dst) == refused
+
+
+@pytest.mark.parametrize(
+    ("url", "origin"),
+    [
+        ("https://partner.example/done?x=1", "https://partner.example"),
+        ("https://Partner.Example:8443/p", "https://partner.example:8443"),
+        ("http://bücher.example/", "http://xn--bcher-kva.example"),
+        ("https://evil.example; script-src https:", None),  # a CSP directive in the host
+        ("https://a.example'unsafe-inline'/", None),
+        ("https://user:pw@partner.example/", None),
+        ("javascript:alert(1)", None),
+        ("https://partner.example:99999/", None),
+        ("https://", None),
+        ("", None),
+        (None, None),
+    ],
+)
+def test_a_csp_form_target_is_rebuilt_from_a_validated_origin(url: str | None, origin: str | None) -> None:
+    from gateway.onboarding_pages import origin_of
+
+    assert origin_of(url) == origin
+
+
+def test_control_events_name_the_cache_entries_to_evict() -> None:
+    from common.auth import key_cache_name, tenant_cache_name
+    from common.contracts import encode
+    from common.contracts.events import ControlEvent
+    from gateway.control import stale_entries
+
+    raws = [
+        encode(ControlEvent(kind="api_key.revoked", tenant_id="t1", key_hash="h1")),
+        encode(ControlEvent(kind="tenant.updated", tenant_id="t1")),
+        encode(ControlEvent(kind="tenant.updated", tenant_id="t1")),  # named once
+        encode(ControlEvent(kind="branding.changed", tenant_id="t2")),  # nothing cached
+        encode(ControlEvent(kind="api_key.revoked", tenant_id="t3")),  # no key hash: nothing
+        b"not json",
+    ]
+    assert stale_entries(raws) == [key_cache_name("h1"), tenant_cache_name("t1")]

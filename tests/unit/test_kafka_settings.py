@@ -92,3 +92,16 @@ def test_a_service_refuses_to_start_naming_the_setting() -> None:
         [sys.executable, "-m", "ledger"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 2 and "SLUICE_KAFKA_SECURITY_PROTOCOL" in done.stderr, done.stderr[-1500:]
+
+
+def test_the_producer_is_idempotent_with_acks_all_only_when_asked() -> None:
+    """Apache Kafka: SLUICE_KAFKA_IDEMPOTENT_PRODUCER=true gives every service's producer
+    enable_idempotence and acks=all (deploy/k8s sets it); Tansu has neither (the default)."""
+    from common.broker import create_broker
+
+    assert kafka.producer_args(_settings()) == {"enable_idempotence": False, "acks": 1}
+    on = Settings(kafka_idempotent_producer=True)
+    assert kafka.producer_args(on) == {"enable_idempotence": True, "acks": "all"}
+    for settings, expected in ((_settings(), (False, 1)), (on, (True, "all"))):
+        given = create_broker(settings, "test")._connection_kwargs  # what aiokafka's producer gets
+        assert (given["enable_idempotence"], given["acks"]) == expected

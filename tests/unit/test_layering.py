@@ -4,6 +4,7 @@ service. Read from the source with ``ast``, so a lazy import inside a function c
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,83 @@ def test_the_check_sees_imports_at_any_depth(tmp_path: Path) -> None:
     f = tmp_path / "m.py"
     f.write_text("import os\n\ndef f():\n    from ledger.journal import post\n    import admin.app\n")
     assert _imported_tops(f) == {"os", "ledger", "admin"}
+
+
+# ---- tables (issue 26): no service names another's schema; identity is written by admin only ----
+
+SCHEMA_OF = {
+    "admin": "identity",
+    "gateway": "gateway",
+    "ledger": "ledger",
+    "compliance": "compliance",
+    "webhooks": "webhooks",
+}
+IDENTITY_TABLES = {"tenants", "api_keys"}  # common.identity: admin writes, the gateway reads
+WRITES = {"insert", "update", "delete"}
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                ids.add(id(body[0].value))
+    return ids
+
+
+def table_offences(path: Path, own: str) -> list[str]:
+    """Where ``path`` (a module of the service owning schema ``own``) names another service's
+    schema in a string (SQL text, ``schema=``), or writes an identity table outside admin."""
+    tree = ast.parse(path.read_text(), str(path))
+    docs = _docstrings(tree)
+    others = [s for s in SCHEMA_OF.values() if s != own]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+            for other in others:
+                if re.search(rf"\b{other}\.[a-z_]+\b", node.value):
+                    found.append(f"{path.name}:{node.lineno} names schema {other}: {node.value[:60]!r}")
+        if isinstance(node, ast.keyword) and node.arg == "schema" and isinstance(node.value, ast.Constant):
+            named = node.value.value
+            if named in others:
+                found.append(f"{path.name}:{node.value.lineno} names schema {named}")
+        if (
+            own != "identity"
+            and isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in WRITES
+            and any(isinstance(a, ast.Name) and a.id in IDENTITY_TABLES for a in node.args)
+        ):
+            found.append(f"{path.name}:{node.lineno} writes identity.{node.args[0].id}")  # type: ignore[attr-defined]
+    return found
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("service", SERVICES)
+def test_no_service_names_another_services_tables(service: str) -> None:
+    own = SCHEMA_OF[service]
+    offences = [
+        o
+        for p in (ROOT / "services" / service).rglob("*.py")
+        if "migrations" not in p.parts
+        for o in table_offences(p, own)
+    ]
+    assert offences == []
+
+
+@pytest.mark.unit
+def test_the_table_check_finds_a_private_view_a_raw_query_and_a_write(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text(
+        '"""Reads ledger.accounts (a docstring: fine)."""\n'
+        "from sqlalchemy import MetaData, insert, text\n"
+        'view = MetaData(schema="identity")\n'
+        'q = text("SELECT balance FROM ledger.accounts")\n'
+        "stmt = insert(tenants)\n"
+    )
+    found = table_offences(f, "gateway")
+    assert any("names schema identity" in o for o in found), found
+    assert any("names schema ledger" in o for o in found), found
+    assert any("writes identity.tenants" in o for o in found), found
+    assert not any(":1 " in o for o in found), found

@@ -29,6 +29,7 @@ from common.contracts.events import CustomerCreated
 from common.errors import ServiceError
 from common.fees import developer_fee_amount
 from common.keyring import KeyRing, new_key_setting
+from common.metrics import CHAIN_CPU
 from compliance import allowance
 from gateway import idempotency
 from ledger import chain, effects, journal
@@ -260,6 +261,9 @@ def test_an_entry_must_balance_in_every_currency() -> None:
     _entry(("a", "USDC", "-5"), ("b", "USDC", "5"), ("c", "USDT", "1"), ("d", "USDT", "-1"))
 
 
+SESSION = object()  # the session the journal must hand to every statement
+
+
 class FakeLedger:
     """What the journal's four statements would do, in memory: the account rows."""
 
@@ -272,6 +276,7 @@ class FakeLedger:
         self.deltas: dict[str, Decimal] = {}
         self.chains: dict[tuple[str, str], tuple[int, str]] = {}
         self.chain_locks: list[list[tuple[str, str]]] = []
+        self.session: Any = SESSION  # every statement must run in this session
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(journal.repo, "lock_chains", self.lock_chains)
@@ -282,28 +287,34 @@ class FakeLedger:
         monkeypatch.setattr(journal.repo, "add_to_balances", self.add)
 
     async def ensure(self, session: Any, rows: list[dict[str, Any]]) -> None:
+        assert session is self.session
         self.externals.extend(rows)
 
     async def lock_chains(
         self, session: Any, keys: list[tuple[str, str]]
     ) -> dict[tuple[str, str], tuple[int, str]]:
+        assert session is self.session
         self.chain_locks.append(keys)
         return {k: self.chains.get(k, (0, chain.GENESIS)) for k in keys}
 
     async def save_chains(self, session: Any, heads: dict[tuple[str, str], tuple[int, str]]) -> None:
+        assert session is self.session
         self.chains.update(heads)
 
     async def lock(self, session: Any, ids: list[str]) -> dict[str, Decimal]:
+        assert session is self.session
         self.locked.append(ids)
         return {i: self.balances[i] for i in ids if i in self.balances}
 
     async def insert(
         self, session: Any, entries: list[dict[str, Any]], postings: list[dict[str, Any]]
     ) -> None:
+        assert session is self.session
         self.entries.extend(entries)
         self.postings.extend(postings)
 
     async def add(self, session: Any, deltas: dict[str, Decimal]) -> None:
+        assert session is self.session
         self.deltas = dict(deltas)
         for k, v in deltas.items():
             self.balances[k] += v
@@ -333,7 +344,7 @@ async def test_a_batch_is_applied_in_order_and_an_overdraft_is_refused_alone(led
         deposit_id="dep_1",
     )
     j.add([deposit])
-    await j.apply(None)  # type: ignore[arg-type]
+    await j.apply(SESSION)  # type: ignore[arg-type]
     assert (first.refused, second.refused, third.refused) == (False, True, False)
     assert ledger.locked == [["w1.available", "w1.held", "w2.available"]]  # once, in id order
     assert ledger.externals == [
@@ -367,7 +378,7 @@ async def test_a_movement_of_several_entries_is_taken_back_whole(ledger: FakeLed
     )
     move = j.add([_hold("w1", "11"), complete], refusable_for="w1")
     ok = j.add([_hold("w1", "10")], refusable_for="w1")
-    await j.apply(None)  # type: ignore[arg-type]
+    await j.apply(SESSION)  # type: ignore[arg-type]
     assert move.refused and not ok.refused
     assert ledger.balances["w2.available"] == 0 and ledger.balances["w1.held"] == 10
 
@@ -376,7 +387,7 @@ async def test_a_second_entry_that_overdraws_takes_the_first_back(ledger: FakeLe
     j = journal.Journal()
     move = j.add([_hold("w1", "4"), _hold("w1", "7")], refusable_for="w1")  # 4 fits, then 7 does not
     after = j.add([_hold("w1", "10")], refusable_for="w1")  # all 10 are there again
-    await j.apply(None)  # type: ignore[arg-type]
+    await j.apply(SESSION)  # type: ignore[arg-type]
     assert move.refused and not after.refused
     assert ledger.balances == {"w1.available": 0, "w1.held": 10, "w2.available": 0, "w2.held": 0}
 
@@ -385,18 +396,18 @@ async def test_money_that_may_not_be_refused_never_overdraws(ledger: FakeLedger)
     j = journal.Journal()
     j.add([_hold("w1", "11")])  # refusable_for None: a release or a settlement
     with pytest.raises(journal.NegativeBalance):
-        await j.apply(None)  # type: ignore[arg-type]
+        await j.apply(SESSION)  # type: ignore[arg-type]
     j = journal.Journal()
     j.add([_hold("w9", "1")], refusable_for="w9")
     with pytest.raises(LookupError, match="w9"):
-        await j.apply(None)  # type: ignore[arg-type]
+        await j.apply(SESSION)  # type: ignore[arg-type]
 
 
 async def test_an_empty_journal_writes_nothing_and_a_rolled_back_command_posts_nothing(
     ledger: FakeLedger,
 ) -> None:
     j = journal.Journal()
-    await j.apply(None)  # type: ignore[arg-type]
+    await j.apply(SESSION)  # type: ignore[arg-type]
     assert ledger.locked == [] and ledger.entries == []
     j.add([_hold("w1", "1")])
     mark = j.mark()
@@ -404,12 +415,13 @@ async def test_an_empty_journal_writes_nothing_and_a_rolled_back_command_posts_n
     j.add([_hold("w1", "2")])
     j.rollback_to(mark)
     assert len(j.movements) == 1
-    await j.apply(None)  # type: ignore[arg-type]
+    await j.apply(SESSION)  # type: ignore[arg-type]
     assert ledger.balances["w1.held"] == 1
 
 
 async def test_the_sessions_journal_is_posted_applied_and_guarded(ledger: FakeLedger) -> None:
     session = SimpleNamespace(info={})
+    ledger.session = session
     await journal.apply(session)  # type: ignore[arg-type]  # nothing posted: nothing to do
     assert journal.of(session) is journal.of(session)  # type: ignore[arg-type]
     e = _hold("w1", "3")
@@ -693,6 +705,7 @@ async def test_store_passes_its_session_and_counts_lock_waits(
     ledger: FakeLedger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session = object()
+    ledger.session = session
     seen: list[object] = []
     for name in ("ensure_external_accounts", "lock_accounts", "insert_entries", "add_to_balances"):
         inner = getattr(journal.repo, name)
@@ -708,6 +721,7 @@ async def test_store_passes_its_session_and_counts_lock_waits(
     first = j.lock_wait_s
     j.add([_hold("w1", "1")], refusable_for="w1")
     jr_session = SimpleNamespace(info={journal.SESSION_KEY: j})
+    ledger.session = jr_session
     await journal.apply(jr_session)  # type: ignore[arg-type]
     assert seen[:4] == [session] * 4 and seen[4:] == [jr_session] * 4
     assert 0 < first <= j.lock_wait_s < 1  # accumulated, in seconds
@@ -737,6 +751,7 @@ async def test_store_passes_its_session_and_counts_lock_waits(
     ):
         _entry(("a", "USDC", "-1"))
     j.add([_hold("w1", "100")])
+    ledger.session = session
     with pytest.raises(journal.NegativeBalance, match=r"\['transfer_hold'\] would overdraw an account"):
         await j.apply(session)  # type: ignore[arg-type]
 
@@ -825,12 +840,14 @@ async def test_every_entry_is_linked_into_its_tenants_chain(ledger: FakeLedger) 
         mode="sandbox",
         kind="deposit",
         postings=[("ext.u.sandbox.USDC.deposits", "USDC", D(-1)), ("w2.available", "USDC", D(1))],
+        deposit_id="dep_9",
     )
+    cpu_before = CHAIN_CPU._value.get()
     refused = j.add([_hold("w1", "11")], refusable_for="w1")
     j.add([_hold("w1", "2")], refusable_for="w1")
     j.add([other])
     j.add([_hold("w1", "3")], refusable_for="w1")
-    await j.apply(None)  # type: ignore[arg-type]
+    await j.apply(SESSION)  # type: ignore[arg-type]
     assert refused.refused
     assert ledger.chain_locks == [[("t", "sandbox"), ("u", "sandbox")]]  # once, in key order
     rows = ledger.entries
@@ -849,9 +866,21 @@ async def test_every_entry_is_linked_into_its_tenants_chain(ledger: FakeLedger) 
         ),
     )
     assert rows[0]["hash"] == first and rows[2]["hash"] != first
+    deposit_link = chain.canonical(
+        rows[1]["id"],
+        "u",
+        "sandbox",
+        "deposit",
+        None,
+        "dep_9",
+        rows[1]["created_at"],
+        [("ext.u.sandbox.USDC.deposits", D(-1)), ("w2.available", D(1))],
+    )
+    assert rows[1]["hash"] == chain.link(chain.GENESIS, deposit_link)
+    assert 0 <= CHAIN_CPU._value.get() - cpu_before < 0.05  # seconds of CPU: small, never negative
     assert ledger.chains == {("t", "sandbox"): (2, rows[2]["hash"]), ("u", "sandbox"): (1, rows[1]["hash"])}
     j.add([_hold("w1", "1")], refusable_for="w1")
-    await j.apply(None)  # type: ignore[arg-type]
+    await j.apply(SESSION)  # type: ignore[arg-type]
     assert ledger.entries[-1]["seq"] == 3  # the chain goes on from its head
 
 

@@ -14,6 +14,15 @@ import msgspec
 Mode = Literal["sandbox", "production"]
 
 
+def as_mode(value: str) -> Mode:
+    """A stored or authenticated mode as the contracts' type; anything else is a bug."""
+    if value == "sandbox":
+        return "sandbox"
+    if value == "production":
+        return "production"
+    raise ValueError(f"not a mode: {value!r}")
+
+
 class Ctx(msgspec.Struct, frozen=True, kw_only=True):
     request_id: str
     tenant_id: str

@@ -122,6 +122,7 @@ class ReviewTransfer(Command, tag="transfer.review.v1"):
     :class:`Command` (operator reviews are not compliance-stamped)."""
 
     transfer_id: str
+    # The wire name of contract v1: it overrides the base's compliance stamp on purpose.
     decision: Literal["approve", "reject"]  # type: ignore[assignment]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from common.contracts.commands import GetFeeBalances, ListWalletTransactions
 from gateway.pipeline import Call, Endpoint
 from gateway.routes.base import path_id, query_of, stamp
-from gateway.schemas import FeeBalance, HealthQuery, ListQuery, WalletTransaction
+from gateway.schemas import FeeBalance, HealthQuery, StatementQuery, WalletTransaction
 
 
 def build(call: Call) -> GetFeeBalances:
@@ -15,7 +15,7 @@ def build(call: Call) -> GetFeeBalances:
 
 
 def build_statement(call: Call) -> ListWalletTransactions:
-    q = query_of(call, ListQuery)
+    q = query_of(call, StatementQuery)
     return ListWalletTransactions(
         **stamp(call), wallet_id=path_id(call, "wallet_id"), limit=q.limit, starting_after=q.starting_after
     )
@@ -31,7 +31,7 @@ ENDPOINTS = [
         summary="A wallet's statement: the movements of its available balance, newest first, each "
         "with balance_after (the newest one's equals available_balance)",
         response=WalletTransaction,
-        query=ListQuery,
+        query=StatementQuery,
         listing=True,
     ),
     Endpoint(

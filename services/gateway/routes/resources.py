@@ -4,6 +4,8 @@ and count towards the rate limit."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from common.contracts.commands import GetResource, ListResources
 from gateway.pipeline import Call, Endpoint
 from gateway.routes.base import path_id, query_of, stamp
@@ -19,14 +21,14 @@ RESOURCES = {
 }
 
 
-def _get(resource: str, param: str):  # type: ignore[no-untyped-def]
+def _get(resource: str, param: str) -> Callable[[Call], GetResource]:
     def build(call: Call) -> GetResource:
         return GetResource(**stamp(call), resource=resource, resource_id=path_id(call, param))
 
     return build
 
 
-def _list(resource: str):  # type: ignore[no-untyped-def]
+def _list(resource: str) -> Callable[[Call], ListResources]:
     def build(call: Call) -> ListResources:
         q = query_of(call, ListQuery)
         return ListResources(**stamp(call), resource=resource, limit=q.limit, starting_after=q.starting_after)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
+from typing import Literal
 
 from common.contracts.commands import CreateTransfer, DeveloperFee
 from common.errors import invalid
@@ -39,7 +41,7 @@ def _fee(call: Call, p: TransferCreate, currency: str, amount: str) -> Developer
     return DeveloperFee(percentage=percentage, flat_amount=flat)
 
 
-def _builder(kind: str, prefix: str):  # type: ignore[no-untyped-def]
+def _builder(kind: Literal["transfer", "payout"], prefix: str) -> Callable[[Call], CreateTransfer]:
     def build(call: Call) -> CreateTransfer:
         p = body_of(call, TransferCreate)
         if call.ctx.idempotency_key is not None and p.idempotency_key != call.ctx.idempotency_key:
@@ -49,7 +51,7 @@ def _builder(kind: str, prefix: str):  # type: ignore[no-untyped-def]
         return CreateTransfer(
             **stamp(call),
             transfer_id=new_id(prefix),
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             source=source,
             destination=destination,
             amount=source.amount,
@@ -61,7 +63,7 @@ def _builder(kind: str, prefix: str):  # type: ignore[no-untyped-def]
     return build
 
 
-def _create(kind: str, prefix: str, summary: str) -> Endpoint:
+def _create(kind: Literal["transfer", "payout"], prefix: str, summary: str) -> Endpoint:
     """``POST /v1/<kind>s``: decided by compliance first, then booked by the ledger."""
     path, scope, build = f"/v1/{kind}s", f"{kind}s:write", _builder(kind, prefix)
     return Endpoint(

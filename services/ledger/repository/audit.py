@@ -12,10 +12,16 @@ from sqlalchemy import case, func, literal, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts.base import Mode
-from ledger.models import accounts, journal_entries, postings, transfers
+from ledger.models import accounts, journal_entries, postings, state_changes, transfers
 from ledger.repository.base import scope
 
-__all__ = ["currency_totals", "mismatched_transfers", "unbalanced_entries", "unequal_accounts"]
+__all__ = [
+    "broken_histories",
+    "currency_totals",
+    "mismatched_transfers",
+    "unbalanced_entries",
+    "unequal_accounts",
+]
 
 # External accounts through which money enters or leaves the tenant's wallets; ``fees`` is
 # external too but stays inside (the tenant's developer-fee balance).
@@ -113,6 +119,45 @@ async def mismatched_transfers(
                 func.count(journal_entries.c.id) == 0,
             )
         )
+        .order_by(transfers.c.id)
+        .limit(limit)
+    )
+    return (await session.execute(stmt)).all()
+
+
+async def broken_histories(session: AsyncSession, tenant_id: str, mode: Mode, limit: int) -> Sequence[Any]:
+    """Transfers whose recorded state changes are not one path from ``pending`` (the state a
+    transfer is created in, with its ``*.created`` event) to their current state. Each change
+    is written in the transaction that stages its ``*.updated`` event in the outbox, so an
+    unbroken path means every event of the transfer was committed for delivery.
+    (transfer id, state, the last recorded state, changes out of sequence)."""
+    ordered = (
+        select(
+            state_changes.c.transfer_id,
+            state_changes.c.to_state,
+            (
+                state_changes.c.from_state.is_distinct_from(
+                    func.lag(state_changes.c.to_state, 1, literal("pending")).over(
+                        partition_by=state_changes.c.transfer_id, order_by=state_changes.c.id
+                    )
+                )
+            ).label("out_of_sequence"),
+            func.row_number()
+            .over(partition_by=state_changes.c.transfer_id, order_by=state_changes.c.id.desc())
+            .label("from_end"),
+        )
+        .join(transfers, transfers.c.id == state_changes.c.transfer_id)
+        .where(scope(transfers, tenant_id, mode))
+        .subquery()
+    )
+    last = func.coalesce(func.max(case((ordered.c.from_end == 1, ordered.c.to_state))), literal("pending"))
+    jumps = func.count(case((ordered.c.out_of_sequence, 1)))
+    stmt = (
+        select(transfers.c.id, transfers.c.state, last, jumps)
+        .select_from(transfers.outerjoin(ordered, ordered.c.transfer_id == transfers.c.id))
+        .where(scope(transfers, tenant_id, mode))
+        .group_by(transfers.c.id)
+        .having(or_(last != transfers.c.state, jumps > 0))
         .order_by(transfers.c.id)
         .limit(limit)
     )

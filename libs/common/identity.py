@@ -1,0 +1,79 @@
+"""Identity data (tenants and their API keys): one shape, one owner (issue 26).
+
+Admin owns the ``identity`` schema: it is the only service that writes these tables, and its
+migrations create them (``admin.models`` re-exports the models for Alembic). The gateway
+authenticates every request from them, so it reads them, through these declarations and
+nothing else: the shape is declared once, here, and a column admin renames breaks the
+gateway's type check and its tests instead of its first request in production.
+docs/architecture.md records the decision (a shared declaration rather than a read model
+kept from events: authentication must see a revocation at once, and the gateway's cache is
+already invalidated on admin's control events). tests/unit/test_layering.py checks that no
+service names another's schema, and that only admin writes these tables.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ARRAY, Boolean, Column, DateTime, ForeignKey, Index, Integer, Text, Uuid, func
+from sqlalchemy import text as sql_text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlmodel import Field, SQLModel
+
+from common.tables import table_of
+
+SCHEMA = "identity"
+
+
+def _now() -> Any:
+    return Field(sa_column=Column(DateTime(timezone=True), nullable=False, server_default=func.now()))
+
+
+def _text(*, nullable: bool = False) -> Any:
+    return Field(sa_column=Column(Text, nullable=nullable))
+
+
+class Tenant(SQLModel, table=True):
+    __tablename__ = "tenants"
+    __table_args__ = (
+        Index("tenants_newest", sql_text("created_at DESC"), sql_text("id DESC")),
+        {"schema": SCHEMA},
+    )
+
+    id: uuid.UUID = Field(sa_column=Column(Uuid, primary_key=True))
+    name: str = Field(sa_column=Column(Text, nullable=False, unique=True))
+    default_mode: str = _text()
+    rate_limit_per_minute: int = Field(sa_column=Column(Integer, nullable=False))
+    # ``metadata`` is SQLModel's own attribute: the column keeps its name, the field does not.
+    metadata_: dict[str, Any] = Field(
+        sa_column=Column("metadata", JSONB, nullable=False, server_default=sql_text("'{}'::jsonb"))
+    )
+    live_enabled: bool = Field(sa_column=Column(Boolean, nullable=False, server_default=sql_text("false")))
+    created_at: datetime = _now()
+    updated_at: datetime = _now()
+    branding_approved_by: str | None = _text(nullable=True)
+    branding_approved_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+
+
+class ApiKey(SQLModel, table=True):
+    __tablename__ = "api_keys"
+    __table_args__ = (
+        Index("api_keys_tenant", "tenant_id", sql_text("created_at DESC")),
+        {"schema": SCHEMA},
+    )
+
+    id: str = Field(sa_column=Column(Text, primary_key=True))
+    tenant_id: uuid.UUID = Field(sa_column=Column(Uuid, ForeignKey("identity.tenants.id"), nullable=False))
+    key_hash: str = Field(sa_column=Column(Text, nullable=False, unique=True))
+    key_prefix: str = _text()
+    label: str = _text()
+    scopes: list[str] = Field(sa_column=Column(ARRAY(Text), nullable=False))
+    mode: str = _text()
+    revoked_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    created_at: datetime = _now()
+
+
+tenants = table_of(Tenant)
+api_keys = table_of(ApiKey)

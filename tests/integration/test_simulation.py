@@ -1,0 +1,103 @@
+"""The deterministic simulation's short budget (issue 28; ``make simulate`` runs the long one).
+
+The real ledger and compliance code on a real PostgreSQL, the broker simulated: records
+reordered, duplicated and delivered again, services crashed at random statements. Then the
+same harness with one money rule deliberately broken must find it within the same budget,
+and a seed must replay exactly.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable, Iterator
+from decimal import Decimal
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from compliance import allowance
+from ledger import journal, service
+from tests.simulation.sim import Outcome, Simulation, summary
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+SEEDS = int(os.environ.get("SIMULATE_TEST_SEEDS", "20"))
+STEPS = 60
+
+
+@pytest_asyncio.fixture
+async def sim() -> AsyncIterator[Simulation]:
+    async with Simulation(
+        os.environ.get("SIMULATE_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres")
+    ) as s:
+        yield s
+
+
+async def first_violation(sim: Simulation, seeds: int = SEEDS) -> tuple[Outcome | None, list[Outcome]]:
+    outcomes = []
+    for seed in range(seeds):
+        out = await sim.run_seed(seed, STEPS)
+        outcomes.append(out)
+        if not out.ok:
+            return out, outcomes
+    return None, outcomes
+
+
+async def test_short_budget_keeps_every_invariant(sim: Simulation) -> None:
+    bad, outcomes = await first_violation(sim)
+    print(summary(outcomes))
+    assert bad is None, bad.line()
+    assert len(outcomes) == SEEDS
+    assert sum(o.crashes for o in outcomes) >= SEEDS, "the faults must fire"
+    assert sum(o.commands for o in outcomes) >= 10 * SEEDS
+
+
+async def test_a_seed_replays_exactly(sim: Simulation) -> None:
+    first = [await sim.run_seed(seed, STEPS) for seed in (3, 4)]
+    again = [await sim.run_seed(seed, STEPS) for seed in (3, 4)]
+    assert [(o.crashes, o.commands, o.violations) for o in first] == [
+        (o.crashes, o.commands, o.violations) for o in again
+    ]
+
+
+def _no_overdraft_check(move: Any, balances: dict[str, Decimal], deltas: dict[str, Decimal]) -> bool:
+    for e in move.entries:
+        for account_id, _, amount in e.postings:
+            if not journal.is_external(account_id):
+                deltas[account_id] += amount
+    return True
+
+
+def _no_daily_cap(claims: Any, used: Any) -> tuple[dict[str, Decimal], dict[Any, Decimal]]:
+    totals = dict(used)
+    for c in claims:
+        totals[c.key] = totals.get(c.key, Decimal(0)) + c.amount
+    return {}, totals
+
+
+BROKEN: dict[str, tuple[Any, str, Callable[..., Any], str]] = {
+    # the ledger's overdraft rule gone: the database's own check then fails the batch
+    "overdraft": (journal, "_try", _no_overdraft_check, "dead-lettered by ledger"),
+    # compliance grants every transfer whatever the day's usage
+    "daily_cap": (allowance, "allot", _no_daily_cap, "cap usage of"),
+    # a transfer the ledger refused keeps the allowance compliance gave it
+    "allowance_release": (service, "allowance_release", lambda cmd, topics: None, "cap hold of"),
+}
+
+
+@pytest.fixture(params=sorted(BROKEN))
+def broken(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    module, name, replacement, _ = BROKEN[request.param]
+    monkeypatch.setattr(module, name, replacement)
+    yield request.param
+
+
+async def test_a_broken_rule_is_found_within_the_short_budget(sim: Simulation, broken: str) -> None:
+    bad, outcomes = await first_violation(sim)
+    assert bad is not None, f"{broken} broken, yet {summary(outcomes)}"
+    expected = BROKEN[broken][3]
+    assert any(expected in v for v in bad.violations), bad.violations
+    assert f"SIMULATE_SEED={bad.seed} " in bad.line()
+    replay = await sim.run_seed(bad.seed, STEPS)
+    assert replay.violations == bad.violations

@@ -1,0 +1,1 @@
+"""Deterministic simulation of the money logic (issue 28): see ``world`` and ``sim``."""

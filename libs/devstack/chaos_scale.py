@@ -59,7 +59,7 @@ class Scaler:
             list(pool.map(self.suite.stop_proc, removed))  # SIGTERM: each member leaves its group
         if started:
             self.suite.wait_ready(started, timeout=120)
-            self.log(f"change: {name} has {n} ready instances")
+            self.log(f"ready: {name} has {n} instances")
 
     def add_gateway(self) -> None:
         self.changes.append(("gateway +1", time.monotonic()))

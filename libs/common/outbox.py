@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from faststream.kafka import KafkaBroker
@@ -109,6 +111,18 @@ class Outbox:
             return
         async with sm() as session, session.begin():
             await self._delete(session, ids)
+
+    @asynccontextmanager
+    async def transaction(self, sm: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
+        """The boundary's transaction: what the body stages with :meth:`add` is written in it
+        and published after commit (:meth:`dispatch`; the relay publishes what that could
+        not). Compliance and webhooks run each batch in one; the ledger calls the same steps
+        itself, to time its batch and fire its failpoint between commit and publish."""
+        async with sm() as session:
+            async with session.begin():
+                yield session
+                msgs = await self.write(session)
+            await self.dispatch(sm, msgs, self.pruned(session))
 
     @staticmethod
     def pruned(session: AsyncSession) -> list[int]:

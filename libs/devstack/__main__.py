@@ -16,6 +16,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 
@@ -72,33 +73,25 @@ def _first_token(tokens: str) -> str:
 
 
 def sandbox_key(admin_url: str, token: str) -> str:
-    headers = {"Authorization": f"Bearer {token}"}
-    t = httpx.post(
-        admin_url + "/",
-        headers=headers,
-        timeout=30,
-        json={
-            "action": "upsert_tenant",
-            "tenant_name": "Local Sandbox Partner",
-            "default_mode": "sandbox",
-            "rate_limit_per_minute": 600,
-        },
+    def act(action: str, **fields: Any) -> dict[str, Any]:
+        r = httpx.post(
+            admin_url + "/",
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+            json={"action": action, **fields},
+        )
+        r.raise_for_status()
+        data: dict[str, Any] = r.json()["data"]
+        return data
+
+    tenant = act(
+        "upsert_tenant",
+        tenant_name="Local Sandbox Partner",
+        default_mode="sandbox",
+        rate_limit_per_minute=600,
     )
-    t.raise_for_status()
-    tenant_id = t.json()["data"]["tenant_id"]
-    k = httpx.post(
-        admin_url + "/",
-        headers=headers,
-        timeout=30,
-        json={
-            "action": "create_api_key",
-            "tenant_id": tenant_id,
-            "key_label": "make run",
-            "scopes": list(ALL_SCOPES),
-        },
-    )
-    k.raise_for_status()
-    return str(k.json()["data"]["api_key"])
+    key = act("create_api_key", tenant_id=tenant["tenant_id"], key_label="make run", scopes=list(ALL_SCOPES))
+    return str(key["api_key"])
 
 
 class Steps:

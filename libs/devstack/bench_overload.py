@@ -31,7 +31,7 @@ from urllib.parse import urlsplit
 import asyncpg
 
 from devstack.bench_transfers import provision
-from devstack.load import Conn
+from devstack.load import Conn, transfer_body
 from devstack.suite import ROOT, python_env
 
 OVERLOAD_S = float(os.environ.get("BENCH_OVERLOAD_S", "30"))
@@ -41,23 +41,7 @@ WALLETS_PER_TENANT = 20
 
 
 def _request(url: str, key: str, wallets: list[str], idem: str) -> bytes:
-    s, d = random.sample(range(len(wallets)), 2)
-    body = json.dumps(
-        {
-            "source": {
-                "payment_rail": "provider_wallet",
-                "currency": "USDC",
-                "amount": "0.01",
-                "provider_wallet_id": wallets[s],
-            },
-            "destination": {
-                "payment_rail": "provider_wallet",
-                "currency": "USDC",
-                "provider_wallet_id": wallets[d],
-            },
-            "idempotency_key": idem,
-        }
-    ).encode()
+    body = transfer_body(wallets, 0.0, idem)
     parts = urlsplit(url)
     head = (
         f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nConnection: keep-alive\r\n"

@@ -29,6 +29,7 @@ import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from devstack import plot, wrk
+from devstack.load import transfer
 from devstack.measure import cpu_report, cpu_seconds, peak_rss_mb, run_load, wait_ready
 from devstack.stores import free_port
 from devstack.suite import ROOT, python_env
@@ -206,20 +207,7 @@ def settle(url: str, key: str, wallets: list[str], timeout: float = 900.0) -> bo
     while quick < 3 and time.monotonic() < deadline:
         n += 1
         k = f"settle-{uuid.uuid4().hex}"
-        body = {
-            "source": {
-                "payment_rail": "provider_wallet",
-                "currency": "USDC",
-                "amount": "0.01",
-                "provider_wallet_id": wallets[n % len(wallets)],
-            },
-            "destination": {
-                "payment_rail": "provider_wallet",
-                "currency": "USDC",
-                "provider_wallet_id": wallets[(n + 1) % len(wallets)],
-            },
-            "idempotency_key": k,
-        }
+        body = transfer(wallets[n % len(wallets)], wallets[(n + 1) % len(wallets)], k)
         t0 = time.monotonic()
         try:
             r = httpx.post(
@@ -241,20 +229,7 @@ def sequential(url: str, key: str, wallets: list[str], n: int = 200) -> dict[str
     with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {key}"}) as c:
         for i in range(n):
             k = f"seq-{uuid.uuid4().hex}"
-            body = {
-                "source": {
-                    "payment_rail": "provider_wallet",
-                    "currency": "USDC",
-                    "amount": "0.01",
-                    "provider_wallet_id": wallets[i % len(wallets)],
-                },
-                "destination": {
-                    "payment_rail": "provider_wallet",
-                    "currency": "USDC",
-                    "provider_wallet_id": wallets[(i + 1) % len(wallets)],
-                },
-                "idempotency_key": k,
-            }
+            body = transfer(wallets[i % len(wallets)], wallets[(i + 1) % len(wallets)], k)
             t0 = time.perf_counter()
             r = c.post(url, json=body, headers={"Idempotency-Key": k})
             if r.status_code == 201:

@@ -20,6 +20,7 @@ import random
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 
@@ -45,26 +46,21 @@ class Conn:
         return status
 
 
+def transfer(source: str, destination: str, key: str) -> dict[str, Any]:
+    """A book transfer of 0.01 USDC between two wallets: the request every load sends."""
+    rail = {"payment_rail": "provider_wallet", "currency": "USDC"}
+    return {
+        "source": {**rail, "amount": "0.01", "provider_wallet_id": source},
+        "destination": {**rail, "provider_wallet_id": destination},
+        "idempotency_key": key,
+    }
+
+
 def transfer_body(wallets: list[str], hot: float, key: str) -> bytes:
     s = 0 if hot > 0 and random.random() < hot else random.randrange(len(wallets))
     d = random.randrange(len(wallets) - 1)
     d += d >= s
-    return json.dumps(
-        {
-            "source": {
-                "payment_rail": "provider_wallet",
-                "currency": "USDC",
-                "amount": "0.01",
-                "provider_wallet_id": wallets[s],
-            },
-            "destination": {
-                "payment_rail": "provider_wallet",
-                "currency": "USDC",
-                "provider_wallet_id": wallets[d],
-            },
-            "idempotency_key": key,
-        }
-    ).encode()
+    return json.dumps(transfer(wallets[s], wallets[d], key)).encode()
 
 
 def build(

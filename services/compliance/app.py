@@ -6,6 +6,7 @@ from faststream.asgi import AsgiFastStream
 
 from common.broker import subscribe
 from common.logging import setup_logging
+from common.outbox import Outbox
 from common.service import build_runtime, consumer_app
 from common.settings import Settings
 from compliance.handlers import ComplianceRuntime
@@ -14,7 +15,8 @@ from compliance.handlers import ComplianceRuntime
 def create_app(settings: Settings) -> AsgiFastStream:
     setup_logging("compliance")
     rt = build_runtime("compliance", settings)
-    runtime = ComplianceRuntime(settings, rt.broker, rt.sm, rt.topics)
+    outbox = Outbox("compliance", rt.broker, lazy_delete=True)
+    runtime = ComplianceRuntime(settings, rt.broker, rt.sm, rt.topics, outbox)
     group = rt.topics.group("compliance")  # follows the prefix: see Topics.group
     subscribe(rt.broker, settings, rt.topics.compliance_commands, group, runtime.processor(rt.readiness))
     subscribe(
@@ -26,5 +28,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
         background=True,
     )
     return consumer_app(
-        rt, stats=lambda: {"decided": runtime.decided, "failed_closed": runtime.failed_closed}
+        rt,
+        tasks={"outbox-relay": lambda: outbox.relay_forever(rt.sm)},
+        stats=lambda: {"decided": runtime.decided, "failed_closed": runtime.failed_closed},
     )

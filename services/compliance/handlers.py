@@ -1,4 +1,4 @@
-"""The Kafka boundary of compliance: decide a batch in one transaction, then publish.
+"""The Kafka boundary of compliance: decide a batch in one transaction, publish through the outbox.
 
 Fail closed: nothing is forwarded unless a decision was made and committed. When the store
 cannot be reached the batch waits and is retried (the consumer runtime, common.consume):
@@ -11,7 +11,6 @@ reply address is legible.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,10 +25,10 @@ from common.contracts import ComplianceCommand, Result, decode
 from common.contracts.base import ErrorBody
 from common.errors import HTTP_STATUS, ErrorCode
 from common.health import Readiness
+from common.outbox import Outbox
 from common.rpc import reply
 from common.settings import Settings
 from common.topics import Topics
-from common.tracing import publish
 from compliance import service, usage
 from compliance.snapshot import Snapshot
 
@@ -67,28 +66,17 @@ class ComplianceRuntime:
     broker: KafkaBroker
     sm: async_sessionmaker[AsyncSession]
     topics: Topics
+    outbox: Outbox
     decided: int = 0
     failed_closed: int = 0
 
     async def run_batch(self, cmds: Sequence[ComplianceCommand]) -> None:
         snap = Snapshot(self.settings.sandbox_default_cap)
-        async with self.sm() as session, session.begin():
-            outs = await service.decide_batch(session, snap, self.topics, cmds)
-        # Published after commit, acknowledged after publish: a crash in between redelivers
-        # the command, which finds its stored decision and publishes the same outcome again.
-        await asyncio.gather(
-            *(
-                publish(
-                    self.broker,
-                    o.payload,
-                    topic=o.topic,
-                    key=o.key,
-                    partition=o.partition,
-                    request_id=o.request_id,
-                )
-                for o in outs
-            )
-        )
+        # The decisions and what they publish commit together (the outbox); a redelivered
+        # command finds its stored decision and stages the same outcome again.
+        async with self.outbox.transaction(self.sm) as session:
+            for out in await service.decide_batch(session, snap, self.topics, cmds):
+                self.outbox.add(session, out)
         self.decided += len(cmds)
 
     async def answer_undecided(self, failure: Failure) -> None:

@@ -1,8 +1,9 @@
 """The tables of the ``compliance`` schema, declared once (SQLModel): the source for Alembic
 autogenerate and for the statements in ``compliance.repository``.
 
-The decisions table is also the inbox (a command id is decided once); there is no outbox:
-a decision stores the message it publishes.
+The decisions table is also the inbox (a command id is decided once, and a decision stores
+the message it publishes, so a redelivered command answers the same); what a batch publishes
+leaves through the outbox (common.outbox), as in every service that emits.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from sqlalchemy import text as sql_text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from common.tables import table_of
+from common.tables import outbox_table, table_of
 
 SCHEMA = "compliance"
 MONEY = Numeric(30, 6)
@@ -185,3 +186,6 @@ external_accounts = table_of(ComplianceExternalAccount)
 cap_usage = table_of(ComplianceCapUsage)
 cap_holds = table_of(ComplianceCapHold)
 screened_addresses = table_of(ComplianceScreenedAddress)
+
+
+outbox = outbox_table(SCHEMA)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -31,6 +30,7 @@ from common.contracts.commands import (
 from common.errors import ErrorCode, ServiceError
 from common.ids import new_id
 from common.logging import request_id_var
+from common.outbox import OutMessage
 from common.results import error_result
 from common.topics import Topics
 from compliance import allowance, policy_admin, rules
@@ -40,15 +40,6 @@ from compliance.rules import PartyFacts, TransferFacts, Verdict
 from compliance.snapshot import Snapshot
 
 Decided = tuple[Verdict, dict[str, Any]]
-
-
-@dataclass(slots=True)
-class Outcome:
-    topic: str
-    payload: bytes
-    key: bytes | None = None
-    partition: int | None = None
-    request_id: str | None = None  # in the headers; the request's trace is followed (common.tracing)
 
 
 async def decide_customer(session: AsyncSession, snap: Snapshot, cmd: CreateCustomer) -> Decided:
@@ -215,12 +206,12 @@ def refusal_result(cmd: Command, v: Verdict) -> Result:
     return error_result(cmd, ServiceError(code, v.message or "refused by policy", details=details))
 
 
-def _reply(cmd: Command, result: Result) -> Outcome:
+def _reply(cmd: Command, result: Result) -> OutMessage:
     """The answer to the caller (no topic for a command nobody waits for: not published)."""
-    return Outcome(cmd.ctx.reply_to or "", encode(result), partition=0, request_id=cmd.ctx.request_id)
+    return OutMessage(cmd.ctx.reply_to or "", encode(result), partition=0, request_id=cmd.ctx.request_id)
 
 
-def readdressed(out: Outcome, cmd: Command, topics: Topics) -> Outcome:
+def readdressed(out: OutMessage, cmd: Command, topics: Topics) -> OutMessage:
     """The outcome already decided for ``cmd``'s command id, answered to ``cmd``'s reply address.
 
     A retry after a gateway died carries the same command id (derived from the
@@ -231,17 +222,18 @@ def readdressed(out: Outcome, cmd: Command, topics: Topics) -> Outcome:
     if not cmd.ctx.reply_to:
         return dataclasses.replace(out, request_id=rid)
     if out.topic != topics.ledger_commands:  # a refusal or answer: to the caller
-        return Outcome(cmd.ctx.reply_to, out.payload, out.key, 0, rid)
+        return OutMessage(cmd.ctx.reply_to, out.payload, out.key, 0, request_id=rid)
     stamped = msgspec.json.decode(out.payload, type=type(cmd))
     if stamped.ctx.reply_to == cmd.ctx.reply_to:
         return dataclasses.replace(out, request_id=rid)
     ctx = msgspec.structs.replace(stamped.ctx, reply_to=cmd.ctx.reply_to, request_id=rid)
-    return Outcome(out.topic, encode(msgspec.structs.replace(stamped, ctx=ctx)), out.key, out.partition, rid)
+    payload = encode(msgspec.structs.replace(stamped, ctx=ctx))
+    return OutMessage(out.topic, payload, out.key, out.partition, request_id=rid)
 
 
 async def decide_batch(
     session: AsyncSession, snap: Snapshot, topics: Topics, cmds: Sequence[Command]
-) -> list[Outcome]:
+) -> list[OutMessage]:
     """Decide every command of a batch in the caller's transaction; returns what to publish.
 
     Commands are decided in order in memory; the transfers' daily cap is then settled for the
@@ -251,13 +243,13 @@ async def decide_batch(
     stored = await repo.stored_outcomes(session, [c.command_id for c in cmds if type(c) in DECIDERS])
     await snap.load(session, [c for c in cmds if c.command_id not in stored])
     # An outcome, or a command decided in this batch (its outcome comes after the cap).
-    plan: list[Outcome | Command] = []
+    plan: list[OutMessage | Command] = []
     decided: dict[str, tuple[Command, Verdict, dict[str, Any]]] = {}
     for cmd in cmds:
         request_id_var.set(cmd.ctx.request_id)
         prev = stored.get(cmd.command_id)
         if prev is not None:  # redelivered or retried: publish the same outcome again
-            out = Outcome(
+            out = OutMessage(
                 prev.out_topic,
                 bytes(prev.out_payload),
                 prev.out_key and bytes(prev.out_key),
@@ -277,7 +269,7 @@ async def decide_batch(
     claims = snap.take_claims()
     refused = await allowance.settle(session, claims)
     by_command = {c.command_id: c for c in claims}
-    outcomes: dict[str, Outcome] = {}
+    outcomes: dict[str, OutMessage] = {}
     rows: list[dict[str, Any]] = []
     for command_id, (cmd, verdict, inputs) in decided.items():
         if command_id in refused:
@@ -286,13 +278,15 @@ async def decide_batch(
         rows.append(row)
     await snap.flush(session)
     await repo.insert_decisions(session, rows)
-    planned = [p if isinstance(p, Outcome) else readdressed(outcomes[p.command_id], p, topics) for p in plan]
+    planned = [
+        p if isinstance(p, OutMessage) else readdressed(outcomes[p.command_id], p, topics) for p in plan
+    ]
     return [o for o in planned if o.topic]
 
 
 def _record(
     cmd: Command, verdict: Verdict, inputs: dict[str, Any], topics: Topics
-) -> tuple[Outcome, dict[str, Any]]:
+) -> tuple[OutMessage, dict[str, Any]]:
     """What to publish for a decided command, and its decision row."""
     decision_id = new_id("dec")
     if verdict.refused:
@@ -306,7 +300,7 @@ def _record(
                 rule=verdict.rule,
             ),
         )
-        out = Outcome(topics.ledger_commands, encode(stamped), key=partition_key(cmd).encode())
+        out = OutMessage(topics.ledger_commands, encode(stamped), key=partition_key(cmd).encode())
     row = {
         "id": decision_id,
         "command_id": cmd.command_id,

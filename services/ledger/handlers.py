@@ -6,8 +6,8 @@ and recorded for all writes in one statement each, and the writes are executed t
 applied the TigerBeetle way: every wallet account locked once in id order, funds checked in
 memory, everything written in bulk; see ``journal``). Writes stage their result and events
 in the outbox of that transaction; reads change nothing, so they run after the writes of the
-batch, skip inbox and outbox, and are published straight after commit (a redelivered read
-is simply answered again).
+batch and skip the inbox (a redelivered read is simply answered again), but their answers
+leave through the same outbox: every consumer publishes one way (issue 26).
 """
 
 from __future__ import annotations
@@ -112,7 +112,6 @@ class LedgerRuntime:
         """One transaction for the batch: the inbox claimed and recorded in one statement each,
         the fresh writes executed together, then the reads; commit, dispatch the outbox, and
         answer the reads."""
-        direct: list[OutMessage] = []
         started = time.perf_counter()
         async with self.sm() as session:
             async with session.begin():
@@ -133,11 +132,10 @@ class LedgerRuntime:
                         request_id_var.set(cmd.ctx.request_id)
                         answer = await self._read(session, cmd)
                         if cmd.ctx.reply_to:
-                            direct.append(
-                                OutMessage(
-                                    cmd.ctx.reply_to, answer, partition=0, request_id=cmd.ctx.request_id
-                                )
+                            read = OutMessage(
+                                cmd.ctx.reply_to, answer, partition=0, request_id=cmd.ctx.request_id
                             )
+                            self.outbox.add(session, read)
                 await self.inbox.record_many(session, results)
                 # Replies in batch order; a redelivered command answers its stored result again.
                 for cmd in cmds:
@@ -152,10 +150,6 @@ class LedgerRuntime:
             if msgs:
                 await failpoint("ledger.after_commit")
             await self.outbox.dispatch(self.sm, msgs, Outbox.pruned(session))
-        for m in direct:
-            await publish(
-                self.broker, m.payload, topic=m.topic, partition=m.partition, request_id=m.request_id
-            )
         self.processed += len(cmds)
 
     async def run_single(self, cmd: LedgerCommand) -> None:

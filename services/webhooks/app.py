@@ -14,6 +14,7 @@ from faststream.asgi import AsgiFastStream
 
 from common.broker import subscribe
 from common.logging import setup_logging
+from common.outbox import Outbox
 from common.rpc import instance_id
 from common.service import build_runtime, consumer_app
 from common.settings import Settings
@@ -47,7 +48,8 @@ def create_app(settings: Settings) -> AsgiFastStream:
         max_attempts=policy.max_attempts,
         events_kept_s=settings.webhooks_retention_s,
     )
-    runtime = WebhooksRuntime(settings, rt.broker, rt.sm, rt.topics, env, worker.wake)
+    outbox = Outbox("webhooks", rt.broker, lazy_delete=True)
+    runtime = WebhooksRuntime(settings, rt.broker, rt.sm, rt.topics, env, worker.wake, outbox)
     subscribe(
         rt.broker, settings, rt.topics.events, group, runtime.event_processor(rt.readiness), background=True
     )
@@ -77,6 +79,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
             "delivery-worker": partial(worker.run, rt.readiness),
             "retention": partial(pruner.run, rt.readiness),
             "webhook-metrics": partial(MetricsRefresher(rt.sm).run, rt.readiness),
+            "outbox-relay": partial(outbox.relay_forever, rt.sm),
         },
         stats=stats,
     )

@@ -2,8 +2,9 @@
 
 Commands: one transaction per batch; each mutating command claims its id in the inbox and
 records its result there (sealed, since creation and rotation answer a secret), so a
-redelivered command changes nothing and answers the same. Results are published after
-commit; a crash in between redelivers the command, which republishes the stored result.
+redelivered command changes nothing and answers the same. Results leave through the outbox:
+written in the batch's transaction, published after commit, and by the relay if a crash
+came in between (a redelivered command stages its stored result again).
 
 Events: one transaction per batch stores each new event and one delivery per matching
 endpoint; then the delivery worker is woken. Offsets are committed after that (common.broker.subscribe).
@@ -11,7 +12,6 @@ endpoint; then the delivery worker is woken. Offsets are committed after that (c
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +27,7 @@ from common.errors import ServiceError
 from common.health import Readiness
 from common.inbox import Inbox
 from common.logging import request_id_var
-from common.rpc import reply
+from common.outbox import Outbox, OutMessage
 from common.settings import Settings
 from common.topics import Topics
 from webhooks import service
@@ -43,6 +43,7 @@ class WebhooksRuntime:
     topics: Topics
     env: service.Env
     on_new_deliveries: Callable[[], None]
+    outbox: Outbox
     inbox: Inbox = field(default_factory=lambda: Inbox("webhooks"))
     commands_handled: int = 0
     deliveries_created: int = 0
@@ -66,11 +67,14 @@ class WebhooksRuntime:
         return result
 
     async def run_commands(self, cmds: Sequence[WebhooksCommand]) -> None:
-        out: list[tuple[str | None, Result]] = []
-        async with self.sm() as session, session.begin():
+        async with self.outbox.transaction(self.sm) as session:
             for cmd in cmds:
-                out.append((cmd.ctx.reply_to, await self.run_one(session, cmd)))
-        await asyncio.gather(*(reply(self.broker, to, r) for to, r in out))
+                result = await self.run_one(session, cmd)
+                if cmd.ctx.reply_to:
+                    answer = OutMessage(
+                        cmd.ctx.reply_to, encode(result), partition=0, request_id=result.request_id
+                    )
+                    self.outbox.add(session, answer)
         self.commands_handled += len(cmds)
 
     async def run_events(self, events: Sequence[AnyEvent]) -> None:
@@ -81,14 +85,14 @@ class WebhooksRuntime:
             self.on_new_deliveries()
 
     def _processor(
-        self, name: str, decoder: Any, batch: Any, readiness: Readiness | None
+        self, name: str, kind: Any, batch: Any, readiness: Readiness | None
     ) -> BatchProcessor[Any]:
         async def give_up(failure: Failure) -> None:
             await dead_letter(self.broker, self.settings, "webhooks", failure)
 
         return BatchProcessor(
             name=name,
-            decode=decoder,
+            decode=lambda raw: decode(raw, kind),
             handle_batch=batch,
             dead_letter=give_up,
             readiness=readiness,
@@ -96,17 +100,7 @@ class WebhooksRuntime:
         )
 
     def command_processor(self, readiness: Readiness | None = None) -> BatchProcessor[Any]:
-        return self._processor(
-            "webhooks-commands",
-            lambda raw: decode(raw, WebhooksCommand),  # type: ignore[arg-type]  # a union alias is not a type[T] (no TypeForm yet, PEP 747)
-            self.run_commands,
-            readiness,
-        )
+        return self._processor("webhooks-commands", WebhooksCommand, self.run_commands, readiness)
 
     def event_processor(self, readiness: Readiness | None = None) -> BatchProcessor[Any]:
-        return self._processor(
-            "webhooks-events",
-            lambda raw: decode(raw, AnyEvent),  # type: ignore[arg-type]  # a union alias is not a type[T] (no TypeForm yet, PEP 747)
-            self.run_events,
-            readiness,
-        )
+        return self._processor("webhooks-events", AnyEvent, self.run_events, readiness)

@@ -26,7 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlmodel import Field, SQLModel
 
-from common.tables import inbox_table
+from common.tables import inbox_table, outbox_table
 
 SCHEMA = "webhooks"
 
@@ -167,6 +167,7 @@ class WebhookAttempt(SQLModel, table=True):
 
 
 inbox = inbox_table(SCHEMA)
+outbox = outbox_table(SCHEMA)
 endpoints = WebhookEndpoint.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)
 events = WebhookEvent.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)
 deliveries = WebhookDelivery.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)

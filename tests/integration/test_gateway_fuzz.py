@@ -6,9 +6,8 @@ describes, with the request id in it."""
 
 from __future__ import annotations
 
-import os
-import re
 import uuid
+from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
 import httpx
@@ -27,6 +26,7 @@ from schemathesis.specs.openapi.checks import (
 
 from gateway.schemas import ErrorObject
 from tests.conftest import Stack, Tenant, make_tenant
+from tests.support.cli import run_schemathesis
 
 pytestmark = pytest.mark.integration
 
@@ -212,41 +212,12 @@ def test_schemathesis_all_checks_clean(stack: Stack, fuzz_tenant: Tenant) -> Non
     schema-valid request accepted, every invalid one refused, 405 with Allow, 401 before 404.
     Short (10 examples per operation, fixed seed); tests/schemathesis.toml names the one
     documented exception."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[2]
-    env = {
-        **os.environ,
-        "SCHEMATHESIS_HOOKS": "tests.support.schemathesis_hooks",
-        "PYTHONPATH": os.pathsep.join([str(root), str(root / "libs"), str(root / "services")]),
-    }
-    cmd = [
-        sys.executable,
-        "-m",
-        "schemathesis.cli",
-        "--config-file",
-        str(root / "tests" / "schemathesis.toml"),
-        "--no-color",
-        "run",
+    config = str(Path(__file__).resolve().parents[1] / "schemathesis.toml")
+    proc, tested = run_schemathesis(
         stack.gateway + "/schema/openapi.json",
-        "--checks",
-        "all",
-        "--header",
-        f"Authorization: Bearer {fuzz_tenant.key}",
-        "--max-examples",
-        "10",
-        "--seed",
-        "14",
-        "--workers",
-        "1",
-        "--phases",
-        "examples,coverage,fuzzing",
-        "--request-timeout",
-        "30",
-    ]
-    proc = subprocess.run(cmd, env=env, cwd=root, capture_output=True, text=True, timeout=900)
+        fuzz_tenant.key,
+        *("--max-examples", "10", "--seed", "14", "--phases", "examples,coverage,fuzzing"),
+        config=config,
+    )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-    tested = re.search(r"Tested: (\d+)", proc.stdout)
-    assert tested and int(tested.group(1)) >= 20, proc.stdout[-3000:]
+    assert tested >= 20, proc.stdout[-3000:]

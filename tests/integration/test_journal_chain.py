@@ -13,7 +13,7 @@ import pytest
 
 from devstack.suite import ROOT
 from tests.conftest import Stack, make_tenant
-from tests.support.admin import admin_ok, db
+from tests.support.admin import admin_ok, db, tampered
 from tests.support.flows import book, created, funded, send
 
 pytestmark = pytest.mark.integration
@@ -54,20 +54,7 @@ def _script(path: Path) -> tuple[int, str]:
     return out.returncode, (out.stdout + out.stderr).strip()
 
 
-class _TriggersOff:
-    """Journal rows are append-only (triggers): only someone who can switch them off can
-    change one, which is what the chain must then catch."""
-
-    def __init__(self, stack: Stack) -> None:
-        self.stack = stack
-
-    def __enter__(self) -> None:
-        for table in ("postings", "journal_entries"):
-            db(self.stack, f"ALTER TABLE ledger.{table} DISABLE TRIGGER USER")
-
-    def __exit__(self, *exc: object) -> None:
-        for table in ("postings", "journal_entries"):
-            db(self.stack, f"ALTER TABLE ledger.{table} ENABLE TRIGGER USER")
+JOURNAL = ("ledger.postings", "ledger.journal_entries")  # append-only (triggers)
 
 
 def test_the_chain_verifies_and_names_each_tampered_entry(stack: Stack, tmp_path: Path) -> None:
@@ -94,53 +81,41 @@ def test_the_chain_verifies_and_names_each_tampered_entry(stack: Stack, tmp_path
     )
     third, fifth = entries[2], entries[4]
     [posting] = db(stack, "SELECT id, amount FROM ledger.postings WHERE entry_id = $1 LIMIT 1", third["id"])
-    with _TriggersOff(stack):
-        db(stack, "UPDATE ledger.postings SET amount = amount * 2 WHERE id = $1", posting["id"])
-        try:
-            bad = _verify(stack, t.tenant_id)
-            _export(stack, t.tenant_id, export)
-            script = _script(export)
-        finally:
-            db(
-                stack,
-                "UPDATE ledger.postings SET amount = $2 WHERE id = $1",
-                posting["id"],
-                posting["amount"],
-            )
+    with tampered(
+        stack,
+        [("UPDATE ledger.postings SET amount = amount * 2 WHERE id = $1", posting["id"])],
+        [("UPDATE ledger.postings SET amount = $2 WHERE id = $1", posting["id"], posting["amount"])],
+        triggers_off=JOURNAL,
+    ):
+        bad = _verify(stack, t.tenant_id)
+        _export(stack, t.tenant_id, export)
+        script = _script(export)
     assert (bad["ok"], bad["first_bad_entry_id"], bad["entries"]) == (False, third["id"], 2), bad
     assert script == (1, f"first bad entry: {third['id']} (seq 3, expected seq 3)")
 
-    with _TriggersOff(stack):
-        db(stack, "UPDATE ledger.journal_entries SET hash = $2 WHERE id = $1", fifth["id"], "0" * 64)
-        try:
-            bad = _verify(stack, t.tenant_id)
-        finally:
-            db(stack, "UPDATE ledger.journal_entries SET hash = $2 WHERE id = $1", fifth["id"], fifth["hash"])
+    rehash = "UPDATE ledger.journal_entries SET hash = $2 WHERE id = $1"
+    with tampered(stack, [(rehash, fifth["id"], "0" * 64)], [(rehash, fifth["id"], fifth["hash"])], JOURNAL):
+        bad = _verify(stack, t.tenant_id)
     assert (bad["ok"], bad["first_bad_entry_id"]) == (False, fifth["id"]), bad
 
     [row] = db(stack, "SELECT * FROM ledger.journal_entries WHERE id = $1", third["id"])
     legs = db(stack, "SELECT * FROM ledger.postings WHERE entry_id = $1", third["id"])
-    with _TriggersOff(stack):
-        db(stack, "DELETE FROM ledger.postings WHERE entry_id = $1", third["id"])
-        db(stack, "DELETE FROM ledger.journal_entries WHERE id = $1", third["id"])
-        try:
-            bad = _verify(stack, t.tenant_id)
-            _export(stack, t.tenant_id, export)
-            script = _script(export)
-        finally:
-            db(
-                stack,
-                "INSERT INTO ledger.journal_entries"
-                " SELECT * FROM json_populate_record(NULL::ledger.journal_entries, $1::json)",
-                _json(row),
-            )
-            for leg in legs:
-                db(
-                    stack,
-                    "INSERT INTO ledger.postings"
-                    " SELECT * FROM json_populate_record(NULL::ledger.postings, $1::json)",
-                    _json(leg),
-                )
+    put_back = "INSERT INTO ledger.{} SELECT * FROM json_populate_record(NULL::ledger.{}, $1::json)"
+    with tampered(
+        stack,
+        [
+            ("DELETE FROM ledger.postings WHERE entry_id = $1", third["id"]),
+            ("DELETE FROM ledger.journal_entries WHERE id = $1", third["id"]),
+        ],
+        [
+            (put_back.format("journal_entries", "journal_entries"), _json(row)),
+            *((put_back.format("postings", "postings"), _json(leg)) for leg in legs),
+        ],
+        triggers_off=JOURNAL,
+    ):
+        bad = _verify(stack, t.tenant_id)
+        _export(stack, t.tenant_id, export)
+        script = _script(export)
     assert (bad["ok"], bad["first_bad_entry_id"]) == (False, entries[3]["id"]), bad
     assert "entries 3 to 3 of the chain are missing" in bad["problem"]
     assert script == (1, f"first bad entry: {entries[3]['id']} (seq 4, expected seq 3)")

@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from tests.conftest import Stack, make_tenant
-from tests.support.admin import admin_error, admin_ok, db
+from tests.support.admin import admin_error, admin_ok, db, tampered
 from tests.support.flows import book, created, funded, send
 
 pytestmark = pytest.mark.integration
@@ -38,11 +38,12 @@ def test_reconcile_is_ok_then_names_each_tampered_row(stack: Stack) -> None:
     assert Decimal(usdc["holds_total"]) == 0
 
     account = a["wallet_id"] + ".available"
-    db(stack, "UPDATE ledger.accounts SET balance = balance + 7 WHERE id = $1", account)
-    try:
+    with tampered(
+        stack,
+        [("UPDATE ledger.accounts SET balance = balance + 7 WHERE id = $1", account)],
+        [("UPDATE ledger.accounts SET balance = balance - 7 WHERE id = $1", account)],
+    ):
         bad = _reconcile(stack, t.tenant_id)
-    finally:
-        db(stack, "UPDATE ledger.accounts SET balance = balance - 7 WHERE id = $1", account)
     assert bad["ok"] is False
     found = {d["check"]: d for d in bad["discrepancies"]}
     assert set(found) == {"currency_totals", "balance_equals_postings"}, bad
@@ -59,24 +60,22 @@ def test_reconcile_is_ok_then_names_each_tampered_row(stack: Stack) -> None:
     )
     # postings are append-only (a trigger refuses UPDATE): only someone who can switch the
     # trigger off can change one, which is what reconcile must then catch
-    db(stack, "ALTER TABLE ledger.postings DISABLE TRIGGER USER")
-    try:
-        db(stack, "UPDATE ledger.postings SET amount = amount + 1 WHERE id = $1", posting["id"])
-        try:
-            bad = _reconcile(stack, t.tenant_id)
-        finally:
-            db(stack, "UPDATE ledger.postings SET amount = amount - 1 WHERE id = $1", posting["id"])
-    finally:
-        db(stack, "ALTER TABLE ledger.postings ENABLE TRIGGER USER")
+    with tampered(
+        stack,
+        [("UPDATE ledger.postings SET amount = amount + 1 WHERE id = $1", posting["id"])],
+        [("UPDATE ledger.postings SET amount = amount - 1 WHERE id = $1", posting["id"])],
+        triggers_off=["ledger.postings"],
+    ):
+        bad = _reconcile(stack, t.tenant_id)
     found = {d["check"]: d for d in bad["discrepancies"]}
     assert found["entry_balances"]["entry_id"] == posting["entry_id"], bad
     assert found["balance_equals_postings"]["wallet_id"] == b["wallet_id"], bad
 
-    db(stack, "UPDATE ledger.transfers SET state = 'failed' WHERE id = $1", transfer["transfer_id"])
-    try:
+    state = "UPDATE ledger.transfers SET state = $2 WHERE id = $1"
+    with tampered(
+        stack, [(state, transfer["transfer_id"], "failed")], [(state, transfer["transfer_id"], "completed")]
+    ):
         bad = _reconcile(stack, t.tenant_id)
-    finally:
-        db(stack, "UPDATE ledger.transfers SET state = 'completed' WHERE id = $1", transfer["transfer_id"])
     found = {d["check"]: d for d in bad["discrepancies"]}
     assert set(found) == {"transfer_matches_state", "transfer_history"}, bad
     assert (found["transfer_matches_state"]["transfer_id"], found["transfer_matches_state"]["state"]) == (
@@ -93,20 +92,17 @@ def test_reconcile_is_ok_then_names_each_tampered_row(stack: Stack) -> None:
         " WHERE transfer_id = $1 AND to_state = 'processing'",
         transfer["transfer_id"],
     )
-    db(stack, "ALTER TABLE ledger.state_changes DISABLE TRIGGER USER")
-    try:
-        db(stack, "DELETE FROM ledger.state_changes WHERE id = $1", step["id"])
-        try:
-            bad = _reconcile(stack, t.tenant_id)
-        finally:
-            db(
-                stack,
-                "INSERT INTO ledger.state_changes (id, transfer_id, from_state, to_state, cause,"
-                " request_id, at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                *step.values(),
-            )
-    finally:
-        db(stack, "ALTER TABLE ledger.state_changes ENABLE TRIGGER USER")
+    restore = (
+        "INSERT INTO ledger.state_changes (id, transfer_id, from_state, to_state, cause,"
+        " request_id, at) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+    )
+    with tampered(
+        stack,
+        [("DELETE FROM ledger.state_changes WHERE id = $1", step["id"])],
+        [(restore, *step.values())],
+        triggers_off=["ledger.state_changes"],
+    ):
+        bad = _reconcile(stack, t.tenant_id)
     [d] = bad["discrepancies"]
     assert (d["check"], d["transfer_id"], d["changes_out_of_sequence"]) == (
         "transfer_history",

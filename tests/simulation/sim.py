@@ -189,7 +189,11 @@ class Simulation:
         service = "ledger"
         try:
             if action == "relay":
-                await svc.outbox.relay_once(svc.sm)
+                if rng.random() < 0.5:
+                    await svc.outbox.relay_once(svc.sm)
+                else:
+                    service = "compliance"
+                    await svc.compliance_outbox.relay_once(svc.sm)
             elif action == "settle":
                 await svc.simulator.step_once()
             else:
@@ -218,6 +222,13 @@ class Simulation:
                         svc.crashed(service)
             if moved:
                 continue  # settle only once every queue is empty
+            try:
+                moved = bool(await svc.compliance_outbox.relay_once(svc.sm))
+            except FailpointCrash:
+                svc.crashed("compliance")
+                moved = True
+            if moved:
+                continue
             try:
                 moved = bool(await svc.outbox.relay_once(svc.sm)) or bool(await svc.simulator.step_once())
             except FailpointCrash:

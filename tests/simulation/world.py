@@ -5,13 +5,14 @@ A seed sets up two tenants (customers, wallets, virtual accounts, approved exter
 accounts), then takes ``steps`` random steps: a client issues a deposit, a book transfer or a
 payout, or sends an earlier command again; a consumer is handed a random batch of its pending
 records in any order (a batch it finishes is committed, but a record may stay pending and come
-again); the ledger's outbox relay or sandbox simulator runs. Faults come from the named
-failpoints, fired on a share of their hits drawn from the seed: a crash at any SQL statement
-(``db.statement``), just before a record is published (``sim.publish``) or between the
-ledger's commit and its dispatch (``ledger.after_commit``). A crashed service loses its
-memory and starts again; its transaction is rolled back and its records are delivered again.
-The invariants (:mod:`tests.simulation.checks`) are checked after every step and, once every
-record is delivered and every transfer settled, the end state is checked too.
+again); an outbox relay (the ledger's or compliance's) or the sandbox simulator runs.
+Faults come from the named failpoints, fired on a share of their hits drawn from the seed: a
+crash at any SQL statement (``db.statement``), just before a record is published
+(``sim.publish``) or between the ledger's commit and its dispatch (``ledger.after_commit``).
+A crashed service loses its memory and starts again; its transaction is rolled back and its
+records are delivered again. The invariants (:mod:`tests.simulation.checks`) are checked
+after every step and, once every record is delivered and every transfer settled, the end
+state is checked too.
 """
 
 from __future__ import annotations
@@ -108,7 +109,10 @@ class Services:
         self.simulator = Simulator(self.sm, self.outbox, self.topics, cfg)
 
     def start_compliance(self) -> None:
-        self.compliance = ComplianceRuntime(self.settings, self.broker, self.sm, self.topics)
+        self.compliance_outbox = Outbox("compliance", self.broker, grace_s=0, lazy_delete=True)
+        self.compliance = ComplianceRuntime(
+            self.settings, self.broker, self.sm, self.topics, self.compliance_outbox
+        )
         self.compliance_commands = self.compliance.processor()
         self.usage = self.compliance.usage_processor()
 

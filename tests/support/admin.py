@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import msgspec
@@ -17,6 +18,31 @@ from tests.support.db import fetch, run_async
 def db(stack: Stack, sql: str, *args: Any) -> list[dict[str, Any]]:
     """Run one statement against the suite's database (a test's view from outside)."""
     return run_async(fetch(stack.stores.database_url, sql, *args))
+
+
+Statement = tuple[Any, ...]  # (sql, *args)
+
+
+@contextmanager
+def tampered(
+    stack: Stack, change: Sequence[Statement], undo: Sequence[Statement], triggers_off: Sequence[str] = ()
+) -> Iterator[None]:
+    """Rows changed by SQL behind Sluice's back for the body (the check that must catch it),
+    then put back. Append-only tables refuse changes (triggers): ``triggers_off`` names those
+    switched off meanwhile, as only someone who could switch them off could change them."""
+    for table in triggers_off:
+        db(stack, f"ALTER TABLE {table} DISABLE TRIGGER USER")
+    try:
+        for sql, *args in change:
+            db(stack, sql, *args)
+        try:
+            yield
+        finally:
+            for sql, *args in undo:
+                db(stack, sql, *args)
+    finally:
+        for table in triggers_off:
+            db(stack, f"ALTER TABLE {table} ENABLE TRIGGER USER")
 
 
 async def _read(

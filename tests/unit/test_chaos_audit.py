@@ -4,27 +4,28 @@ fixture passes: the audit line's zeros are measured, not true by construction.""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from devstack.chaos_audit import audit
+from devstack.chaos_clients import Booking
 
 pytestmark = pytest.mark.unit
 
 
-@dataclass(frozen=True)
-class B:
-    key: str
-    source: str
-    destination: str
-    amount: Decimal
-    status: int | None
-    transfer_id: str | None
-    error: str = ""
-    decided_after_s: float = 1.0
+def B(  # noqa: N802 - reads like the record it builds
+    key: str,
+    source: str,
+    destination: str,
+    amount: Decimal,
+    status: int | None,
+    transfer_id: str | None,
+    error: str = "",
+) -> Booking:
+    return Booking(key, source, destination, amount, 0.0, status, transfer_id, error, decided_after_s=1.0)
 
 
 def _refusal(reason: str) -> str:

@@ -6,24 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import pytest
 from prometheus_client import REGISTRY
 
 from common.consume import BatchProcessor, Failure
+from tests.simulation.net import Msg
 
 pytestmark = pytest.mark.unit
-
-
-@dataclass
-class Rec:
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    headers: Sequence[tuple[str, bytes]] = ()
 
 
 def _splits(name: str) -> float:
@@ -42,7 +32,7 @@ def _run(name: str, fail_batches: bool) -> tuple[list[bytes], int]:
         raise AssertionError(f"nothing should be dead-lettered: {f}")
 
     proc = BatchProcessor(name=name, decode=lambda raw: raw, handle_batch=batch, dead_letter=dead)
-    records = [Rec("t", 0, i, None, f"m{i}".encode()) for i in range(3)]
+    records = [Msg("t", 0, i, None, f"m{i}".encode()) for i in range(3)]
     asyncio.run(proc(records))
     return done, proc.splits
 

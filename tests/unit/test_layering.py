@@ -130,3 +130,55 @@ def test_the_table_check_finds_a_private_view_a_raw_query_and_a_write(tmp_path: 
     assert any("names schema ledger" in o for o in found), found
     assert any("writes identity.tenants" in o for o in found), found
     assert not any(":1 " in o for o in found), found
+
+
+# ---- one publish scheme (issue 26): every consumer emits through its outbox ----
+
+EMITTING = ("ledger", "compliance", "webhooks")
+# A command that finally failed is answered straight away (no transaction committed anything),
+# and a dead letter is a copy of what could not be handled: only these publish directly.
+DIRECT_ALLOWED = {"answer_failure", "answer_undecided", "give_up"}
+
+
+def _direct_publishes(path: Path) -> list[str]:
+    """``publish``/``reply``/``broker.publish`` calls outside the allowed failure answers."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else where
+            if isinstance(child, ast.Call):
+                f = child.func
+                name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else ""
+                if name in {"publish", "reply", "publish_batch"} and where not in DIRECT_ALLOWED:
+                    found.append(
+                        f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}:"
+                        f"{child.lineno} {name} in {where}"
+                    )
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text(), str(path)), "<module>")
+    return found
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("service", EMITTING)
+def test_every_consumer_publishes_through_its_outbox(service: str) -> None:
+    folder = ROOT / "services" / service
+    assert [d for p in sorted(folder.rglob("*.py")) for d in _direct_publishes(p)] == []
+    models = (folder / "models.py").read_text()
+    assert "outbox = outbox_table(SCHEMA)" in models, f"{service} declares no outbox table"
+    app = (folder / "app.py").read_text()
+    assert f'Outbox("{service}"' in app and '"outbox-relay"' in app, f"{service} runs no outbox relay"
+
+
+@pytest.mark.unit
+def test_the_publish_check_finds_a_direct_publish(tmp_path: Path) -> None:
+    handlers = {
+        "run_batch": "await publish(b, x)",  # a batch publishing around its outbox
+        "answer_failure": "await reply(b, 't', r)",  # allowed: nothing was committed
+        "other": "await self.broker.publish(x)",
+    }
+    f = tmp_path / "h.py"
+    f.write_text("".join(f"async def {name}(self, b):\n    {body}\n\n" for name, body in handlers.items()))
+    assert _direct_publishes(f) == ["h.py:2 publish in run_batch", "h.py:8 publish in other"]

@@ -101,7 +101,8 @@ class Outbox:
         if not msgs:
             return
         try:
-            await asyncio.wait_for(asyncio.gather(*(self._publish(m) for m in msgs)), self.grace_s)
+            bound = self.grace_s or None  # a grace of 0 (the simulation): no bound
+            await asyncio.wait_for(asyncio.gather(*(self._publish(m) for m in msgs)), bound)
         except Exception:  # noqa: BLE001 - the relay publishes them later
             log.warning("outbox dispatch failed; the relay will retry", exc_info=True)
             return

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess  # devstack starts local processes  # nosec B404
 import sys
 import tempfile
 import time
@@ -24,9 +23,16 @@ import httpx
 
 from devstack import bench_overload, bench_transfers, plot
 from devstack.benchstack import bench_stack, pg_settings
-from devstack.measure import cpu_report, cpu_seconds, cpu_times, peak_rss_mb, run_load, steal_pct, wait_ready
-from devstack.stores import free_port
-from devstack.suite import ROOT, Proc, python_env
+from devstack.measure import (
+    baseline_process,
+    cpu_report,
+    cpu_seconds,
+    cpu_times,
+    peak_rss_mb,
+    run_load,
+    steal_pct,
+)
+from devstack.suite import Proc
 
 DURATION = float(os.environ.get("BENCH_DURATION_S", "10"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "64"))
@@ -68,22 +74,12 @@ def settle(url: str, headers: list[str], timeout: float = 90.0) -> bool:
 
 
 def baseline(kind: str, dsn: str) -> dict[str, float]:
-    port = free_port()
-    p = subprocess.Popen(  # bench load process, argv list, no shell  # nosec B603
-        [sys.executable, "-m", "devstack.baselines", kind, str(port)],
-        env=python_env({"BENCH_DSN": dsn}),
-        cwd=ROOT,
-    )
-    try:
-        wait_ready(f"http://127.0.0.1:{port}")
-        url = f"http://127.0.0.1:{port}/v1/customers"
+    with baseline_process(kind, dsn) as (p, base):
+        url = base + "/v1/customers"
         load(url, [], duration=2)
         res = load(url, [])
         res["peak_rss_mb"] = peak_rss_mb(p.pid)
         return res
-    finally:
-        p.terminate()
-        p.wait(10)
 
 
 PARTS = set(os.environ.get("BENCH_PARTS", "customers,transfers,overload").split(","))

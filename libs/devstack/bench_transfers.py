@@ -30,8 +30,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 
 from devstack import plot, wrk
 from devstack.load import transfer
-from devstack.measure import cpu_report, cpu_seconds, peak_rss_mb, run_load, wait_ready
-from devstack.stores import free_port
+from devstack.measure import baseline_process, cpu_report, cpu_seconds, peak_rss_mb, run_load
 from devstack.suite import ROOT, python_env
 
 WALLETS = int(os.environ.get("BENCH_WALLETS", "10000"))
@@ -64,15 +63,8 @@ def baselines(dsn: str) -> dict[str, dict[str, float]]:
         check=True,
     ).stdout.split()
     for kind in ("bare", "monolith"):
-        port = free_port()
-        p = subprocess.Popen(
-            [sys.executable, "-m", "devstack.baselines", kind, str(port)],
-            env=python_env({"BENCH_DSN": dsn}),
-            cwd=ROOT,
-        )
-        try:
-            wait_ready(f"http://127.0.0.1:{port}")
-            url = f"http://127.0.0.1:{port}/v1/transfers"
+        with baseline_process(kind, dsn) as (p, base):
+            url = base + "/v1/transfers"
             wrk.run(url, wallets=seeded, duration=2, connections=CONNECTIONS)  # warm-up
             cpu0 = cpu_seconds(p.pid)
             res = wrk.run(url, wallets=seeded, duration=DURATION, connections=CONNECTIONS)
@@ -85,9 +77,6 @@ def baselines(dsn: str) -> dict[str, dict[str, float]]:
                 f"request; wrk used {res['client_cores']:.2f} cores)",
                 flush=True,
             )
-        finally:
-            p.terminate()
-            p.wait(10)
     bare = out["bare"]["rps"]
     verdict = "reaches" if bare >= 10_000 else "does NOT reach"
     print(

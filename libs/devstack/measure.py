@@ -8,10 +8,13 @@ import os
 import subprocess  # devstack starts local processes  # nosec B404
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 
+from devstack.stores import free_port
 from devstack.suite import ROOT, python_env
 
 
@@ -95,3 +98,22 @@ def run_load(url: str, *args: str, headers: list[str]) -> dict[str, float]:
         cmd += ["--header", h]
     out = subprocess.run(cmd, env=python_env({}), capture_output=True, text=True, check=True, cwd=ROOT)  # nosec B603
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+@contextmanager
+def baseline_process(kind: str, dsn: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A baseline server (``devstack.baselines``: ``bare``, ``monolith``, ...) on a free port,
+    ready; its process and base URL; stopped on exit."""
+    port = free_port()
+    p = subprocess.Popen(  # bench load process, argv list, no shell  # nosec B603
+        [sys.executable, "-m", "devstack.baselines", kind, str(port)],
+        env=python_env({"BENCH_DSN": dsn}),
+        cwd=ROOT,
+    )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_ready(base)
+        yield p, base
+    finally:
+        p.terminate()
+        p.wait(10)

@@ -4,8 +4,6 @@ address and the error, at once and without a traceback."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,6 +12,7 @@ import pytest
 from devstack.stores import StoreUnreachable, check_configured, free_port
 from devstack.suite import ROOT, migrate, python_env
 from tests.conftest import Stack
+from tests.support.cli import run_module
 
 pytestmark = pytest.mark.integration
 
@@ -35,14 +34,7 @@ def test_unreachable_store_is_one_line(setting: str, value: str, address: str) -
     port = free_port()  # nothing listens there
     env = python_env({setting: value.format(port=port), "SLUICE_ADMIN_TOKEN": "adm_startup_test"})
     started = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "sluice", "run"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_module("sluice", "run", env=env, cwd=ROOT, timeout=120)
     elapsed = time.monotonic() - started
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import sys
 import uuid
 
 import pytest
@@ -13,6 +12,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from devstack.suite import ROOT, python_env
 from tests.conftest import Stack
+from tests.support.cli import run_module
 
 pytestmark = pytest.mark.integration
 
@@ -21,14 +21,7 @@ def _topics(stack: Stack, prefix: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in python_env({}).items() if not k.startswith("SLUICE_")}
     env |= {"SLUICE_ENV": "development", "SLUICE_KAFKA_BOOTSTRAP": stack.stores.kafka_bootstrap}
     env |= {"SLUICE_TOPIC_PREFIX": prefix, "SLUICE_KAFKA_TOPIC_PARTITIONS": "4"}
-    return subprocess.run(
-        [sys.executable, "-m", "sluice", "topics"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_module("sluice", "topics", env=env, cwd=ROOT, timeout=60)
 
 
 def test_topics_are_created_then_checked(stack: Stack) -> None:

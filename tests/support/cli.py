@@ -10,12 +10,11 @@ from typing import Any
 from devstack.suite import ROOT, python_env
 
 
-def run_module(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
-    """``python -m <args>`` with the suite's import path, its output captured as text; ``kw``
-    goes to :func:`subprocess.run` (``cwd``, ``timeout``, ``check``)."""
-    return subprocess.run(
-        [sys.executable, "-m", *args], env=python_env({}), capture_output=True, text=True, **kw
-    )
+def run_module(*args: str, env: dict[str, str] | None = None, **kw: Any) -> subprocess.CompletedProcess[str]:
+    """``python -m <args>`` with the suite's import path (or ``env``), its output captured as
+    text; ``kw`` goes to :func:`subprocess.run` (``cwd``, ``timeout``, ``check``)."""
+    env = python_env({}) if env is None else env
+    return subprocess.run([sys.executable, "-m", *args], env=env, capture_output=True, text=True, **kw)
 
 
 def run_schemathesis(

@@ -14,13 +14,15 @@ from typing import Any
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from admin import repository as repo
 from common.contracts import Command, Ctx, Result, encode
 from common.contracts.base import as_mode
 from common.contracts.events import ControlEvent
-from common.errors import ErrorCode, ServiceError
+from common.errors import ErrorCode, ServiceError, not_found
 from common.outbox import Outbox, OutMessage
 from common.rpc import RpcClient
 from common.settings import Settings
+from common.tables import AnyRow
 from common.topics import Topics
 
 
@@ -40,6 +42,14 @@ class ActionContext:
     @property
     def topics(self) -> Topics:
         return Topics(self.settings.topic_prefix)
+
+    async def target_tenant(self, tenant_id: str, *, lock: bool = False) -> AnyRow:
+        """The tenant the action is about (404 when there is none), noted for the audit log."""
+        row = await repo.get_tenant(self.session, tenant_id, lock=lock)
+        if row is None:
+            raise not_found("tenant")
+        self.target = str(row.id)
+        return row
 
     def invalidate(self, *names: str) -> None:
         self.stale_cache.extend(names)

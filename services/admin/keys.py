@@ -33,10 +33,7 @@ def _not_live() -> Exception:
 
 async def create_api_key(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
     p = decode_body(raw, schemas.CreateApiKey)
-    tenant = await repo.get_tenant(ctx.session, p.tenant_id)
-    if tenant is None:
-        raise not_found("tenant")
-    ctx.target = str(tenant.id)
+    tenant = await ctx.target_tenant(p.tenant_id)
     mode = p.mode or tenant.default_mode
     scopes: list[str] = list(dict.fromkeys(p.scopes))
     ctx.details = {"mode": mode, "key_label": p.key_label, "scopes": scopes}
@@ -77,11 +74,8 @@ async def revoke_api_key(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
 
 async def issue_access_token(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
     p = decode_body(raw, schemas.IssueAccessToken)
-    tenant = await repo.get_tenant(ctx.session, p.tenant_id)
-    if tenant is None:
-        raise not_found("tenant")
+    tenant = await ctx.target_tenant(p.tenant_id)
     tid = str(tenant.id)
-    ctx.target = tid
     scopes: list[str] = list(dict.fromkeys(p.scopes))
     ctx.details = {"mode": p.mode, "scopes": scopes, "ttl_seconds": p.ttl_seconds}
     if p.mode == "production" and not tenant.live_enabled:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from admin import repository as repo
 from admin import schemas
 from admin.context import ActionContext
 from common.checksums import aba_valid, iban_valid, normalize_iban
@@ -21,18 +20,14 @@ from common.contracts.commands import (
     SetTransferCap,
     UpsertExternalAccount,
 )
-from common.errors import invalid, not_found
+from common.errors import invalid
 from common.ids import new_id
 from common.money import FIAT_OF_RAIL, STABLECOINS
 from common.validation import decode_body
 
 
 async def known_tenant(ctx: ActionContext, tenant_id: str) -> str:
-    row = await repo.get_tenant(ctx.session, tenant_id)
-    if row is None:
-        raise not_found("tenant")
-    ctx.target = str(row.id)
-    return str(row.id)
+    return str((await ctx.target_tenant(tenant_id)).id)
 
 
 def check_rail_currency(rail: str, currency: str) -> str:

@@ -103,10 +103,7 @@ async def upsert_tenant(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
 
 async def get_tenant(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
     p = decode_body(raw, schemas.TenantRef)
-    row = await repo.get_tenant(ctx.session, p.tenant_id)
-    if row is None:
-        raise not_found("tenant")
-    ctx.target = str(row.id)
+    row = await ctx.target_tenant(p.tenant_id)
     keys = await repo.keys_of(ctx.session, row.id)
     return {**repo.tenant_dict(row), "api_keys": [repo.key_dict(k) for k in keys]}
 
@@ -124,11 +121,8 @@ async def list_tenants(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
 
 async def enable_live(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
     p = decode_body(raw, schemas.TenantRef)
-    row = await repo.get_tenant(ctx.session, p.tenant_id)
-    if row is None:
-        raise not_found("tenant")
+    row = await ctx.target_tenant(p.tenant_id)
     tid = str(row.id)
-    ctx.target = tid
     if not row.live_enabled:
         cctx = ctx.command_ctx(tid, "production")
         policy, hooks = await asyncio.gather(

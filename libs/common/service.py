@@ -147,8 +147,11 @@ def consumer_app(
     )
 
 
-def serve(app: Any, host: str, port: int) -> None:
-    """Run an ASGI app with uvicorn on uvloop, with httptools.
+def serve(app: Any, host: str, port: int, *, grace_s: float = 5.0) -> None:
+    """Run an ASGI app with uvicorn on uvloop, with httptools. On SIGTERM, requests in flight
+    get ``grace_s`` to finish before they are cancelled: a service that waits on other services
+    for an answer passes its whole request deadline plus a margin, so scaling it in answers
+    every request it took (cancelled, a request was answered 500).
 
     ``uvicorn.Server.serve`` under a plain ``asyncio.run`` would use the stdlib loop: uvicorn
     only installs uvloop in its own ``run``, so the loop is chosen here.
@@ -161,7 +164,7 @@ def serve(app: Any, host: str, port: int) -> None:
         log_config=None,  # no text handlers of uvicorn's own: its loggers propagate to the JSON root
         access_log=False,
         lifespan="on",
-        timeout_graceful_shutdown=5,
+        timeout_graceful_shutdown=max(1, round(grace_s)),
         # Forwarding headers are read by common.clientaddr, from SLUICE_TRUSTED_PROXIES only:
         # uvicorn's default would believe them from 127.0.0.1.
         proxy_headers=False,

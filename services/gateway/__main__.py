@@ -10,4 +10,10 @@ if __name__ == "__main__":
     from gateway.app import create_app
 
     settings = load_settings()
-    serve(create_app(settings), settings.gateway_host, settings.gateway_port)
+    # A request waits up to its deadline for an answer: SIGTERM lets it have it.
+    serve(
+        create_app(settings),
+        settings.gateway_host,
+        settings.gateway_port,
+        grace_s=settings.gateway_timeout_s + 2,
+    )

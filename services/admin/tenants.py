@@ -145,7 +145,10 @@ async def enable_live(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
                 "the tenant cannot go live yet: " + ", ".join(missing),
                 missing=missing,
             )
-        row = await repo.set_live_enabled(ctx.session, row.id)
+        updated = await repo.set_live_enabled(ctx.session, row.id)
+        if updated is None:  # gone since it was read
+            raise not_found("tenant")
+        row = updated
         ctx.invalidate(tenant_cache_name(tid))
         ctx.control("tenant.updated", tenant_id=tid)
     return repo.tenant_dict(row)

@@ -19,11 +19,14 @@ Rail = Literal["provider_wallet", "stablecoin", "ach", "wire", "sepa", "faster_p
 BankRail = Literal["ach", "wire", "sepa", "faster_payments"]
 Currency = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{3,5}$")]
 DecimalText = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,13}(\.[0-9]{1,6})?$")]
-# Ids are the suite's own (visible ASCII); labels are any text PostgreSQL can store (no NUL,
-# no lone surrogate). Fuzzing found an id with a NUL relayed to the webhooks service, which
-# could not store it: the operator waited for a 503 instead of a 400 naming the field.
+# Ids are the suite's own (visible ASCII); labels are any text PostgreSQL can store (no NUL;
+# a lone surrogate never gets this far: the JSON decoder refuses it). Fuzzing found an id
+# with a NUL relayed to the webhooks service, which could not store it: the operator waited
+# for a 503 instead of a 400 naming the field. The pattern once also named the surrogate
+# range, which schemathesis cannot translate: it dropped the pattern, sent NULs as valid and
+# failed the run on the 400 (seed-dependent).
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
-Label = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00\ud800-\udfff]+$")]
+Label = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00]+$")]
 Limit = Annotated[int, msgspec.Meta(ge=1, le=100)]
 _V4 = r"((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _H = "[0-9a-fA-F]{1,4}"

@@ -17,22 +17,14 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ARRAY, Boolean, Column, DateTime, ForeignKey, Index, Integer, Text, Uuid, func
+from sqlalchemy import ARRAY, Boolean, Column, DateTime, ForeignKey, Index, Integer, Text, Uuid
 from sqlalchemy import text as sql_text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from common.tables import table_of
+from common.tables import now_field, table_of, text_field
 
 SCHEMA = "identity"
-
-
-def _now() -> Any:
-    return Field(sa_column=Column(DateTime(timezone=True), nullable=False, server_default=func.now()))
-
-
-def _text(*, nullable: bool = False) -> Any:
-    return Field(sa_column=Column(Text, nullable=nullable))
 
 
 class Tenant(SQLModel, table=True):
@@ -44,16 +36,16 @@ class Tenant(SQLModel, table=True):
 
     id: uuid.UUID = Field(sa_column=Column(Uuid, primary_key=True))
     name: str = Field(sa_column=Column(Text, nullable=False, unique=True))
-    default_mode: str = _text()
+    default_mode: str = text_field()
     rate_limit_per_minute: int = Field(sa_column=Column(Integer, nullable=False))
     # ``metadata`` is SQLModel's own attribute: the column keeps its name, the field does not.
     metadata_: dict[str, Any] = Field(
         sa_column=Column("metadata", JSONB, nullable=False, server_default=sql_text("'{}'::jsonb"))
     )
     live_enabled: bool = Field(sa_column=Column(Boolean, nullable=False, server_default=sql_text("false")))
-    created_at: datetime = _now()
-    updated_at: datetime = _now()
-    branding_approved_by: str | None = _text(nullable=True)
+    created_at: datetime = now_field()
+    updated_at: datetime = now_field()
+    branding_approved_by: str | None = text_field(nullable=True)
     branding_approved_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
 
 
@@ -67,12 +59,12 @@ class ApiKey(SQLModel, table=True):
     id: str = Field(sa_column=Column(Text, primary_key=True))
     tenant_id: uuid.UUID = Field(sa_column=Column(Uuid, ForeignKey("identity.tenants.id"), nullable=False))
     key_hash: str = Field(sa_column=Column(Text, nullable=False, unique=True))
-    key_prefix: str = _text()
-    label: str = _text()
+    key_prefix: str = text_field()
+    label: str = text_field()
     scopes: list[str] = Field(sa_column=Column(ARRAY(Text), nullable=False))
-    mode: str = _text()
+    mode: str = text_field()
     revoked_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
-    created_at: datetime = _now()
+    created_at: datetime = now_field()
 
 
 tenants = table_of(Tenant)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 from sqlalchemy import BigInteger, Column, DateTime, Integer, LargeBinary, MetaData, Row, Table, Text, func
-from sqlmodel import SQLModel
+from sqlmodel import Field, SQLModel
 
 #: A row read from a declared table (columns by attribute, as the select named them).
 AnyRow: TypeAlias = Row[*tuple[Any, ...]]
@@ -30,6 +30,16 @@ def table_of(model: type[SQLModel]) -> Table:
     """A ``table=True`` model's Core table, for statements built with SQLAlchemy Core."""
     table: Table = model.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)
     return table
+
+
+def now_field() -> Any:
+    """A SQLModel field for a ``timestamptz NOT NULL DEFAULT now()`` column."""
+    return Field(sa_column=Column(DateTime(timezone=True), nullable=False, server_default=func.now()))
+
+
+def text_field(*, nullable: bool = False) -> Any:
+    """A SQLModel field for a ``text`` column, ``NOT NULL`` unless ``nullable``."""
+    return Field(sa_column=Column(Text, nullable=nullable))
 
 
 def outbox_table(schema: str) -> Table:

@@ -18,26 +18,15 @@ from sqlalchemy import (
     Index,
     LargeBinary,
     Text,
-    func,
 )
 from sqlalchemy import text as sql_text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from common.identity import ApiKey, Tenant, api_keys, tenants
-from common.tables import outbox_table, table_of
+from common.identity import SCHEMA, ApiKey, Tenant, api_keys, tenants
+from common.tables import now_field, outbox_table, table_of, text_field
 
 __all__ = ["ApiKey", "AuditEntry", "DeadLetterRecord", "Tenant", "api_keys", "audit_log", "outbox", "tenants"]
-
-SCHEMA = "identity"
-
-
-def _now() -> Any:
-    return Field(sa_column=Column(DateTime(timezone=True), nullable=False, server_default=func.now()))
-
-
-def _text(*, nullable: bool = False) -> Any:
-    return Field(sa_column=Column(Text, nullable=nullable))
 
 
 class AuditEntry(SQLModel, table=True):
@@ -51,12 +40,12 @@ class AuditEntry(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, sa_column=Column(BigInteger, primary_key=True, autoincrement=True))
-    at: datetime = _now()
-    actor: str = _text()
-    action: str = _text()
-    request_id: str = _text()
-    outcome: str = _text()
-    target: str | None = _text(nullable=True)
+    at: datetime = now_field()
+    actor: str = text_field()
+    action: str = text_field()
+    request_id: str = text_field()
+    outcome: str = text_field()
+    target: str | None = text_field(nullable=True)
     details: dict[str, Any] = Field(
         sa_column=Column(JSONB, nullable=False, server_default=sql_text("'{}'::jsonb"))
     )

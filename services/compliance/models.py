@@ -23,20 +23,15 @@ from sqlalchemy import (
     LargeBinary,
     Numeric,
     Text,
-    func,
 )
 from sqlalchemy import text as sql_text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from common.tables import outbox_table, table_of
+from common.tables import now_field, outbox_table, table_of
 
 SCHEMA = "compliance"
 MONEY = Numeric(30, 6)
-
-
-def _now() -> Any:
-    return Field(sa_column=Column(DateTime(timezone=True), nullable=False, server_default=func.now()))
 
 
 def _text(*, nullable: bool = False, primary_key: bool = False) -> Any:
@@ -78,7 +73,7 @@ class ComplianceDecision(SQLModel, table=True):
     out_key: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
     out_partition: int | None = Field(default=None, sa_column=Column(Integer))
     out_payload: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
-    created_at: datetime = _now()
+    created_at: datetime = now_field()
 
 
 class ComplianceParty(_TenantModeKey, table=True):
@@ -101,7 +96,7 @@ class ComplianceRoute(_TenantModeKey, table=True):
     currency: str = _text(primary_key=True)
     approved: bool = Field(sa_column=Column(Boolean, nullable=False))
     updated_by: str | None = _text(nullable=True)
-    updated_at: datetime = _now()
+    updated_at: datetime = now_field()
 
 
 class ComplianceCap(_TenantModeKey, table=True):
@@ -112,7 +107,7 @@ class ComplianceCap(_TenantModeKey, table=True):
     daily: Decimal = Field(sa_column=Column(MONEY, nullable=False))
     review_threshold: Decimal | None = Field(default=None, sa_column=Column(MONEY))
     updated_by: str | None = _text(nullable=True)
-    updated_at: datetime = _now()
+    updated_at: datetime = now_field()
 
 
 class ComplianceExternalAccount(SQLModel, table=True):
@@ -134,8 +129,8 @@ class ComplianceExternalAccount(SQLModel, table=True):
     iban: str | None = _text(nullable=True)
     bic: str | None = _text(nullable=True)
     updated_by: str | None = _text(nullable=True)
-    created_at: datetime = _now()
-    updated_at: datetime = _now()
+    created_at: datetime = now_field()
+    updated_at: datetime = now_field()
 
 
 class ComplianceCapUsage(_TenantModeKey, table=True):
@@ -175,7 +170,7 @@ class ComplianceScreenedAddress(SQLModel, table=True):
     address: str = _text(primary_key=True)
     reason: str = _text()
     added_by: str | None = _text(nullable=True)
-    created_at: datetime = _now()
+    created_at: datetime = now_field()
 
 
 decisions = table_of(ComplianceDecision)

@@ -17,13 +17,9 @@ from sqlalchemy import (
 from sqlmodel import Field, SQLModel
 
 from common.identity import api_keys, tenants
-from common.tables import table_of
+from common.tables import table_of, text_field
 
 SCHEMA = "gateway"
-
-
-def _text(*, nullable: bool = False) -> Any:
-    return Field(sa_column=Column(Text, nullable=nullable))
 
 
 def _ts(*, nullable: bool = True) -> Any:
@@ -37,14 +33,14 @@ class OnboardingAuthorization(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("tenant_id", "mode", "idempotency_key"), {"schema": SCHEMA})
 
     id: str = Field(sa_column=Column(Text, primary_key=True))
-    tenant_id: str = _text()
-    mode: str = _text()
-    idempotency_key: str | None = _text(nullable=True)
-    request_id: str = _text()
-    service_user_id: str = _text()
-    email: str | None = _text(nullable=True)
-    account_type: str | None = _text(nullable=True)
-    redirect_url: str | None = _text(nullable=True)
+    tenant_id: str = text_field()
+    mode: str = text_field()
+    idempotency_key: str | None = text_field(nullable=True)
+    request_id: str = text_field()
+    service_user_id: str = text_field()
+    email: str | None = text_field(nullable=True)
+    account_type: str | None = text_field(nullable=True)
+    redirect_url: str | None = text_field(nullable=True)
     expires_at: datetime = _ts(nullable=False)
     created_at: datetime = Field(
         sa_column=Column(DateTime(timezone=True), nullable=False, server_default=func.now())
@@ -54,7 +50,7 @@ class OnboardingAuthorization(SQLModel, table=True):
     pending_at: datetime | None = _ts()
     # consumption: set once, by the first completed signup
     used_at: datetime | None = _ts()
-    customer_id: str | None = _text(nullable=True)
+    customer_id: str | None = text_field(nullable=True)
 
 
 onboarding_authorizations = table_of(OnboardingAuthorization)

@@ -69,14 +69,16 @@ def _due(d: Any) -> Any:
     )
 
 
+def _leased(d: Any) -> Any:
+    """A delivery in flight: pending under a lease not yet expired (index ``deliveries_leased``)."""
+    return and_(d.c.status == "pending", d.c.lease_until.is_not(None), d.c.lease_until >= func.now())
+
+
 def _leased_count(webhook_id: Any) -> Any:
-    """Leased deliveries of one endpoint (index ``deliveries_leased``: at most the limit's worth)."""
+    """Leased deliveries of one endpoint (at most the limit's worth)."""
     d = deliveries.alias("l")
     return (
-        select(func.count())
-        .select_from(d)
-        .where(d.c.webhook_id == webhook_id, d.c.status == "pending", d.c.lease_until >= func.now())
-        .scalar_subquery()
+        select(func.count()).select_from(d).where(d.c.webhook_id == webhook_id, _leased(d)).scalar_subquery()
     )
 
 
@@ -102,12 +104,7 @@ def _due_endpoints_statement(limit: int, per_endpoint: int) -> Any:
     in_flight = (  # per tenant with a due endpoint: its endpoints' leased rows (deliveries_leased)
         select(mine.c.tenant_id, func.count().label("n"))
         .select_from(mine.join(held, held.c.webhook_id == mine.c.id))
-        .where(
-            mine.c.tenant_id.in_(select(ranked.c.tenant_id)),
-            held.c.status == "pending",
-            held.c.lease_until.is_not(None),
-            held.c.lease_until >= func.now(),
-        )
+        .where(mine.c.tenant_id.in_(select(ranked.c.tenant_id)), _leased(held))
         .group_by(mine.c.tenant_id)
         .subquery("in_flight")
     )
@@ -144,11 +141,10 @@ def _leased_counts_statement() -> Any:
     committed its leases meanwhile was not seen, and the endpoint got more than its limit in
     flight (40 of 32 with two processes on CI). Every lease is taken under the endpoint's lock,
     so once it is held a new statement's snapshot sees them all."""
-    d = deliveries.c
     return (
-        select(d.webhook_id, func.count())
-        .where(d.webhook_id == func.any(texts("ids")), d.status == "pending", d.lease_until >= func.now())
-        .group_by(d.webhook_id)
+        select(deliveries.c.webhook_id, func.count())
+        .where(deliveries.c.webhook_id == func.any(texts("ids")), _leased(deliveries))
+        .group_by(deliveries.c.webhook_id)
     )
 
 

@@ -75,22 +75,17 @@ def _unauthorized(message: str) -> ServiceError:
     return ServiceError(ErrorCode.UNAUTHORIZED, message)
 
 
+@dataclass(eq=False)
 class Authenticator:
-    def __init__(
-        self,
-        redis: Redis,
-        sm: async_sessionmaker[AsyncSession],
-        jwt_secret: bytes = b"",
-        jwt_issuer: str = "sluice",
-        failures: FailureLimiter | None = None,
-    ) -> None:
-        self.failures = failures
-        self.redis = redis
-        self.sm = sm
-        self.jwt_secret = jwt_secret
-        self.jwt_issuer = jwt_issuer
-        self._lookup = redis.register_script(LOOKUP_AND_COUNT)
-        self._fill_if_current = redis.register_script(FILL_IF_CURRENT)
+    redis: Redis
+    sm: async_sessionmaker[AsyncSession]
+    jwt_secret: bytes = b""
+    jwt_issuer: str = "sluice"
+    failures: FailureLimiter | None = None
+
+    def __post_init__(self) -> None:
+        self._lookup = self.redis.register_script(LOOKUP_AND_COUNT)
+        self._fill_if_current = self.redis.register_script(FILL_IF_CURRENT)
 
     async def _read(self, name: str) -> tuple[Any, bytes]:
         """The cached entry and its generation (read before PostgreSQL, see common.auth)."""

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -133,6 +134,7 @@ async def _claim(session: AsyncSession, policy: Policy, worker: str, free: int) 
     return claimed, len(due) == limit or len(claimed) == free
 
 
+@dataclass(eq=False)
 class DeliveryWorker:
     """One loop claims and records: each turn is one transaction that writes the outcomes of
     every attempt finished since the last turn and claims what is due (group commit: while a
@@ -140,27 +142,21 @@ class DeliveryWorker:
     for those still in flight). Each claimed delivery is sent as its own task, which wakes
     the loop when done; fan-out wakes it too, else it polls."""
 
-    def __init__(
-        self,
-        sm: async_sessionmaker[AsyncSession],
-        sender: Sender,
-        box: SecretBox,
-        worker: str,
-        poll_s: float,
-        linger_s: float = 0.005,
-    ) -> None:
-        self.sm = sm
-        self.sender = sender
-        self.box = box
-        self.worker = worker
-        self.poll_s = poll_s
-        self.linger_s = linger_s
-        self.policy = sender.policy
-        self.tasks: set[asyncio.Task[None]] = set()
-        self.finished: list[Finished] = []
-        self.sent = 0
-        self.turns = 0
-        self._wake = asyncio.Event()
+    sm: async_sessionmaker[AsyncSession]
+    sender: Sender
+    box: SecretBox
+    worker: str
+    poll_s: float
+    linger_s: float = 0.005
+    tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+    finished: list[Finished] = field(default_factory=list, init=False)
+    sent: int = field(default=0, init=False)
+    turns: int = field(default=0, init=False)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+
+    @property
+    def policy(self) -> Policy:
+        return self.sender.policy
 
     def wake(self) -> None:
         self._wake.set()

@@ -324,6 +324,17 @@ def _hold(wallet: str, amount: str) -> journal.Entry:
     return _entry((f"{wallet}.available", "USDC", f"-{amount}"), (f"{wallet}.held", "USDC", amount))
 
 
+def _deposit(tenant: str, amount: Decimal, deposit_id: str) -> journal.Entry:
+    """``amount`` USDC from the tenant's deposits account into w2."""
+    return journal.entry(
+        tenant_id=tenant,
+        mode="sandbox",
+        kind="deposit",
+        postings=[(f"ext.{tenant}.sandbox.USDC.deposits", "USDC", -amount), ("w2.available", "USDC", amount)],
+        deposit_id=deposit_id,
+    )
+
+
 @pytest.fixture
 def ledger(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLedger]:
     fake = FakeLedger({"w1.available": "10", "w1.held": "0", "w2.available": "0", "w2.held": "0"})
@@ -336,13 +347,7 @@ async def test_a_batch_is_applied_in_order_and_an_overdraft_is_refused_alone(led
     first = j.add([_hold("w1", "6")], refusable_for="w1")
     second = j.add([_hold("w1", "5")], refusable_for="w1")  # 4 left: refused
     third = j.add([_hold("w1", "4")], refusable_for="w1")  # exactly what is left: accepted
-    deposit = journal.entry(
-        tenant_id="t",
-        mode="sandbox",
-        kind="deposit",
-        postings=[("ext.t.sandbox.USDC.deposits", "USDC", D(-3)), ("w2.available", "USDC", D(3))],
-        deposit_id="dep_1",
-    )
+    deposit = _deposit("t", D(3), "dep_1")
     j.add([deposit])
     await j.apply(SESSION)  # type: ignore[arg-type]
     assert (first.refused, second.refused, third.refused) == (False, True, False)
@@ -835,13 +840,7 @@ def test_door_rules_left_alive() -> None:
 
 async def test_every_entry_is_linked_into_its_tenants_chain(ledger: FakeLedger) -> None:
     j = journal.Journal()
-    other = journal.entry(
-        tenant_id="u",
-        mode="sandbox",
-        kind="deposit",
-        postings=[("ext.u.sandbox.USDC.deposits", "USDC", D(-1)), ("w2.available", "USDC", D(1))],
-        deposit_id="dep_9",
-    )
+    other = _deposit("u", D(1), "dep_9")
     cpu_before = CHAIN_CPU._value.get()
     refused = j.add([_hold("w1", "11")], refusable_for="w1")
     j.add([_hold("w1", "2")], refusable_for="w1")

@@ -22,6 +22,17 @@ def refusal(rule: str, reason: str, message: str, **details: object) -> Verdict:
     return Verdict("refuse", rule, reason, message, details, "forbidden")
 
 
+def ea_refusal(message: str, problem: str, external_account_id: str | None = "ea_1") -> Verdict:
+    """A payout refused for its external account (one reason, the problem in the details)."""
+    return refusal(
+        "external_account",
+        "external_account_not_approved",
+        message,
+        problem=problem,
+        external_account_id=external_account_id,
+    )
+
+
 @pytest.mark.parametrize(
     ("given", "expected"),
     [
@@ -99,71 +110,56 @@ def refusal(rule: str, reason: str, message: str, **details: object) -> Verdict:
                 amount="30",
             ),
         ),
-        (
-            payout(external_account_id=None, external_account=None),
-            refusal(
-                "external_account",
-                "external_account_not_approved",
-                "a payout needs destination.external_account_id naming an approved external account",
-                problem="missing",
-                external_account_id=None,
-            ),
-        ),
-        (
-            payout(external_account=None),
-            refusal(
-                "external_account",
-                "external_account_not_approved",
-                "the external account is not registered for this tenant and mode; ask an operator to"
-                " register and approve it",
-                problem="unknown",
-                external_account_id="ea_1",
-            ),
-        ),
-        (
-            payout(external_account=dataclasses.replace(EA, customer_id="cus_z")),
-            refusal(
-                "external_account",
-                "external_account_not_approved",
-                "the external account belongs to another customer than the paying wallet's",
-                problem="other_customer",
-                external_account_id="ea_1",
-            ),
-        ),
-        (
-            payout(external_account=dataclasses.replace(EA, approved=False)),
-            refusal(
-                "external_account",
-                "external_account_not_approved",
-                "the external account is not approved yet; ask an operator to approve it",
-                problem="not_approved",
-                external_account_id="ea_1",
-            ),
-        ),
-        (
-            payout(external_account=dataclasses.replace(EA, rail="wire")),
-            refusal(
-                "external_account",
-                "external_account_not_approved",
-                "the external account is approved for wire, not ach",
-                problem="rail_mismatch",
-                external_account_id="ea_1",
-            ),
-        ),
-        (
-            payout(external_account=dataclasses.replace(EA, currency="EUR")),
-            refusal(
-                "external_account",
-                "external_account_not_approved",
-                "the external account is approved for EUR, not USD",
-                problem="currency_mismatch",
-                external_account_id="ea_1",
-            ),
-        ),
     ],
 )
 def test_each_refusal_whole(given: rules.TransferFacts, expected: Verdict) -> None:
     assert rules.check_transfer(given) == expected
+
+
+@pytest.mark.parametrize(
+    ("account", "message", "problem"),
+    [
+        (
+            None,
+            "the external account is not registered for this tenant and mode; ask an operator to"
+            " register and approve it",
+            "unknown",
+        ),
+        (
+            dataclasses.replace(EA, customer_id="cus_z"),
+            "the external account belongs to another customer than the paying wallet's",
+            "other_customer",
+        ),
+        (
+            dataclasses.replace(EA, approved=False),
+            "the external account is not approved yet; ask an operator to approve it",
+            "not_approved",
+        ),
+        (
+            dataclasses.replace(EA, rail="wire"),
+            "the external account is approved for wire, not ach",
+            "rail_mismatch",
+        ),
+        (
+            dataclasses.replace(EA, currency="EUR"),
+            "the external account is approved for EUR, not USD",
+            "currency_mismatch",
+        ),
+    ],
+)
+def test_each_external_account_problem_refused_whole(
+    account: ExternalAccount | None, message: str, problem: str
+) -> None:
+    assert rules.check_transfer(payout(external_account=account)) == ea_refusal(message, problem)
+
+
+def test_a_payout_naming_no_external_account_refused_whole() -> None:
+    missing = ea_refusal(
+        "a payout needs destination.external_account_id naming an approved external account",
+        "missing",
+        external_account_id=None,
+    )
+    assert rules.check_transfer(payout(external_account_id=None, external_account=None)) == missing
 
 
 def test_allow_and_review_verdicts_whole() -> None:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -55,6 +56,7 @@ from tests.simulation.net import Net, sim_broker
 log = logging.getLogger(__name__)
 
 REPLIES = "sim.replies"
+C = TypeVar("C", bound=Command)
 TENANTS = ("t-a", "t-b")
 WALLETS_PER_TENANT = 3
 DAILY_CAP = Decimal("900")  # low enough that the load meets it
@@ -152,6 +154,11 @@ class Client:
         key = partition_key(cmd).encode()
         self.net.put(self.topics.compliance_commands, encode(cmd), key, [])
 
+    def own(self, w: Wallet, kind: Callable[..., C], **fields: Any) -> C:
+        """A set-up command of ``w``'s customer (one of each kind per customer)."""
+        fields.setdefault("customer_id", w.customer_id)
+        return kind(command_id=f"c_{kind.__name__}_{w.customer_id}", ctx=self.ctx(w.tenant), **fields)
+
     def setup(self) -> list[list[Command]]:
         """Layers of set-up commands: each layer needs the one before it decided."""
         customers: list[Command] = []
@@ -162,10 +169,9 @@ class Client:
                 w = Wallet(t, f"cus_{t}_{i}", f"wal_{t}_{i}", f"va_{t}_{i}", f"ext_{t}_{i}")
                 self.wallets.append(w)
                 customers.append(
-                    CreateCustomer(
-                        command_id=f"c_{w.customer_id}",
-                        ctx=self.ctx(t),
-                        customer_id=w.customer_id,
+                    self.own(
+                        w,
+                        CreateCustomer,
                         account_type="individual",
                         email="sim@example.com",
                         country_code="US",
@@ -173,22 +179,12 @@ class Client:
                         full_name="Sim Ulation",
                     )
                 )
+                wallets.append(self.own(w, CreateWallet, wallet_id=w.wallet_id, symbol="USDC", chain="ETH"))
                 wallets.append(
-                    CreateWallet(
-                        command_id=f"c_{w.wallet_id}",
-                        ctx=self.ctx(t),
-                        wallet_id=w.wallet_id,
-                        customer_id=w.customer_id,
-                        symbol="USDC",
-                        chain="ETH",
-                    )
-                )
-                wallets.append(
-                    UpsertExternalAccount(
-                        command_id=f"c_{w.ext_id}",
-                        ctx=self.ctx(t),
+                    self.own(
+                        w,
+                        UpsertExternalAccount,
                         external_account_id=w.ext_id,
-                        customer_id=w.customer_id,
                         rail="ach",
                         currency="USD",
                         approved=True,
@@ -196,16 +192,16 @@ class Client:
                         routing_number="021000021",
                     )
                 )
+                to_wallet = VADestination(
+                    rail="provider_wallet", currency="USDC", provider_wallet_id=w.wallet_id
+                )
                 accounts.append(
-                    CreateVirtualAccount(
-                        command_id=f"c_{w.va_id}",
-                        ctx=self.ctx(t),
+                    self.own(
+                        w,
+                        CreateVirtualAccount,
                         virtual_account_id=w.va_id,
-                        customer_id=w.customer_id,
                         currency="USD",
-                        destination=VADestination(
-                            rail="provider_wallet", currency="USDC", provider_wallet_id=w.wallet_id
-                        ),
+                        destination=to_wallet,
                     )
                 )
         return [customers, wallets, accounts]

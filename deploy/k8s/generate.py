@@ -68,16 +68,26 @@ def _container(name: str, port: int, args: list[str]) -> dict[str, Any]:
     }
 
 
+def _manifest(api_version: str, kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    """The ``kind`` object ``sluice-<name>`` with that component's labels."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": f"sluice-{name}", "labels": _labels(name)},
+        "spec": spec,
+    }
+
+
 def deployment(name: str, port: int) -> dict[str, Any]:
     c = _container(name, port, ["serve", name])
     c["livenessProbe"] = {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10}
     c["readinessProbe"] = {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 5}
     c["startupProbe"] = {"httpGet": {"path": "/healthz", "port": "http"}, "failureThreshold": 30}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": f"sluice-{name}", "labels": _labels(name)},
-        "spec": {
+    return _manifest(
+        "apps/v1",
+        "Deployment",
+        name,
+        {
             "replicas": 2,
             "selector": {"matchLabels": _labels(name)},
             "template": {
@@ -90,7 +100,7 @@ def deployment(name: str, port: int) -> dict[str, Any]:
                 },
             },
         },
-    }
+    )
 
 
 def base() -> dict[str, list[dict[str, Any]]]:
@@ -145,20 +155,20 @@ def base() -> dict[str, list[dict[str, Any]]]:
     ]
     files["deployments.yaml"] = [deployment(n, p) for n, (p, _, _) in SERVICES.items()]
     files["services.yaml"] = [
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": f"sluice-{n}", "labels": _labels(n)},
-            "spec": {"selector": _labels(n), "ports": [{"name": "http", "port": p, "targetPort": "http"}]},
-        }
+        _manifest(
+            "v1",
+            "Service",
+            n,
+            {"selector": _labels(n), "ports": [{"name": "http", "port": p, "targetPort": "http"}]},
+        )
         for n, (p, _, _) in SERVICES.items()
     ]
     files["hpa.yaml"] = [
-        {
-            "apiVersion": "autoscaling/v2",
-            "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": f"sluice-{n}", "labels": _labels(n)},
-            "spec": {
+        _manifest(
+            "autoscaling/v2",
+            "HorizontalPodAutoscaler",
+            n,
+            {
                 "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"sluice-{n}"},
                 "minReplicas": 2,
                 "maxReplicas": 10,
@@ -172,16 +182,16 @@ def base() -> dict[str, list[dict[str, Any]]]:
                     }
                 ],
             },
-        }
+        )
         for n, (_, http, _) in SERVICES.items()
         if http
     ]
     files["keda.yaml"] = [
-        {
-            "apiVersion": "keda.sh/v1alpha1",
-            "kind": "ScaledObject",
-            "metadata": {"name": f"sluice-{n}", "labels": _labels(n)},
-            "spec": {
+        _manifest(
+            "keda.sh/v1alpha1",
+            "ScaledObject",
+            n,
+            {
                 "scaleTargetRef": {"name": f"sluice-{n}"},
                 "minReplicaCount": 1,
                 "maxReplicaCount": PARTITIONS,  # a group cannot use more consumers than partitions
@@ -197,17 +207,17 @@ def base() -> dict[str, list[dict[str, Any]]]:
                     }
                 ],
             },
-        }
+        )
         for n, (_, _, topic) in SERVICES.items()
         if topic
     ]
     files["pdb.yaml"] = [
-        {
-            "apiVersion": "policy/v1",
-            "kind": "PodDisruptionBudget",
-            "metadata": {"name": f"sluice-{n}", "labels": _labels(n)},
-            "spec": {"minAvailable": 1, "selector": {"matchLabels": _labels(n)}},
-        }
+        _manifest(
+            "policy/v1",
+            "PodDisruptionBudget",
+            n,
+            {"minAvailable": 1, "selector": {"matchLabels": _labels(n)}},
+        )
         for n in SERVICES
     ]
     files["networkpolicy.yaml"] = [

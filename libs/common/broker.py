@@ -38,7 +38,7 @@ from common.consume import Failure
 from common.metrics import CONSUMER_LAG, DEAD_LETTERS
 from common.settings import Settings
 from common.telemetry import tracer_provider
-from common.topics import Topics
+from common.topics import Topic, Topics
 from common.tracing import exporting, publish
 
 log = logging.getLogger(__name__)
@@ -149,14 +149,7 @@ async def ensure_topics(settings: Settings, names: Iterable[str], partitions: in
 
 def service_topics(settings: Settings) -> list[str]:
     t = Topics(settings.topic_prefix)
-    return [
-        t.compliance_commands,
-        t.ledger_commands,
-        t.webhooks_commands,
-        t.events,
-        t.control_events,
-        t.dead_letters,
-    ]
+    return [t[topic] for topic in Topic]
 
 
 class Commits:

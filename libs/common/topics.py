@@ -3,39 +3,47 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Topic(StrEnum):
+    """The suite's shared topics, by what follows the prefix in their names."""
+
+    #: Everything that needs a policy decision, plus compliance's own admin commands.
+    COMPLIANCE_COMMANDS = "compliance.commands"
+    #: Approved commands and reads of ledger resources.
+    LEDGER_COMMANDS = "ledger.commands"
+    WEBHOOKS_COMMANDS = "webhooks.commands"
+    #: Domain events (contract section 7), produced by the ledger outbox.
+    EVENTS = "events"
+    #: Operator changes (key revoked, policy changed, branding changed) broadcast to services.
+    CONTROL_EVENTS = "control.events"
+    DEAD_LETTERS = "dlq"
+
+
+class _Named:
+    """A :class:`Topics` attribute: that topic's name under the instance's prefix."""
+
+    def __init__(self, topic: Topic) -> None:
+        self.topic = topic
+
+    def __get__(self, topics: Topics, owner: type[Topics] | None = None) -> str:
+        return topics[self.topic]
 
 
 @dataclass(frozen=True)
 class Topics:
     prefix: str = "sluice"
 
-    @property
-    def compliance_commands(self) -> str:
-        """Everything that needs a policy decision, plus compliance's own admin commands."""
-        return f"{self.prefix}.compliance.commands"
+    compliance_commands = _Named(Topic.COMPLIANCE_COMMANDS)
+    ledger_commands = _Named(Topic.LEDGER_COMMANDS)
+    webhooks_commands = _Named(Topic.WEBHOOKS_COMMANDS)
+    events = _Named(Topic.EVENTS)
+    control_events = _Named(Topic.CONTROL_EVENTS)
+    dead_letters = _Named(Topic.DEAD_LETTERS)
 
-    @property
-    def ledger_commands(self) -> str:
-        """Approved commands and reads of ledger resources."""
-        return f"{self.prefix}.ledger.commands"
-
-    @property
-    def webhooks_commands(self) -> str:
-        return f"{self.prefix}.webhooks.commands"
-
-    @property
-    def events(self) -> str:
-        """Domain events (contract section 7), produced by the ledger outbox."""
-        return f"{self.prefix}.events"
-
-    @property
-    def control_events(self) -> str:
-        """Operator changes (key revoked, policy changed, branding changed) broadcast to services."""
-        return f"{self.prefix}.control.events"
-
-    @property
-    def dead_letters(self) -> str:
-        return f"{self.prefix}.dlq"
+    def __getitem__(self, topic: Topic) -> str:
+        return f"{self.prefix}.{topic.value}"
 
     def replies(self, instance_id: str) -> str:
         return f"{self.prefix}.replies.{instance_id}"

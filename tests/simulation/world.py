@@ -149,6 +149,12 @@ class Client:
         self.n += 1
         return Ctx(request_id=f"req{self.n}", tenant_id=tenant, mode="sandbox", reply_to=REPLIES)
 
+    def head(self, tenant: str) -> dict[str, Any]:
+        """A new command's id and context; the step's ids below use the ``self.n`` it sets (keyword
+        arguments are evaluated in order, so spread it first)."""
+        ctx = self.ctx(tenant)
+        return {"command_id": f"c{self.n}", "ctx": ctx}
+
     def send(self, cmd: Command) -> None:
         self.issued[cmd.command_id] = cmd
         key = partition_key(cmd).encode()
@@ -216,11 +222,9 @@ class Client:
 
     def deposit(self) -> None:
         w = self.rng.choice(self.wallets)
-        ctx = self.ctx(w.tenant)
         self.send(
             SandboxDeposit(
-                command_id=f"c{self.n}",
-                ctx=ctx,
+                **self.head(w.tenant),
                 deposit_id=f"dep{self.n}",
                 virtual_account_id=w.va_id,
                 amount=self.amount(50, 400),
@@ -235,11 +239,9 @@ class Client:
         else:
             dst = self.rng.choice([w for w in self.wallets if w.tenant == src.tenant and w is not src])
             to = Party(payment_rail="provider_wallet", currency="USDC", provider_wallet_id=dst.wallet_id)
-        ctx = self.ctx(src.tenant)
         self.send(
             CreateTransfer(
-                command_id=f"c{self.n}",
-                ctx=ctx,
+                **self.head(src.tenant),
                 transfer_id=f"{'po' if kind == 'payout' else 'tr'}{self.n}",
                 kind="payout" if kind == "payout" else "transfer",
                 source=Party(

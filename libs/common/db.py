@@ -8,7 +8,7 @@ Each service owns one PostgreSQL schema (``ledger``, ``compliance``, ``webhooks`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -124,6 +124,38 @@ def run_alembic_env(schema: str, target_metadata: Any = None) -> None:
         await engine.dispose()
 
     asyncio.run(run())
+
+
+Migration = tuple[Callable[[], None], Callable[[], None]]
+"""A migration's ``upgrade`` and ``downgrade``."""
+
+
+def sql_migration(up: Sequence[str], down: Sequence[str]) -> Migration:
+    """The upgrade and downgrade of a migration that only runs SQL statements, in order.
+
+    Alembic needs only a revision module's ``revision``, ``down_revision``, ``upgrade`` and
+    ``downgrade`` (it logs the last two by ``__name__``), so a migration that is SQL only reads
+    ``upgrade, downgrade = sql_migration(up=[...], down=[...])``; one that needs Python
+    between its statements keeps its own ``def upgrade()``.
+    """
+    from alembic import op
+
+    up, down = tuple(up), tuple(down)
+
+    def upgrade() -> None:
+        for statement in up:
+            op.execute(statement)
+
+    def downgrade() -> None:
+        for statement in down:
+            op.execute(statement)
+
+    return upgrade, downgrade
+
+
+def outbox_migration(schema: str) -> Migration:
+    """The migration that gives ``schema`` its outbox (:func:`outbox_ddl`)."""
+    return sql_migration(up=outbox_ddl(schema), down=[f"DROP TABLE {schema}.outbox"])
 
 
 def outbox_ddl(schema: str) -> list[str]:

@@ -1,5 +1,7 @@
 """${message}"""
+% if upgrades:
 
+import sqlalchemy as sa
 from alembic import op
 
 revision = ${repr(up_revision)}
@@ -7,8 +9,20 @@ down_revision = ${repr(down_revision)}
 
 
 def upgrade() -> None:
-    ${upgrades if upgrades else "pass"}
+    ${upgrades}
 
 
 def downgrade() -> None:
-    ${downgrades if downgrades else "pass"}
+    ${downgrades}
+% else:
+
+from common.db import sql_migration
+
+revision = ${repr(up_revision)}
+down_revision = ${repr(down_revision)}
+
+upgrade, downgrade = sql_migration(
+    up=[],
+    down=[],
+)
+% endif

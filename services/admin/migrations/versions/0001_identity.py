@@ -1,13 +1,12 @@
 """identity: tenants, api keys, audit log (owned by admin; read by the gateway)"""
 
-from alembic import op
+from common.db import sql_migration
 
 revision = "0001"
 down_revision = None
 
-
-def upgrade() -> None:
-    op.execute(
+upgrade, downgrade = sql_migration(
+    up=[
         """CREATE TABLE identity.tenants (
             id UUID PRIMARY KEY,
             name TEXT NOT NULL UNIQUE,
@@ -17,9 +16,7 @@ def upgrade() -> None:
             live_enabled BOOLEAN NOT NULL DEFAULT false,
             created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
             updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
-        )"""
-    )
-    op.execute(
+        )""",
         """CREATE TABLE identity.api_keys (
             id TEXT PRIMARY KEY,
             tenant_id UUID NOT NULL REFERENCES identity.tenants(id),
@@ -30,9 +27,7 @@ def upgrade() -> None:
             mode TEXT NOT NULL,
             revoked_at TIMESTAMPTZ,
             created_at TIMESTAMPTZ NOT NULL DEFAULT now()
-        )"""
-    )
-    op.execute(
+        )""",
         """CREATE TABLE identity.audit_log (
             id BIGSERIAL PRIMARY KEY,
             at TIMESTAMPTZ NOT NULL DEFAULT now(),
@@ -42,19 +37,17 @@ def upgrade() -> None:
             outcome TEXT NOT NULL,
             target TEXT,
             details JSONB NOT NULL DEFAULT '{}'::jsonb
-        )"""
-    )
-    # Append-only: the database itself refuses updates and deletes of audit rows.
-    op.execute(
+        )""",
+        # Append-only: the database itself refuses updates and deletes of audit rows.
         """CREATE FUNCTION identity.audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN RAISE EXCEPTION 'audit_log is append-only'; END $$"""
-    )
-    op.execute(
-        "CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON identity.audit_log"
-        " FOR EACH ROW EXECUTE FUNCTION identity.audit_append_only()"
-    )
-
-
-def downgrade() -> None:
-    op.execute("DROP TABLE identity.audit_log, identity.api_keys, identity.tenants")
-    op.execute("DROP FUNCTION identity.audit_append_only")
+        BEGIN RAISE EXCEPTION 'audit_log is append-only'; END $$""",
+        (
+            "CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON identity.audit_log"
+            " FOR EACH ROW EXECUTE FUNCTION identity.audit_append_only()"
+        ),
+    ],
+    down=[
+        "DROP TABLE identity.audit_log, identity.api_keys, identity.tenants",
+        "DROP FUNCTION identity.audit_append_only",
+    ],
+)

@@ -1,13 +1,12 @@
 """compliance: decisions (also the inbox) and the party registry"""
 
-from alembic import op
+from common.db import sql_migration
 
 revision = "0001"
 down_revision = None
 
-
-def upgrade() -> None:
-    op.execute(
+upgrade, downgrade = sql_migration(
+    up=[
         """CREATE TABLE compliance.decisions (
             id TEXT PRIMARY KEY,
             command_id TEXT NOT NULL UNIQUE,
@@ -24,10 +23,8 @@ def upgrade() -> None:
             out_partition INTEGER,
             out_payload BYTEA NOT NULL,
             created_at TIMESTAMPTZ NOT NULL DEFAULT now()
-        )"""
-    )
-    op.execute("CREATE INDEX decisions_tenant ON compliance.decisions (tenant_id, id DESC)")
-    op.execute(
+        )""",
+        "CREATE INDEX decisions_tenant ON compliance.decisions (tenant_id, id DESC)",
         """CREATE TABLE compliance.parties (
             tenant_id TEXT NOT NULL,
             mode TEXT NOT NULL,
@@ -36,9 +33,7 @@ def upgrade() -> None:
             customer_id TEXT,
             country_code CHAR(2),
             PRIMARY KEY (tenant_id, mode, party_id)
-        )"""
-    )
-
-
-def downgrade() -> None:
-    op.execute("DROP TABLE compliance.decisions, compliance.parties")
+        )""",
+    ],
+    down=["DROP TABLE compliance.decisions, compliance.parties"],
+)

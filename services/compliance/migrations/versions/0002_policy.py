@@ -1,13 +1,12 @@
 """compliance: policy data (routes, caps, external accounts) and daily cap usage"""
 
-from alembic import op
+from common.db import sql_migration
 
 revision = "0002"
 down_revision = "0001"
 
-
-def upgrade() -> None:
-    op.execute(
+upgrade, downgrade = sql_migration(
+    up=[
         """CREATE TABLE compliance.routes (
             tenant_id TEXT NOT NULL,
             mode TEXT NOT NULL,
@@ -17,9 +16,7 @@ def upgrade() -> None:
             updated_by TEXT,
             updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
             PRIMARY KEY (tenant_id, mode, rail, currency)
-        )"""
-    )
-    op.execute(
+        )""",
         """CREATE TABLE compliance.caps (
             tenant_id TEXT NOT NULL,
             mode TEXT NOT NULL,
@@ -29,9 +26,7 @@ def upgrade() -> None:
             updated_by TEXT,
             updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
             PRIMARY KEY (tenant_id, mode)
-        )"""
-    )
-    op.execute(
+        )""",
         """CREATE TABLE compliance.external_accounts (
             id TEXT PRIMARY KEY,
             tenant_id TEXT NOT NULL,
@@ -47,13 +42,9 @@ def upgrade() -> None:
             updated_by TEXT,
             created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
             updated_at TIMESTAMPTZ NOT NULL DEFAULT now()
-        )"""
-    )
-    op.execute(
-        "CREATE INDEX external_accounts_owner ON compliance.external_accounts (tenant_id, mode, customer_id)"
-    )
-    # Daily usage per (tenant, mode, currency, UTC day), bumped by one conditional upsert.
-    op.execute(
+        )""",
+        "CREATE INDEX external_accounts_owner ON compliance.external_accounts (tenant_id, mode, customer_id)",
+        # Daily usage per (tenant, mode, currency, UTC day), bumped by one conditional upsert.
         """CREATE TABLE compliance.cap_usage (
             tenant_id TEXT NOT NULL,
             mode TEXT NOT NULL,
@@ -61,10 +52,8 @@ def upgrade() -> None:
             day DATE NOT NULL,
             used NUMERIC(30, 6) NOT NULL CHECK (used >= 0),
             PRIMARY KEY (tenant_id, mode, currency, day)
-        )"""
-    )
-    # What each approved transfer took from the day's cap, so a failure can give it back once.
-    op.execute(
+        )""",
+        # What each approved transfer took from the day's cap, so a failure can give it back once.
         """CREATE TABLE compliance.cap_holds (
             transfer_id TEXT PRIMARY KEY,
             tenant_id TEXT NOT NULL,
@@ -73,18 +62,16 @@ def upgrade() -> None:
             day DATE NOT NULL,
             amount NUMERIC(30, 6) NOT NULL,
             released_at TIMESTAMPTZ
-        )"""
-    )
-    op.execute("CREATE INDEX decisions_newest ON compliance.decisions (created_at DESC, id DESC)")
-    op.execute(
-        "CREATE INDEX decisions_tenant_newest ON compliance.decisions (tenant_id, created_at DESC, id DESC)"
-    )
-
-
-def downgrade() -> None:
-    op.execute("DROP INDEX compliance.decisions_tenant_newest")
-    op.execute("DROP INDEX compliance.decisions_newest")
-    op.execute(
-        "DROP TABLE compliance.cap_holds, compliance.cap_usage, compliance.external_accounts,"
-        " compliance.caps, compliance.routes"
-    )
+        )""",
+        "CREATE INDEX decisions_newest ON compliance.decisions (created_at DESC, id DESC)",
+        "CREATE INDEX decisions_tenant_newest ON compliance.decisions (tenant_id, created_at DESC, id DESC)",
+    ],
+    down=[
+        "DROP INDEX compliance.decisions_tenant_newest",
+        "DROP INDEX compliance.decisions_newest",
+        (
+            "DROP TABLE compliance.cap_holds, compliance.cap_usage, compliance.external_accounts,"
+            " compliance.caps, compliance.routes"
+        ),
+    ],
+)

@@ -1,13 +1,12 @@
 """compliance: screened on-chain addresses (contract 12.4)"""
 
-from alembic import op
+from common.db import sql_migration
 
 revision = "0003"
 down_revision = "0002"
 
-
-def upgrade() -> None:
-    op.execute(
+upgrade, downgrade = sql_migration(
+    up=[
         """CREATE TABLE compliance.screened_addresses (
             chain TEXT NOT NULL,
             address TEXT NOT NULL,
@@ -15,10 +14,8 @@ def upgrade() -> None:
             added_by TEXT,
             created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
             PRIMARY KEY (chain, address)
-        )"""
-    )
-    op.execute("CREATE INDEX screened_by_address ON compliance.screened_addresses (address)")
-
-
-def downgrade() -> None:
-    op.execute("DROP TABLE compliance.screened_addresses")
+        )""",
+        "CREATE INDEX screened_by_address ON compliance.screened_addresses (address)",
+    ],
+    down=["DROP TABLE compliance.screened_addresses"],
+)

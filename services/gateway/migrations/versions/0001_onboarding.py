@@ -1,13 +1,12 @@
 """gateway: onboarding authorizations (signed, short-lived, single-use signup links)"""
 
-from alembic import op
+from common.db import sql_migration
 
 revision = "0001"
 down_revision = None
 
-
-def upgrade() -> None:
-    op.execute(
+upgrade, downgrade = sql_migration(
+    up=[
         """CREATE TABLE gateway.onboarding_authorizations (
             id TEXT PRIMARY KEY,
             tenant_id TEXT NOT NULL,
@@ -27,9 +26,7 @@ def upgrade() -> None:
             used_at TIMESTAMPTZ,
             customer_id TEXT,
             UNIQUE (tenant_id, mode, idempotency_key)
-        )"""
-    )
-
-
-def downgrade() -> None:
-    op.execute("DROP TABLE gateway.onboarding_authorizations")
+        )""",
+    ],
+    down=["DROP TABLE gateway.onboarding_authorizations"],
+)

@@ -1,15 +1,12 @@
 """ledger: customers, inbox, outbox"""
 
-from alembic import op
-
-from common.db import inbox_ddl, outbox_ddl
+from common.db import inbox_ddl, outbox_ddl, sql_migration
 
 revision = "0001"
 down_revision = None
 
-
-def upgrade() -> None:
-    op.execute(
+upgrade, downgrade = sql_migration(
+    up=[
         """CREATE TABLE ledger.customers (
             id TEXT PRIMARY KEY,
             tenant_id TEXT NOT NULL,
@@ -23,12 +20,10 @@ def upgrade() -> None:
             registration_number TEXT,
             phone_e164 TEXT,
             created_at TIMESTAMPTZ NOT NULL DEFAULT now()
-        )"""
-    )
-    op.execute("CREATE INDEX customers_scope ON ledger.customers (tenant_id, mode, id DESC)")
-    for ddl in outbox_ddl("ledger") + inbox_ddl("ledger"):
-        op.execute(ddl)
-
-
-def downgrade() -> None:
-    op.execute("DROP TABLE ledger.customers, ledger.outbox, ledger.inbox")
+        )""",
+        "CREATE INDEX customers_scope ON ledger.customers (tenant_id, mode, id DESC)",
+        *outbox_ddl("ledger"),
+        *inbox_ddl("ledger"),
+    ],
+    down=["DROP TABLE ledger.customers, ledger.outbox, ledger.inbox"],
+)

@@ -1,6 +1,6 @@
 """ledger: wallets, virtual accounts, chart of accounts, journal, transfers, deposits"""
 
-from alembic import op
+from common.db import sql_migration
 
 revision = "0002"
 down_revision = "0001"
@@ -134,15 +134,13 @@ DDL = [
     )""",
 ]
 
-
-def upgrade() -> None:
-    for ddl in DDL:
-        op.execute(ddl)
-
-
-def downgrade() -> None:
-    op.execute(
-        "DROP TABLE ledger.deposits, ledger.state_changes, ledger.transfers, ledger.postings,"
-        " ledger.journal_entries, ledger.accounts, ledger.virtual_accounts, ledger.wallets"
-    )
-    op.execute("DROP FUNCTION ledger.check_entry_balanced(), ledger.refuse_change()")
+upgrade, downgrade = sql_migration(
+    up=DDL,
+    down=[
+        (
+            "DROP TABLE ledger.deposits, ledger.state_changes, ledger.transfers, ledger.postings,"
+            " ledger.journal_entries, ledger.accounts, ledger.virtual_accounts, ledger.wallets"
+        ),
+        "DROP FUNCTION ledger.check_entry_balanced(), ledger.refuse_change()",
+    ],
+)

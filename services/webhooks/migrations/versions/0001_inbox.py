@@ -1,17 +1,11 @@
 """webhooks: inbox"""
 
-from alembic import op
-
-from common.db import inbox_ddl
+from common.db import inbox_ddl, sql_migration
 
 revision = "0001"
 down_revision = None
 
-
-def upgrade() -> None:
-    for ddl in inbox_ddl("webhooks"):
-        op.execute(ddl)
-
-
-def downgrade() -> None:
-    op.execute("DROP TABLE webhooks.inbox")
+upgrade, downgrade = sql_migration(
+    up=inbox_ddl("webhooks"),
+    down=["DROP TABLE webhooks.inbox"],
+)

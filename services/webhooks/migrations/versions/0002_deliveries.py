@@ -1,13 +1,12 @@
 """webhooks: endpoints, events, deliveries, attempts"""
 
-from alembic import op
+from common.db import sql_migration
 
 revision = "0002"
 down_revision = "0001"
 
-
-def upgrade() -> None:
-    op.execute(
+upgrade, downgrade = sql_migration(
+    up=[
         """CREATE TABLE webhooks.endpoints (
             id TEXT PRIMARY KEY,
             tenant_id TEXT NOT NULL,
@@ -23,10 +22,8 @@ def upgrade() -> None:
             last_success_at TIMESTAMPTZ,
             verified_at TIMESTAMPTZ,
             created_at TIMESTAMPTZ NOT NULL DEFAULT now()
-        )"""
-    )
-    op.execute("CREATE INDEX endpoints_scope ON webhooks.endpoints (tenant_id, mode, id DESC)")
-    op.execute(
+        )""",
+        "CREATE INDEX endpoints_scope ON webhooks.endpoints (tenant_id, mode, id DESC)",
         """CREATE TABLE webhooks.events (
             event_id TEXT PRIMARY KEY,
             tenant_id TEXT NOT NULL,
@@ -34,9 +31,7 @@ def upgrade() -> None:
             type TEXT NOT NULL,
             body BYTEA NOT NULL,
             received_at TIMESTAMPTZ NOT NULL DEFAULT now()
-        )"""
-    )
-    op.execute(
+        )""",
         """CREATE TABLE webhooks.deliveries (
             id TEXT PRIMARY KEY,
             event_id TEXT NOT NULL REFERENCES webhooks.events (event_id),
@@ -55,14 +50,10 @@ def upgrade() -> None:
             created_at TIMESTAMPTZ NOT NULL DEFAULT now(),
             updated_at TIMESTAMPTZ NOT NULL DEFAULT now(),
             UNIQUE (event_id, webhook_id)
-        )"""
-    )
-    op.execute(
-        "CREATE INDEX deliveries_due ON webhooks.deliveries (next_attempt_at) WHERE status = 'pending'"
-    )
-    op.execute("CREATE INDEX deliveries_by_webhook ON webhooks.deliveries (webhook_id, id DESC)")
-    op.execute("CREATE INDEX deliveries_by_tenant ON webhooks.deliveries (tenant_id, id DESC)")
-    op.execute(
+        )""",
+        "CREATE INDEX deliveries_due ON webhooks.deliveries (next_attempt_at) WHERE status = 'pending'",
+        "CREATE INDEX deliveries_by_webhook ON webhooks.deliveries (webhook_id, id DESC)",
+        "CREATE INDEX deliveries_by_tenant ON webhooks.deliveries (tenant_id, id DESC)",
         """CREATE TABLE webhooks.attempts (
             id BIGSERIAL PRIMARY KEY,
             delivery_id TEXT NOT NULL REFERENCES webhooks.deliveries (id),
@@ -74,9 +65,7 @@ def upgrade() -> None:
             latency_ms INTEGER,
             error TEXT,
             UNIQUE (delivery_id, attempt)
-        )"""
-    )
-
-
-def downgrade() -> None:
-    op.execute("DROP TABLE webhooks.attempts, webhooks.deliveries, webhooks.events, webhooks.endpoints")
+        )""",
+    ],
+    down=["DROP TABLE webhooks.attempts, webhooks.deliveries, webhooks.events, webhooks.endpoints"],
+)

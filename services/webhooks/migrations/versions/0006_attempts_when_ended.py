@@ -10,20 +10,19 @@ Deliveries leased now get their holder from their open attempt, so a rolling upg
 nothing.
 """
 
-from alembic import op
+from common.db import sql_migration
 
 revision = "0006"
 down_revision = "0005"
 
-
-def upgrade() -> None:
-    op.execute("ALTER TABLE webhooks.deliveries ADD COLUMN leased_by TEXT, ADD COLUMN leased_at TIMESTAMPTZ")
-    op.execute(
-        "UPDATE webhooks.deliveries d SET leased_by = a.worker, leased_at = a.started_at"
-        " FROM webhooks.attempts a"
-        " WHERE a.delivery_id = d.id AND a.attempt = d.attempts AND d.lease_until IS NOT NULL"
-    )
-
-
-def downgrade() -> None:
-    op.execute("ALTER TABLE webhooks.deliveries DROP COLUMN leased_by, DROP COLUMN leased_at")
+upgrade, downgrade = sql_migration(
+    up=[
+        "ALTER TABLE webhooks.deliveries ADD COLUMN leased_by TEXT, ADD COLUMN leased_at TIMESTAMPTZ",
+        (
+            "UPDATE webhooks.deliveries d SET leased_by = a.worker, leased_at = a.started_at"
+            " FROM webhooks.attempts a"
+            " WHERE a.delivery_id = d.id AND a.attempt = d.attempts AND d.lease_until IS NOT NULL"
+        ),
+    ],
+    down=["ALTER TABLE webhooks.deliveries DROP COLUMN leased_by, DROP COLUMN leased_at"],
+)

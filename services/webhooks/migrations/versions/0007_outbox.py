@@ -4,18 +4,9 @@ Every consumer that emits now writes what it publishes in its batch's transactio
 publishes after commit, with the same relay for what a crash left (common.outbox).
 """
 
-from alembic import op
-
-from common.db import outbox_ddl
+from common.db import outbox_migration
 
 revision = "0007"
 down_revision = "0006"
 
-
-def upgrade() -> None:
-    for ddl in outbox_ddl("webhooks"):
-        op.execute(ddl)
-
-
-def downgrade() -> None:
-    op.execute("DROP TABLE webhooks.outbox")
+upgrade, downgrade = outbox_migration("webhooks")

@@ -9,14 +9,14 @@ from common.logging import setup_logging
 from common.outbox import Outbox
 from common.service import build_runtime, consumer_app
 from common.settings import Settings
-from compliance.handlers import ComplianceRuntime
+from compliance.handlers import ComplianceConsumer
 
 
 def create_app(settings: Settings) -> AsgiFastStream:
     setup_logging("compliance")
     rt = build_runtime("compliance", settings)
     outbox = Outbox("compliance", rt.broker, lazy_delete=True)
-    runtime = ComplianceRuntime(settings, rt.broker, rt.sm, rt.topics, outbox)
+    runtime = ComplianceConsumer(settings, rt.broker, rt.sm, rt.topics, outbox)
     group = rt.topics.group("compliance")  # follows the prefix: see Topics.group
     subscribe(rt.broker, settings, rt.topics.compliance_commands, group, runtime.processor(rt.readiness))
     subscribe(

@@ -61,7 +61,7 @@ def undecided(command_id: str, request_id: str) -> Result:
 
 
 @dataclass
-class ComplianceRuntime:
+class ComplianceConsumer:
     settings: Settings
     broker: KafkaBroker
     sm: async_sessionmaker[AsyncSession]

@@ -11,7 +11,7 @@ from common.outbox import Outbox
 from common.service import build_runtime, consumer_app
 from common.settings import Settings
 from ledger.effects import LedgerConfig
-from ledger.handlers import LedgerRuntime
+from ledger.handlers import LedgerConsumer
 from ledger.simulator import Simulator
 
 
@@ -20,7 +20,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
     rt = build_runtime("ledger", settings)
     cfg = LedgerConfig(settle_s=settings.sandbox_settle_s)
     outbox = Outbox("ledger", rt.broker, lazy_delete=True)
-    runtime = LedgerRuntime(settings, rt.broker, rt.sm, outbox, Inbox("ledger"), rt.topics, cfg=cfg)
+    runtime = LedgerConsumer(settings, rt.broker, rt.sm, outbox, Inbox("ledger"), rt.topics, cfg=cfg)
     simulator = Simulator(rt.sm, outbox, rt.topics, cfg)
     subscribe(
         rt.broker,

@@ -75,7 +75,7 @@ class BatchStats:
 
 
 @dataclass
-class LedgerRuntime:
+class LedgerConsumer:
     settings: Settings
     broker: KafkaBroker
     sm: async_sessionmaker[AsyncSession]

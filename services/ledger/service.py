@@ -85,10 +85,11 @@ async def execute(session: AsyncSession, cmd: Command, cfg: LedgerConfig) -> Eff
     return await handler(session, cmd, cfg)
 
 
-Outcome = tuple[Effects | None, ServiceError | None]
+#: What one command's handler gave: its effects, or the refusal that took it back.
+Handled = tuple[Effects | None, ServiceError | None]
 
 
-async def execute_writes(session: AsyncSession, cmds: Sequence[Command], cfg: LedgerConfig) -> list[Outcome]:
+async def execute_writes(session: AsyncSession, cmds: Sequence[Command], cfg: LedgerConfig) -> list[Handled]:
     """Execute a batch of write commands in one transaction; outcomes in command order.
 
     Queued customers are inserted in one statement (without a savepoint: a failure there
@@ -102,7 +103,7 @@ async def execute_writes(session: AsyncSession, cmds: Sequence[Command], cfg: Le
     and the state changes of the others inserted. Nothing waits on a lock while holding an
     account lock, so two ledger instances never deadlock.
     """
-    out: list[Outcome | None] = [None] * len(cmds)
+    out: list[Handled | None] = [None] * len(cmds)
     jr = journal.of(session)
     queued = [(i, c) for i, c in enumerate(cmds) if isinstance(c, CreateCustomer)]
     moving = [(i, c) for i, c in enumerate(cmds) if isinstance(c, CreateTransfer)]
@@ -168,8 +169,8 @@ def allowance_release(cmd: Command, topics: Topics) -> OutMessage | None:
 
 __all__ = [
     "Effects",
+    "Handled",
     "LedgerConfig",
-    "Outcome",
     "allowance_release",
     "execute",
     "execute_writes",

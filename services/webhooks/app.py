@@ -19,7 +19,7 @@ from common.rpc import instance_id
 from common.service import build_runtime, consumer_app
 from common.settings import Settings
 from webhooks.delivery import DeliveryWorker, Policy, Sender
-from webhooks.handlers import WebhooksRuntime
+from webhooks.handlers import WebhooksConsumer
 from webhooks.metrics import MetricsRefresher
 from webhooks.retention import Pruner
 from webhooks.service import Env
@@ -49,7 +49,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
         events_kept_s=settings.webhooks_retention_s,
     )
     outbox = Outbox("webhooks", rt.broker, lazy_delete=True)
-    runtime = WebhooksRuntime(settings, rt.broker, rt.sm, rt.topics, env, worker.wake, outbox)
+    runtime = WebhooksConsumer(settings, rt.broker, rt.sm, rt.topics, env, worker.wake, outbox)
     subscribe(
         rt.broker, settings, rt.topics.events, group, runtime.event_processor(rt.readiness), background=True
     )

@@ -36,7 +36,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class WebhooksRuntime:
+class WebhooksConsumer:
     settings: Settings
     broker: KafkaBroker
     sm: async_sessionmaker[AsyncSession]

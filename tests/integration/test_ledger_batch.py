@@ -2,7 +2,7 @@
 
 Unit: the in-memory check refuses exactly the movement that would overdraw, alone.
 Property (real PostgreSQL, real broker): random batches of book transfers (overdrafts, a hot
-wallet, reused idempotency keys, redelivered commands) applied by TWO LedgerRuntime objects
+wallet, reused idempotency keys, redelivered commands) applied by TWO LedgerConsumer objects
 at once, each with its own connection pool, never change the sum of all wallet accounts,
 never overdraw one, keep every balance equal to its postings, and never deadlock: no batch
 fails (``run_batch`` is called directly, so a deadlock would raise here) and the database's
@@ -36,7 +36,7 @@ from common.settings import Settings
 from common.topics import Topics
 from ledger import journal
 from ledger.effects import LedgerConfig
-from ledger.handlers import LedgerRuntime
+from ledger.handlers import LedgerConsumer
 from tests.conftest import Stack
 from tests.support.db import pg_kwargs
 from tests.support.ledger import allow, deadlocks, ledger_invariants, open_kit
@@ -96,7 +96,7 @@ batches = st.lists(st.lists(ops, min_size=1, max_size=25), min_size=2, max_size=
 
 
 @asynccontextmanager
-async def two_runtimes(stack: Stack) -> AsyncIterator[list[LedgerRuntime]]:
+async def two_runtimes(stack: Stack) -> AsyncIterator[list[LedgerConsumer]]:
     settings_ = Settings(
         kafka_bootstrap=stack.stores.kafka_bootstrap,
         database_url=stack.stores.database_url,
@@ -106,7 +106,7 @@ async def two_runtimes(stack: Stack) -> AsyncIterator[list[LedgerRuntime]]:
     await broker.start()
     engines = [create_engine(stack.stores.database_url, 4) for _ in range(2)]
     runtimes = [
-        LedgerRuntime(
+        LedgerConsumer(
             settings_,
             broker,
             sessionmaker(e),
@@ -144,7 +144,7 @@ def book(tenant_id: str, src: str, dst: str, amount: Decimal, key: str) -> Creat
 
 
 async def run_example(
-    runtimes: list[LedgerRuntime],
+    runtimes: list[LedgerConsumer],
     db: asyncpg.Connection,
     ids: list[str],
     tenant_id: str,
@@ -169,7 +169,7 @@ async def run_example(
                 out.append(cmd)
         sent.append(out)
 
-    async def drive(runtime: LedgerRuntime, mine: list[list[CreateTransfer]]) -> None:
+    async def drive(runtime: LedgerConsumer, mine: list[list[CreateTransfer]]) -> None:
         for b in mine:
             await runtime.run_batch(b)  # raises on any database error, a deadlock included
 

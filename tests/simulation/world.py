@@ -47,9 +47,9 @@ from common.inbox import Inbox
 from common.outbox import Outbox
 from common.settings import Settings
 from common.topics import Topics
-from compliance.handlers import ComplianceRuntime
+from compliance.handlers import ComplianceConsumer
 from ledger.effects import LedgerConfig
-from ledger.handlers import LedgerRuntime
+from ledger.handlers import LedgerConsumer
 from ledger.simulator import Simulator
 from tests.simulation.net import Net, sim_broker
 
@@ -104,7 +104,7 @@ class Services:
     def start_ledger(self) -> None:
         cfg = LedgerConfig(settle_s=0)
         self.outbox = Outbox("ledger", self.broker, grace_s=0, lazy_delete=True)
-        self.ledger = LedgerRuntime(
+        self.ledger = LedgerConsumer(
             self.settings, self.broker, self.sm, self.outbox, Inbox("ledger"), self.topics, cfg=cfg
         )
         self.ledger_commands = self.ledger.processor()
@@ -112,7 +112,7 @@ class Services:
 
     def start_compliance(self) -> None:
         self.compliance_outbox = Outbox("compliance", self.broker, grace_s=0, lazy_delete=True)
-        self.compliance = ComplianceRuntime(
+        self.compliance = ComplianceConsumer(
             self.settings, self.broker, self.sm, self.topics, self.compliance_outbox
         )
         self.compliance_commands = self.compliance.processor()

@@ -179,22 +179,30 @@ async def tenant_verified(session: AsyncSession, tenant_id: str) -> bool:
 async def wake_endpoints(session: AsyncSession, webhook_ids: Sequence[str]) -> None:
     """``next_due_at = now()`` where it is later or unset: the next claim looks at them.
 
-    Rows are locked in id order, so two batches waking overlapping endpoints never deadlock.
+    The rows are locked first, in id order (two batches waking overlapping endpoints never
+    deadlock), and unconditionally: a claim that holds an endpoint resets its ``next_due_at``
+    from the deliveries it can see, and a wake that judged "already due" from the value before
+    that claim committed left the endpoint unset with this transaction's delivery pending, never
+    claimed (the rare stall of test_endpoint_failing_too_long_is_disabled_then_re_enabled).
+    Waiting for the claim's lock, the update below reads what the claim wrote.
     """
     if not webhook_ids:
         return
     ids = sorted(set(webhook_ids))
-    locked = (
+    lock = (
         select(endpoints.c.id)
+        .where(endpoints.c.id == func.any(texts("ids")))
+        .order_by(endpoints.c.id)
+        .with_for_update(key_share=True)
+    )
+    await session.execute(lock, {"ids": ids})
+    stmt = (
+        update(endpoints)
         .where(
             endpoints.c.id == func.any(texts("ids")),
             or_(endpoints.c.next_due_at.is_(None), endpoints.c.next_due_at > func.now()),
         )
-        .order_by(endpoints.c.id)
-        .with_for_update(key_share=True)
-    )
-    stmt = (
-        update(endpoints).where(endpoints.c.id.in_(locked.scalar_subquery())).values(next_due_at=func.now())
+        .values(next_due_at=func.now())
     )
     await session.execute(stmt, {"ids": ids})
 

@@ -1,0 +1,79 @@
+"""A wake racing a claim: a delivery made due (replayed, or fanned out) while a worker's claim
+holds its endpoint must still be claimed afterwards.
+
+The claim resets the endpoint's ``next_due_at`` from the deliveries it can see; a wake that
+judged the endpoint "already due" from the value before that claim committed left it unset,
+and the new delivery pending for good (the rare stall of
+test_webhooks_api.test_endpoint_failing_too_long_is_disabled_then_re_enabled). On a database
+of its own, so the running webhooks worker cannot claim first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import text
+
+from common.db import create_engine, migrate, sessionmaker
+from devstack.stores import create_database, drop_database
+from tests.conftest import Stack
+from tests.support.webhooks import insert_backlog
+from webhooks import repository as repo
+from webhooks.delivery import Policy, claim_due
+
+pytestmark = pytest.mark.integration
+
+POLICY = Policy(schedule=(1, 1, 1), jitter=0, timeout_s=15, disable_after_s=432000, allow_private=True)
+
+
+@pytest.fixture
+def own_database(stack: Stack) -> Iterator[str]:
+    url = create_database(stack.stores.database_url, "sluice_wake_" + uuid.uuid4().hex[:10])
+    try:
+        migrate("webhooks", url)
+        yield url
+    finally:
+        drop_database(url)
+
+
+async def test_a_replay_during_a_claim_of_its_endpoint_is_claimed_next(own_database: str) -> None:
+    engine = create_engine(own_database, 3)
+    sm = sessionmaker(engine)
+    try:
+        async with sm() as s, s.begin():
+            await s.execute(
+                text(
+                    "INSERT INTO webhooks.endpoints (id, tenant_id, mode, url, secret_enc, next_due_at)"
+                    " VALUES ('we_race', 't_race', 'sandbox', 'http://127.0.0.1:9/', '\\x00', now())"
+                )
+            )
+            raw = (await (await s.connection()).get_raw_connection()).driver_connection
+            (event_id,) = await insert_backlog(raw, "t_race", "we_race", 1)
+            await s.execute(text("UPDATE webhooks.deliveries SET status = 'dead'"))
+        delivery_id = "dlv_" + event_id
+
+        claim = sm()
+        await claim.begin()
+        # The endpoint is due (the enable's now()), nothing of it is pending: the claim locks it,
+        # leases nothing and resets next_due_at to unset, not committed yet.
+        assert await claim_due(claim, POLICY, "probe", 4) == []
+        async with sm() as replay, replay.begin():
+            replayed = asyncio.create_task(repo.replay_delivery(replay, delivery_id))
+            await asyncio.sleep(0.5)  # the replay reaches its wake while the claim holds the endpoint
+            await claim.commit()
+            await claim.close()
+            assert (await replayed) is not None
+        async with sm() as s, s.begin():
+            due = (
+                await s.execute(
+                    text("SELECT next_due_at <= now() FROM webhooks.endpoints WHERE id = 'we_race'")
+                )
+            ).scalar_one()
+            assert due is True, "the replayed delivery's endpoint was left not due"
+            claimed = await claim_due(s, POLICY, "probe", 4)
+            assert [c.id for c in claimed] == [delivery_id]
+    finally:
+        await engine.dispose()

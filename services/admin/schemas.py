@@ -53,15 +53,18 @@ class Action(msgspec.Struct):
     action: str
 
 
+class Body(Action, forbid_unknown_fields=True):
+    """An action's body; its subclasses inherit the refusal of unknown fields."""
+
+
 class TenantMetadata(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True):
     white_label: WhiteLabel | None = None
     allowed_ips: list[Cidr] | None = None
 
 
-class UpsertTenant(msgspec.Struct, forbid_unknown_fields=True):
+class UpsertTenant(Body):
     """By ``tenant_id`` when given (fields left out keep their value), else by ``tenant_name``."""
 
-    action: str
     tenant_id: Id | None = None
     tenant_name: Label | msgspec.UnsetType = msgspec.UNSET
     default_mode: Mode | msgspec.UnsetType = msgspec.UNSET
@@ -71,53 +74,43 @@ class UpsertTenant(msgspec.Struct, forbid_unknown_fields=True):
     metadata: TenantMetadata | msgspec.UnsetType = msgspec.UNSET
 
 
-class TenantRef(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
+class TenantRef(Body):
     tenant_id: Id
 
 
-class CreateApiKey(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
-    tenant_id: Id
+class TenantModeRef(TenantRef):
+    """An action on one tenant's sandbox or production."""
+
+    mode: Mode
+
+
+class CreateApiKey(TenantRef):
     key_label: Label
     scopes: list[Scope]
     mode: Mode | None = None
 
 
-class RevokeApiKey(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
+class RevokeApiKey(Body):
     key_id: Id
 
 
-class IssueAccessToken(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
-    tenant_id: Id
-    mode: Mode
+class IssueAccessToken(TenantModeRef):
     scopes: list[Scope]
     ttl_seconds: Annotated[int, msgspec.Meta(ge=60, le=3600)] = 3600
 
 
-class Route(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
-    tenant_id: Id
-    mode: Mode
+class Route(TenantModeRef):
     rail: Rail
     currency: Currency
 
 
-class TransferCap(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
-    tenant_id: Id
-    mode: Mode
+class TransferCap(TenantModeRef):
     per_transfer: DecimalText
     daily: DecimalText
     review_threshold: DecimalText | None = None
 
 
-class ExternalAccount(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
-    tenant_id: Id
-    mode: Mode
+class ExternalAccount(TenantModeRef):
     customer_id: Id
     rail: BankRail
     currency: Currency
@@ -129,33 +122,34 @@ class ExternalAccount(msgspec.Struct, forbid_unknown_fields=True):
     bic: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{6}[A-Za-z0-9]{2}([A-Za-z0-9]{3})?$")] | None = None
 
 
-class ReviewTransfer(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
-    transfer_id: Id
-    decision: Literal["approve", "reject"]
-    tenant_id: Id | None = None
-    mode: Mode | None = None
-
-
-class SettleTransfer(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
-    transfer_id: Id
-    outcome: Literal["completed", "failed"]
-    tenant_id: Id | None = None
-    mode: Mode | None = None
-
-
-class Reconcile(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
-    tenant_id: Id
-    mode: Mode
+class Reconcile(TenantModeRef):
     limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
 
 
-class VerifyJournal(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
+class TenantNarrowed(Body, kw_only=True):
+    """An action whose ``tenant_id`` is optional and only narrows it (a transfer or a delivery
+    names its tenant already; a check without one covers every tenant). Keyword-only, so it
+    follows the subclass's own fields, as the document lists them."""
+
     tenant_id: Id | None = None
+
+
+class TenantModeNarrowed(TenantNarrowed, kw_only=True):
     mode: Mode | None = None
+
+
+class ReviewTransfer(TenantModeNarrowed):
+    transfer_id: Id
+    decision: Literal["approve", "reject"]
+
+
+class SettleTransfer(TenantModeNarrowed):
+    transfer_id: Id
+    outcome: Literal["completed", "failed"]
+
+
+class VerifyJournal(TenantModeNarrowed):
+    """Check the journal's hash chains: all of them, or one tenant's (and one mode's) when given."""
 
 
 Address = Annotated[
@@ -172,48 +166,37 @@ Chain = Annotated[
 ]
 
 
-class AddScreenedAddress(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
+class ScreenedAddress(Body):
     chain: Chain
     address: Address
+
+
+class AddScreenedAddress(ScreenedAddress):
     reason: Label
-
-
-class ScreenedAddress(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
-    chain: Chain
-    address: Address
 
 
 Cursor = Annotated[str, msgspec.Meta(max_length=200, pattern="^[^\\x00]*:[^\\x00]*$")]
 
 
-class ListScreenedAddresses(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
+class ListScreenedAddresses(Body):
     limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 50
     # the previous page's next_cursor, "<chain>:<address>"
     starting_after: Cursor | None = None
 
 
-class ReplayDelivery(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
+class ReplayDelivery(TenantNarrowed):
     delivery_id: Id
-    tenant_id: Id | None = None
 
 
-class ReplayDeliveries(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
+class ReplayDeliveries(TenantNarrowed):
     webhook_id: Id
     since: Annotated[str, msgspec.Meta(max_length=64, extra_json_schema={"format": "date-time"})] | None = (
         None
     )
-    tenant_id: Id | None = None
 
 
-class EnableWebhook(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
+class EnableWebhook(TenantNarrowed):
     webhook_id: Id
-    tenant_id: Id | None = None
 
 
 # What each list hands out as next_cursor, so the document promises exactly what is accepted.
@@ -228,10 +211,9 @@ UuidCursor = Annotated[
 ]
 
 
-class Page(msgspec.Struct, forbid_unknown_fields=True):
+class Page(Body):
     """Cursor paging shared by the list actions: pass ``next_cursor`` back as ``cursor``."""
 
-    action: str
     limit: Limit = 50
     cursor: IdCursor | None = None
     starting_after: IdCursor | None = None
@@ -241,36 +223,43 @@ class Page(msgspec.Struct, forbid_unknown_fields=True):
         return self.cursor or self.starting_after
 
 
-class ListDeliveries(Page, forbid_unknown_fields=True):
+class TenantPage(Page):
+    """A list of every tenant's rows, or of one tenant's when ``tenant_id`` is given."""
+
     tenant_id: Id | None = None
+
+
+class ListDeliveries(TenantPage):
     webhook_id: Id | None = None
     status: DeliveryStatus | None = None
 
 
-class ListDecisions(Page, forbid_unknown_fields=True):
-    tenant_id: Id | None = None
+class ListDecisions(TenantPage):
+    """The compliance decision log, newest first."""
 
 
-class ListTenants(Page, forbid_unknown_fields=True):
+class ListTenants(Page):
     cursor: UuidCursor | None = None
     starting_after: UuidCursor | None = None
 
 
-class ListAuditLog(Page, forbid_unknown_fields=True):
+class SeqPage(Page):
+    """A list cursored by position (the audit log, the dead letters)."""
+
     cursor: SeqCursor | None = None
     starting_after: SeqCursor | None = None
+
+
+class ListAuditLog(SeqPage):
     actor: Label | None = None
     audit_action: Label | None = None
     target: Id | None = None
 
 
-class ListDeadLetters(Page, forbid_unknown_fields=True):
-    cursor: SeqCursor | None = None
-    starting_after: SeqCursor | None = None
+class ListDeadLetters(SeqPage):
     service: Label | None = None
 
 
-class RedriveDeadLetters(msgspec.Struct, forbid_unknown_fields=True):
-    action: str
+class RedriveDeadLetters(Body):
     dead_letter_ids: Annotated[list[Label], msgspec.Meta(min_length=1, max_length=1000)] | None = None
     all: bool = False

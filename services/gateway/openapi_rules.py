@@ -62,6 +62,11 @@ def _case(required: list[str], **props: dict[str, Any]) -> dict[str, Any]:
     return {"required": required, "properties": props}
 
 
+def _and_any(schema: dict[str, Any], *cases: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` and at least one of ``cases``."""
+    return {"allOf": [schema, {"anyOf": list(cases)}]}
+
+
 def _parties(
     rails: tuple[str, ...], symbols: frozenset[str] | tuple[str, ...], *, amount: bool, payout: bool = False
 ) -> dict[str, Any]:
@@ -106,29 +111,17 @@ def _transfer() -> dict[str, Any]:
     address."""
     cases = []
     for c in sorted(TRANSFER_CURRENCIES):
-        source = {
-            "allOf": [
-                _parties(WALLET_RAILS, (c,), amount=True),
-                {
-                    "anyOf": [
-                        _case([], payment_rail={"const": "provider_wallet"}),
-                        _case(["customer_id"], customer_id=_STR),
-                        _case(["provider_wallet_id"], provider_wallet_id=_STR),
-                    ]
-                },
-            ]
-        }
-        destination = {
-            "allOf": [
-                _parties(WALLET_RAILS, (c,), amount=False),
-                {
-                    "anyOf": [
-                        _case([], payment_rail={"const": "provider_wallet"}),
-                        _case(["address"], address=_STR),
-                    ]
-                },
-            ]
-        }
+        source = _and_any(
+            _parties(WALLET_RAILS, (c,), amount=True),
+            _case([], payment_rail={"const": "provider_wallet"}),
+            _case(["customer_id"], customer_id=_STR),
+            _case(["provider_wallet_id"], provider_wallet_id=_STR),
+        )
+        destination = _and_any(
+            _parties(WALLET_RAILS, (c,), amount=False),
+            _case([], payment_rail={"const": "provider_wallet"}),
+            _case(["address"], address=_STR),
+        )
         cases.append(_case(["source", "destination"], source=source, destination=destination))
     return {"anyOf": cases}
 
@@ -166,17 +159,11 @@ def _virtual_account() -> dict[str, Any]:
                 _case(
                     ["currency", "destination"],
                     currency=_ci(fiat),
-                    destination={
-                        "allOf": [
-                            _case(["payment_rail"], currency=cur, payment_rail={"const": rail}, rail=_NULL),
-                            {
-                                "anyOf": [
-                                    _case(["address"], address=_STR),
-                                    _case(["provider_wallet_id"], provider_wallet_id=_STR),
-                                ]
-                            },
-                        ]
-                    },
+                    destination=_and_any(
+                        _case(["payment_rail"], currency=cur, payment_rail={"const": rail}, rail=_NULL),
+                        _case(["address"], address=_STR),
+                        _case(["provider_wallet_id"], provider_wallet_id=_STR),
+                    ),
                 ),
             ]
     return {"anyOf": cases}

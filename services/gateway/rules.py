@@ -7,9 +7,11 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
+import msgspec
+
 from common import addresses
 from common.checksums import aba_valid, iban_valid
-from common.contracts.commands import BankAccount, Party, VADestination
+from common.contracts.commands import Party, VADestination
 from common.errors import invalid
 from common.money import FIAT_OF_RAIL, MAX_AMOUNT, TRANSFER_CURRENCIES, places
 from common.offerings import OFFERED_PAIRS, PEGS
@@ -103,26 +105,13 @@ def _party(side: str, p: PartyIn) -> Party:
             check_pair(f"{side}.chain", currency, chain)
     if p.amount is not None:
         check_amount(f"{side}.amount", p.amount, currency)
-    bank = None
     if p.bank_account is not None:
         b = p.bank_account
         check_bank_numbers(f"{side}.bank_account", rail, b.routing_number, b.iban)
-        bank = BankAccount(
-            account_number=b.account_number, routing_number=b.routing_number, iban=b.iban, bic=b.bic
-        )
-    return Party(
-        payment_rail=rail,
-        currency=currency,
-        chain=chain,
-        amount=p.amount,
-        customer_id=p.customer_id,
-        from_address=p.from_address,
-        address=p.address,
-        provider_wallet_id=p.provider_wallet_id,
-        external_account_id=p.external_account_id,
-        deposit_id=p.deposit_id,
-        bank_account=bank,
-    )
+    # PartyIn (and its BankAccountIn) has the contract's fields: copied as they are, but the codes
+    # normalised above.
+    party = msgspec.convert(p, Party, from_attributes=True)
+    return msgspec.structs.replace(party, currency=currency, chain=chain)
 
 
 def transfer_parties(kind: str, src: PartyIn, dst: PartyIn) -> tuple[Party, Party]:

@@ -181,10 +181,9 @@ class ListQuery(msgspec.Struct, **_STRICT):
     starting_after: Id | None = None
 
 
-class StatementQuery(msgspec.Struct, **_STRICT):
+class StatementQuery(ListQuery, **_STRICT):
     """A statement's pages are cursored by journal position: ``next_cursor``, digits only."""
 
-    limit: Annotated[int, msgspec.Meta(ge=1, le=100)] = 10
     starting_after: (
         Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,18}$", description="next_cursor of the previous page")]
         | None

@@ -151,14 +151,20 @@ class VerifyJournal(Command, tag="ledger.journal.verify.v1"):
 # ---- compliance policy (from admin) ----
 
 
-class ApproveRoute(Command, tag="policy.route.approve.v1"):
+class RouteRef(Command):
+    """A command about one route (a payment rail and its currency) of the tenant's mode."""
+
     rail: str
     currency: str
 
 
-class RevokeRoute(Command, tag="policy.route.revoke.v1"):
-    rail: str
-    currency: str
+class ApproveRoute(RouteRef, tag="policy.route.approve.v1"):
+    """An operator approves the route for the tenant's mode (production moves money only over
+    approved routes)."""
+
+
+class RevokeRoute(RouteRef, tag="policy.route.revoke.v1"):
+    """An operator withdraws the route's approval."""
 
 
 class SetTransferCap(Command, tag="policy.cap.set.v1"):
@@ -189,17 +195,21 @@ class GetPolicyStatus(Command, tag="policy.status.get.v1"):
     """What enable_live needs: approved production route and production cap."""
 
 
-class AddScreenedAddress(Command, tag="policy.screening.add.v1"):
-    """Operators screen an on-chain address: transfers to it are refused (contract 12.4)."""
+class ScreenedAddressRef(Command):
+    """A command about one on-chain address of the screening list."""
 
     chain: str
     address: str
+
+
+class AddScreenedAddress(ScreenedAddressRef, tag="policy.screening.add.v1"):
+    """Operators screen an on-chain address: transfers to it are refused (contract 12.4)."""
+
     reason: str
 
 
-class RemoveScreenedAddress(Command, tag="policy.screening.remove.v1"):
-    chain: str
-    address: str
+class RemoveScreenedAddress(ScreenedAddressRef, tag="policy.screening.remove.v1"):
+    """Operators take an address off the list: transfers to it are decided as any other."""
 
 
 class ListScreenedAddresses(Command, tag="policy.screening.list.v1"):
@@ -235,8 +245,14 @@ class GetEvent(Command, tag="event.get.v1"):
     event_id: str
 
 
-class GetWebhook(Command, tag="webhook.get.v1"):
+class WebhookRef(Command):
+    """A command about one of the tenant's webhook endpoints, named by ``webhook_id``."""
+
     webhook_id: str
+
+
+class GetWebhook(WebhookRef, tag="webhook.get.v1"):
+    """The endpoint as ``GET /v1/webhooks/{id}`` shows it (never its secret)."""
 
 
 class ListWebhooks(Command, tag="webhook.list.v1"):
@@ -244,23 +260,22 @@ class ListWebhooks(Command, tag="webhook.list.v1"):
     starting_after: str | None = None
 
 
-class RotateWebhookSecret(Command, tag="webhook.rotate.v1"):
-    webhook_id: str
+class RotateWebhookSecret(WebhookRef, tag="webhook.rotate.v1"):
+    """A new signing secret, returned once; the old one keeps signing alongside for a while."""
 
 
-class EnableWebhook(Command, tag="webhook.enable.v1"):
-    webhook_id: str
+class EnableWebhook(WebhookRef, tag="webhook.enable.v1"):
+    """An operator re-enables an endpoint the service disabled after 5 days without a success."""
 
 
 class ReplayDelivery(Command, tag="delivery.replay.v1"):
     delivery_id: str
 
 
-class ReplayDeliveries(Command, tag="delivery.replay_bulk.v1"):
+class ReplayDeliveries(WebhookRef, tag="delivery.replay_bulk.v1"):
     """Every dead delivery of one endpoint (created at or after ``since``, RFC 3339) gets one
     more attempt; answers ``{webhook_id, replayed}``."""
 
-    webhook_id: str
     since: str | None = None
 
 

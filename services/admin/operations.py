@@ -20,13 +20,14 @@ from admin.policy import known_tenant
 from common.contracts import commands
 from common.contracts.base import Command
 from common.ids import new_id
+from common.topics import Topic
 from common.validation import decode_body
 
 
 @dataclass(frozen=True, slots=True)
 class Relayed:
-    """One relayed action: the request it decodes, the command it sends and to which topic (a
-    :class:`common.topics.Topics` attribute), and what the audit log records.
+    """One relayed action: the request it decodes, the command it sends and to which topic, and
+    what the audit log records.
 
     The command takes the request's fields of the same name as they are, a list's cursor as
     ``starting_after``, and, where it has a ``target_tenant_id`` (lists, the journal check), the
@@ -34,7 +35,7 @@ class Relayed:
 
     request: type[msgspec.Struct]
     command: type[Command]
-    topic: str
+    topic: Topic
     target: tuple[str, ...] = ()  # request fields naming what the action touched (joined by ":")
     audit: tuple[str, ...] | None = None  # request fields kept as the audit entry's details
 
@@ -57,10 +58,10 @@ class Relayed:
         cmd = self.command(
             command_id=new_id("cmd"), ctx=ctx.command_ctx(tid, getattr(p, "mode", None)), **fields
         )
-        return await ctx.call(getattr(ctx.topics, self.topic), cmd)
+        return await ctx.call(ctx.topics[self.topic], cmd)
 
 
-LEDGER, WEBHOOKS, COMPLIANCE = "ledger_commands", "webhooks_commands", "compliance_commands"
+LEDGER, WEBHOOKS, COMPLIANCE = Topic.LEDGER_COMMANDS, Topic.WEBHOOKS_COMMANDS, Topic.COMPLIANCE_COMMANDS
 
 RELAYED: dict[str, Relayed] = {
     "review_transfer": Relayed(

@@ -27,7 +27,7 @@ from common.keyring import KeyRing, open_sealed_fields, reply_context
 from common.metrics import IDEMPOTENCY_REPLAYS
 from common.rpc import RpcClient
 from common.settings import Settings
-from common.topics import Topics
+from common.topics import Topic, Topics
 from gateway.admission import Admission
 from gateway.auth import Authenticator, Principal, require_mode, require_scope
 from gateway.idempotency import IdempotencyStore, command_id, fingerprint, validate_key
@@ -84,7 +84,7 @@ class Endpoint:
     path: str  # template, e.g. /v1/customers/{customer_id}
     scope: str | None
     build: Builder
-    topic: str | None = None  # attribute of Topics: compliance_commands, ledger_commands, ...
+    topic: Topic | None = None  # where the command goes; None: the builder answers locally
     # Documentation (OpenAPI) and routing hints; none of them changes the pipeline's order.
     summary: str = ""
     request: type | None = None  # msgspec struct of the JSON body
@@ -272,7 +272,7 @@ class Pipeline:
         if key is not None:
             self.inflight[built.command_id] = (name, fp, time.monotonic())
         try:
-            result = await self.rpc.call(getattr(self.topics, ep.topic), built, key=partition_key(built))
+            result = await self.rpc.call(self.topics[ep.topic], built, key=partition_key(built))
         except TimeoutError:
             # Not an outcome: the lease stays until it expires (a retry meanwhile waits for
             # the real result, which on_results records whenever it arrives).

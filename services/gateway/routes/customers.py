@@ -7,6 +7,7 @@ import msgspec
 from common.contracts.commands import CreateCustomer
 from common.errors import invalid
 from common.ids import new_id
+from common.topics import Topic
 from gateway.pipeline import Call, Endpoint
 from gateway.routes.base import body_of, stamp
 from gateway.schemas import CustomerCreate, CustomerCreated
@@ -28,7 +29,7 @@ ENDPOINTS = [
         "/v1/customers",
         "customers:write",
         build_create,
-        "compliance_commands",
+        Topic.COMPLIANCE_COMMANDS,
         summary="Create a customer (individual or business)",
         request=CustomerCreate,
         response=CustomerCreated,

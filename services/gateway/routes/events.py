@@ -4,12 +4,13 @@ endpoints, kept 30 days; partners reconcile missed webhooks with it."""
 from __future__ import annotations
 
 from common.contracts.commands import GetEvent, ListEvents
+from common.topics import Topic
 from gateway.pipeline import Call, Endpoint
 from gateway.routes.base import path_id, query_of, stamp
 from gateway.schemas import EventEnvelope, EventListQuery
 
 SCOPE = "webhooks:write"
-TOPIC = "webhooks_commands"
+TOPIC = Topic.WEBHOOKS_COMMANDS
 
 
 def build_list(call: Call) -> ListEvents:

@@ -4,6 +4,7 @@ has earned, per currency) and ``GET /v1/wallets/{id}/transactions`` (a wallet's 
 from __future__ import annotations
 
 from common.contracts.commands import GetFeeBalances, ListWalletTransactions
+from common.topics import Topic
 from gateway.pipeline import Call, Endpoint
 from gateway.routes.base import path_id, query_of, stamp
 from gateway.schemas import FeeBalance, HealthQuery, StatementQuery, WalletTransaction
@@ -27,7 +28,7 @@ ENDPOINTS = [
         "/v1/wallets/{wallet_id}/transactions",
         "wallets:write",
         build_statement,
-        "ledger_commands",
+        Topic.LEDGER_COMMANDS,
         summary="A wallet's statement: the movements of its available balance, newest first, each "
         "with balance_after (the newest one's equals available_balance)",
         response=WalletTransaction,
@@ -39,7 +40,7 @@ ENDPOINTS = [
         "/v1/fee-balances",
         "transfers:write",
         build,
-        "ledger_commands",
+        Topic.LEDGER_COMMANDS,
         summary="The tenant's developer-fee balance per currency (every currency it has earned in)",
         response=FeeBalance,
         listing=True,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from common.contracts.commands import GetResource, ListResources
+from common.topics import Topic
 from gateway.pipeline import Call, Endpoint
 from gateway.routes.base import path_id, query_of, stamp
 from gateway.schemas import Customer, ListQuery, Transfer, VirtualAccount, Wallet
@@ -44,7 +45,7 @@ for _res, (_scope, _param, _resp, _name) in RESOURCES.items():
             f"/v1/{_res}/{{{_param}}}",
             _scope,
             _get(_res, _param),
-            "ledger_commands",
+            Topic.LEDGER_COMMANDS,
             summary=f"Get a {_name} by id",
             response=_resp,
         ),
@@ -53,7 +54,7 @@ for _res, (_scope, _param, _resp, _name) in RESOURCES.items():
             f"/v1/{_res}",
             _scope,
             _list(_res),
-            "ledger_commands",
+            Topic.LEDGER_COMMANDS,
             summary=f"List {_name}s, newest first",
             response=_resp,
             query=ListQuery,

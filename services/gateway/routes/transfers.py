@@ -10,6 +10,7 @@ from common.contracts.commands import CreateTransfer, DeveloperFee
 from common.errors import invalid
 from common.fees import developer_fee_amount
 from common.ids import new_id
+from common.topics import Topic
 from common.validation import bounded_decimal
 from gateway import rules
 from gateway.pipeline import Call, Endpoint
@@ -71,7 +72,7 @@ def _create(kind: Literal["transfer", "payout"], prefix: str, summary: str) -> E
         path,
         scope,
         build,
-        "compliance_commands",
+        Topic.COMPLIANCE_COMMANDS,
         summary,
         TransferCreate,
         TransferCreated,

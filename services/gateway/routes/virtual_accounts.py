@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from common.contracts.commands import CreateVirtualAccount, SandboxDeposit
 from common.ids import new_id
+from common.topics import Topic
 from gateway import rules
 from gateway.pipeline import Call, Endpoint
 from gateway.routes.base import body_of, stamp
@@ -41,7 +42,7 @@ ENDPOINTS = [
         "/v1/virtual-accounts",
         "virtual_accounts:write",
         build_create,
-        "compliance_commands",
+        Topic.COMPLIANCE_COMMANDS,
         summary="Create a fiat virtual account routed to a wallet",
         request=VirtualAccountCreate,
         response=VirtualAccount,
@@ -52,7 +53,7 @@ ENDPOINTS = [
         "/v1/sandbox/deposits",
         "virtual_accounts:write",
         build_deposit,
-        "compliance_commands",
+        Topic.COMPLIANCE_COMMANDS,
         summary="Sandbox only: simulate a fiat deposit into a virtual account "
         "(production: 404). Scope virtual_accounts:write.",
         request=SandboxDepositCreate,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from common.contracts.commands import CreateWallet
 from common.ids import new_id
+from common.topics import Topic
 from gateway import rules
 from gateway.pipeline import Call, Endpoint
 from gateway.routes.base import body_of, stamp
@@ -25,7 +26,7 @@ ENDPOINTS = [
         "/v1/wallets",
         "wallets:write",
         build_create,
-        "compliance_commands",
+        Topic.COMPLIANCE_COMMANDS,
         summary="Create a stablecoin wallet for a customer",
         request=WalletCreate,
         response=Wallet,

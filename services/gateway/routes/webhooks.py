@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from common.contracts.commands import CreateWebhook, GetWebhook, ListWebhooks, RotateWebhookSecret
 from common.ids import new_id
+from common.topics import Topic
 from gateway.pipeline import Call, Endpoint
 from gateway.routes.base import body_of, path_id, query_of, stamp
 from gateway.schemas import Empty, ListQuery, Webhook, WebhookCreate, WebhookCreated
 
 SCOPE = "webhooks:write"
-TOPIC = "webhooks_commands"
+TOPIC = Topic.WEBHOOKS_COMMANDS
 
 
 def build_create(call: Call) -> CreateWebhook:

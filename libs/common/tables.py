@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 from sqlalchemy import BigInteger, Column, DateTime, Integer, LargeBinary, MetaData, Row, Table, Text, func
+from sqlalchemy import inspect as sa_inspect
 from sqlmodel import Field, SQLModel
 
 from common.contracts.base import Mode
@@ -33,6 +34,14 @@ def table_of(model: type[SQLModel]) -> Table:
     """A ``table=True`` model's Core table, for statements built with SQLAlchemy Core."""
     table: Table = model.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)
     return table
+
+
+def values_of(row: SQLModel) -> dict[str, Any]:
+    """The column values a table model's instance was built with, keyed by column, for an
+    ``insert(table).values(...)``: the columns it was not given take their defaults."""
+    given = row.model_fields_set
+    attrs = sa_inspect(type(row)).column_attrs
+    return {a.columns[0].key: getattr(row, a.key) for a in attrs if a.key in given}
 
 
 def now_field() -> Any:

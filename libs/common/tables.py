@@ -1,5 +1,6 @@
-"""Tables every service shares the shape of (outbox, inbox), declared once, and the check
-that a service's declared tables and its migrations agree.
+"""Tables every service shares the shape of (outbox, inbox), declared once; the column fields
+and base models (:class:`TenantRow`, :class:`TenantModeKey`) the services declare their
+tables with; and the check that a service's declared tables and its migrations agree.
 
 Each service declares its own tables as SQLModel models in ``<service>/models.py`` (one
 PostgreSQL schema per service, unique class names: all models share ``SQLModel.metadata``)
@@ -14,7 +15,10 @@ from __future__ import annotations
 from typing import Any, TypeAlias
 
 from sqlalchemy import BigInteger, Column, DateTime, Integer, LargeBinary, MetaData, Row, Table, Text, func
+from sqlalchemy import inspect as sa_inspect
 from sqlmodel import Field, SQLModel
+
+from common.contracts.base import Mode
 
 #: A row read from a declared table (columns by attribute, as the select named them).
 AnyRow: TypeAlias = Row[*tuple[Any, ...]]
@@ -32,14 +36,58 @@ def table_of(model: type[SQLModel]) -> Table:
     return table
 
 
+def values_of(row: SQLModel) -> dict[str, Any]:
+    """The column values a table model's instance was built with, keyed by column, for an
+    ``insert(table).values(...)``: the columns it was not given take their defaults."""
+    given = row.model_fields_set
+    attrs = sa_inspect(type(row)).column_attrs
+    return {a.columns[0].key: getattr(row, a.key) for a in attrs if a.key in given}
+
+
 def now_field() -> Any:
     """A SQLModel field for a ``timestamptz NOT NULL DEFAULT now()`` column."""
     return Field(sa_column=Column(DateTime(timezone=True), nullable=False, server_default=func.now()))
 
 
-def text_field(*, nullable: bool = False) -> Any:
-    """A SQLModel field for a ``text`` column, ``NOT NULL`` unless ``nullable``."""
-    return Field(sa_column=Column(Text, nullable=nullable))
+def time_field(*, nullable: bool = False) -> Any:
+    """A SQLModel field for a ``timestamptz`` column without a default, ``NOT NULL`` unless
+    ``nullable`` (then the field defaults to None)."""
+    if nullable:
+        return Field(default=None, sa_column=Column(DateTime(timezone=True), nullable=True))
+    return Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+def text_field(
+    *, nullable: bool = False, primary_key: bool = False, foreign_key: str | None = None, unique: bool = False
+) -> Any:
+    """A SQLModel field for a ``text`` column, ``NOT NULL`` unless ``nullable`` (then the field
+    defaults to None); ``foreign_key`` names the referenced column (``schema.table.column``).
+
+    Declared by type (``sa_type``), not as a ``Column``: SQLModel builds a new column for each
+    table from it, so the field also serves in a base model that several tables inherit (a
+    ``Column`` object belongs to one table)."""
+    if nullable:
+        return Field(default=None, sa_type=Text, nullable=True, foreign_key=foreign_key, unique=unique)
+    return Field(
+        sa_type=Text, nullable=False, primary_key=primary_key, foreign_key=foreign_key, unique=unique
+    )
+
+
+class TenantRow(SQLModel):
+    """The columns a per-tenant table starts with: its text id, then the tenant and mode that
+    own the row. A base model, not a table (SQLModel's ``HeroBase`` pattern): each table
+    that inherits it gets columns of its own, built from these fields, in this order."""
+
+    id: str = text_field(primary_key=True)
+    tenant_id: str = text_field()
+    mode: Mode = text_field()
+
+
+class TenantModeKey(SQLModel):
+    """``(tenant_id, mode)`` leading the primary key of a table kept per tenant and mode."""
+
+    tenant_id: str = text_field(primary_key=True)
+    mode: Mode = text_field(primary_key=True)
 
 
 def outbox_table(schema: str) -> Table:

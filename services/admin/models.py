@@ -10,21 +10,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import (
-    BigInteger,
-    Column,
-    DateTime,
-    Identity,
-    Index,
-    LargeBinary,
-    Text,
-)
+from sqlalchemy import BigInteger, Column, Identity, Index, LargeBinary
 from sqlalchemy import text as sql_text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
 from common.identity import SCHEMA, ApiKey, Tenant, api_keys, tenants
-from common.tables import now_field, outbox_table, table_of, text_field
+from common.tables import now_field, outbox_table, table_of, text_field, time_field
 
 __all__ = ["ApiKey", "AuditEntry", "DeadLetterRecord", "Tenant", "api_keys", "audit_log", "outbox", "tenants"]
 
@@ -58,21 +50,19 @@ class DeadLetterRecord(SQLModel, table=True):
     __table_args__ = (Index("dead_letters_service", "service", "seq"), {"schema": SCHEMA})
 
     seq: int | None = Field(default=None, sa_column=Column(BigInteger, Identity(), primary_key=True))
-    dead_letter_id: str = Field(sa_column=Column(Text, nullable=False, unique=True))
-    service: str = Field(sa_column=Column(Text, nullable=False))
-    topic: str = Field(sa_column=Column(Text, nullable=False))
+    dead_letter_id: str = text_field(unique=True)
+    service: str = text_field()
+    topic: str = text_field()
     partition: int = Field(nullable=False)
     offset: int = Field(sa_column=Column(BigInteger, nullable=False))
     key: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
-    error: str = Field(sa_column=Column(Text, nullable=False))
+    error: str = text_field()
     attempts: int = Field(nullable=False)
-    request_id: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    request_id: str | None = text_field(nullable=True)
     payload: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
-    dead_lettered_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
-    redriven_at: datetime | None = Field(
-        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
-    )
-    redriven_by: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    dead_lettered_at: datetime = time_field()
+    redriven_at: datetime | None = time_field(nullable=True)
+    redriven_by: str | None = text_field(nullable=True)
 
 
 audit_log = table_of(AuditEntry)

@@ -35,6 +35,7 @@ from common.times import iso
 from common.views import columns
 from compliance import allowance, screening
 from compliance import repository as repo
+from compliance.models import ComplianceCap, ComplianceRoute
 from compliance.rules import PAYMENT_RAILS, parse_amount
 from compliance.snapshot import Snapshot
 
@@ -72,9 +73,15 @@ async def _set_route(
     session: AsyncSession, snap: Snapshot, cmd: ApproveRoute | RevokeRoute, approved: bool
 ) -> dict[str, Any]:
     t, m = cmd.ctx.tenant_id, cmd.ctx.mode
-    row = await repo.set_route(
-        session, t, m, _rail(cmd.rail), _currency(cmd.currency), approved, cmd.ctx.actor
+    route = ComplianceRoute(
+        tenant_id=t,
+        mode=m,
+        rail=_rail(cmd.rail),
+        currency=_currency(cmd.currency),
+        approved=approved,
+        updated_by=cmd.ctx.actor,
     )
+    row = await repo.set_route(session, route)
     snap.forget_policy(t, m)
     return _route_data(row)
 
@@ -98,9 +105,15 @@ async def set_transfer_cap(session: AsyncSession, snap: Snapshot, cmd: SetTransf
             threshold = None
         if threshold is None or not threshold.is_finite() or threshold < 0:
             raise invalid("review_threshold", "review_threshold must be a decimal string of zero or more")
-    row = await repo.set_cap(
-        session, cmd.ctx.tenant_id, cmd.ctx.mode, per_transfer, daily, threshold, cmd.ctx.actor
+    cap = ComplianceCap(
+        tenant_id=cmd.ctx.tenant_id,
+        mode=cmd.ctx.mode,
+        per_transfer=per_transfer,
+        daily=daily,
+        review_threshold=threshold,
+        updated_by=cmd.ctx.actor,
     )
+    row = await repo.set_cap(session, cap)
     snap.forget_policy(cmd.ctx.tenant_id, cmd.ctx.mode)
     return {
         "tenant_id": row.tenant_id,

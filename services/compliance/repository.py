@@ -30,8 +30,10 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from common.tables import AnyRow
+from common.tables import AnyRow, table_of, values_of
 from compliance.models import (
+    ComplianceCap,
+    ComplianceRoute,
     cap_holds,
     cap_usage,
     caps,
@@ -200,58 +202,26 @@ async def load_caps(session: AsyncSession, tenants: list[tuple[str, str]]) -> li
     return list((await session.execute(q)).all())
 
 
-async def set_route(
-    session: AsyncSession,
-    tenant_id: str,
-    mode: str,
-    rail: str,
-    currency: str,
-    approved: bool,
-    actor: str | None,
-) -> AnyRow:
-    ins = pg_insert(routes).values(
-        tenant_id=tenant_id, mode=mode, rail=rail, currency=currency, approved=approved, updated_by=actor
-    )
-    stmt = ins.on_conflict_do_update(
-        index_elements=[routes.c.tenant_id, routes.c.mode, routes.c.rail, routes.c.currency],
-        set_={
-            "approved": ins.excluded.approved,
-            "updated_by": ins.excluded.updated_by,
-            "updated_at": func.now(),
-        },
-    ).returning(*routes.c)
-    return (await session.execute(stmt)).one()
+async def set_route(session: AsyncSession, route: ComplianceRoute) -> AnyRow:
+    """Insert ``route``, or update its tenant, mode, rail and currency's route to it."""
+    return await _put(session, route)
 
 
-async def set_cap(
-    session: AsyncSession,
-    tenant_id: str,
-    mode: str,
-    per_transfer: Decimal,
-    daily: Decimal,
-    review_threshold: Decimal | None,
-    actor: str | None,
-) -> AnyRow:
-    ins = pg_insert(caps).values(
-        tenant_id=tenant_id,
-        mode=mode,
-        per_transfer=per_transfer,
-        daily=daily,
-        review_threshold=review_threshold,
-        updated_by=actor,
-    )
-    x = ins.excluded
-    stmt = ins.on_conflict_do_update(
-        index_elements=[caps.c.tenant_id, caps.c.mode],
-        set_={
-            "per_transfer": x.per_transfer,
-            "daily": x.daily,
-            "review_threshold": x.review_threshold,
-            "updated_by": x.updated_by,
-            "updated_at": func.now(),
-        },
-    ).returning(*caps.c)
-    return (await session.execute(stmt)).one()
+async def set_cap(session: AsyncSession, cap: ComplianceCap) -> AnyRow:
+    """Insert ``cap``, or update its tenant and mode's cap to it."""
+    return await _put(session, cap)
+
+
+async def _put(session: AsyncSession, row: ComplianceRoute | ComplianceCap) -> AnyRow:
+    """Insert ``row``, or set the stored row with its primary key to the columns ``row`` was
+    built with (and ``updated_at`` to now): the row as stored."""
+    table = table_of(type(row))
+    values = values_of(row)
+    ins = pg_insert(table).values(values)
+    key = table.primary_key.columns
+    changed = {name: ins.excluded[name] for name in values if name not in key}
+    stmt = ins.on_conflict_do_update(index_elements=list(key), set_={**changed, "updated_at": func.now()})
+    return (await session.execute(stmt.returning(*table.c))).one()
 
 
 _EA_UPDATED = (

@@ -4,52 +4,35 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
-from sqlalchemy import (
-    Column,
-    DateTime,
-    LargeBinary,
-    Text,
-    UniqueConstraint,
-    func,
-)
-from sqlmodel import Field, SQLModel
+from sqlalchemy import Column, LargeBinary, UniqueConstraint
+from sqlmodel import Field
 
 from common.identity import api_keys, tenants
-from common.tables import table_of, text_field
+from common.tables import TenantRow, now_field, table_of, text_field, time_field
 
 SCHEMA = "gateway"
 
 
-def _ts(*, nullable: bool = True) -> Any:
-    return Field(sa_column=Column(DateTime(timezone=True), nullable=nullable))
-
-
-class OnboardingAuthorization(SQLModel, table=True):
+class OnboardingAuthorization(TenantRow, table=True):
     """A signed, short-lived, single-use signup link."""
 
     __tablename__ = "onboarding_authorizations"
     __table_args__ = (UniqueConstraint("tenant_id", "mode", "idempotency_key"), {"schema": SCHEMA})
 
-    id: str = Field(sa_column=Column(Text, primary_key=True))
-    tenant_id: str = text_field()
-    mode: str = text_field()
     idempotency_key: str | None = text_field(nullable=True)
     request_id: str = text_field()
     service_user_id: str = text_field()
     email: str | None = text_field(nullable=True)
     account_type: str | None = text_field(nullable=True)
     redirect_url: str | None = text_field(nullable=True)
-    expires_at: datetime = _ts(nullable=False)
-    created_at: datetime = Field(
-        sa_column=Column(DateTime(timezone=True), nullable=False, server_default=func.now())
-    )
+    expires_at: datetime = time_field()
+    created_at: datetime = now_field()
     # a signup in flight: the exact command sent, so a retry resends the same one
     pending_command: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
-    pending_at: datetime | None = _ts()
+    pending_at: datetime | None = time_field(nullable=True)
     # consumption: set once, by the first completed signup
-    used_at: datetime | None = _ts()
+    used_at: datetime | None = time_field(nullable=True)
     customer_id: str | None = text_field(nullable=True)
 
 

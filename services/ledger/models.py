@@ -15,57 +15,48 @@ from sqlalchemy import (
     CHAR,
     BigInteger,
     Column,
-    DateTime,
-    ForeignKey,
     Index,
     Numeric,
     Table,
-    Text,
     UniqueConstraint,
-    func,
     text,
 )
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from common.contracts.base import Mode
-from common.tables import inbox_table, outbox_table
+from common.tables import (
+    TenantModeKey,
+    TenantRow,
+    inbox_table,
+    now_field,
+    outbox_table,
+    text_field,
+    time_field,
+)
 
 SCHEMA = "ledger"
 MONEY = Numeric(38, 6)
 
 
-def _text(*, pk: bool = False, null: bool = False, fk: str | None = None, unique: bool = False) -> Any:
-    args: list[Any] = [ForeignKey(f"{SCHEMA}.{fk}")] if fk else []
-    return Field(sa_column=Column(Text, *args, primary_key=pk, nullable=null, unique=unique or None))
-
-
-def _created() -> Any:
-    return Field(sa_column=Column(DateTime(timezone=True), nullable=False, server_default=func.now()))
-
-
-class Customer(SQLModel, table=True):
+class Customer(TenantRow, table=True):
     __tablename__ = "customers"
     __table_args__ = (
         Index("customers_scope", "tenant_id", "mode", text("id DESC")),
         {"schema": SCHEMA},
     )
 
-    id: str = _text(pk=True)
-    tenant_id: str = _text()
-    mode: Mode = _text()
-    account_type: str = _text()
-    email: str = _text()
+    account_type: str = text_field()
+    email: str = text_field()
     country_code: str = Field(sa_column=Column(CHAR(2), nullable=False))
-    service_user_id: str = _text()
-    full_name: str | None = _text(null=True)
-    company_name: str | None = _text(null=True)
-    registration_number: str | None = _text(null=True)
-    phone_e164: str | None = _text(null=True)
-    created_at: datetime = _created()
+    service_user_id: str = text_field()
+    full_name: str | None = text_field(nullable=True)
+    company_name: str | None = text_field(nullable=True)
+    registration_number: str | None = text_field(nullable=True)
+    phone_e164: str | None = text_field(nullable=True)
+    created_at: datetime = now_field()
 
 
-class Wallet(SQLModel, table=True):
+class Wallet(TenantRow, table=True):
     __tablename__ = "wallets"
     __table_args__ = (
         Index("wallets_scope", "tenant_id", "mode", text("id DESC")),
@@ -73,55 +64,46 @@ class Wallet(SQLModel, table=True):
         {"schema": SCHEMA},
     )
 
-    id: str = _text(pk=True)
-    tenant_id: str = _text()
-    mode: Mode = _text()
-    customer_id: str = _text(fk="customers.id")
-    symbol: str = _text()
-    chain: str = _text()
-    deposit_address: str = _text(unique=True)
-    created_at: datetime = _created()
+    customer_id: str = text_field(foreign_key=f"{SCHEMA}.customers.id")
+    symbol: str = text_field()
+    chain: str = text_field()
+    deposit_address: str = text_field(unique=True)
+    created_at: datetime = now_field()
 
 
-class VirtualAccount(SQLModel, table=True):
+class VirtualAccount(TenantRow, table=True):
     __tablename__ = "virtual_accounts"
     __table_args__ = (
         Index("virtual_accounts_scope", "tenant_id", "mode", text("id DESC")),
         {"schema": SCHEMA},
     )
 
-    id: str = _text(pk=True)
-    tenant_id: str = _text()
-    mode: Mode = _text()
-    customer_id: str = _text(fk="customers.id")
-    currency: str = _text()
-    wallet_id: str = _text(fk="wallets.id")
+    customer_id: str = text_field(foreign_key=f"{SCHEMA}.customers.id")
+    currency: str = text_field()
+    wallet_id: str = text_field(foreign_key=f"{SCHEMA}.wallets.id")
     destination: dict[str, Any] = Field(sa_column=Column(JSONB, nullable=False))
-    account_number: str | None = _text(null=True)
-    routing_number: str | None = _text(null=True)
-    iban: str | None = _text(null=True)
-    bic: str | None = _text(null=True)
-    bank_name: str | None = _text(null=True)
-    created_at: datetime = _created()
+    account_number: str | None = text_field(nullable=True)
+    routing_number: str | None = text_field(nullable=True)
+    iban: str | None = text_field(nullable=True)
+    bic: str | None = text_field(nullable=True)
+    bank_name: str | None = text_field(nullable=True)
+    created_at: datetime = now_field()
 
 
-class Account(SQLModel, table=True):
+class Account(TenantRow, table=True):
     """Chart of accounts: wallet accounts (``available`` / ``held``, never negative, kept in
     step with their postings) and external ones (``deposits`` / ``payouts``, derived)."""
 
     __tablename__ = "accounts"
     __table_args__ = {"schema": SCHEMA}
 
-    id: str = _text(pk=True)
-    tenant_id: str = _text()
-    mode: Mode = _text()
-    currency: str = _text()
-    kind: str = _text()
-    wallet_id: str | None = _text(null=True, fk="wallets.id")
+    currency: str = text_field()
+    kind: str = text_field()
+    wallet_id: str | None = text_field(nullable=True, foreign_key=f"{SCHEMA}.wallets.id")
     balance: Decimal = Field(sa_column=Column(MONEY, nullable=False, server_default=text("0")))
 
 
-class JournalEntry(SQLModel, table=True):
+class JournalEntry(TenantRow, table=True):
     """An entry and its link in its tenant's and mode's hash chain (``ledger.chain``)."""
 
     __tablename__ = "journal_entries"
@@ -131,27 +113,22 @@ class JournalEntry(SQLModel, table=True):
         {"schema": SCHEMA},
     )
 
-    id: str = _text(pk=True)
-    tenant_id: str = _text()
-    mode: Mode = _text()
-    kind: str = _text()
-    transfer_id: str | None = _text(null=True)
-    deposit_id: str | None = _text(null=True)
-    created_at: datetime = _created()
+    kind: str = text_field()
+    transfer_id: str | None = text_field(nullable=True)
+    deposit_id: str | None = text_field(nullable=True)
+    created_at: datetime = now_field()
     seq: int = Field(sa_column=Column(BigInteger, nullable=False))
-    hash: str = _text()
+    hash: str = text_field()
 
 
-class JournalChain(SQLModel, table=True):
+class JournalChain(TenantModeKey, table=True):
     """The head of one tenant's and mode's hash chain: its last entry's ``seq`` and ``hash``."""
 
     __tablename__ = "journal_chains"
     __table_args__ = {"schema": SCHEMA}
 
-    tenant_id: str = _text(pk=True)
-    mode: Mode = _text(pk=True)
     seq: int = Field(sa_column=Column(BigInteger, nullable=False))
-    head_hash: str = _text()
+    head_hash: str = text_field()
 
 
 class Posting(SQLModel, table=True):
@@ -163,13 +140,13 @@ class Posting(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, sa_column=Column(BigInteger, primary_key=True, autoincrement=True))
-    entry_id: str = _text(fk="journal_entries.id")
-    account_id: str = _text(fk="accounts.id")
-    currency: str = _text()
+    entry_id: str = text_field(foreign_key=f"{SCHEMA}.journal_entries.id")
+    account_id: str = text_field(foreign_key=f"{SCHEMA}.accounts.id")
+    currency: str = text_field()
     amount: Decimal = Field(sa_column=Column(MONEY, nullable=False))
 
 
-class Transfer(SQLModel, table=True):
+class Transfer(TenantRow, table=True):
     """Transfers and payouts; ``state`` changes only through ``states.transition``."""
 
     __tablename__ = "transfers"
@@ -180,33 +157,28 @@ class Transfer(SQLModel, table=True):
         {"schema": SCHEMA},
     )
 
-    id: str = _text(pk=True)
-    tenant_id: str = _text()
-    mode: Mode = _text()
-    kind: str = _text()
-    route: str = _text()
-    state: str = _text()
-    previous_state: str | None = _text(null=True)
+    kind: str = text_field()
+    route: str = text_field()
+    state: str = text_field()
+    previous_state: str | None = text_field(nullable=True)
     amount: Decimal = Field(sa_column=Column(MONEY, nullable=False))
     # The developer fee, charged on completion: the destination receives amount - fee_amount.
     fee_amount: Decimal = Field(
         default=Decimal(0), sa_column=Column(MONEY, nullable=False, server_default=text("0"))
     )
-    currency: str = _text()
-    source_wallet_id: str = _text(fk="wallets.id")
-    destination_wallet_id: str | None = _text(null=True, fk="wallets.id")
+    currency: str = text_field()
+    source_wallet_id: str = text_field(foreign_key=f"{SCHEMA}.wallets.id")
+    destination_wallet_id: str | None = text_field(nullable=True, foreign_key=f"{SCHEMA}.wallets.id")
     source: dict[str, Any] = Field(sa_column=Column(JSONB, nullable=False))
     destination: dict[str, Any] = Field(sa_column=Column(JSONB, nullable=False))
     developer_fee: dict[str, Any] | None = Field(
         default=None, sa_column=Column(JSONB(none_as_null=True), nullable=True)
     )
-    idempotency_key: str = _text()
-    decision_id: str | None = _text(null=True)
-    next_step_at: datetime | None = Field(
-        default=None, sa_column=Column(DateTime(timezone=True), nullable=True)
-    )
-    created_at: datetime = _created()
-    updated_at: datetime = _created()
+    idempotency_key: str = text_field()
+    decision_id: str | None = text_field(nullable=True)
+    next_step_at: datetime | None = time_field(nullable=True)
+    created_at: datetime = now_field()
+    updated_at: datetime = now_field()
 
 
 class StateChange(SQLModel, table=True):
@@ -214,28 +186,25 @@ class StateChange(SQLModel, table=True):
     __table_args__ = (Index("state_changes_transfer", "transfer_id", "id"), {"schema": SCHEMA})
 
     id: int | None = Field(default=None, sa_column=Column(BigInteger, primary_key=True, autoincrement=True))
-    transfer_id: str = _text(fk="transfers.id")
-    from_state: str | None = _text(null=True)
-    to_state: str = _text()
-    cause: str = _text()
-    request_id: str | None = _text(null=True)
-    at: datetime = _created()
+    transfer_id: str = text_field(foreign_key=f"{SCHEMA}.transfers.id")
+    from_state: str | None = text_field(nullable=True)
+    to_state: str = text_field()
+    cause: str = text_field()
+    request_id: str | None = text_field(nullable=True)
+    at: datetime = now_field()
 
 
-class Deposit(SQLModel, table=True):
+class Deposit(TenantRow, table=True):
     __tablename__ = "deposits"
     __table_args__ = {"schema": SCHEMA}
 
-    id: str = _text(pk=True)
-    tenant_id: str = _text()
-    mode: Mode = _text()
-    virtual_account_id: str = _text(fk="virtual_accounts.id")
-    wallet_id: str = _text(fk="wallets.id")
-    fiat_currency: str = _text()
+    virtual_account_id: str = text_field(foreign_key=f"{SCHEMA}.virtual_accounts.id")
+    wallet_id: str = text_field(foreign_key=f"{SCHEMA}.wallets.id")
+    fiat_currency: str = text_field()
     fiat_amount: Decimal = Field(sa_column=Column(MONEY, nullable=False))
-    currency: str = _text()
+    currency: str = text_field()
     amount: Decimal = Field(sa_column=Column(MONEY, nullable=False))
-    created_at: datetime = _created()
+    created_at: datetime = now_field()
 
 
 class WalletBalances(NamedTuple):

@@ -12,6 +12,7 @@ published vectors.
 from __future__ import annotations
 
 import secrets
+from typing import TypedDict
 
 from common.addresses import EVM_CHAINS, b58check_encode, b58encode
 from common.checksums import aba_check_digit, aba_valid, iban, iban_valid
@@ -38,7 +39,17 @@ def routing_number() -> str:
     return first8 + aba_check_digit(first8)
 
 
-def bank_details(currency: str) -> dict[str, str | None]:
+class BankDetails(TypedDict):
+    """A virtual account's bank numbers: columns of ``ledger.virtual_accounts``."""
+
+    account_number: str | None
+    routing_number: str | None
+    iban: str | None
+    bic: str | None
+    bank_name: str
+
+
+def bank_details(currency: str) -> BankDetails:
     """Numbers a virtual account answers with (contract section 5)."""
     if currency == "USD":
         return {

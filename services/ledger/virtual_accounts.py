@@ -9,6 +9,7 @@ from common.contracts.events import VirtualAccountCreated
 from common.errors import invalid
 from ledger import repository as repo
 from ledger.effects import Effects, LedgerConfig, missing
+from ledger.models import VirtualAccount
 from ledger.numbers import PEGS, bank_details
 
 DESTINATION_RAILS = ("provider_wallet", "stablecoin")
@@ -56,17 +57,17 @@ async def create_virtual_account(
         "address": wallet.deposit_address,
         "provider_wallet_id": wallet.id,
     }
-    await repo.insert_virtual_account(
-        session,
-        va_id=cmd.virtual_account_id,
+    account = VirtualAccount(
+        id=cmd.virtual_account_id,
         tenant_id=t,
         mode=m,
         customer_id=cmd.customer_id,
         currency=currency,
         wallet_id=wallet.id,
         destination=destination,
-        numbers=numbers,
+        **numbers,
     )
+    await repo.insert_virtual_account(session, account)
     data = {"virtual_account_id": cmd.virtual_account_id, "currency": currency, **numbers}
     fx = Effects(201, data)
     fx.emit(

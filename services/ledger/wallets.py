@@ -9,6 +9,7 @@ from common.contracts.events import WalletCreated
 from common.errors import invalid
 from ledger import repository as repo
 from ledger.effects import Effects, LedgerConfig, missing
+from ledger.models import Wallet
 from ledger.numbers import OFFERED_PAIRS, deposit_address
 
 
@@ -22,16 +23,16 @@ async def create_wallet(session: AsyncSession, cmd: CreateWallet, cfg: LedgerCon
     if await repo.get_customer(session, t, m, cmd.customer_id) is None:
         raise missing("customer", "customer_id")
     address = deposit_address(chain)
-    await repo.insert_wallet(
-        session,
-        wallet_id=cmd.wallet_id,
+    wallet = Wallet(
+        id=cmd.wallet_id,
         tenant_id=t,
         mode=m,
         customer_id=cmd.customer_id,
         symbol=symbol,
         chain=chain,
-        address=address,
+        deposit_address=address,
     )
+    await repo.insert_wallet(session, wallet)
     data = {"wallet_id": cmd.wallet_id, "deposit_address": address, "symbol": symbol, "chain": chain}
     fx = Effects(201, data)
     fx.emit(WalletCreated, cmd.ctx, data={**data, "customer_id": cmd.customer_id})

@@ -7,6 +7,7 @@ Class names carry the service (all services share ``SQLModel.metadata``).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -14,7 +15,6 @@ from sqlalchemy import (
     CheckConstraint,
     Column,
     DateTime,
-    ForeignKey,
     Index,
     Integer,
     LargeBinary,
@@ -26,16 +26,19 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlmodel import Field, SQLModel
 
-from common.tables import inbox_table, outbox_table
+from common.tables import TenantRow, inbox_table, outbox_table, text_field, time_field
 
 SCHEMA = "webhooks"
 
 
-def _ts(*, nullable: bool = True, now: bool = False) -> Column[datetime]:
-    return Column(DateTime(timezone=True), nullable=nullable, server_default=func.now() if now else None)
+def _now() -> Any:
+    # Defaults to None in the model: a row built to be inserted leaves it to the database.
+    return Field(
+        default=None, sa_column=Column(DateTime(timezone=True), nullable=False, server_default=func.now())
+    )
 
 
-class WebhookEndpoint(SQLModel, table=True):
+class WebhookEndpoint(TenantRow, table=True):
     """A partner's endpoint. ``next_due_at`` is the claim's hint: no pending delivery of this
     endpoint is due before it (NULL: nothing to send); see ``repository.claim_due``."""
 
@@ -46,10 +49,7 @@ class WebhookEndpoint(SQLModel, table=True):
         {"schema": SCHEMA},
     )
 
-    id: str = Field(sa_column=Column(Text, primary_key=True))
-    tenant_id: str = Field(sa_column=Column(Text, nullable=False))
-    mode: str = Field(sa_column=Column(Text, nullable=False))
-    url: str = Field(sa_column=Column(Text, nullable=False))
+    url: str = text_field()
     secret_enc: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     # Secrets rotated out (sealed like secret_enc), newest first, each signing beside the
     # current one until its retired_until (24 h): parallel arrays, read by the claim with the
@@ -67,13 +67,13 @@ class WebhookEndpoint(SQLModel, table=True):
     enabled: bool = Field(
         default=True, sa_column=Column(Boolean, nullable=False, server_default=text("true"))
     )
-    disabled_reason: str | None = Field(default=None, sa_column=Column(Text))
-    disabled_at: datetime | None = Field(default=None, sa_column=_ts())
-    failing_since: datetime | None = Field(default=None, sa_column=_ts())
-    last_success_at: datetime | None = Field(default=None, sa_column=_ts())
-    verified_at: datetime | None = Field(default=None, sa_column=_ts())
-    created_at: datetime | None = Field(default=None, sa_column=_ts(nullable=False, now=True))
-    next_due_at: datetime | None = Field(default=None, sa_column=_ts())
+    disabled_reason: str | None = text_field(nullable=True)
+    disabled_at: datetime | None = time_field(nullable=True)
+    failing_since: datetime | None = time_field(nullable=True)
+    last_success_at: datetime | None = time_field(nullable=True)
+    verified_at: datetime | None = time_field(nullable=True)
+    created_at: datetime | None = _now()
+    next_due_at: datetime | None = time_field(nullable=True)
 
 
 class WebhookEvent(SQLModel, table=True):
@@ -87,12 +87,12 @@ class WebhookEvent(SQLModel, table=True):
         {"schema": SCHEMA},
     )
 
-    event_id: str = Field(sa_column=Column(Text, primary_key=True))
-    tenant_id: str = Field(sa_column=Column(Text, nullable=False))
-    mode: str = Field(sa_column=Column(Text, nullable=False))
-    type: str = Field(sa_column=Column(Text, nullable=False))
+    event_id: str = text_field(primary_key=True)
+    tenant_id: str = text_field()
+    mode: str = text_field()
+    type: str = text_field()
     body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
-    received_at: datetime | None = Field(default=None, sa_column=_ts(nullable=False, now=True))
+    received_at: datetime | None = _now()
 
 
 class WebhookDelivery(SQLModel, table=True):
@@ -121,27 +121,27 @@ class WebhookDelivery(SQLModel, table=True):
         {"schema": SCHEMA},
     )
 
-    id: str = Field(sa_column=Column(Text, primary_key=True))
-    event_id: str = Field(sa_column=Column(Text, ForeignKey("webhooks.events.event_id"), nullable=False))
-    webhook_id: str = Field(sa_column=Column(Text, ForeignKey("webhooks.endpoints.id"), nullable=False))
-    tenant_id: str = Field(sa_column=Column(Text, nullable=False))
-    mode: str = Field(sa_column=Column(Text, nullable=False))
-    event_type: str = Field(sa_column=Column(Text, nullable=False))
+    id: str = text_field(primary_key=True)
+    event_id: str = text_field(foreign_key=f"{SCHEMA}.events.event_id")
+    webhook_id: str = text_field(foreign_key=f"{SCHEMA}.endpoints.id")
+    tenant_id: str = text_field()
+    mode: str = text_field()
+    event_type: str = text_field()
     status: str = Field(
         default="pending", sa_column=Column(Text, nullable=False, server_default=text("'pending'"))
     )
     attempts: int = Field(default=0, sa_column=Column(Integer, nullable=False, server_default=text("0")))
     max_attempts: int = Field(sa_column=Column(Integer, nullable=False))
-    next_attempt_at: datetime | None = Field(default=None, sa_column=_ts(nullable=False, now=True))
-    lease_until: datetime | None = Field(default=None, sa_column=_ts())
+    next_attempt_at: datetime | None = _now()
+    lease_until: datetime | None = time_field(nullable=True)
     # Who holds (or last held) the lease, since when: a lease taken over after it expired
     # writes the lost attempt (``interrupted``) from these; attempts are written when they end.
-    leased_by: str | None = Field(default=None, sa_column=Column(Text))
-    leased_at: datetime | None = Field(default=None, sa_column=_ts())
+    leased_by: str | None = text_field(nullable=True)
+    leased_at: datetime | None = time_field(nullable=True)
     last_status_code: int | None = Field(default=None, sa_column=Column(Integer))
-    last_error: str | None = Field(default=None, sa_column=Column(Text))
-    created_at: datetime | None = Field(default=None, sa_column=_ts(nullable=False, now=True))
-    updated_at: datetime | None = Field(default=None, sa_column=_ts(nullable=False, now=True))
+    last_error: str | None = text_field(nullable=True)
+    created_at: datetime | None = _now()
+    updated_at: datetime | None = _now()
 
 
 class WebhookAttempt(SQLModel, table=True):
@@ -156,14 +156,14 @@ class WebhookAttempt(SQLModel, table=True):
     )
 
     id: int | None = Field(default=None, sa_column=Column(BigInteger, primary_key=True, autoincrement=True))
-    delivery_id: str = Field(sa_column=Column(Text, ForeignKey("webhooks.deliveries.id"), nullable=False))
+    delivery_id: str = text_field(foreign_key=f"{SCHEMA}.deliveries.id")
     attempt: int = Field(sa_column=Column(Integer, nullable=False))
-    worker: str = Field(sa_column=Column(Text, nullable=False))
-    started_at: datetime | None = Field(default=None, sa_column=_ts(nullable=False, now=True))
-    finished_at: datetime | None = Field(default=None, sa_column=_ts())
+    worker: str = text_field()
+    started_at: datetime | None = _now()
+    finished_at: datetime | None = time_field(nullable=True)
     status_code: int | None = Field(default=None, sa_column=Column(Integer))
     latency_ms: int | None = Field(default=None, sa_column=Column(Integer))
-    error: str | None = Field(default=None, sa_column=Column(Text))
+    error: str | None = text_field(nullable=True)
 
 
 inbox = inbox_table(SCHEMA)

@@ -40,6 +40,7 @@ from common.results import ok_result
 from common.times import iso
 from common.views import columns
 from webhooks import repository as repo
+from webhooks.models import WebhookEndpoint
 from webhooks.repository import Disabled
 from webhooks.signing import SecretBox, new_secret
 from webhooks.targets import TargetError, vet
@@ -117,12 +118,14 @@ async def create_webhook(session: AsyncSession, env: Env, cmd: CreateWebhook) ->
     secret = new_secret()
     row = await repo.insert_endpoint(
         session,
-        webhook_id=cmd.webhook_id,
-        tenant_id=cmd.ctx.tenant_id,
-        mode=cmd.ctx.mode,
-        url=cmd.endpoint_url,
-        secret_enc=env.box.seal_secret(secret, cmd.webhook_id),
-        enabled_events=_event_types(cmd.enabled_events),
+        WebhookEndpoint(
+            id=cmd.webhook_id,
+            tenant_id=cmd.ctx.tenant_id,
+            mode=cmd.ctx.mode,
+            url=cmd.endpoint_url,
+            secret_enc=env.box.seal_secret(secret, cmd.webhook_id),
+            enabled_events=_event_types(cmd.enabled_events),
+        ),
     )
     if row is None:
         raise invalid("webhook_id", "a webhook with this id already exists", reason="duplicate_id")

@@ -31,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts.base import Mode
 from common.contracts.commands import CreateCustomer
+from common.tables import table_of, values_of
 from ledger.models import (
     Customer,
     Transfer,
@@ -101,47 +102,32 @@ async def get_customer(
 # ---- wallets and their accounts ----
 
 
-async def insert_wallet(
-    session: AsyncSession,
-    *,
-    wallet_id: str,
-    tenant_id: str,
-    mode: Mode,
-    customer_id: str,
-    symbol: str,
-    chain: str,
-    address: str,
-) -> datetime:
+async def insert_wallet(session: AsyncSession, wallet: Wallet) -> datetime:
     """The wallet and its two accounts (``available`` and ``held``)."""
-    stmt = (
-        insert(wallets)
-        .values(
-            id=wallet_id,
-            tenant_id=tenant_id,
-            mode=mode,
-            customer_id=customer_id,
-            symbol=symbol,
-            chain=chain,
-            deposit_address=address,
-        )
-        .returning(wallets.c.created_at)
-    )
-    created: datetime = (await session.execute(stmt)).scalar_one()
+    created = await _insert_created(session, wallet)
     await session.execute(
         insert(accounts).values(
             [
                 {
-                    "id": f"{wallet_id}.{kind}",
-                    "tenant_id": tenant_id,
-                    "mode": mode,
-                    "currency": symbol,
+                    "id": f"{wallet.id}.{kind}",
+                    "tenant_id": wallet.tenant_id,
+                    "mode": wallet.mode,
+                    "currency": wallet.symbol,
                     "kind": kind,
-                    "wallet_id": wallet_id,
+                    "wallet_id": wallet.id,
                 }
                 for kind in ("available", "held")
             ]
         )
     )
+    return created
+
+
+async def _insert_created(session: AsyncSession, row: Wallet | VirtualAccount) -> datetime:
+    """Insert ``row``: the ``created_at`` the database gave it."""
+    table = table_of(type(row))
+    stmt = insert(table).values(values_of(row)).returning(table.c.created_at)
+    created: datetime = (await session.execute(stmt)).scalar_one()
     return created
 
 
@@ -180,34 +166,8 @@ async def wallets_for(
 # ---- virtual accounts ----
 
 
-async def insert_virtual_account(
-    session: AsyncSession,
-    *,
-    va_id: str,
-    tenant_id: str,
-    mode: Mode,
-    customer_id: str,
-    currency: str,
-    wallet_id: str,
-    destination: dict[str, Any],
-    numbers: dict[str, Any],
-) -> datetime:
-    stmt = (
-        insert(virtual_accounts)
-        .values(
-            id=va_id,
-            tenant_id=tenant_id,
-            mode=mode,
-            customer_id=customer_id,
-            currency=currency,
-            wallet_id=wallet_id,
-            destination=destination,
-            **{k: numbers[k] for k in ("account_number", "routing_number", "iban", "bic", "bank_name")},
-        )
-        .returning(virtual_accounts.c.created_at)
-    )
-    created: datetime = (await session.execute(stmt)).scalar_one()
-    return created
+async def insert_virtual_account(session: AsyncSession, account: VirtualAccount) -> datetime:
+    return await _insert_created(session, account)
 
 
 async def get_virtual_account(

@@ -14,6 +14,7 @@ from sqlalchemy import ARRAY, Integer, LargeBinary, and_, any_, bindparam, exist
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from common.tables import values_of
 from webhooks.models import (
     WebhookAttempt,
     WebhookDelivery,
@@ -79,26 +80,11 @@ async def count_endpoints_locked(session: AsyncSession, tenant_id: str, mode: st
     return int((await session.execute(stmt)).scalar_one())
 
 
-async def insert_endpoint(
-    session: AsyncSession,
-    *,
-    webhook_id: str,
-    tenant_id: str,
-    mode: str,
-    url: str,
-    secret_enc: bytes,
-    enabled_events: list[str] | None = None,
-) -> WebhookEndpoint | None:
+async def insert_endpoint(session: AsyncSession, endpoint: WebhookEndpoint) -> WebhookEndpoint | None:
+    """``endpoint`` as stored (defaults filled in), or None when its id is taken."""
     stmt = (
         insert(WebhookEndpoint)
-        .values(
-            id=webhook_id,
-            tenant_id=tenant_id,
-            mode=mode,
-            url=url,
-            secret_enc=secret_enc,
-            enabled_events=enabled_events,
-        )
+        .values(values_of(endpoint))
         .on_conflict_do_nothing(index_elements=["id"])
         .returning(WebhookEndpoint)
     )

@@ -74,8 +74,7 @@ async def _set_route(
 ) -> dict[str, Any]:
     t, m = cmd.ctx.tenant_id, cmd.ctx.mode
     route = ComplianceRoute(
-        tenant_id=t,
-        mode=m,
+        **cmd.ctx.owner,
         rail=_rail(cmd.rail),
         currency=_currency(cmd.currency),
         approved=approved,
@@ -106,8 +105,7 @@ async def set_transfer_cap(session: AsyncSession, snap: Snapshot, cmd: SetTransf
         if threshold is None or not threshold.is_finite() or threshold < 0:
             raise invalid("review_threshold", "review_threshold must be a decimal string of zero or more")
     cap = ComplianceCap(
-        tenant_id=cmd.ctx.tenant_id,
-        mode=cmd.ctx.mode,
+        **cmd.ctx.owner,
         per_transfer=per_transfer,
         daily=daily,
         review_threshold=threshold,

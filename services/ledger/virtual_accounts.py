@@ -58,9 +58,8 @@ async def create_virtual_account(
         "provider_wallet_id": wallet.id,
     }
     account = VirtualAccount(
+        **cmd.ctx.owner,
         id=cmd.virtual_account_id,
-        tenant_id=t,
-        mode=m,
         customer_id=cmd.customer_id,
         currency=currency,
         wallet_id=wallet.id,

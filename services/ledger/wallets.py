@@ -24,9 +24,8 @@ async def create_wallet(session: AsyncSession, cmd: CreateWallet, cfg: LedgerCon
         raise missing("customer", "customer_id")
     address = deposit_address(chain)
     wallet = Wallet(
+        **cmd.ctx.owner,
         id=cmd.wallet_id,
-        tenant_id=t,
-        mode=m,
         customer_id=cmd.customer_id,
         symbol=symbol,
         chain=chain,

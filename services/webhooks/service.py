@@ -119,9 +119,8 @@ async def create_webhook(session: AsyncSession, env: Env, cmd: CreateWebhook) ->
     row = await repo.insert_endpoint(
         session,
         WebhookEndpoint(
+            **cmd.ctx.owner,
             id=cmd.webhook_id,
-            tenant_id=cmd.ctx.tenant_id,
-            mode=cmd.ctx.mode,
             url=cmd.endpoint_url,
             secret_enc=env.box.seal_secret(secret, cmd.webhook_id),
             enabled_events=_event_types(cmd.enabled_events),

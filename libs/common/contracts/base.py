@@ -7,11 +7,16 @@ Every command carries a :class:`Ctx` (request id, tenant, mode, reply address) a
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar
 
 import msgspec
 
 Mode = Literal["sandbox", "production"]
+
+
+class Owner(TypedDict):
+    tenant_id: str
+    mode: Mode
 
 
 def as_mode(value: str) -> Mode:
@@ -31,6 +36,13 @@ class Ctx(msgspec.Struct, frozen=True, kw_only=True):
     reply_to: str | None = None
     idempotency_key: str | None = None
     actor: str | None = None  # operator token name for admin commands
+
+    @property
+    def owner(self) -> Owner:
+        """The tenant and mode a row this command creates belongs to, as the row's columns:
+        ``Wallet(**cmd.ctx.owner, id=...)``. Spelled once, so no service writes a command's
+        row under a tenant or mode the command did not come from."""
+        return {"tenant_id": self.tenant_id, "mode": self.mode}
 
 
 class Decision(msgspec.Struct, frozen=True, kw_only=True):

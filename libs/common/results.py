@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.contracts import Command, Result
+from common.contracts import Envelope, Result
 from common.contracts.base import ErrorBody
 from common.errors import ServiceError
 
 
-def ok_result(cmd: Command, data: Any = None, status: int = 200) -> Result:
+def ok_result(cmd: Envelope, data: Any = None, status: int = 200) -> Result:
     return Result(command_id=cmd.command_id, request_id=cmd.ctx.request_id, status=status, data=data)
 
 
-def error_result(cmd: Command, err: ServiceError) -> Result:
+def error_result(cmd: Envelope, err: ServiceError) -> Result:
     return Result(
         command_id=cmd.command_id,
         request_id=cmd.ctx.request_id,

@@ -34,7 +34,7 @@ from faststream.kafka import KafkaBroker
 
 from common import kafka
 from common.broker import ensure_topics
-from common.contracts import Command, Result, decode, encode
+from common.contracts import Envelope, Result, decode, encode
 from common.failpoints import failpoint
 from common.health import Readiness
 from common.settings import Settings
@@ -209,7 +209,7 @@ class RpcClient:
                 if not fut.done():
                     fut.set_result(result)
 
-    async def send(self, topic: str, command: Command, key: str | None = None) -> None:
+    async def send(self, topic: str, command: Envelope, key: str | None = None) -> None:
         await publish(
             self.broker,
             encode(command),
@@ -219,7 +219,7 @@ class RpcClient:
         )
 
     async def call(
-        self, topic: str, command: Command, key: str | None = None, timeout: float | None = None
+        self, topic: str, command: Envelope, key: str | None = None, timeout: float | None = None
     ) -> Result:
         """Publish and wait for the result; raises ``TimeoutError`` when none arrives in time."""
         loop = asyncio.get_running_loop()

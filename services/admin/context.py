@@ -15,7 +15,7 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from admin import repository as repo
-from common.contracts import Command, Ctx, Result, encode
+from common.contracts import Ctx, Envelope, Result, encode
 from common.contracts.base import as_mode
 from common.contracts.events import ControlEvent
 from common.errors import ErrorCode, ServiceError, not_found
@@ -75,7 +75,7 @@ class ActionContext:
             reply_to=self.rpc.reply_topic,
         )
 
-    async def call(self, topic: str, command: Command) -> Any:
+    async def call(self, topic: str, command: Envelope) -> Any:
         """Send a command to the service owning the data and pass its answer through."""
         try:
             result = await self.rpc.call(topic, command, key=command.ctx.tenant_id or None)

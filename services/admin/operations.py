@@ -18,7 +18,7 @@ from admin import schemas
 from admin.context import ActionContext
 from admin.policy import known_tenant
 from common.contracts import commands
-from common.contracts.base import Command
+from common.contracts.base import Envelope
 from common.ids import new_id
 from common.topics import Topic
 from common.validation import decode_body
@@ -34,7 +34,7 @@ class Relayed:
     tenant given."""
 
     request: type[msgspec.Struct]
-    command: type[Command]
+    command: type[Envelope]
     topic: Topic
     target: tuple[str, ...] = ()  # request fields naming what the action touched (joined by ":")
     audit: tuple[str, ...] | None = None  # request fields kept as the audit entry's details

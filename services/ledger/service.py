@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from common.contracts import Command, Result, encode
+from common.contracts import Envelope, Result, encode
 from common.contracts.base import ErrorBody, Event
 from common.contracts.commands import (
     CreateCustomer,
@@ -74,11 +74,11 @@ HANDLERS: dict[type, Any] = {
 READS = (GetResource, ListResources, GetFeeBalances, ListWalletTransactions, Reconcile, VerifyJournal)
 
 
-def is_read(cmd: Command) -> bool:
+def is_read(cmd: Envelope) -> bool:
     return isinstance(cmd, READS)
 
 
-async def execute(session: AsyncSession, cmd: Command, cfg: LedgerConfig) -> Effects:
+async def execute(session: AsyncSession, cmd: Envelope, cfg: LedgerConfig) -> Effects:
     handler = HANDLERS.get(type(cmd))
     if handler is None:
         raise ServiceError(ErrorCode.INVALID_REQUEST, f"unsupported command {type(cmd).__name__}")
@@ -89,7 +89,7 @@ async def execute(session: AsyncSession, cmd: Command, cfg: LedgerConfig) -> Eff
 Handled = tuple[Effects | None, ServiceError | None]
 
 
-async def execute_writes(session: AsyncSession, cmds: Sequence[Command], cfg: LedgerConfig) -> list[Handled]:
+async def execute_writes(session: AsyncSession, cmds: Sequence[Envelope], cfg: LedgerConfig) -> list[Handled]:
     """Execute a batch of write commands in one transaction; outcomes in command order.
 
     Queued customers are inserted in one statement (without a savepoint: a failure there
@@ -129,7 +129,7 @@ async def execute_writes(session: AsyncSession, cmds: Sequence[Command], cfg: Le
     return [o for o in out if o is not None]
 
 
-def result_of(cmd: Command, fx: Effects | None, err: ServiceError | None) -> Result:
+def result_of(cmd: Envelope, fx: Effects | None, err: ServiceError | None) -> Result:
     if err is not None:
         return Result(
             command_id=cmd.command_id,
@@ -149,7 +149,7 @@ def stage_events(session: AsyncSession, outbox: Outbox, topics: Topics, events: 
         )
 
 
-def allowance_release(cmd: Command, topics: Topics) -> OutMessage | None:
+def allowance_release(cmd: Envelope, topics: Topics) -> OutMessage | None:
     """For a transfer compliance approved that the ledger refused or failed: the message that
     gives its daily-cap allowance back (contract 12.2). None for anything else."""
     if not isinstance(cmd, CreateTransfer) or cmd.decision is None:

@@ -1,6 +1,6 @@
 """Wire contracts: versioned msgspec structs, one tagged struct per message."""
 
-from common.contracts.base import Command, Ctx, Decision, Event, Result, decode, encode
+from common.contracts.base import Command, Ctx, Decision, Envelope, Event, Result, decode, encode
 from common.contracts.commands import (
     ComplianceCommand,
     LedgerCommand,
@@ -15,6 +15,7 @@ __all__ = [
     "ControlEvent",
     "Ctx",
     "Decision",
+    "Envelope",
     "Event",
     "LedgerCommand",
     "Result",

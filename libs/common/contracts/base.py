@@ -53,9 +53,16 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
     rule: str
 
 
-class Command(msgspec.Struct, tag_field="type", kw_only=True):
+class Envelope(msgspec.Struct, tag_field="type", kw_only=True):
+    """What every command carries: its id (the inbox key) and its context."""
+
     command_id: str
     ctx: Ctx
+
+
+class Command(Envelope, kw_only=True):
+    """A command compliance may stamp with its decision before the ledger applies it."""
+
     decision: Decision | None = None
 
 

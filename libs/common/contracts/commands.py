@@ -6,7 +6,7 @@ from typing import Literal
 
 import msgspec
 
-from common.contracts.base import Command
+from common.contracts.base import Command, Envelope
 
 
 class BankAccount(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -117,13 +117,13 @@ class ListResources(Command, tag="resource.list.v1"):
     starting_after: str | None = None
 
 
-class ReviewTransfer(Command, tag="transfer.review.v1"):
-    """An operator's verdict. ``decision`` here replaces the compliance stamp field of
-    :class:`Command` (operator reviews are not compliance-stamped)."""
+class ReviewTransfer(Envelope, tag="transfer.review.v1"):
+    """An operator's verdict (contract v1 names it ``decision``). An operator review is not
+    compliance-stamped, so it is an :class:`Envelope`, not a :class:`Command`: its
+    ``decision`` is the verdict, not the stamp."""
 
+    decision: Literal["approve", "reject"]
     transfer_id: str
-    # The wire name of contract v1: it overrides the base's compliance stamp on purpose.
-    decision: Literal["approve", "reject"]  # type: ignore[assignment]
 
 
 class SettleTransfer(Command, tag="transfer.settle.v1"):
@@ -338,7 +338,7 @@ WebhooksCommand = (
 )
 
 
-def partition_key(cmd: Command) -> str:
+def partition_key(cmd: Envelope) -> str:
     """Kafka key: commands touching one wallet (or customer) stay ordered on one partition."""
     if isinstance(cmd, CreateTransfer):
         return cmd.source.provider_wallet_id or cmd.source.customer_id or cmd.ctx.tenant_id

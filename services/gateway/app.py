@@ -115,7 +115,7 @@ def create_app(settings: Settings) -> Litestar:
             await pipeline.on_results(results)
 
         rpc = RpcClient(rt.broker, settings, "gateway", on_results=record)
-        pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, rpc)
+        pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, rpc, rt.sm)
         await rpc.start(rt.supervisor)
         reader = control.ControlReader(
             settings, rt.topics.control_events, control.processor(rt.broker, settings, redis)
@@ -131,7 +131,6 @@ def create_app(settings: Settings) -> Litestar:
             router=Router(ENDPOINTS),
             asyncapi=msgspec.json.encode(build_asyncapi(settings.topic_prefix)),
         )
-        pipeline.state = app.state
         async with rt.serving():
             yield
 

@@ -16,9 +16,8 @@ from urllib.parse import urlsplit
 
 import jwt
 import msgspec
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from common.db import sessionmaker, transaction
+from common.db import transaction
 from common.errors import invalid
 from common.ids import new_id
 from common.settings import Settings
@@ -44,14 +43,6 @@ class OnboardingAuthorization(msgspec.Struct):
     authorization_id: str
     url: str
     expires_at: str
-
-
-def sessions(state: Any) -> async_sessionmaker[AsyncSession]:
-    """One session factory per app, made on first use from the engine in the app's state."""
-    sm = getattr(state, "onboarding_sm", None)
-    if sm is None:
-        sm = state.onboarding_sm = sessionmaker(state.engine)
-    return sm
 
 
 def check_redirect(url: str) -> str:
@@ -111,9 +102,8 @@ async def build_create(call: Call) -> Local:
     p = body_of(call, OnboardingAuthorizationCreate)
     if p.redirect_url is not None:
         check_redirect(p.redirect_url)
-    state = call.state
     expires_at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=p.expires_in_seconds)
-    async with transaction(sessions(state)) as session:
+    async with transaction(call.sm) as session:
         row = await repo.insert_authorization(
             session,
             {
@@ -129,4 +119,4 @@ async def build_create(call: Call) -> Local:
                 "expires_at": expires_at,
             },
         )
-    return Local(201, link_of(state.settings, row))
+    return Local(201, link_of(call.settings, row))

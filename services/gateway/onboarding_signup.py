@@ -27,7 +27,7 @@ from common.ids import new_id
 from common.validation import convert
 from gateway import onboarding_repository as repo
 from gateway import repository as identity
-from gateway.onboarding_links import sessions, verify
+from gateway.onboarding_links import verify
 from gateway.onboarding_pages import Page, branding, gone, origin_of, render
 from gateway.schemas import CustomerCreate
 
@@ -48,7 +48,7 @@ async def _load(state: State, token: str) -> tuple[Any, Any] | Response[str]:
     authorization_id = verify(state.settings, token)
     if authorization_id is None:
         return gone(EXPIRED)
-    async with sessions(state)() as session:
+    async with state.pipeline.sm() as session:
         row = await repo.get_authorization(session, authorization_id)
         if row is None or row.expires_at <= datetime.now(UTC):
             return gone(EXPIRED)
@@ -113,7 +113,7 @@ async def _send(state: State, row: Any, cmd: CreateCustomer, payload: bytes) -> 
         result = await rpc.call(rpc.topics.compliance_commands, cmd, key=partition_key(cmd))
     except TimeoutError:
         return None  # stays claimed: the next submit resends this very command
-    async with sessions(state)() as session, session.begin():
+    async with state.pipeline.sm() as session, session.begin():
         if result.ok:
             data = result.data if isinstance(result.data, dict) else {}
             await repo.consume(session, row.id, str(data.get("customer_id") or cmd.customer_id))
@@ -167,7 +167,7 @@ async def submit(state: State, token: str, values: dict[str, str], request_id: s
         # An earlier attempt never got its answer: resend that very command (once it is stale;
         # until then another submit is in flight right now).
         payload = bytes(row.pending_command)
-        async with sessions(state)() as session, session.begin():
+        async with state.pipeline.sm() as session, session.begin():
             taken = await repo.retake_pending(session, row.id, payload, state.settings.gateway_timeout_s)
         if not taken:
             again = await _load(state, token)
@@ -192,7 +192,7 @@ async def submit(state: State, token: str, values: dict[str, str], request_id: s
         )
         return render("form.mako", _page(row, tenant, token, values=values, error=message), 400)
     payload = encode(cmd)
-    async with sessions(state)() as session, session.begin():
+    async with state.pipeline.sm() as session, session.begin():
         claimed = await repo.mark_pending(session, row.id, payload)
     if not claimed:
         again = await _load(state, token)

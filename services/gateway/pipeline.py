@@ -18,6 +18,7 @@ import msgspec
 from aiokafka.errors import KafkaError
 from redis.exceptions import RedisError
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.contracts import Command, Ctx, Result
 from common.contracts.base import as_mode
@@ -51,7 +52,8 @@ class Call:
     query: dict[str, str]
     window: Window
     request_id: str
-    state: Any = None  # the app's State (engine, redis, settings...) for builders that need it
+    settings: Settings
+    sm: async_sessionmaker[AsyncSession]  # for the builders that answer locally from the gateway's table
 
 
 @dataclass(slots=True, frozen=True)
@@ -151,6 +153,7 @@ class Pipeline:
         limiter: RateLimiter,
         idem: IdempotencyStore,
         rpc: RpcClient,
+        sm: async_sessionmaker[AsyncSession],
     ) -> None:
         self.settings = settings
         self.ring = settings.key_ring
@@ -158,7 +161,7 @@ class Pipeline:
         self.limiter = limiter
         self.idem = idem
         self.rpc = rpc
-        self.state: Any = None  # set by the app once its state is built
+        self.sm = sm
         self.topics = Topics(settings.topic_prefix)
         # command_id -> (idempotency record name, fingerprint): lets a late result be recorded.
         self.inflight: dict[str, tuple[str, str, float]] = {}
@@ -235,7 +238,9 @@ class Pipeline:
             reply_to=self.rpc.reply_topic,
             idempotency_key=key,
         )
-        call = Call(principal, ctx, body, req.raw, params, req.query, window, request_id, self.state)
+        call = Call(
+            principal, ctx, body, req.raw, params, req.query, window, request_id, self.settings, self.sm
+        )
         made = ep.build(call)
         built = made if isinstance(made, Command | Local) else await made
         if isinstance(built, Local) and not ep.mutating:

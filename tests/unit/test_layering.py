@@ -115,6 +115,45 @@ def test_no_service_names_another_services_tables(service: str) -> None:
     assert offences == []
 
 
+IDENTITY_READERS = {"admin", "gateway"}  # admin owns identity; the gateway authenticates from it
+
+
+def _imported_modules(path: Path) -> set[str]:
+    mods: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            mods.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            mods.add(node.module)
+            mods.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return mods
+
+
+def identity_readers(services: Path) -> set[str]:
+    """The services whose code imports ``common.identity`` (the identity tables' declaration)."""
+    return {
+        p.relative_to(services).parts[0]
+        for p in services.rglob("*.py")
+        if "common.identity" in _imported_modules(p)
+    }
+
+
+@pytest.mark.unit
+def test_only_admin_and_the_gateway_read_the_identity_tables() -> None:
+    assert identity_readers(ROOT / "services") <= IDENTITY_READERS
+
+
+@pytest.mark.unit
+def test_the_identity_check_finds_a_reader(tmp_path: Path) -> None:
+    (tmp_path / "ledger").mkdir()
+    (tmp_path / "ledger" / "a.py").write_text("def f():\n    from common import identity\n")
+    (tmp_path / "webhooks").mkdir()
+    (tmp_path / "webhooks" / "b.py").write_text("from common.identity import Tenant\n")
+    (tmp_path / "compliance").mkdir()
+    (tmp_path / "compliance" / "c.py").write_text("from common import money\n")
+    assert identity_readers(tmp_path) == {"ledger", "webhooks"}
+
+
 @pytest.mark.unit
 def test_the_table_check_finds_a_private_view_a_raw_query_and_a_write(tmp_path: Path) -> None:
     f = tmp_path / "m.py"

@@ -58,7 +58,6 @@ HANDLERS: dict[type, Any] = {
     CreateWallet: wallets.create_wallet,
     CreateVirtualAccount: virtual_accounts.create_virtual_account,
     SandboxDeposit: deposits.sandbox_deposit,
-    CreateTransfer: transfers.create_transfer,
     ReviewTransfer: transfers.review_transfer,
     GetResource: reads.get_resource,
     ListResources: reads.list_resources,

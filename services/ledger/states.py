@@ -16,7 +16,9 @@ Sandbox magic amounts (like Stripe's test cards), judged on the cents of the amo
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -54,6 +56,16 @@ def is_legal(kind: str, frm: str, to: str) -> bool:
     if (frm, to) in PAYOUT_ONLY and kind != "payout":
         return False
     return to in LEGAL.get(frm, frozenset())
+
+
+def check_path(kind: str, state: str, path: Iterable[str]) -> None:
+    """Refuse a planned path through the state machine at its first illegal step (a new
+    transfer's steps are planned in memory; :func:`transition` checks a stored row the same
+    way)."""
+    for to in path:
+        if not is_legal(kind, state, to):
+            raise illegal(SimpleNamespace(kind=kind, state=state), to)
+        state = to
 
 
 def simulated_next(t: Row) -> str | None:

@@ -38,7 +38,14 @@ from ledger import fees, journal, parties, views, withdrawals
 from ledger import repository as repo
 from ledger.effects import Effects, LedgerConfig, parse_amount
 from ledger.models import Transfer
-from ledger.states import lock_for_operator, next_step_s, transfer_event, transition, updated_event
+from ledger.states import (
+    check_path,
+    lock_for_operator,
+    next_step_s,
+    transfer_event,
+    transition,
+    updated_event,
+)
 
 log = logging.getLogger(__name__)
 
@@ -238,8 +245,10 @@ async def _answer_concurrent_twins(session: AsyncSession, out: list[Prepared], i
 
 def _steps_of(p: Planned, cfg: LedgerConfig, now: datetime) -> tuple[list[dict[str, Any]], list[Event]]:
     """The state changes of one transfer (its row brought to its final state) and its
-    events: created at ``pending``, then one update per step."""
+    events: created at ``pending``, then one update per step. Each step is checked against
+    the state machine (``states.is_legal``), as :func:`states.transition` checks a stored row."""
     v = p.values
+    check_path(v["kind"], v["state"], [to for to, _ in p.steps])
     v["created_at"] = v["updated_at"] = now
     events: list[Event] = [_created_event(repo.read_only(Transfer, v), p.request_id)]
     changes = []
@@ -301,16 +310,6 @@ async def finish_transfers(
 
 def _outcome_error(outcome: Effects | ServiceError) -> ServiceError:
     assert isinstance(outcome, ServiceError)
-    return outcome
-
-
-async def create_transfer(session: AsyncSession, cmd: CreateTransfer, cfg: LedgerConfig) -> Effects:
-    """One transfer alone (a batch of one): prepares it, applies the session's journal, writes."""
-    prepared = await prepare_transfers(session, [cmd], cfg)
-    await journal.apply(session)
-    [outcome] = await finish_transfers(session, prepared, cfg)
-    if isinstance(outcome, ServiceError):
-        raise outcome
     return outcome
 
 

@@ -17,7 +17,7 @@ from ledger import journal
 from ledger import repository as repo
 from ledger.effects import LedgerConfig
 from ledger.journal import UnbalancedEntry
-from ledger.states import is_legal, simulated_next, transition
+from ledger.states import check_path, is_legal, simulated_next, transition
 from tests.conftest import Stack
 from tests.support.ledger import LedgerKit, allow, ledger_invariants, open_kit
 
@@ -41,6 +41,27 @@ def test_transition_table_is_exactly_the_contract(kind: str) -> None:
 
 
 @pytest.mark.unit
+@pytest.mark.unit
+def test_a_planned_path_is_checked_step_by_step() -> None:
+    """A new transfer's steps are planned in memory (the batch path): each one must be a legal
+    transition from the state before it, like a stored row's (issue 26)."""
+    check_path("transfer", "pending", ["processing", "completed"])
+    check_path("payout", "pending", ["in_review"])
+    check_path("payout", "pending", ["processing", "completed", "returned"])
+    for kind, path, at in (
+        ("transfer", ["completed"], ("pending", "completed")),
+        ("transfer", ["processing", "completed", "returned"], ("completed", "returned")),
+        ("payout", ["in_review", "completed"], ("in_review", "completed")),
+    ):
+        with pytest.raises(ServiceError) as refused:
+            check_path(kind, "pending", path)
+        details = refused.value.details
+        assert (details["reason"], details["state"], details["requested_state"]) == (
+            "illegal_transition",
+            *at,
+        )
+
+
 def test_simulator_steps_and_magic_amounts() -> None:
     class T:
         def __init__(self, state: str, amount: str, kind: str = "payout") -> None:

@@ -129,7 +129,8 @@ async def due_endpoints(session: AsyncSession, limit: int, per_endpoint: int) ->
     locked = {r.id: r.failing for r in await session.execute(_due_endpoints_statement(limit, per_endpoint))}
     if not locked:
         return []
-    leased = dict((await session.execute(_leased_counts_statement(), {"ids": list(locked)})).tuples().all())
+    counted = await session.execute(_leased_counts_statement(), {"ids": list(locked)})
+    leased: dict[str, int] = dict(counted.all())
     return [DueEndpoint(hook, failing, leased.get(hook, 0)) for hook, failing in locked.items()]
 
 

@@ -21,8 +21,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.broker import dead_letter
 from common.consume import BatchProcessor, Failure
-from common.contracts import ComplianceCommand, Result, decode
+from common.contracts import ComplianceCommand, Result
 from common.contracts.base import ErrorBody
+from common.contracts.commands import COMPLIANCE_COMMANDS
 from common.errors import HTTP_STATUS, ErrorCode
 from common.health import Readiness
 from common.outbox import Outbox
@@ -98,7 +99,7 @@ class ComplianceConsumer:
 
         return BatchProcessor(
             name="compliance-commands",
-            decode=lambda raw: decode(raw, ComplianceCommand),  # type: ignore[arg-type]  # a union alias is not a type[T] (no TypeForm yet, PEP 747)
+            decode=COMPLIANCE_COMMANDS.decode,
             handle_batch=self.run_batch,
             dead_letter=give_up,
             readiness=readiness,

@@ -22,8 +22,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.broker import dead_letter
 from common.consume import BatchProcessor, Failure
-from common.contracts import LedgerCommand, Result, decode, encode
+from common.contracts import LedgerCommand, Result, encode
 from common.contracts.base import ErrorBody
+from common.contracts.commands import LEDGER_COMMANDS
 from common.errors import ErrorCode, ServiceError
 from common.failpoints import failpoint
 from common.health import Readiness
@@ -185,7 +186,7 @@ class LedgerConsumer:
 
         return BatchProcessor(
             name="ledger-commands",
-            decode=lambda raw: decode(raw, LedgerCommand),  # type: ignore[arg-type]  # a union alias is not a type[T] (no TypeForm yet, PEP 747)
+            decode=LEDGER_COMMANDS.decode,
             handle_batch=self.run_batch,
             handle_one=self.run_single,
             dead_letter=give_up,

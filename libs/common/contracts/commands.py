@@ -338,6 +338,12 @@ WebhooksCommand = (
 )
 
 
+# A consumer's commands decoded by one typed decoder each, built once: mypy takes a union
+# alias for a value, not a ``type[T]``, so ``decode(raw, LedgerCommand)`` needed an ignore.
+LEDGER_COMMANDS: msgspec.json.Decoder[LedgerCommand] = msgspec.json.Decoder(LedgerCommand)
+COMPLIANCE_COMMANDS: msgspec.json.Decoder[ComplianceCommand] = msgspec.json.Decoder(ComplianceCommand)
+
+
 def partition_key(cmd: Envelope) -> str:
     """Kafka key: commands touching one wallet (or customer) stay ordered on one partition."""
     if isinstance(cmd, CreateTransfer):

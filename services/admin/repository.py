@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from admin.models import DeadLetterRecord, api_keys, audit_log, tenants
-from common.tables import AnyRow
+from common.tables import AnyRow, table_of
 from common.times import iso
 from common.views import columns
 
@@ -225,7 +225,7 @@ async def list_audit(
 
 
 # ---- dead letters (identity.dead_letters) ----
-DEAD_LETTERS = DeadLetterRecord.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)
+DEAD_LETTERS = table_of(DeadLetterRecord)
 
 
 async def record_dead_letters(session: AsyncSession, rows: list[dict[str, Any]]) -> None:

@@ -26,7 +26,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlmodel import Field, SQLModel
 
-from common.tables import TenantRow, inbox_table, outbox_table, text_field, time_field
+from common.tables import TenantRow, inbox_table, outbox_table, table_of, text_field, time_field
 
 SCHEMA = "webhooks"
 
@@ -168,7 +168,7 @@ class WebhookAttempt(SQLModel, table=True):
 
 inbox = inbox_table(SCHEMA)
 outbox = outbox_table(SCHEMA)
-endpoints = WebhookEndpoint.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)
-events = WebhookEvent.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)
-deliveries = WebhookDelivery.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)
-attempts = WebhookAttempt.__table__  # type: ignore[attr-defined]  # SQLModel's stubs omit the __table__ SQLAlchemy sets (upstream typing gap)
+endpoints = table_of(WebhookEndpoint)
+events = table_of(WebhookEvent)
+deliveries = table_of(WebhookDelivery)
+attempts = table_of(WebhookAttempt)

@@ -168,6 +168,7 @@ class WebhookAttempt(SQLModel, table=True):
 
 inbox = inbox_table(SCHEMA)
 outbox = outbox_table(SCHEMA)
-endpoints, events, deliveries, attempts = (
-    table_of(m) for m in (WebhookEndpoint, WebhookEvent, WebhookDelivery, WebhookAttempt)
-)
+endpoints = table_of(WebhookEndpoint)
+events = table_of(WebhookEvent)
+deliveries = table_of(WebhookDelivery)
+attempts = table_of(WebhookAttempt)

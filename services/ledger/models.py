@@ -17,7 +17,6 @@ from sqlalchemy import (
     Column,
     Index,
     Numeric,
-    Table,
     UniqueConstraint,
     text,
 )
@@ -30,6 +29,7 @@ from common.tables import (
     inbox_table,
     now_field,
     outbox_table,
+    table_of,
     text_field,
     time_field,
 )
@@ -223,13 +223,13 @@ outbox = outbox_table(SCHEMA)
 inbox = inbox_table(SCHEMA)
 
 # Core tables, for bulk statements.
-customers: Table = SQLModel.metadata.tables["ledger.customers"]
-wallets: Table = SQLModel.metadata.tables["ledger.wallets"]
-virtual_accounts: Table = SQLModel.metadata.tables["ledger.virtual_accounts"]
-accounts: Table = SQLModel.metadata.tables["ledger.accounts"]
-journal_entries: Table = SQLModel.metadata.tables["ledger.journal_entries"]
-journal_chains: Table = SQLModel.metadata.tables["ledger.journal_chains"]
-postings: Table = SQLModel.metadata.tables["ledger.postings"]
-transfers: Table = SQLModel.metadata.tables["ledger.transfers"]
-state_changes: Table = SQLModel.metadata.tables["ledger.state_changes"]
-deposits: Table = SQLModel.metadata.tables["ledger.deposits"]
+customers = table_of(Customer)
+wallets = table_of(Wallet)
+virtual_accounts = table_of(VirtualAccount)
+accounts = table_of(Account)
+journal_entries = table_of(JournalEntry)
+journal_chains = table_of(JournalChain)
+postings = table_of(Posting)
+transfers = table_of(Transfer)
+state_changes = table_of(StateChange)
+deposits = table_of(Deposit)

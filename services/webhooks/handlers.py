@@ -17,12 +17,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from faststream.kafka import KafkaBroker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.broker import dead_letter
 from common.consume import BatchProcessor, Failure
 from common.contracts import AnyEvent, Result, WebhooksCommand, decode, encode
+from common.contracts.commands import WEBHOOKS_COMMANDS
+from common.contracts.events import EVENTS
 from common.errors import ServiceError
 from common.health import Readiness
 from common.inbox import Inbox
@@ -85,14 +88,14 @@ class WebhooksConsumer:
             self.on_new_deliveries()
 
     def _processor(
-        self, name: str, kind: Any, batch: Any, readiness: Readiness | None
+        self, name: str, decoder: msgspec.json.Decoder[Any], batch: Any, readiness: Readiness | None
     ) -> BatchProcessor[Any]:
         async def give_up(failure: Failure) -> None:
             await dead_letter(self.broker, self.settings, "webhooks", failure)
 
         return BatchProcessor(
             name=name,
-            decode=lambda raw: decode(raw, kind),
+            decode=decoder.decode,
             handle_batch=batch,
             dead_letter=give_up,
             readiness=readiness,
@@ -100,7 +103,7 @@ class WebhooksConsumer:
         )
 
     def command_processor(self, readiness: Readiness | None = None) -> BatchProcessor[Any]:
-        return self._processor("webhooks-commands", WebhooksCommand, self.run_commands, readiness)
+        return self._processor("webhooks-commands", WEBHOOKS_COMMANDS, self.run_commands, readiness)
 
     def event_processor(self, readiness: Readiness | None = None) -> BatchProcessor[Any]:
-        return self._processor("webhooks-events", AnyEvent, self.run_events, readiness)
+        return self._processor("webhooks-events", EVENTS, self.run_events, readiness)

@@ -342,6 +342,7 @@ WebhooksCommand = (
 # alias for a value, not a ``type[T]``, so ``decode(raw, LedgerCommand)`` needed an ignore.
 LEDGER_COMMANDS: msgspec.json.Decoder[LedgerCommand] = msgspec.json.Decoder(LedgerCommand)
 COMPLIANCE_COMMANDS: msgspec.json.Decoder[ComplianceCommand] = msgspec.json.Decoder(ComplianceCommand)
+WEBHOOKS_COMMANDS: msgspec.json.Decoder[WebhooksCommand] = msgspec.json.Decoder(WebhooksCommand)
 
 
 def partition_key(cmd: Envelope) -> str:

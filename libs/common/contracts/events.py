@@ -63,6 +63,8 @@ AnyEvent = (
     | PayoutCreated
     | PayoutUpdated
 )
+#: The events topic's payloads, decoded by one typed decoder (as the consumers' commands are).
+EVENTS: msgspec.json.Decoder[AnyEvent] = msgspec.json.Decoder(AnyEvent)
 
 EVENT_TYPES = [
     "customer.created",

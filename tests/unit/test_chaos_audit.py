@@ -74,32 +74,64 @@ def test_a_clean_run_is_clean_and_counts_the_allowed_refusal_apart() -> None:
     assert f.lines()[0].startswith("chaos: transfers 3 lost 0 duplicated 0 undecided 0 balance_drift 0")
 
 
+# what each wrong fixture must trip, and nothing else: a fixture that also tripped another
+# check would stay unclean with its own check deleted (issue 35: the duplicated-rows and
+# refused-but-done fixtures lacked webhook events, so missing_webhooks alone made them unclean)
+FINDINGS = (
+    "refused_unexpected",
+    "undecided",
+    "lost",
+    "duplicated_rows",
+    "duplicated_effects",
+    "duplicated_events",
+    "drift",
+    "invariant_violations",
+    "missing_webhooks",
+    "dead_letters",
+    "slow",
+)
+
+
 @pytest.mark.parametrize(
-    ("changes", "what"),
+    ("changes", "tripped"),
     [
         (
             {"bookings": [*BOOKINGS[:2], replace(BOOKINGS[2], error=UNEXPECTED)]},
-            "refused",
+            "refused_unexpected",
         ),
         ({"rows": ROWS[:1]}, "lost"),
-        ({"rows": [*ROWS, {"id": "tr_1b", "idempotency_key": "k1", "state": "completed"}]}, "dup rows"),
-        ({"entries": [{"transfer_id": "tr_1", "kind": "transfer", "n": 2}, ENTRIES[1]]}, "dup effects"),
-        ({"created_ids": {"tr_1": {"evt_1", "evt_9"}, "tr_2": {"evt_2"}}}, "dup events"),
-        ({"created_ids": {"tr_1": {"evt_1"}}}, "missing webhook"),
+        (
+            {
+                "rows": [*ROWS, {"id": "tr_1b", "idempotency_key": "k1", "state": "completed"}],
+                "created_ids": {**EVENTS, "tr_1b": {"evt_1b"}},
+            },
+            "duplicated_rows",
+        ),
+        (
+            {"entries": [{"transfer_id": "tr_1", "kind": "transfer", "n": 2}, ENTRIES[1]]},
+            "duplicated_effects",
+        ),
+        ({"created_ids": {"tr_1": {"evt_1", "evt_9"}, "tr_2": {"evt_2"}}}, "duplicated_events"),
+        ({"created_ids": {"tr_1": {"evt_1"}}}, "missing_webhooks"),
         ({"after": {"w1": Decimal("97"), "w2": Decimal("103.01")}}, "drift"),
-        ({"invariant_rows": 1}, "invariants"),
-        ({"dead_letters": 1}, "dead letters"),
+        ({"invariant_rows": 1}, "invariant_violations"),
+        ({"dead_letters": 1}, "dead_letters"),
         ({"bookings": [*BOOKINGS[:2], replace(BOOKINGS[2], status=None)]}, "undecided"),
         ({"bookings": [replace(BOOKINGS[0], decided_after_s=50.0), *BOOKINGS[1:]]}, "slow"),
-        (
-            {"rows": [*ROWS, {"id": "tr_3", "idempotency_key": "k3", "state": "completed"}]},
-            "refused but done",
+        (  # refused, yet its row completed: carried out behind its caller's back, counted lost
+            {
+                "rows": [*ROWS, {"id": "tr_3", "idempotency_key": "k3", "state": "completed"}],
+                "created_ids": {**EVENTS, "tr_3": {"evt_3"}},
+            },
+            "lost",
         ),
     ],
+    ids=lambda v: v if isinstance(v, str) else None,
 )
-def test_each_check_fails_on_a_wrong_fixture(changes: dict[str, Any], what: str) -> None:
+def test_each_check_fails_on_a_wrong_fixture(changes: dict[str, Any], tripped: str) -> None:
     f = run(**changes)
-    assert not f.clean, (what, f.lines())
+    assert not f.clean, (tripped, f.lines())
+    assert [name for name in FINDINGS if getattr(f, name)] == [tripped], f.lines()
 
 
 @pytest.mark.parametrize("found", [1, -1])

@@ -30,7 +30,7 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 
 from devstack import plot, wrk
 from devstack.load import transfer
-from devstack.measure import baseline_process, cpu_report, cpu_seconds, peak_rss_mb, run_load
+from devstack.measure import baseline_process, cpu_seconds, cpu_used, peak_rss_mb, per_request, run_load
 from devstack.suite import ROOT, python_env
 
 WALLETS = int(os.environ.get("BENCH_WALLETS", "10000"))
@@ -68,13 +68,13 @@ def baselines(dsn: str) -> dict[str, dict[str, float]]:
             wrk.run(url, wallets=seeded, duration=2, connections=CONNECTIONS)  # warm-up
             cpu0 = cpu_seconds(p.pid)
             res = wrk.run(url, wallets=seeded, duration=DURATION, connections=CONNECTIONS)
-            res["server_cpu_ms"] = 1000 * (cpu_seconds(p.pid) - cpu0) / max(1.0, res["requests"])
+            res["server_cpu_ms"] = 1000 * (cpu_seconds(p.pid) - cpu0) / max(1.0, wrk.answered(res))
             res["peak_rss_mb"] = peak_rss_mb(p.pid)
             out[kind] = res
             plot.record("transfers", f"{kind} (baseline)", res)
             print(
                 _fmt(f"transfers {kind}:", res) + f" (server cpu {res['server_cpu_ms']:.2f} ms per "
-                f"request; wrk used {res['client_cores']:.2f} cores)",
+                f"2xx answer; wrk used {res['client_cores']:.2f} cores)",
                 flush=True,
             )
     bare = out["bare"]["rps"]
@@ -251,6 +251,25 @@ def open_loop(url: str, key: str, wallets: list[str], rate: float, hot: float = 
         Path(f.name).unlink()
 
 
+def cpu_lines(
+    used: dict[str, float],
+    res: dict[str, float],
+    chain: tuple[tuple[float, float], tuple[float, float]] | None = None,
+) -> list[str]:
+    """The closed-loop run's CPU per transfer (each process's CPU seconds ``used`` over the
+    transfers done: the run's 2xx answers, never its refusals) and, with the ledger's chain
+    counters before and after, the hash chain's share."""
+    done = wrk.answered(res)
+    lines = ["cpu per transfer (closed loop, uniform, per 2xx answer): " + per_request(used, done)]
+    if chain is not None and done > 0:
+        chain_cpu, chained = (b - a for a, b in zip(*chain, strict=True))
+        lines.append(
+            f"journal hash chain (contract 13.5): {1e6 * chain_cpu / done:.1f} us of ledger CPU"
+            f" per transfer, {chained / done:.1f} entries linked per transfer (target <= 300 us)"
+        )
+    return lines
+
+
 def chain_counters(ledger: str | None) -> tuple[float, float]:
     """The ledger's hash-chain counters (CPU seconds, entries chained) from its /metrics."""
     if ledger is None:
@@ -297,14 +316,10 @@ def e2e(
     uni = wrk.run(url, wallets=wallets, auth=auth, duration=DURATION, connections=CONNECTIONS)
     plot.record("transfers", "suite e2e uniform", uni)
     print(_fmt("transfers e2e uniform:", uni) + f" (closed loop, {CONNECTIONS} connections)", flush=True)
-    print("cpu per transfer (closed loop, uniform): " + cpu_report(pids, before, uni["requests"]), flush=True)
-    if ledger is not None and uni["requests"]:
-        chain_cpu, chained = (b - a for a, b in zip(chain_before, chain_counters(ledger), strict=True))
-        print(
-            f"journal hash chain (contract 13.5): {1e6 * chain_cpu / uni['requests']:.1f} us of ledger CPU"
-            f" per transfer, {chained / uni['requests']:.1f} entries linked per transfer (target <= 300 us)",
-            flush=True,
-        )
+    used = cpu_used(pids, before)
+    chain_after = chain_counters(ledger) if ledger is not None else None
+    for line in cpu_lines(used, uni, None if chain_after is None else (chain_before, chain_after)):
+        print(line, flush=True)
     time.sleep(2)
     hot = wrk.run(url, wallets=wallets, auth=auth, hot=HOT, duration=DURATION, connections=CONNECTIONS)
     plot.record("transfers", f"suite e2e hot ({HOT:.0%} one wallet)", hot)

@@ -83,11 +83,20 @@ def wait_ready(url: str, timeout: float = 60) -> None:
     raise TimeoutError(url)
 
 
-def cpu_report(pids: dict[str, int], before: dict[str, float], served: float) -> str:
-    """CPU milliseconds per request of each process since ``before``, busiest first."""
-    used = {name: cpu_seconds(pid) - before.get(name, 0.0) for name, pid in pids.items()}
+def cpu_used(pids: dict[str, int], before: dict[str, float]) -> dict[str, float]:
+    """CPU seconds of each process since ``before``."""
+    return {name: cpu_seconds(pid) - before.get(name, 0.0) for name, pid in pids.items()}
+
+
+def per_request(used: dict[str, float], served: float) -> str:
+    """CPU milliseconds per request served of each process, busiest first."""
     served = max(1.0, served)
     return ", ".join(f"{n} {1000 * c / served:.2f} ms" for n, c in sorted(used.items(), key=lambda x: -x[1]))
+
+
+def cpu_report(pids: dict[str, int], before: dict[str, float], served: float) -> str:
+    """CPU milliseconds per request of each process since ``before``, busiest first."""
+    return per_request(cpu_used(pids, before), served)
 
 
 def run_load(url: str, *args: str, headers: list[str]) -> dict[str, float]:

@@ -72,6 +72,12 @@ end
 """
 
 
+def answered(res: dict[str, float]) -> float:
+    """The requests of a run answered 2xx: for transfers, the transfers done. A refused or
+    failed request costs CPU but moves no money; CPU per transfer divides by this."""
+    return res["requests"] - res["non2xx"]
+
+
 def available() -> bool:
     return shutil.which("wrk") is not None
 

@@ -1,0 +1,34 @@
+"""make bench's CPU per transfer divides by the transfers done (issue 35): the closed-loop
+run's 2xx answers, not every request. A run that answers half its requests 503 (shed at the
+door) or 402 spent its CPU on the half it did; dividing by every request would halve the
+figure and flatter a stack that refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from devstack import wrk
+from devstack.bench_transfers import cpu_lines
+
+pytestmark = pytest.mark.unit
+
+# what wrk.run returns, half the requests answered non-2xx
+RUN = {"requests": 2000.0, "non2xx": 1000.0, "rps": 200.0, "ok_rps": 100.0}
+
+
+def test_answered_is_the_2xx_requests_of_a_run() -> None:
+    assert wrk.answered(RUN) == 1000.0
+    assert wrk.answered({**RUN, "non2xx": 0.0}) == 2000.0
+
+
+def test_cpu_per_transfer_counts_only_2xx_answers() -> None:
+    used = {"ledger": 3.0, "gateway": 6.0}  # CPU seconds over the run
+    chain = ((1.0, 500.0), (1.05, 3500.0))  # (CPU seconds, entries chained) before, after
+    cpu, hashed = cpu_lines(used, RUN, chain)
+    assert cpu.endswith(": gateway 6.00 ms, ledger 3.00 ms")  # 6 s over 1,000 transfers done
+    assert hashed.startswith("journal hash chain (contract 13.5): 50.0 us of ledger CPU per transfer, 3.0 ")
+
+
+def test_no_transfer_done_prints_no_chain_share() -> None:
+    lines = cpu_lines({"ledger": 1.0}, {**RUN, "non2xx": RUN["requests"]}, ((0.0, 0.0), (1.0, 9.0)))
+    assert len(lines) == 1

@@ -93,30 +93,36 @@ def new_key_setting(kid: str | None = None) -> str:
     return f"{kid}:{base64.b64encode(secrets.token_bytes(32)).decode()}"
 
 
-# ---- secrets inside messages (contract 12.3: never in clear on Kafka) ----
+# ---- secrets inside messages (contract 12.3: never in clear on Kafka; 14.3: never inferred) ----
 
-SEALED_PREFIX = "sealed:"
-
-
-def seal_text(ring: KeyRing, text: str, context: str) -> str:
-    """A message field holding a secret: ``sealed:<base64>``, bound to ``context`` (the
-    command id, so a sealed value copied into another reply does not open)."""
-    return SEALED_PREFIX + base64.b64encode(ring.seal(text.encode(), context)).decode()
-
-
-def open_sealed_fields(ring: KeyRing, data: object, context: str) -> object:
-    """``data`` with each top-level ``sealed:`` string opened (the receiving side)."""
-    if not isinstance(data, dict) or not any(
-        isinstance(v, str) and v.startswith(SEALED_PREFIX) for v in data.values()
-    ):
-        return data
-    out = {}
-    for k, v in data.items():
-        if isinstance(v, str) and v.startswith(SEALED_PREFIX):
-            v = ring.open(base64.b64decode(v[len(SEALED_PREFIX) :]), context).decode()
-        out[k] = v
-    return out
+# The only fields of a reply that may carry a secret, and so the only ones ever opened. A
+# secret travels in ``Result.sealed`` (typed bytes), never inside ``data``: partner text in
+# ``data`` (an Idempotency-Key, a description) that happens to look like ciphertext is text.
+REPLY_SECRET_FIELDS = frozenset({"signing_secret"})
 
 
 def reply_context(command_id: str) -> str:
     return "reply:" + command_id
+
+
+def seal_for_reply(ring: KeyRing, text: str, command_id: str) -> bytes:
+    """A secret for ``Result.sealed``, bound to the command (a sealed value copied into
+    another reply does not open)."""
+    return ring.seal(text.encode(), reply_context(command_id))
+
+
+def open_reply_secrets(
+    ring: KeyRing, data: object, sealed: dict[str, bytes] | None, command_id: str
+) -> object:
+    """``data`` with each secret of ``sealed`` opened under its name (the receiving side).
+    Nothing in ``data`` is read; a name outside :data:`REPLY_SECRET_FIELDS`, or secrets for
+    an answer that is not an object, is a :class:`KeyRingError` naming no value."""
+    if not sealed:
+        return data
+    unknown = sorted(set(sealed) - REPLY_SECRET_FIELDS)
+    if unknown:
+        raise KeyRingError(f"a reply carries sealed fields that are not secret fields: {unknown[:5]}")
+    if not isinstance(data, dict):
+        raise KeyRingError("a reply carries sealed fields but its data is not an object")
+    context = reply_context(command_id)
+    return {**data, **{name: ring.open(value, context).decode() for name, value in sealed.items()}}

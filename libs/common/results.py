@@ -13,8 +13,13 @@ from common.contracts.base import ErrorBody
 from common.errors import ServiceError
 
 
-def ok_result(cmd: Envelope, data: Any = None, status: int = 200) -> Result:
-    return Result(command_id=cmd.command_id, request_id=cmd.ctx.request_id, status=status, data=data)
+def ok_result(
+    cmd: Envelope, data: Any = None, status: int = 200, sealed: dict[str, bytes] | None = None
+) -> Result:
+    """A success; ``sealed`` carries secrets apart from ``data`` (``Result.sealed``)."""
+    return Result(
+        command_id=cmd.command_id, request_id=cmd.ctx.request_id, status=status, data=data, sealed=sealed
+    )
 
 
 def error_result(cmd: Envelope, err: ServiceError) -> Result:

@@ -12,6 +12,7 @@ endpoint; then the delivery worker is woken. Offsets are committed after that (c
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,22 @@ from webhooks import service
 log = logging.getLogger(__name__)
 
 
+_LEGACY_PREFIX = "sealed:"
+
+
+def recorded_before_sealed(result: Result) -> Result:
+    """An inbox answer recorded before ``Result.sealed`` existed held its new signing secret
+    in ``data`` as ``sealed:<base64>``: this service wrote that field itself (never partner
+    text), so it moves to ``sealed`` under the same name, where the gateway opens it."""
+    data = result.data
+    secret = data.get("signing_secret") if isinstance(data, dict) and result.sealed is None else None
+    if not (isinstance(secret, str) and secret.startswith(_LEGACY_PREFIX)):
+        return result
+    rest = {k: v for k, v in data.items() if k != "signing_secret"}
+    sealed = {"signing_secret": base64.b64decode(secret[len(_LEGACY_PREFIX) :])}
+    return msgspec.structs.replace(result, data=rest, sealed=sealed)
+
+
 @dataclass
 class WebhooksConsumer:
     settings: Settings
@@ -57,7 +74,8 @@ class WebhooksConsumer:
         if mutating:
             fresh, previous = await self.inbox.claim(session, cmd.command_id)
             if not fresh and previous is not None:
-                return decode(self.env.box.open(previous, "inbox:" + cmd.command_id), Result)
+                earlier = decode(self.env.box.open(previous, "inbox:" + cmd.command_id), Result)
+                return recorded_before_sealed(earlier)
         try:
             async with session.begin_nested():
                 result = await service.execute(session, self.env, cmd)

@@ -33,7 +33,7 @@ from common.contracts.commands import (
 from common.contracts.events import DELIVERED_EVENT_TYPES, AnyEvent, WebhookEndpointDisabled
 from common.errors import ErrorCode, ServiceError, invalid, not_found
 from common.ids import new_id
-from common.keyring import reply_context, seal_text
+from common.keyring import seal_for_reply
 from common.paging import page
 from common.results import error_result as error_result  # handlers answer refusals with it
 from common.results import ok_result
@@ -65,6 +65,14 @@ class Env:
     allow_private: bool
     max_attempts: int
     events_kept_s: float = 30 * 86400.0  # GET /v1/events shows what is this recent
+
+
+@dataclass(frozen=True, slots=True)
+class WithSecret:
+    """A handler's answer whose signing secret travels sealed beside ``data`` (``Result.sealed``)."""
+
+    data: dict[str, Any]
+    sealed: dict[str, bytes]
 
 
 def endpoint_view(row: Any) -> dict[str, Any]:
@@ -128,7 +136,7 @@ async def create_webhook(session: AsyncSession, env: Env, cmd: CreateWebhook) ->
     )
     if row is None:
         raise invalid("webhook_id", "a webhook with this id already exists", reason="duplicate_id")
-    return 201, {**endpoint_view(row), "signing_secret": _for_reply(env, secret, cmd)}
+    return 201, WithSecret(endpoint_view(row), _for_reply(env, secret, cmd))
 
 
 def _event_types(given: list[str] | None) -> list[str] | None:
@@ -146,9 +154,9 @@ def _event_types(given: list[str] | None) -> list[str] | None:
     return None if types == sorted(DELIVERED_EVENT_TYPES) else types
 
 
-def _for_reply(env: Env, secret: str, cmd: Command) -> str:
-    """The new secret, sealed for the reply topic (the gateway opens it for the partner)."""
-    return seal_text(env.box.ring, secret, reply_context(cmd.command_id))
+def _for_reply(env: Env, secret: str, cmd: Command) -> dict[str, bytes]:
+    """The new secret, sealed for the reply (the gateway opens it into ``signing_secret``)."""
+    return {"signing_secret": seal_for_reply(env.box.ring, secret, cmd.command_id)}
 
 
 async def _owned(session: AsyncSession, cmd: Command, webhook_id: str, lock: bool = False) -> Any:
@@ -194,11 +202,9 @@ async def rotate_secret(session: AsyncSession, env: Env, cmd: RotateWebhookSecre
         [until, *(u for _, u in live)],
     )
     assert row is not None  # locked above
-    return 200, {
-        **endpoint_view(row),
-        "signing_secret": _for_reply(env, secret, cmd),
-        "previous_secret_expires_at": iso(until),
-    }
+    return 200, WithSecret(
+        {**endpoint_view(row), "previous_secret_expires_at": iso(until)}, _for_reply(env, secret, cmd)
+    )
 
 
 # ---- operator commands (from admin; not scoped to the ctx tenant) ----
@@ -344,6 +350,8 @@ async def execute(session: AsyncSession, env: Env, cmd: Command) -> Result:
     if handler is None:
         raise ServiceError(ErrorCode.INVALID_REQUEST, f"unsupported command {type(cmd).__name__}")
     status, data = await handler(session, env, cmd)
+    if isinstance(data, WithSecret):
+        return ok_result(cmd, data.data, status, sealed=data.sealed)
     return ok_result(cmd, data, status)
 
 

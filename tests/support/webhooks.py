@@ -22,7 +22,7 @@ from common.contracts import Ctx, Result
 from common.contracts.commands import CreateWebhook, RotateWebhookSecret
 from common.contracts.events import CustomerCreated
 from common.ids import new_id
-from common.keyring import KeyRing, open_sealed_fields, reply_context
+from common.keyring import KeyRing, open_reply_secrets
 from common.rpc import RpcClient
 from common.settings import Settings
 from common.topics import Topics
@@ -148,8 +148,8 @@ class WebhookCommands:
         cmd = cls(command_id=uuid.uuid4().hex, ctx=self.ctx(tenant_id, mode), **fields)
         result = await self.rpc.call(self.topic, cmd, key=tenant_id, timeout=20)
         # Secrets ride sealed on the reply topic; open them as the gateway does.
-        opened = open_sealed_fields(self.ring, result.data, reply_context(cmd.command_id))
-        return msgspec.structs.replace(result, data=opened)
+        opened = open_reply_secrets(self.ring, result.data, result.sealed, cmd.command_id)
+        return msgspec.structs.replace(result, data=opened, sealed=None)
 
     async def create(self, tenant_id: str, url: str, mode: str = "sandbox") -> Result:
         return await self.call(CreateWebhook, tenant_id, mode, webhook_id=new_id("we"), endpoint_url=url)

@@ -80,6 +80,11 @@ class Result(msgspec.Struct, tag="result.v1", tag_field="type", kw_only=True):
     status: int
     data: Any = None
     error: ErrorBody | None = None
+    # Secrets for the caller, apart from ``data`` (contract 14.3: partner text in ``data`` is
+    # never taken for ciphertext): field name -> ciphertext sealed for this reply
+    # (``common.keyring.seal_for_reply``). The gateway opens only the names listed in
+    # ``common.keyring.REPLY_SECRET_FIELDS`` and puts them into ``data``.
+    sealed: dict[str, bytes] | None = None
 
     @property
     def ok(self) -> bool:

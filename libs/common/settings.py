@@ -6,10 +6,8 @@ Read once in each service's lifespan via :func:`load_settings`; never at import.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import secrets
-from collections import Counter
 from collections.abc import Mapping
 from decimal import Decimal
 from functools import cached_property
@@ -21,6 +19,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from common.clientaddr import Network, parse_networks
 from common.kafka import problems as kafka_problems
 from common.keyring import KeyRing, KeyRingError, new_key_setting
+from common.secret_strength import ADVICE, MIN_SECRET_CHARS, weak_admin_tokens, weakness
 
 # The secrets every service must be given explicitly in production (contract section 12.3).
 SECRET_SETTINGS = {
@@ -29,23 +28,6 @@ SECRET_SETTINGS = {
     "onboarding_secret": "SLUICE_ONBOARDING_SECRET",  # a setting's name  # nosec B105
     "encryption_keys": "SLUICE_ENCRYPTION_KEYS",
 }
-MIN_SECRET_CHARS = 32
-# Contract 13.4: an operator token carries at least 32 random bytes. token_bits under-estimates
-# a random string (44 base64 characters of 32 random bytes score about 200-210), so the floor
-# is 160 beside a length of at least 32 characters: words and repeats score far below it.
-MIN_TOKEN_BITS = 160
-MIN_TOKEN_CHARS = 32
-
-
-def token_bits(token: str) -> float:
-    """An estimate of a token's entropy: its length times the Shannon entropy of its characters.
-    32 random bytes in base64 or hex score about 250-280; a word, a repeated character or a
-    short string scores far less. It cannot prove randomness, only refuse what is plainly not."""
-    if not token:
-        return 0.0
-    counts = Counter(token)
-    per_char = -sum(n / len(token) * math.log2(n / len(token)) for n in counts.values())
-    return len(token) * per_char
 
 
 class Settings(BaseSettings):
@@ -180,21 +162,24 @@ class Settings(BaseSettings):
         return missing
 
     def weak_secrets(self) -> list[str]:
+        """The secret settings too weak to use, by name, never by value. In production every
+        secret passes one rule (common.secret_strength); in development JWT and onboarding
+        secrets need 32 characters."""
         weak = []
         if self.env == "production":
-            for token in self.admin_tokens:
-                name, sep, value = token.partition("=")
-                value = value if sep else name
-                if len(value) < MIN_TOKEN_CHARS or token_bits(value) < MIN_TOKEN_BITS:
-                    label = f"operator {name!r}" if sep else "a token"
-                    weak.append(
-                        f"SLUICE_ADMIN_TOKEN ({label}: at least 32 random bytes,"
-                        " e.g. `openssl rand -base64 32`)"
-                    )
+            weak.extend(weak_admin_tokens(self.admin_tokens))
         for attr in ("jwt_secret", "onboarding_secret"):
             value = getattr(self, attr).get_secret_value()
-            if value and len(value) < MIN_SECRET_CHARS:
-                weak.append(f"{SECRET_SETTINGS[attr]} (at least {MIN_SECRET_CHARS} characters)")
+            if not value:
+                continue
+            short = len(value) < MIN_SECRET_CHARS
+            reason = (
+                weakness(value)
+                if self.env == "production"
+                else (f"shorter than {MIN_SECRET_CHARS} characters" if short else None)
+            )
+            if reason is not None:
+                weak.append(f"{SECRET_SETTINGS[attr]} ({reason}; {ADVICE})")
         if self.encryption_keys.get_secret_value():
             try:
                 KeyRing.parse(self.encryption_keys.get_secret_value())

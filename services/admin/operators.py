@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import re
 from dataclasses import dataclass
 
 from common.authfail import FailureLimiter
 from common.errors import ErrorCode, ServiceError
-
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
+from common.secret_strength import split_operator
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,11 +23,11 @@ class Operator:
 
 
 def parse_operators(entries: list[str]) -> list[Operator]:
+    """The operators of ``SLUICE_ADMIN_TOKEN``, read by ``common.secret_strength.split_operator``
+    (the parser the start-up strength check uses too)."""
     out = []
     for entry in entries:
-        name, sep, secret = entry.partition("=")
-        if not (sep and _NAME.match(name) and secret):
-            name, secret = "", entry  # a bare token (it may contain '=' itself)
+        name, secret = split_operator(entry)
         digest = hashlib.sha256(secret.encode()).digest()
         out.append(Operator(name or "operator-" + hashlib.sha256(digest).hexdigest()[:8], digest))
     return out

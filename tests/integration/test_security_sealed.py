@@ -44,7 +44,8 @@ def test_a_transfer_with_any_allowed_key_reads_back(stack: Stack, tenant: Tenant
 
 
 def test_signing_secrets_still_reach_the_partner(stack: Stack, tenant: Tenant) -> None:
-    hook = tenant.post("/v1/webhooks", {"endpoint_url": "http://127.0.0.1:9/hooks"}, idem="sealed:" + uuid.uuid4().hex)
+    target = {"endpoint_url": "http://127.0.0.1:9/hooks"}
+    hook = tenant.post("/v1/webhooks", target, idem="sealed:" + uuid.uuid4().hex)
     assert hook.status_code == 201, hook.text
     secret = hook.json()["data"]["signing_secret"]
     assert secret.startswith("whsec_")

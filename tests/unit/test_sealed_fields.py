@@ -54,7 +54,8 @@ def test_partner_text_that_looks_sealed_is_answered_as_text(ring: KeyRing) -> No
 
 def test_a_secret_travels_sealed_beside_data_and_is_opened_under_its_name(ring: KeyRing) -> None:
     sealed = {"signing_secret": seal_for_reply(ring, "whsec_shown_once", "cmd_9")}
-    result = Result(command_id="cmd_9", request_id="r", status=201, data={"webhook_id": "we_1"}, sealed=sealed)
+    data = {"webhook_id": "we_1"}
+    result = Result(command_id="cmd_9", request_id="r", status=201, data=data, sealed=sealed)
     wire = encode(result)
     assert b"whsec_shown_once" not in wire  # never in clear on Kafka
     body = msgspec.json.decode(result_body(decode(wire, Result), "r", ring))
@@ -64,7 +65,7 @@ def test_a_secret_travels_sealed_beside_data_and_is_opened_under_its_name(ring: 
 
 
 def test_only_known_secret_fields_are_opened(ring: KeyRing) -> None:
-    assert REPLY_SECRET_FIELDS == {"signing_secret"}
+    assert {"signing_secret"} == REPLY_SECRET_FIELDS
     sealed = {"idempotency_key": seal_for_reply(ring, "x", "cmd_1")}
     with pytest.raises(KeyRingError, match="not secret fields") as err:
         open_reply_secrets(ring, {"a": 1}, sealed, "cmd_1")

@@ -27,6 +27,8 @@ SERVICES = {  # name: (port, http: takes outside traffic, consumer group topic o
     "compliance": (8012, False, "sluice.compliance.commands"),
     "webhooks": (8013, False, "sluice.events"),
 }
+# Services whose /metrics are off their main port (the gateway's faces partners: contract 14.3).
+METRICS_PORTS = {"gateway": 8010}
 SECRETS = ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"]
 LABELS = {"app.kubernetes.io/part-of": "sluice"}
 
@@ -40,6 +42,8 @@ def _env(name: str, port: int) -> list[dict[str, Any]]:
         {"name": f"SLUICE_{name.upper()}_PORT", "value": str(port)},
         {"name": f"SLUICE_{name.upper()}_HOST", "value": "0.0.0.0"},  # nosec B104 - in its pod
     ]
+    if name in METRICS_PORTS:
+        env.append({"name": f"SLUICE_{name.upper()}_METRICS_PORT", "value": str(METRICS_PORTS[name])})
     env += [{"name": s, "valueFrom": {"secretKeyRef": {"name": "sluice-secrets", "key": s}}} for s in SECRETS]
     return env
 
@@ -51,7 +55,8 @@ def _container(name: str, port: int, args: list[str]) -> dict[str, Any]:
         "args": args,
         "envFrom": [{"configMapRef": {"name": "sluice-config"}}],
         "env": _env(name, port),
-        "ports": [{"name": "http", "containerPort": port}],
+        "ports": [{"name": "http", "containerPort": port}]
+        + ([{"name": "metrics", "containerPort": METRICS_PORTS[name]}] if name in METRICS_PORTS else []),
         "resources": {
             "requests": {"cpu": "250m", "memory": "160Mi"},
             "limits": {"cpu": "1", "memory": "320Mi"},
@@ -91,7 +96,10 @@ def deployment(name: str, port: int) -> dict[str, Any]:
             "replicas": 2,
             "selector": {"matchLabels": _labels(name)},
             "template": {
-                "metadata": {"labels": _labels(name), "annotations": {"prometheus.io/port": str(port)}},
+                "metadata": {
+                    "labels": _labels(name),
+                    "annotations": {"prometheus.io/port": str(METRICS_PORTS.get(name, port))},
+                },
                 "spec": {
                     "automountServiceAccountToken": False,
                     "terminationGracePeriodSeconds": 30,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import msgspec
@@ -205,16 +205,20 @@ def http_app(
     lifespan: Callable[[Litestar], AbstractAsyncContextManager[None]],
     handlers: list[Any],
     document: Callable[[], dict[str, Any]],
+    *,
+    metrics_route: bool = True,
 ) -> Litestar:
     """The Litestar app of an HTTP service (gateway, admin), built one way: its ``handlers``
     beside ``/healthz``, ``/readyz``, ``/metrics`` and its OpenAPI ``document``; Prometheus
     metrics and OpenTelemetry spans per request; errors in the envelope; JSON logs owned by
     :mod:`common.logging`; and the request id outermost, so that even the router's own 404 and
-    405 answers carry ``X-Request-Id``."""
+    405 answers carry ``X-Request-Id``. Without ``metrics_route`` the app serves no ``/metrics``
+    (the gateway serves them on a port of their own, :func:`serve_metrics`)."""
     from litestar.plugins.prometheus import PrometheusController
 
+    metrics = [PrometheusController] if metrics_route else []
     app = Litestar(
-        route_handlers=[*handlers, *health_routes(service), PrometheusController, *openapi_routes(document)],
+        route_handlers=[*handlers, *health_routes(service), *metrics, *openapi_routes(document)],
         lifespan=[lifespan],
         middleware=[http_metrics(service)],
         plugins=[http_tracing(service)] if exporting() else [],
@@ -225,3 +229,20 @@ def http_app(
     )
     app.asgi_handler = request_id_middleware(app.asgi_handler)
     return app
+
+
+@asynccontextmanager
+async def serve_metrics(host: str, port: int) -> AsyncIterator[None]:
+    """``GET /metrics`` (the default registry) on ``host:port``, in a thread of its own, for
+    as long as the block runs: a service whose main port faces partners serves its metrics
+    here instead (contract 14.3). A port that is taken stops the start with the OS error."""
+    from prometheus_client import start_http_server
+
+    server, thread = start_http_server(port, host)
+    log.info("metrics served on %s:%d", host, server.server_port)
+    try:
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -82,6 +82,9 @@ class Settings(BaseSettings):
 
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 8000
+    # The gateway's /metrics, off the partner port (contract 14.3); host "" = gateway_host.
+    gateway_metrics_host: str = ""
+    gateway_metrics_port: int = 8010
     admin_host: str = "127.0.0.1"
     admin_port: int = 8001
     # Consumers serve health (and metrics) on these; 0.0.0.0 inside a container.

@@ -27,6 +27,12 @@ PORT_SETTING = {
 }
 
 
+def _free_port() -> int:
+    from devstack.stores import free_port
+
+    return free_port()
+
+
 def die_with_parent() -> None:
     """``preexec_fn``: the kernel stops the child (SIGTERM) when the process that started it
     dies, so a killed test run or ``make run`` never leaves services or brokers behind.
@@ -87,10 +93,16 @@ class Proc:
     port: int
     popen: subprocess.Popen[bytes]
     log: Path
+    metrics_port: int | None = None  # the gateway's: its /metrics is off the partner port
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def metrics_url(self) -> str:
+        """Where this process serves ``/metrics`` (its own port, or the gateway's metrics port)."""
+        return f"http://127.0.0.1:{self.metrics_port or self.port}"
 
 
 @dataclass
@@ -102,10 +114,14 @@ class Suite:
     def start(
         self, name: str, port: int, extra: dict[str, str] | None = None, instance: str | None = None
     ) -> Proc:
+        extra = dict(extra or {})
+        metrics_port = None
+        if name == "gateway":  # a port of its own for /metrics, unless the caller chose one
+            metrics_port = int(extra.setdefault("SLUICE_GATEWAY_METRICS_PORT", str(_free_port())))
         env = python_env(
             {
                 **self.env,
-                **(extra or {}),
+                **extra,
                 PORT_SETTING[name]: str(port),
                 "SLUICE_INSTANCE_ID": instance or f"{name}-{port}",
             }
@@ -122,7 +138,7 @@ class Suite:
             start_new_session=True,
             preexec_fn=die_with_parent,
         )
-        proc = Proc(name, port, p, log)
+        proc = Proc(name, port, p, log, metrics_port)
         self.procs.append(proc)
         return proc
 

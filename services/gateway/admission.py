@@ -28,8 +28,9 @@ from common.errors import ErrorCode, ServiceError
 ADMITTED = PromCounter("sluice_admission_admitted_total", "Commands admitted by the gateway")
 SHED = PromCounter(
     "sluice_admission_shed_total",
-    "Commands refused at the door (503 overloaded), by the bound that refused them and tenant",
-    ["reason", "tenant"],
+    "Commands refused at the door (503 overloaded), by the bound that refused them",
+    # No tenant label (contract 14.3): tenant ids would be disclosed and the series unbounded.
+    ["reason"],
 )
 IN_FLIGHT = Gauge("sluice_admission_in_flight", "Commands of this gateway waiting for their result")
 LIMIT = Gauge("sluice_admission_limit", "The bound on commands in flight", ["scope"])
@@ -47,8 +48,8 @@ class Admission:
         LIMIT.labels("instance").set(self.max_in_flight)
         LIMIT.labels("tenant").set(self.tenant_max)
 
-    def _refuse(self, bound: str, tenant: str) -> ServiceError:
-        SHED.labels(bound, tenant).inc()
+    def _refuse(self, bound: str) -> ServiceError:
+        SHED.labels(bound).inc()
         return ServiceError(
             ErrorCode.PROVIDER_UNAVAILABLE,
             "the gateway is at capacity; nothing was done: retry with the same Idempotency-Key",
@@ -60,9 +61,9 @@ class Admission:
     def slot(self, tenant: str) -> Iterator[None]:
         """Hold one place for ``tenant`` while its command is in flight, or refuse at once."""
         if self.in_flight >= self.max_in_flight:
-            raise self._refuse("instance", tenant)
+            raise self._refuse("instance")
         if self.per_tenant[tenant] >= self.tenant_max:
-            raise self._refuse("tenant", tenant)
+            raise self._refuse("tenant")
         self.in_flight += 1
         self.per_tenant[tenant] += 1
         ADMITTED.inc()

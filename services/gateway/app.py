@@ -16,7 +16,7 @@ from common.asyncapi import build_asyncapi
 from common.authfail import FailureLimiter
 from common.broker import ensure_topics, service_topics
 from common.contracts import Result
-from common.http import http_app
+from common.http import http_app, serve_metrics
 from common.logging import setup_logging
 from common.rpc import RpcClient
 from common.service import build_runtime
@@ -131,8 +131,11 @@ def create_app(settings: Settings) -> Litestar:
             router=Router(ENDPOINTS),
             asyncapi=msgspec.json.encode(build_asyncapi(settings.topic_prefix)),
         )
-        async with rt.serving():
+        metrics_host = settings.gateway_metrics_host or settings.gateway_host
+        async with serve_metrics(metrics_host, settings.gateway_metrics_port), rt.serving():
             yield
 
     handlers = [*_direct_handlers(ENDPOINTS), routed_handler, asyncapi_json, *onboarding.PAGES]
-    return http_app("gateway", settings, lifespan, handlers, lambda: build_document(ENDPOINTS))
+    # No /metrics on the partner port (contract 14.3): they are on gateway_metrics_port.
+    document = lambda: build_document(ENDPOINTS)  # noqa: E731
+    return http_app("gateway", settings, lifespan, handlers, document, metrics_route=False)

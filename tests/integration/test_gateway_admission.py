@@ -95,7 +95,7 @@ def test_beyond_the_bound_is_503_overloaded_dispatches_nothing_and_the_retry_suc
         assert again.json()["data"]["transfer_id"] == retry.json()["data"]["transfer_id"]
         assert asyncio.run(_rows_for(stack, k2)) == 1
 
-        metrics = httpx.get(gw.url + "/metrics", timeout=10).text
-        assert 'sluice_admission_shed_total{reason="instance"' in metrics, metrics[-2000:]
+        metrics = httpx.get(gw.metrics_url + "/metrics", timeout=10).text
+        assert 'sluice_admission_shed_total{reason="instance"}' in metrics, metrics[-2000:]
     finally:
         stack.suite.stop_proc(gw)

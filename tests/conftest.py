@@ -73,10 +73,7 @@ def _base_env(stores: Stores) -> dict[str, str]:
         "SLUICE_JWT_SECRET": _secret("SLUICE_JWT_SECRET", secrets.token_urlsafe(32)),
         "SLUICE_ONBOARDING_SECRET": _secret("SLUICE_ONBOARDING_SECRET", secrets.token_urlsafe(32)),
         "SLUICE_ENCRYPTION_KEYS": _secret("SLUICE_ENCRYPTION_KEYS", new_key_setting("t1")),
-        "SLUICE_DATABASE_URL": stores.database_url,
-        "SLUICE_REDIS_URL": stores.redis_url,
-        "SLUICE_KAFKA_BOOTSTRAP": stores.kafka_bootstrap,
-        "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true" if stores.apache_kafka else "false",
+        **stores.service_env(),
         "SLUICE_ADMIN_TOKEN": f"ops={ADMIN_TOKEN},auditor={SECOND_ADMIN_TOKEN}",
         "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",
         "SLUICE_WEBHOOKS_RETRY_SCHEDULE": "1,1,1",
@@ -99,6 +96,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     workdir = tmp_path_factory.mktemp("stack")
     db_name = f"sluice_test_{uuid.uuid4().hex[:10]}"
     stores = Stores(workdir).start(fresh_kafka=True, database=db_name)
+    print(f"\nstack: broker {stores.kafka_kind} at {stores.kafka_bootstrap}", flush=True)
     env = _base_env(stores)
     suite = Suite(env, ARTIFACTS / "logs")
     stack = Stack(stores, suite, env)

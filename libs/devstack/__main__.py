@@ -123,9 +123,9 @@ def run() -> int:
         + (("from " + ", ".join(configured)) if configured else "embedded")
         + (", admin token from SLUICE_ADMIN_TOKEN" if os.environ.get("SLUICE_ADMIN_TOKEN") else "")
     )
-    step("stores: starting (PostgreSQL, Redis, Kafka-protocol broker)")
+    step("stores: starting (PostgreSQL, Redis, Kafka)")
     try:
-        stores = Stores(STATE).start(use_local=False, database="sluice")
+        stores = Stores(STATE).start(database="sluice", allow_tansu=True)
     except StoreUnreachable as exc:
         print(f"cannot start: {exc}", file=sys.stderr, flush=True)
         return 1
@@ -133,12 +133,11 @@ def run() -> int:
     print(_store_line("postgres", "SLUICE_DATABASE_URL", stores.database_url), flush=True)
     print(_store_line("redis", "SLUICE_REDIS_URL", stores.redis_url), flush=True)
     print(_store_line("kafka", "SLUICE_KAFKA_BOOTSTRAP", stores.kafka_bootstrap), flush=True)
+    print(f"  {'broker':<10} {stores.kafka_kind}", flush=True)
     gw_port = int(os.environ.get("SLUICE_GATEWAY_PORT", "8000"))
     admin_port = int(os.environ.get("SLUICE_ADMIN_PORT", "8001"))
     env = {
-        "SLUICE_DATABASE_URL": stores.database_url,
-        "SLUICE_REDIS_URL": stores.redis_url,
-        "SLUICE_KAFKA_BOOTSTRAP": stores.kafka_bootstrap,
+        **stores.service_env(),
         **local,
         "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": os.environ.get(
             "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS", "true"

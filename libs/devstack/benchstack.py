@@ -68,9 +68,7 @@ def bench_stack(work: Path, *, log_level: str = "WARNING") -> Iterator[BenchStac
     try:
         token = "bench-" + uuid.uuid4().hex
         env = {
-            "SLUICE_DATABASE_URL": stores.database_url,
-            "SLUICE_REDIS_URL": stores.redis_url,
-            "SLUICE_KAFKA_BOOTSTRAP": stores.kafka_bootstrap,
+            **stores.service_env(),
             **ephemeral_secrets("bench"),
             "SLUICE_ADMIN_TOKEN": token,
             "SLUICE_LOG_LEVEL": log_level,
@@ -80,9 +78,7 @@ def bench_stack(work: Path, *, log_level: str = "WARNING") -> Iterator[BenchStac
         procs = {name: suite.start(name, free_port()) for name in SERVICES}
         suite.wait_ready(timeout=120)
         pids = {name: proc.popen.pid for name, proc in procs.items()}
-        for p in stores.processes():  # tansu, valkey-server
-            args = p.args if isinstance(p.args, list) else [p.args]
-            pids[Path(str(args[0])).name.split("-")[0]] = p.pid
+        pids |= stores.named_processes()  # kafka, valkey
         pg = _postmaster_pid(work)
         if pg is not None:
             pids["postgres"] = pg

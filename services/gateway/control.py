@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 from faststream.kafka import KafkaBroker
 from redis.asyncio import Redis
 
@@ -107,9 +108,19 @@ class ControlReader:
         finally:
             await consumer.stop()
 
+    async def _partitions(self) -> list[int]:
+        """The topic's partitions as the cluster reports them now (a consumer without a group
+        or subscription does not track the topic's metadata itself)."""
+        admin = AIOKafkaAdminClient(**kafka.client_args(self.settings))
+        await admin.start()
+        try:
+            found = await admin.describe_topics([self.topic])
+        finally:
+            await admin.close()
+        return sorted(p["partition"] for t in found if t["error_code"] == 0 for p in t["partitions"])
+
     async def _assign(self, consumer: AIOKafkaConsumer) -> None:
-        await consumer.topics()  # fetch the metadata: the partitions are known from here
-        tps = [TopicPartition(self.topic, p) for p in sorted(consumer.partitions_for_topic(self.topic) or ())]
+        tps = [TopicPartition(self.topic, p) for p in await self._partitions()]
         if not tps:
             raise RuntimeError(f"topic {self.topic} has no partitions yet")
         consumer.assign(tps)

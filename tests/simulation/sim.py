@@ -32,7 +32,6 @@ from tests.simulation.world import DAILY_CAP, FAULT_FREE, FAULTS, REPLIES, Clien
 from tests.support.db import pg_connect
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
 
 
 def replay_command(seed: int, steps: int) -> str:
@@ -61,7 +60,7 @@ class Outcome:
 
 
 class Simulation:
-    def __init__(self, base_url: str = DEFAULT_URL) -> None:
+    def __init__(self, base_url: str) -> None:
         self.base_url = base_url
         self.url = ""
         self.engine: Engine | None = None

@@ -1,5 +1,6 @@
 """The state machine: every (from, to) pair for transfers and payouts, decided by the one
-transition function against real rows, plus the pure table."""
+transition function against real rows (the pure table, planned paths and the sandbox's steps:
+tests/unit/test_states.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from ledger import journal
 from ledger import repository as repo
 from ledger.effects import LedgerConfig
 from ledger.journal import UnbalancedEntry
-from ledger.states import check_path, is_legal, simulated_next, transition
+from ledger.states import is_legal, transition
 from tests.conftest import Stack
 from tests.support.ledger import LedgerKit, allow, ledger_invariants, open_kit
 
@@ -30,52 +31,6 @@ LEGAL = {
     ("in_review", "rejected"),
     ("processing", "failed"),
 }
-
-
-@pytest.mark.unit
-@pytest.mark.parametrize("kind", ["transfer", "payout"])
-def test_transition_table_is_exactly_the_contract(kind: str) -> None:
-    allowed = LEGAL | ({("completed", "returned")} if kind == "payout" else set())
-    for frm, to in itertools.product(STATES, STATES):
-        assert is_legal(kind, frm, to) == ((frm, to) in allowed), (kind, frm, to)
-
-
-@pytest.mark.unit
-@pytest.mark.unit
-def test_a_planned_path_is_checked_step_by_step() -> None:
-    """A new transfer's steps are planned in memory (the batch path): each one must be a legal
-    transition from the state before it, like a stored row's (issue 26)."""
-    check_path("transfer", "pending", ["processing", "completed"])
-    check_path("payout", "pending", ["in_review"])
-    check_path("payout", "pending", ["processing", "completed", "returned"])
-    for kind, path, at in (
-        ("transfer", ["completed"], ("pending", "completed")),
-        ("transfer", ["processing", "completed", "returned"], ("completed", "returned")),
-        ("payout", ["in_review", "completed"], ("in_review", "completed")),
-    ):
-        with pytest.raises(ServiceError) as refused:
-            check_path(kind, "pending", path)
-        details = refused.value.details
-        assert (details["reason"], details["state"], details["requested_state"]) == (
-            "illegal_transition",
-            *at,
-        )
-
-
-def test_simulator_steps_and_magic_amounts() -> None:
-    class T:
-        def __init__(self, state: str, amount: str, kind: str = "payout") -> None:
-            self.state, self.amount, self.kind = state, Decimal(amount), kind
-
-    assert simulated_next(T("pending", "1.00")) == "processing"
-    assert simulated_next(T("processing", "1.00")) == "completed"
-    assert simulated_next(T("processing", "3.51")) == "failed"
-    assert simulated_next(T("processing", "3.511")) == "completed"
-    assert simulated_next(T("completed", "3.52")) == "returned"
-    assert simulated_next(T("completed", "3.52", "transfer")) is None
-    assert simulated_next(T("completed", "3.00")) is None
-    for state in ("in_review", "failed", "rejected", "returned"):
-        assert simulated_next(T(state, "3.52")) is None
 
 
 @pytest.fixture

@@ -1,0 +1,285 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.error_envelope import ErrorEnvelope
+from ...models.routed_response_200 import RoutedResponse200
+from ...models.routed_response_201 import RoutedResponse201
+from ...models.service_mode import ServiceMode
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    *,
+    body: Any,
+    x_service_route: str,
+    x_service_mode: ServiceMode | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+    headers["x-service-route"] = x_service_route
+
+    if not isinstance(x_service_mode, Unset):
+        headers["x-service-mode"] = str(x_service_mode)
+
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/",
+    }
+
+    _kwargs["json"] = body
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> ErrorEnvelope | RoutedResponse200 | RoutedResponse201 | None:
+    if response.status_code == 200:
+        response_200 = RoutedResponse200.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 201:
+        response_201 = RoutedResponse201.from_dict(response.json())
+
+        return response_201
+
+    if response.status_code == 400:
+        response_400 = ErrorEnvelope.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorEnvelope.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = ErrorEnvelope.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = ErrorEnvelope.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 405:
+        response_405 = ErrorEnvelope.from_dict(response.json())
+
+        return response_405
+
+    if response.status_code == 409:
+        response_409 = ErrorEnvelope.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = ErrorEnvelope.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = ErrorEnvelope.from_dict(response.json())
+
+        return response_415
+
+    if response.status_code == 429:
+        response_429 = ErrorEnvelope.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 500:
+        response_500 = ErrorEnvelope.from_dict(response.json())
+
+        return response_500
+
+    if response.status_code == 502:
+        response_502 = ErrorEnvelope.from_dict(response.json())
+
+        return response_502
+
+    if response.status_code == 503:
+        response_503 = ErrorEnvelope.from_dict(response.json())
+
+        return response_503
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[ErrorEnvelope | RoutedResponse200 | RoutedResponse201]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: Any,
+    x_service_route: str,
+    x_service_mode: ServiceMode | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
+) -> Response[ErrorEnvelope | RoutedResponse200 | RoutedResponse201]:
+    """Routed form: any endpoint through POST / with x-service-route
+
+     The body is the endpoint's payload; for reads it is {"method": "GET"}. Same headers, same responses
+    as the direct form.
+
+    Args:
+        x_service_route (str):
+        x_service_mode (ServiceMode | Unset):
+        idempotency_key (str | Unset):
+        body (Any):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorEnvelope | RoutedResponse200 | RoutedResponse201]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+        x_service_route=x_service_route,
+        x_service_mode=x_service_mode,
+        idempotency_key=idempotency_key,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    body: Any,
+    x_service_route: str,
+    x_service_mode: ServiceMode | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
+) -> ErrorEnvelope | RoutedResponse200 | RoutedResponse201 | None:
+    """Routed form: any endpoint through POST / with x-service-route
+
+     The body is the endpoint's payload; for reads it is {"method": "GET"}. Same headers, same responses
+    as the direct form.
+
+    Args:
+        x_service_route (str):
+        x_service_mode (ServiceMode | Unset):
+        idempotency_key (str | Unset):
+        body (Any):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorEnvelope | RoutedResponse200 | RoutedResponse201
+    """
+
+    return sync_detailed(
+        client=client,
+        body=body,
+        x_service_route=x_service_route,
+        x_service_mode=x_service_mode,
+        idempotency_key=idempotency_key,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: Any,
+    x_service_route: str,
+    x_service_mode: ServiceMode | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
+) -> Response[ErrorEnvelope | RoutedResponse200 | RoutedResponse201]:
+    """Routed form: any endpoint through POST / with x-service-route
+
+     The body is the endpoint's payload; for reads it is {"method": "GET"}. Same headers, same responses
+    as the direct form.
+
+    Args:
+        x_service_route (str):
+        x_service_mode (ServiceMode | Unset):
+        idempotency_key (str | Unset):
+        body (Any):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[ErrorEnvelope | RoutedResponse200 | RoutedResponse201]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+        x_service_route=x_service_route,
+        x_service_mode=x_service_mode,
+        idempotency_key=idempotency_key,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    body: Any,
+    x_service_route: str,
+    x_service_mode: ServiceMode | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
+) -> ErrorEnvelope | RoutedResponse200 | RoutedResponse201 | None:
+    """Routed form: any endpoint through POST / with x-service-route
+
+     The body is the endpoint's payload; for reads it is {"method": "GET"}. Same headers, same responses
+    as the direct form.
+
+    Args:
+        x_service_route (str):
+        x_service_mode (ServiceMode | Unset):
+        idempotency_key (str | Unset):
+        body (Any):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        ErrorEnvelope | RoutedResponse200 | RoutedResponse201
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            body=body,
+            x_service_route=x_service_route,
+            x_service_mode=x_service_mode,
+            idempotency_key=idempotency_key,
+        )
+    ).parsed

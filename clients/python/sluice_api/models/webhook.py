@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="Webhook")
+
+
+@_attrs_define
+class Webhook:
+    """
+    Attributes:
+        webhook_id (str):
+        endpoint_url (str):
+        created_at (str | Unset):
+        enabled_events (list[str] | Unset):
+    """
+
+    webhook_id: str
+    endpoint_url: str
+    created_at: str | Unset = UNSET
+    enabled_events: list[str] | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        webhook_id = self.webhook_id
+
+        endpoint_url = self.endpoint_url
+
+        created_at = self.created_at
+
+        enabled_events: list[str] | Unset = UNSET
+        if not isinstance(self.enabled_events, Unset):
+            enabled_events = self.enabled_events
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "webhook_id": webhook_id,
+                "endpoint_url": endpoint_url,
+            }
+        )
+        if created_at is not UNSET:
+            field_dict["created_at"] = created_at
+        if enabled_events is not UNSET:
+            field_dict["enabled_events"] = enabled_events
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
+        d = dict(src_dict)
+        webhook_id = d.pop("webhook_id")
+
+        endpoint_url = d.pop("endpoint_url")
+
+        created_at = d.pop("created_at", UNSET)
+
+        enabled_events = cast(list[str], d.pop("enabled_events", UNSET))
+
+        webhook = cls(
+            webhook_id=webhook_id,
+            endpoint_url=endpoint_url,
+            created_at=created_at,
+            enabled_events=enabled_events,
+        )
+
+        webhook.additional_properties = d
+        return webhook
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

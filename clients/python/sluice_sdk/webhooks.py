@@ -1,0 +1,53 @@
+"""Verifying a webhook delivery, with the Standard Webhooks library (``standardwebhooks``).
+
+Sluice signs the Standard Webhooks way under its own header names (contract section 7):
+``x-service-webhook-id``, ``x-service-timestamp`` and ``x-service-signature`` are the
+standard's ``webhook-id``, ``webhook-timestamp`` and ``webhook-signature``. The library checks
+the HMAC-SHA256 signatures in constant time and refuses a timestamp more than 5 minutes away
+(a replay of an old delivery); while a secret is being rotated a delivery carries one
+signature per secret, and any one of them verifies.
+"""
+
+from __future__ import annotations
+
+import binascii
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+HEADERS = {
+    "x-service-webhook-id": "webhook-id",
+    "x-service-timestamp": "webhook-timestamp",
+    "x-service-signature": "webhook-signature",
+}
+
+
+class WebhookRefused(Exception):
+    """The delivery is not Sluice's: a signature that does not verify, a timestamp outside the
+    tolerance, or a header missing. Answer 400 and do not act on it."""
+
+
+def standard_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The delivery's headers under the Standard Webhooks names (header names are matched
+    without regard to case, as HTTP has them)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    return {std: lowered[ours] for ours, std in HEADERS.items() if ours in lowered}
+
+
+def verify_webhook(payload: bytes | str, headers: Mapping[str, str], secret: str | Sequence[str]) -> Any:
+    """The event (``{"id", "type", "created_at", "mode", "data", ...}``) of a verified delivery,
+    else :class:`WebhookRefused`. ``payload`` is the raw body, exactly as received; ``secret`` is
+    the endpoint's ``whsec_...`` secret, or several (the new and the old during a rotation).
+    Deliveries are at least once: deduplicate on the event's ``id``."""
+    secrets = [secret] if isinstance(secret, str) else list(secret)
+    if not secrets:
+        raise ValueError("no secret given")
+    std = standard_headers(headers)
+    last: Exception | None = None
+    for s in secrets:
+        try:
+            return Webhook(s).verify(payload, std)
+        except (WebhookVerificationError, ValueError, binascii.Error) as exc:
+            last = exc
+    raise WebhookRefused(str(last))

@@ -111,8 +111,97 @@ def deployment(name: str, port: int) -> dict[str, Any]:
     )
 
 
+# The broker: the release devstack.kafka_embedded runs (tests/unit/test_kafka_version.py).
+KAFKA_IMAGE = "apache/kafka:4.1.2"
+KAFKA_NODES = 3
+
+
+def kafka() -> list[dict[str, Any]]:
+    """Three KRaft nodes (broker and controller each), replication 3, min.insync.replicas 2:
+    the cluster `make chaos` kills, pauses and restarts on one machine (devstack.chaos_kafka)."""
+    voters = ",".join(f"{i}@kafka-{i}.kafka-nodes:9093" for i in range(KAFKA_NODES))
+    env = {
+        "KAFKA_PROCESS_ROLES": "broker,controller",
+        "KAFKA_LISTENERS": "PLAINTEXT://:9092,CONTROLLER://:9093",
+        "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "KAFKA_CONTROLLER_QUORUM_VOTERS": voters,
+        "KAFKA_DEFAULT_REPLICATION_FACTOR": "3",
+        "KAFKA_MIN_INSYNC_REPLICAS": "2",
+        "KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR": "3",
+        "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR": "3",
+        "KAFKA_TRANSACTION_STATE_LOG_MIN_ISR": "2",
+        "KAFKA_NUM_PARTITIONS": str(PARTITIONS),
+        "KAFKA_AUTO_CREATE_TOPICS_ENABLE": "false",  # python -m sluice topics creates them
+        "KAFKA_LOG_DIRS": "/var/lib/kafka/data",
+        "CLUSTER_ID": "c2x1aWNlLWthZmthLTAwMQ",  # one id for every node's storage format
+    }
+    container = {
+        "name": "kafka",
+        "image": KAFKA_IMAGE,
+        # node.id and the advertised address from the pod's ordinal (kafka-0 -> 0)
+        "command": ["sh", "-c"],
+        "args": [
+            'export KAFKA_NODE_ID="${HOSTNAME##*-}"'
+            ' KAFKA_ADVERTISED_LISTENERS="PLAINTEXT://${HOSTNAME}.kafka-nodes:9092";'
+            " exec /etc/kafka/docker/run"
+        ],
+        "env": [{"name": k, "value": v} for k, v in env.items()],
+        "ports": [{"name": "kafka", "containerPort": 9092}, {"name": "controller", "containerPort": 9093}],
+        "readinessProbe": {"tcpSocket": {"port": "kafka"}, "periodSeconds": 5},
+        "livenessProbe": {"tcpSocket": {"port": "controller"}, "periodSeconds": 10},
+        "resources": {"requests": {"cpu": "250m", "memory": "768Mi"}, "limits": {"memory": "1536Mi"}},
+        "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "allowPrivilegeEscalation": False},
+        "volumeMounts": [{"name": "data", "mountPath": "/var/lib/kafka/data"}],
+    }
+    labels = _labels("kafka")
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "kafka-nodes", "labels": labels},
+            "spec": {"clusterIP": "None", "selector": labels, "ports": [{"name": "kafka", "port": 9092}]},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "kafka", "labels": labels},
+            "spec": {"selector": labels, "ports": [{"name": "kafka", "port": 9092}]},
+        },
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "kafka", "labels": labels},
+            "spec": {
+                "serviceName": "kafka-nodes",
+                "replicas": KAFKA_NODES,
+                "podManagementPolicy": "Parallel",  # a quorum needs a majority up together
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "automountServiceAccountToken": False,
+                        "securityContext": {"fsGroup": 1000},
+                        "containers": [container],
+                    },
+                },
+                "volumeClaimTemplates": [
+                    {
+                        "metadata": {"name": "data"},
+                        "spec": {
+                            "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": "20Gi"}},
+                        },
+                    }
+                ],
+            },
+        },
+    ]
+
+
 def base() -> dict[str, list[dict[str, Any]]]:
     files: dict[str, list[dict[str, Any]]] = {}
+    files["kafka.yaml"] = kafka()
     files["config.yaml"] = [
         {
             "apiVersion": "v1",
@@ -125,7 +214,6 @@ def base() -> dict[str, list[dict[str, Any]]]:
                 "SLUICE_KAFKA_BOOTSTRAP": "kafka:9092",
                 "SLUICE_KAFKA_FETCH_MAX_WAIT_MS": "100",
                 "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true",  # Apache Kafka: acks=all, no duplicate on retry
-                "SLUICE_KAFKA_REPLY_ROTATE_RECORDS": "0",  # Apache Kafka: retention bounds replies
                 "SLUICE_KAFKA_TOPIC_PARTITIONS": str(PARTITIONS),
             },
         }

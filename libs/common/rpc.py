@@ -6,15 +6,11 @@ and reads them by manual assignment (no consumer group, so no join delay). Comma
 request is resolved by ``command_id``; a result that arrives after its waiter gave up is
 handed to ``on_results`` too (one call per fetched batch) so the outcome is still recorded.
 
-**Reply topics rotate** (``SLUICE_KAFKA_REPLY_ROTATE_RECORDS``, 1,000; 0 = never). Tansu's
-memory engine lists every batch ever written to a partition on each fetch that finds data, so
-one reply topic that kept every answer of a gateway's life made each reply cost the broker
-more as history grew (7.2 ms of broker CPU per record at 10,000 earlier records against
-1.3 ms on an empty topic, measured by a produce-and-fetch loop against Tansu 0.6). After that
-many replies the client starts a new epoch's topic, sends new commands' ``reply_to`` there,
-keeps reading the old one until every command that named it has had ``GATEWAY_TIMEOUT_S``
-plus a margin to answer, then deletes it. Apache Kafka's fetch finds an offset through its
-index whatever the history, so there the setting is 0 and ``retention.ms`` bounds the topic.
+One reply topic per life of an instance: the topics of an earlier life of the same instance id
+are deleted at start (nobody reads them), and the broker's retention bounds the live one.
+Rounds 1-3 rotated reply topics every 1,000 replies because Tansu's memory engine made each
+fetch cost more as a partition's history grew; Apache Kafka finds an offset through its index
+whatever the history, so the rotation went with Tansu (issue 34).
 """
 
 from __future__ import annotations
@@ -70,16 +66,13 @@ class RpcClient:
         self.topics = Topics(settings.topic_prefix)
         self.reply_base = self.topics.replies(instance_id(settings, service))
         self.reply_topic = f"{self.reply_base}.{time.time_ns() // 1_000_000}"  # where new commands point
-        self.rotate_every = settings.kafka_reply_rotate_records
-        self._replies_on_current = 0
-        self._retiring: dict[str, float] = {}  # an old reply topic -> when it may be deleted
         self.on_results = on_results
         # Operator tools (admin) are not on a partner's request path: poll for replies less often.
         self.fetch_max_wait_ms = (
             settings.kafka_background_fetch_max_wait_ms if background else settings.kafka_fetch_max_wait_ms
         )
         self._waiters: dict[str, list[asyncio.Future[Result]]] = {}
-        self._next_offset: dict[str, int] | None = None  # per reply topic: where a restarted reader resumes
+        self._next_offset: int | None = None  # where a restarted reader resumes
         self._reading = asyncio.Event()
         self._own: Supervisor | None = None
 
@@ -109,66 +102,28 @@ class RpcClient:
         )
         await consumer.start()
         try:
-            first = self._next_offset is None
-            self._next_offset = self._next_offset or {}
-            tps = [TopicPartition(t, 0) for t in (*self._retiring, self.reply_topic)]
-            consumer.assign(tps)
-            for tp in tps:
-                if tp.topic in self._next_offset:  # restarted: read what arrived while down
-                    consumer.seek(tp, self._next_offset[tp.topic])
-                elif first:
-                    await consumer.seek_to_end(tp)
-                    self._next_offset[tp.topic] = await consumer.position(tp)
-                else:
-                    consumer.seek(tp, 0)
+            tp = TopicPartition(self.reply_topic, 0)
+            consumer.assign([tp])
+            if self._next_offset is not None:  # restarted: read what arrived while down
+                consumer.seek(tp, self._next_offset)
+            else:
+                await consumer.seek_to_end(tp)
+                self._next_offset = await consumer.position(tp)
             self._reading.set()
             while True:
                 batches = await consumer.getmany(timeout_ms=1000, max_records=500)
                 results: list[Result] = []
-                for tp, records in batches.items():
+                for records in batches.values():
                     for rec in records:
-                        self._next_offset[tp.topic] = rec.offset + 1
+                        self._next_offset = rec.offset + 1
                         try:
                             results.append(decode(rec.value or b"", Result))
                         except (msgspec.DecodeError, msgspec.ValidationError):
-                            log.error("undecodable reply on %s", tp.topic)
-                    if tp.topic == self.reply_topic:
-                        self._replies_on_current += len(records)
+                            log.error("undecodable reply on %s", self.reply_topic)
                 if results:
                     await self._resolve(results)
-                await self._rotate(consumer)
         finally:
             await consumer.stop()
-
-    async def _rotate(self, consumer: AIOKafkaConsumer) -> None:
-        """Start a new reply topic after ``rotate_every`` replies; delete retired ones whose
-        commands have all had their time to answer."""
-        now = time.monotonic()
-        changed = False
-        if self.rotate_every and self._replies_on_current >= self.rotate_every:
-            new = f"{self.reply_base}.{time.time_ns() // 1_000_000}"
-            await ensure_topics(self.settings, [new], partitions=1)
-            assert self._next_offset is not None
-            self._next_offset[new] = 0
-            # commands already sent name the old topic: keep reading it for their deadline
-            self._retiring[self.reply_topic] = now + self.settings.gateway_timeout_s + 10.0
-            self.reply_topic, self._replies_on_current, changed = new, 0, True
-        done = [t for t, at in self._retiring.items() if at <= now]
-        for t in done:
-            del self._retiring[t]
-            changed = True
-        if changed:
-            consumer.assign([TopicPartition(t, 0) for t in (*self._retiring, self.reply_topic)])
-            assert self._next_offset is not None
-            for tp in consumer.assignment():
-                consumer.seek(tp, self._next_offset.get(tp.topic, 0))
-            for t in done:
-                self._next_offset.pop(t, None)
-            if done:
-                await self._delete_topics(done)
-            log.info(
-                "reply topic %s; %d retiring, %d deleted", self.reply_topic, len(self._retiring), len(done)
-            )
 
     async def _delete_topics(self, names: list[str]) -> None:
         admin = AIOKafkaAdminClient(
@@ -186,8 +141,6 @@ class RpcClient:
 
     async def _drop_stale_topics(self) -> None:
         """Reply topics of this instance id left by an earlier life of it: nobody reads them."""
-        if not self.rotate_every:
-            return
         admin = AIOKafkaAdminClient(**kafka.client_args(self.settings))
         try:
             await admin.start()

@@ -47,9 +47,9 @@ class Settings(BaseSettings):
     kafka_sasl_password: SecretStr = SecretStr("")
     kafka_ssl_cafile: str = ""
     # Apache Kafka (contract 13.6): an idempotent producer with acks=all, so a retried send is
-    # written once and an acknowledged record survives a leader change. Tansu has neither
-    # (memory only, one node): off by default, on in deploy/k8s.
-    kafka_idempotent_producer: bool = False
+    # written once and an acknowledged record survives a leader change. On by default since
+    # every run is on Apache Kafka (issue 34); off only for a broker without it (Tansu).
+    kafka_idempotent_producer: bool = True
     topic_prefix: str = "sluice"
     db_pool_size: int = 10
 
@@ -68,8 +68,6 @@ class Settings(BaseSettings):
     kafka_topic_partitions: int = 6
     kafka_replication_factor: int = 1  # topics `python -m sluice topics` creates (3 on a real cluster)
     kafka_retention_ms: int = 7 * 86400 * 1000  # of the topics it creates: the inboxes are the record
-    # Replies before a gateway/admin instance moves to a new reply topic (common.rpc); 0 never.
-    kafka_reply_rotate_records: int = 1000
     consumer_max_attempts: int = 3
     # Every call to a store is bounded (issue 10): a store that does not answer in time is a
     # transient fault (consumers wait it out; the gateway answers 503 with Retry-After).

@@ -156,7 +156,7 @@ class Stores:
         )
         if not self.kafka_kind:
             self.kafka_kind = "Kafka at SLUICE_KAFKA_BOOTSTRAP (configured)"
-            self.apache_kafka = env.get("SLUICE_KAFKA_IDEMPOTENT_PRODUCER", "").lower() == "true"
+            self.apache_kafka = env.get("SLUICE_KAFKA_IDEMPOTENT_PRODUCER", "true").lower() == "true"
         self.redis_url = env.get("SLUICE_REDIS_URL", "") or (
             self._redis_container() if containers else self._valkey()
         )

@@ -94,14 +94,15 @@ def test_a_service_refuses_to_start_naming_the_setting() -> None:
     assert done.returncode == 2 and "SLUICE_KAFKA_SECURITY_PROTOCOL" in done.stderr, done.stderr[-1500:]
 
 
-def test_the_producer_is_idempotent_with_acks_all_only_when_asked() -> None:
-    """Apache Kafka: SLUICE_KAFKA_IDEMPOTENT_PRODUCER=true gives every service's producer
-    enable_idempotence and acks=all (deploy/k8s sets it); Tansu has neither (the default)."""
+def test_the_producer_is_idempotent_with_acks_all_unless_switched_off() -> None:
+    """Apache Kafka (the default since issue 34): every service's producer gets
+    enable_idempotence and acks=all; SLUICE_KAFKA_IDEMPOTENT_PRODUCER=false (a broker without
+    it, Tansu) gives leader acks."""
     from common.broker import create_broker
 
-    assert kafka.producer_args(_settings()) == {"enable_idempotence": False, "acks": 1}
-    on = Settings(kafka_idempotent_producer=True)
-    assert kafka.producer_args(on) == {"enable_idempotence": True, "acks": "all"}
-    for settings, expected in ((_settings(), (False, 1)), (on, (True, "all"))):
+    assert kafka.producer_args(_settings()) == {"enable_idempotence": True, "acks": "all"}
+    off = Settings(kafka_idempotent_producer=False)
+    assert kafka.producer_args(off) == {"enable_idempotence": False, "acks": 1}
+    for settings, expected in ((_settings(), (True, "all")), (off, (False, 1))):
         given = create_broker(settings, "test")._connection_kwargs  # what aiokafka's producer gets
         assert (given["enable_idempotence"], given["acks"]) == expected

@@ -132,17 +132,18 @@ def consumer_options(
 
 
 async def ensure_topics(settings: Settings, names: Iterable[str], partitions: int | None = None) -> None:
-    """Create topics if missing (Apache Kafka may have auto-creation disabled)."""
+    """Create topics if missing (Apache Kafka may have auto-creation disabled), with the
+    replication factor and retention of ``python -m sluice topics`` (common.provision)."""
     admin = AIOKafkaAdminClient(**kafka.client_args(settings))
     await admin.start()
     try:
         existing = set(await admin.list_topics())
         missing = [n for n in names if n not in existing]
         if missing:
+            config = {"retention.ms": str(settings.kafka_retention_ms)}
+            count, rf = partitions or settings.kafka_topic_partitions, settings.kafka_replication_factor
             with contextlib.suppress(TopicAlreadyExistsError):  # another instance made them first
-                await admin.create_topics(
-                    [NewTopic(n, partitions or settings.kafka_topic_partitions, 1) for n in missing]
-                )
+                await admin.create_topics([NewTopic(n, count, rf, topic_configs=config) for n in missing])
     finally:
         await admin.close()
 

@@ -2,12 +2,14 @@
 
 The suite runs as separate processes (two gateways, ledgers, compliance and webhooks instances,
 one admin) on stores this run owns: its own PostgreSQL (stoppable), its own redis-server
-(pausable) and a fresh Kafka-protocol broker. A tenant is set up through the API (admin, then
+(pausable) and a fresh three-node Apache Kafka cluster. A tenant is set up through the API (admin, then
 customers, wallets, virtual accounts and sandbox deposits through the gateway) with a webhook
 endpoint this process serves. 24 clients book transfers among the funded wallets, each retrying
 with the same Idempotency-Key (devstack.chaos_clients) while faults are injected as the run
 progresses: SIGKILL of each service type in turn (restarted after a few seconds), PostgreSQL
-stopped then started, Redis paused (SIGSTOP/SIGCONT).
+stopped then started, Redis paused (SIGSTOP/SIGCONT), and on the three-node Apache Kafka
+cluster a broker SIGKILLed, the busiest commands partition's leader SIGKILLed, a broker paused
+(devstack.chaos_kafka).
 
 Then an exact audit from the clients' side against the database, ending in one line:
 ``chaos: transfers N lost N duplicated N undecided N balance_drift X webhooks_missing N
@@ -34,9 +36,12 @@ from typing import Any
 import asyncpg
 import httpx
 
+from common.topics import Topics
 from devstack import chaos_admin, chaos_audit, chaos_scale
 from devstack.bench_transfers import provision
 from devstack.chaos_clients import Progress, Receiver, run_clients
+from devstack.chaos_kafka import FAULTS as BROKER_FAULTS
+from devstack.chaos_kafka import BrokerFaults
 from devstack.chaos_scale import Scaler
 from devstack.chaos_stores import OwnPostgres, OwnRedis
 from devstack.stores import Stores, free_port
@@ -69,10 +74,10 @@ class Scenario:
         self.redis.start()
         env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
         env |= {"SLUICE_DATABASE_URL": self.pg.url, "SLUICE_REDIS_URL": self.redis.url}
-        self.stores.start(fresh_kafka=True, database="sluice_chaos", env=env, use_local=False)
+        self.stores.start(fresh_kafka=True, database="sluice_chaos", env=env, kafka_nodes=self.args.brokers)
         log(
             f"stores: pg 127.0.0.1:{self.pg.port}, redis {self.redis.url}, "
-            f"kafka {self.stores.kafka_bootstrap}"
+            f"kafka {self.stores.kafka_bootstrap} ({self.stores.kafka_kind})"
         )
         senv = {
             **ephemeral_secrets("chaos"),
@@ -152,6 +157,13 @@ class Scenario:
             steps.insert(min(2, len(steps)), ("pg stop", self.pg_stop))
         if "redis" in faults:
             steps.insert(min(5, len(steps)), ("redis pause", self.redis_pause))
+        brokers = (
+            BrokerFaults(self.stores.kafka_nodes, Topics().ledger_commands, log)
+            if faults & set(BROKER_FAULTS)
+            else None
+        )
+        for i, step in enumerate(brokers.steps(faults) if brokers else []):
+            steps.insert(min(1 + 3 * i, len(steps)), step)  # spread among the others
         return steps
 
     # ---- the run ----
@@ -381,7 +393,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--transfers", type=int, default=1000)
     ap.add_argument("--clients", type=int, default=24)
     ap.add_argument("--wallets", type=int, default=20)
-    ap.add_argument("--faults", default="kill,pg,redis", help="comma-separated: kill, pg, redis ('' = none)")
+    ap.add_argument(
+        "--faults",
+        default="kill,pg,redis," + ",".join(BROKER_FAULTS),
+        help=f"comma-separated: kill, pg, redis, {', '.join(BROKER_FAULTS)} ('' = none)",
+    )
+    ap.add_argument("--brokers", type=int, default=3, help="Apache Kafka nodes (broker faults need 3)")
     ap.add_argument("--kills", type=int, default=6)
     ap.add_argument("--kill-only", default="", choices=["", *KILL_ORDER], help="kill only this service type")
     ap.add_argument("--restart-after-s", type=float, default=3.0)
@@ -396,9 +413,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     args = ap.parse_args(argv)
     if args.scale:
-        args.faults, args.slow_s = "", chaos_scale.SLOW_S
+        args.faults, args.slow_s, args.brokers = "", chaos_scale.SLOW_S, 1
     if args.short:
-        args.transfers, args.kills, args.kill_only = 150, 1, "ledger"
+        args.transfers, args.kills, args.kill_only, args.brokers = 150, 1, "ledger", 1
         args.faults = "" if args.scale else "kill,pg"
         args.pg_stop_s, args.deadline_s, args.webhook_grace_s = 5.0, 60.0, 30.0
     return args

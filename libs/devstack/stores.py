@@ -176,6 +176,8 @@ class Stores:
             "SLUICE_REDIS_URL": self.redis_url,
             "SLUICE_KAFKA_BOOTSTRAP": self.kafka_bootstrap,
             "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true" if self.apache_kafka else "false",
+            # topics the services create survive a broker's loss on a replicated cluster
+            "SLUICE_KAFKA_REPLICATION_FACTOR": str(min(3, max(1, len(self.kafka_nodes)))),
         }
 
     def named_processes(self) -> dict[str, int]:

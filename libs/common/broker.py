@@ -109,8 +109,9 @@ def consumer_options(
 ) -> dict[str, Any]:
     """Keyword arguments for ``broker.subscriber``: at-least-once, batched, tuned fetches.
 
-    ``background`` consumers (not on a request's path) wait longer per fetch and per idle
-    batch: Tansu answers a fetch only when its wait expires, so a short wait is a busy poll.
+    ``background`` consumers (not on a request's path) also wait longer per idle batch:
+    FastStream sleeps ``batch_timeout_ms`` after an empty poll, which delays the next record by
+    up to that much, so only consumers off a request's path take the long one.
     """
     wait_ms = settings.kafka_background_fetch_max_wait_ms if background else settings.kafka_fetch_max_wait_ms
     opts: dict[str, Any] = {

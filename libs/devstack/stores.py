@@ -221,6 +221,9 @@ class Stores:
             print(f"devstack: no Apache Kafka here ({why}): falling back to Tansu, a memory-only broker")
             self.kafka_kind = "Tansu (fallback: no JDK)"
             return self._tansu()
+        # A fresh cluster each start: its ports are picked anew, and KRaft keeps the controller's
+        # address in its log (PostgreSQL is the record; the log is transport).
+        shutil.rmtree(self.workdir / "kafka", ignore_errors=True)
         self.kafka_nodes = ke.start_nodes(self.workdir / "kafka", count)
         self.apache_kafka = True
         self.kafka_kind = (

@@ -11,7 +11,7 @@
 ``python -m devstack.clients check`` generates the same into a temporary directory and exits 1
 naming every file that differs from the committed one (``tests/unit/test_clients_drift.py``).
 
-Both generators read :func:`for_generators` of the document, the same document with three
+Both generators read :func:`for_generators` of the document, the same document with four
 rewrites that change no request or answer the gateway accepts:
 
 - a request body stated as ``allOf: [$ref, rules]`` becomes the ``$ref``: the rules
@@ -21,7 +21,10 @@ rewrites that change no request or answer the gateway accepts:
 - ``{"enum": [false]}`` (msgspec's ``Literal[False]``) becomes ``{"const": false}``, which the
   Python generator reads (it dropped the error envelope);
 - the ``x-service-mode`` header's inline enum becomes one ``ServiceMode`` component instead of
-  one generated enum per operation.
+  one generated enum per operation;
+- the ``Idempotency-Key`` header is optional in the generated calls: the hand-written layer
+  supplies one per logical operation (the body's ``idempotency_key`` for transfers and
+  payouts) and reuses it on every retry; a caller may still pass their own.
 """
 
 from __future__ import annotations
@@ -73,6 +76,8 @@ def for_generators(doc: dict[str, Any]) -> dict[str, Any]:
             for param in op.get("parameters", []):
                 if param["in"] == "header" and param["name"] == "x-service-mode":
                     param["schema"] = _MODE_REF
+                if param["in"] == "header" and param["name"] == "Idempotency-Key":
+                    param["required"] = False
             media = op.get("requestBody", {}).get("content", {}).get("application/json", {})
             parts = media.get("schema", {}).get("allOf", [])
             if len(parts) == 2 and "$ref" in parts[0]:
@@ -111,7 +116,11 @@ def _typescript(doc_path: Path, dest: Path) -> None:
     if not tool.exists():
         raise RuntimeError(f"{tool} is missing: run `make clients-setup` (npm ci in {TS_DIR})")
     run = subprocess.run(
-        [str(tool), str(doc_path), "--output", str(out)], cwd=TS_DIR, capture_output=True, text=True, check=False
+        [str(tool), str(doc_path), "--default-non-nullable=false", "--output", str(out)],
+        cwd=TS_DIR,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if run.returncode != 0:
         raise RuntimeError(f"openapi-typescript failed:\n{run.stdout}\n{run.stderr}")

@@ -30,4 +30,12 @@ def test_the_generators_read_the_document_with_only_the_stated_rewrites() -> Non
         if p["name"] == "x-service-mode"
     }
     assert modes == {"#/components/schemas/ServiceMode"}
+    keys = [
+        p["required"]
+        for ops in gen["paths"].values()
+        for op in ops.values()
+        for p in op["parameters"]
+        if p["name"] == "Idempotency-Key"
+    ]
+    assert keys and not any(keys)  # the layer supplies the key
     assert doc["components"]["schemas"]["ErrorEnvelope"]["properties"]["success"] == {"enum": [False]}

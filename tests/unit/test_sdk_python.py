@@ -63,9 +63,7 @@ class Script:
         return answer(request) if callable(answer) else answer
 
 
-def client(
-    script: Script, sleeps: list[float], monkeypatch: pytest.MonkeyPatch, **retry: Any
-) -> Sluice:
+def client(script: Script, sleeps: list[float], monkeypatch: pytest.MonkeyPatch, **retry: Any) -> Sluice:
     monkeypatch.setattr(sdk_client.time, "sleep", sleeps.append)
     config = Config(api_key=KEY, base_url="http://gw.test", retry=RetryPolicy(**retry))
     return Sluice(config, rng=random.Random(7), transport=httpx.MockTransport(script))

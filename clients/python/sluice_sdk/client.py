@@ -69,16 +69,15 @@ def new_key() -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def _key_parameter(op: Callable[..., Any]) -> inspect.Parameter | None:
-    return inspect.signature(op).parameters.get("idempotency_key")
+def _takes_key(op: Callable[..., Any]) -> bool:
+    return "idempotency_key" in inspect.signature(op).parameters
 
 
 def with_key(op: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
     """``kwargs`` with the operation's idempotency key: the body's ``idempotency_key`` when it
-    has one (transfers, payouts), else the caller's ``idempotency_key``, else a new one when
-    the operation requires a key. Chosen once, before the first attempt."""
-    param = _key_parameter(op)
-    if param is None:
+    has one (transfers, payouts), else the caller's ``idempotency_key``, else a new one, for
+    every operation that takes a key. Chosen once, before the first attempt."""
+    if not _takes_key(op):
         return kwargs
     given = kwargs.get("idempotency_key")
     body_key = getattr(kwargs.get("body"), "idempotency_key", None)
@@ -88,9 +87,7 @@ def with_key(op: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         return {**kwargs, "idempotency_key": body_key}
     if isinstance(given, str) and given:
         return kwargs
-    if param.default is inspect.Parameter.empty:
-        return {**kwargs, "idempotency_key": new_key()}
-    return kwargs
+    return {**kwargs, "idempotency_key": new_key()}
 
 
 def outcome(answer: Answer[Any]) -> tuple[Any, SluiceError | None]:
@@ -139,7 +136,7 @@ class _Base:
         self.config = config
         self.throttle = throttle or AdaptiveThrottle()
         self.stats = Stats()
-        self.rng = rng or random.Random()  # nosec B311 - jitter, not a secret
+        self.rng = rng or random.Random()  # retry jitter, not a secret  # nosec B311
         self.on_retry = on_retry
         self.api = AuthenticatedClient(
             base_url=config.base_url,

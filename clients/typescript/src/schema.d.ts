@@ -476,13 +476,13 @@ export interface components {
             country_code: string;
             service_user_id: string;
             /** @default null */
-            full_name: string | null;
+            full_name?: string | null;
             /** @default null */
-            company_name: string | null;
+            company_name?: string | null;
             /** @default null */
-            registration_number: string | null;
+            registration_number?: string | null;
             /** @default null */
-            phone_e164: string | null;
+            phone_e164?: string | null;
         } & (unknown & unknown);
         /** CustomerCreated */
         CustomerCreated: {
@@ -549,13 +549,13 @@ export interface components {
         OnboardingAuthorizationCreate: {
             service_user_id: string;
             /** @default null */
-            email: string | null;
+            email?: string | null;
             /** @default null */
-            account_type: ("business" | "individual") | null;
+            account_type?: ("business" | "individual") | null;
             /** @default null */
-            redirect_url: string | null;
+            redirect_url?: string | null;
             /** @default 900 */
-            expires_in_seconds: number;
+            expires_in_seconds?: number;
         };
         /** SandboxDepositCreate */
         SandboxDepositCreate: {
@@ -590,7 +590,7 @@ export interface components {
             destination: components["schemas"]["PartyIn"];
             idempotency_key: string;
             /** @default null */
-            developer_fee: components["schemas"]["DeveloperFeeIn"] | null;
+            developer_fee?: components["schemas"]["DeveloperFeeIn"] | null;
         };
         /** PartyIn */
         PartyIn: {
@@ -599,41 +599,41 @@ export interface components {
             /** @description currency, case-insensitive: USDC, USDT, PYUSD, USDB, EURC, USD, EUR, GBP */
             currency: string;
             /** @default null */
-            chain: string | null;
+            chain?: string | null;
             /** @default null */
-            amount: string | null;
+            amount?: string | null;
             /** @default null */
-            customer_id: string | null;
+            customer_id?: string | null;
             /** @default null */
-            from_address: string | null;
+            from_address?: string | null;
             /** @default null */
-            address: string | null;
+            address?: string | null;
             /** @default null */
-            provider_wallet_id: string | null;
+            provider_wallet_id?: string | null;
             /** @default null */
-            external_account_id: string | null;
+            external_account_id?: string | null;
             /** @default null */
-            deposit_id: string | null;
+            deposit_id?: string | null;
             /** @default null */
-            bank_account: components["schemas"]["BankAccountIn"] | null;
+            bank_account?: components["schemas"]["BankAccountIn"] | null;
         };
         /** BankAccountIn */
         BankAccountIn: {
             /** @default null */
-            account_number: string | null;
+            account_number?: string | null;
             /** @default null */
-            routing_number: string | null;
+            routing_number?: string | null;
             /** @default null */
-            iban: string | null;
+            iban?: string | null;
             /** @default null */
-            bic: string | null;
+            bic?: string | null;
         };
         /** DeveloperFeeIn */
         DeveloperFeeIn: {
             /** @default null */
-            percentage: string | number | null;
+            percentage?: string | number | null;
             /** @default null */
-            flat_amount: string | null;
+            flat_amount?: string | null;
         };
         /** TransferCreated */
         TransferCreated: {
@@ -647,15 +647,15 @@ export interface components {
             virtual_account_id: string;
             currency: string;
             /** @default null */
-            account_number: string | null;
+            account_number?: string | null;
             /** @default null */
-            routing_number: string | null;
+            routing_number?: string | null;
             /** @default null */
-            iban: string | null;
+            iban?: string | null;
             /** @default null */
-            bic: string | null;
+            bic?: string | null;
             /** @default null */
-            bank_name: string | null;
+            bank_name?: string | null;
             customer_id?: string;
             destination?: Record<string, never>;
             created_at?: string;
@@ -676,13 +676,13 @@ export interface components {
             /** @description stablecoin symbol, case-insensitive: USDC, USDT, PYUSD, USDB, EURC */
             currency: string;
             /** @default null */
-            rail: ("provider_wallet" | "stablecoin") | null;
+            rail?: ("provider_wallet" | "stablecoin") | null;
             /** @default null */
-            payment_rail: ("provider_wallet" | "stablecoin") | null;
+            payment_rail?: ("provider_wallet" | "stablecoin") | null;
             /** @default null */
-            address: string | null;
+            address?: string | null;
             /** @default null */
-            provider_wallet_id: string | null;
+            provider_wallet_id?: string | null;
         } | unknown | unknown | unknown;
         /** Wallet */
         Wallet: {
@@ -728,7 +728,7 @@ export interface components {
             /** Format: uri */
             endpoint_url: string;
             /** @default null */
-            enabled_events: string[] | null;
+            enabled_events?: string[] | null;
         };
         /** WebhookCreated */
         WebhookCreated: {
@@ -1451,11 +1451,11 @@ export interface operations {
     post_v1_customers: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
                 /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
-                "Idempotency-Key": string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -1939,11 +1939,11 @@ export interface operations {
     post_v1_wallets: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
                 /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
-                "Idempotency-Key": string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2425,11 +2425,11 @@ export interface operations {
     post_v1_virtual_accounts: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
                 /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
-                "Idempotency-Key": string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2714,11 +2714,11 @@ export interface operations {
     post_v1_sandbox_deposits: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
                 /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
-                "Idempotency-Key": string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3199,11 +3199,11 @@ export interface operations {
     post_v1_transfers: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
                 /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
-                "Idempotency-Key": string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -3694,11 +3694,11 @@ export interface operations {
     post_v1_payouts: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
                 /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
-                "Idempotency-Key": string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4189,11 +4189,11 @@ export interface operations {
     post_v1_webhooks: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
                 /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
-                "Idempotency-Key": string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;
@@ -4673,11 +4673,11 @@ export interface operations {
     post_v1_webhooks_by_webhook_id_rotate_secret: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
                 /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
-                "Idempotency-Key": string;
+                "Idempotency-Key"?: string;
             };
             path: {
                 webhook_id: string;
@@ -6738,11 +6738,11 @@ export interface operations {
     post_v1_onboarding_authorizations: {
         parameters: {
             query?: never;
-            header: {
+            header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
                 /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
-                "Idempotency-Key": string;
+                "Idempotency-Key"?: string;
             };
             path?: never;
             cookie?: never;

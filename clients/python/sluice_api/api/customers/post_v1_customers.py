@@ -16,13 +16,14 @@ def _get_kwargs(
     *,
     body: CustomerCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(x_service_mode, Unset):
         headers["x-service-mode"] = str(x_service_mode)
 
-    headers["Idempotency-Key"] = idempotency_key
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
 
     _kwargs: dict[str, Any] = {
         "method": "post",
@@ -127,7 +128,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: CustomerCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PostV1CustomersResponse201]:
     """Create a customer (individual or business)
 
@@ -135,7 +136,7 @@ def sync_detailed(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (CustomerCreate):
 
     Raises:
@@ -164,7 +165,7 @@ def sync(
     client: AuthenticatedClient,
     body: CustomerCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | PostV1CustomersResponse201 | None:
     """Create a customer (individual or business)
 
@@ -172,7 +173,7 @@ def sync(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (CustomerCreate):
 
     Raises:
@@ -196,7 +197,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: CustomerCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PostV1CustomersResponse201]:
     """Create a customer (individual or business)
 
@@ -204,7 +205,7 @@ async def asyncio_detailed(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (CustomerCreate):
 
     Raises:
@@ -231,7 +232,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: CustomerCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | PostV1CustomersResponse201 | None:
     """Create a customer (individual or business)
 
@@ -239,7 +240,7 @@ async def asyncio(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (CustomerCreate):
 
     Raises:

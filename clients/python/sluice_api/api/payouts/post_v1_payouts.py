@@ -16,13 +16,14 @@ def _get_kwargs(
     *,
     body: TransferCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(x_service_mode, Unset):
         headers["x-service-mode"] = str(x_service_mode)
 
-    headers["Idempotency-Key"] = idempotency_key
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
 
     _kwargs: dict[str, Any] = {
         "method": "post",
@@ -127,7 +128,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: TransferCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PostV1PayoutsResponse201]:
     """Pay an approved external account (ACH, wire, SEPA, Faster Payments)
 
@@ -137,7 +138,7 @@ def sync_detailed(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (TransferCreate):
 
     Raises:
@@ -166,7 +167,7 @@ def sync(
     client: AuthenticatedClient,
     body: TransferCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | PostV1PayoutsResponse201 | None:
     """Pay an approved external account (ACH, wire, SEPA, Faster Payments)
 
@@ -176,7 +177,7 @@ def sync(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (TransferCreate):
 
     Raises:
@@ -200,7 +201,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: TransferCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PostV1PayoutsResponse201]:
     """Pay an approved external account (ACH, wire, SEPA, Faster Payments)
 
@@ -210,7 +211,7 @@ async def asyncio_detailed(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (TransferCreate):
 
     Raises:
@@ -237,7 +238,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: TransferCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | PostV1PayoutsResponse201 | None:
     """Pay an approved external account (ACH, wire, SEPA, Faster Payments)
 
@@ -247,7 +248,7 @@ async def asyncio(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (TransferCreate):
 
     Raises:

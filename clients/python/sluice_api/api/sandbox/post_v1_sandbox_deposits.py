@@ -16,13 +16,14 @@ def _get_kwargs(
     *,
     body: SandboxDepositCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(x_service_mode, Unset):
         headers["x-service-mode"] = str(x_service_mode)
 
-    headers["Idempotency-Key"] = idempotency_key
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
 
     _kwargs: dict[str, Any] = {
         "method": "post",
@@ -127,7 +128,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: SandboxDepositCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PostV1SandboxDepositsResponse201]:
     """Sandbox only: simulate a fiat deposit into a virtual account (production: 404). Scope
     virtual_accounts:write.
@@ -136,7 +137,7 @@ def sync_detailed(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (SandboxDepositCreate):
 
     Raises:
@@ -165,7 +166,7 @@ def sync(
     client: AuthenticatedClient,
     body: SandboxDepositCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | PostV1SandboxDepositsResponse201 | None:
     """Sandbox only: simulate a fiat deposit into a virtual account (production: 404). Scope
     virtual_accounts:write.
@@ -174,7 +175,7 @@ def sync(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (SandboxDepositCreate):
 
     Raises:
@@ -198,7 +199,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: SandboxDepositCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PostV1SandboxDepositsResponse201]:
     """Sandbox only: simulate a fiat deposit into a virtual account (production: 404). Scope
     virtual_accounts:write.
@@ -207,7 +208,7 @@ async def asyncio_detailed(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (SandboxDepositCreate):
 
     Raises:
@@ -234,7 +235,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: SandboxDepositCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | PostV1SandboxDepositsResponse201 | None:
     """Sandbox only: simulate a fiat deposit into a virtual account (production: 404). Scope
     virtual_accounts:write.
@@ -243,7 +244,7 @@ async def asyncio(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (SandboxDepositCreate):
 
     Raises:

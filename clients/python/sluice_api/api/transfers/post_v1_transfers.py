@@ -16,13 +16,14 @@ def _get_kwargs(
     *,
     body: TransferCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(x_service_mode, Unset):
         headers["x-service-mode"] = str(x_service_mode)
 
-    headers["Idempotency-Key"] = idempotency_key
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
 
     _kwargs: dict[str, Any] = {
         "method": "post",
@@ -127,7 +128,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: TransferCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PostV1TransfersResponse201]:
     """Move USDC or USDT between wallets the tenant owns
 
@@ -136,7 +137,7 @@ def sync_detailed(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (TransferCreate):
 
     Raises:
@@ -165,7 +166,7 @@ def sync(
     client: AuthenticatedClient,
     body: TransferCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | PostV1TransfersResponse201 | None:
     """Move USDC or USDT between wallets the tenant owns
 
@@ -174,7 +175,7 @@ def sync(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (TransferCreate):
 
     Raises:
@@ -198,7 +199,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: TransferCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PostV1TransfersResponse201]:
     """Move USDC or USDT between wallets the tenant owns
 
@@ -207,7 +208,7 @@ async def asyncio_detailed(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (TransferCreate):
 
     Raises:
@@ -234,7 +235,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: TransferCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | PostV1TransfersResponse201 | None:
     """Move USDC or USDT between wallets the tenant owns
 
@@ -243,7 +244,7 @@ async def asyncio(
 
     Args:
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (TransferCreate):
 
     Raises:

@@ -20,13 +20,14 @@ def _get_kwargs(
     *,
     body: Empty | Unset = UNSET,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
     if not isinstance(x_service_mode, Unset):
         headers["x-service-mode"] = str(x_service_mode)
 
-    headers["Idempotency-Key"] = idempotency_key
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
 
     _kwargs: dict[str, Any] = {
         "method": "post",
@@ -135,7 +136,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: Empty | Unset = UNSET,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PostV1WebhooksByWebhookIdRotateSecretResponse200]:
     """Rotate the signing secret; the new secret is returned once (the old one keeps signing alongside for
     a while)
@@ -146,7 +147,7 @@ def sync_detailed(
     Args:
         webhook_id (str):
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (Empty | Unset): No fields; an empty body is accepted too.
 
     Raises:
@@ -177,7 +178,7 @@ def sync(
     client: AuthenticatedClient,
     body: Empty | Unset = UNSET,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | PostV1WebhooksByWebhookIdRotateSecretResponse200 | None:
     """Rotate the signing secret; the new secret is returned once (the old one keeps signing alongside for
     a while)
@@ -188,7 +189,7 @@ def sync(
     Args:
         webhook_id (str):
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (Empty | Unset): No fields; an empty body is accepted too.
 
     Raises:
@@ -214,7 +215,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: Empty | Unset = UNSET,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PostV1WebhooksByWebhookIdRotateSecretResponse200]:
     """Rotate the signing secret; the new secret is returned once (the old one keeps signing alongside for
     a while)
@@ -225,7 +226,7 @@ async def asyncio_detailed(
     Args:
         webhook_id (str):
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (Empty | Unset): No fields; an empty body is accepted too.
 
     Raises:
@@ -254,7 +255,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: Empty | Unset = UNSET,
     x_service_mode: ServiceMode | Unset = UNSET,
-    idempotency_key: str,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | PostV1WebhooksByWebhookIdRotateSecretResponse200 | None:
     """Rotate the signing secret; the new secret is returned once (the old one keeps signing alongside for
     a while)
@@ -265,7 +266,7 @@ async def asyncio(
     Args:
         webhook_id (str):
         x_service_mode (ServiceMode | Unset):
-        idempotency_key (str):
+        idempotency_key (str | Unset):
         body (Empty | Unset): No fields; an empty body is accepted too.
 
     Raises:

@@ -1,0 +1,10 @@
+// Sluice's TypeScript SDK: the generated types (schema.d.ts) through openapi-fetch, behind a
+// thin layer that calls them the right way. See clients/README.md.
+
+export { Sluice, configFromEnv, newKey, ok, pages, VERSION } from "./client.js";
+export type { Mode, SluiceConfig } from "./client.js";
+export * from "./errors.js";
+export { AdaptiveThrottle, DEFAULT_RETRY, delayMs, retryable } from "./retry.js";
+export type { RetryPolicy, Stats, ThrottleOptions } from "./retry.js";
+export { HEADERS, WebhookRefused, standardHeaders, verifyWebhook } from "./webhooks.js";
+export type { components, operations, paths } from "./schema.js";

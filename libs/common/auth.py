@@ -44,6 +44,11 @@ def tenant_cache_name(tenant_id: str) -> str:
     return f"sluice:tenant:{tenant_id}"
 
 
+def token_cache_name(jti: str) -> str:
+    """The cache entry of an access token's revocation state, by its ``jti``."""
+    return f"sluice:jti:{jti}"
+
+
 # ---- versioned cache entries (contract 12.3: a revocation or tenant change holds on every
 # gateway within 1 s) ----
 # Each entry has a generation counter. A gateway reads the generation before it reads
@@ -92,12 +97,30 @@ class TenantRecord(msgspec.Struct, kw_only=True):
     rate_limit_per_minute: int
     live_enabled: bool
     metadata: dict[str, object] = msgspec.field(default_factory=dict)
+    disabled: bool = False  # disable_tenant: every credential of the tenant refused
+
+
+def new_jti() -> str:
+    """An access token's id: 128 random bits in hex (what :data:`JTI` accepts)."""
+    return secrets.token_hex(16)
+
+
+#: The ``jti`` the gateway accepts: bounded, so a revocation lookup or a control event can
+#: never carry arbitrary text (tokens are signed, but a test or an old issuer may differ).
+JTI_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
 
 
 def issue_access_token(
-    secret: bytes, issuer: str, tenant_id: str, mode: str, scopes: list[str], ttl_seconds: int
+    secret: bytes,
+    issuer: str,
+    tenant_id: str,
+    mode: str,
+    scopes: list[str],
+    ttl_seconds: int,
+    jti: str | None = None,
 ) -> tuple[str, int]:
-    """An HS256 JWT (contract section 2): ``iss, sub, mode, scopes, exp (<= 1 h), jti``."""
+    """An HS256 JWT (contract section 2): ``iss, sub, mode, scopes, exp (<= 1 h), jti``
+    (``jti`` given by admin, which records it so that it can be revoked)."""
     import time
 
     import jwt
@@ -110,7 +133,7 @@ def issue_access_token(
         "scopes": scopes,
         "exp": exp,
         "iat": int(time.time()),
-        "jti": secrets.token_hex(16),
+        "jti": jti or new_jti(),
     }
     return jwt.encode(claims, secret, algorithm="HS256"), exp
 

@@ -41,6 +41,7 @@ class Reason(StrEnum):
     TRANSFER_CAP_EXCEEDED = "transfer_cap_exceeded"
     EXTERNAL_ACCOUNT_NOT_APPROVED = "external_account_not_approved"
     TENANT_NOT_LIVE = "tenant_not_live"
+    TENANT_DISABLED = "tenant_disabled"
     INSUFFICIENT_FUNDS = "insufficient_funds"
 
 

@@ -47,6 +47,10 @@ class Tenant(SQLModel, table=True):
     updated_at: datetime = now_field()
     branding_approved_by: str | None = text_field(nullable=True)
     branding_approved_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    # disable_tenant: every key, access token and onboarding link of the tenant is refused
+    # (403 tenant_disabled) until enable_tenant clears it (contract 14.3).
+    disabled_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    disabled_by: str | None = text_field(nullable=True)
 
 
 class ApiKey(SQLModel, table=True):
@@ -67,5 +71,22 @@ class ApiKey(SQLModel, table=True):
     created_at: datetime = now_field()
 
 
+class AccessToken(SQLModel, table=True):
+    """An access token (JWT) admin issued, by ``jti``: the token itself is never stored.
+    ``revoked_at`` set by revoke_access_token refuses it from the next request on."""
+
+    __tablename__ = "access_tokens"
+    __table_args__ = (Index("access_tokens_tenant", "tenant_id", "expires_at"), {"schema": SCHEMA})
+
+    jti: str = Field(sa_column=Column(Text, primary_key=True))
+    tenant_id: uuid.UUID = Field(sa_column=Column(Uuid, ForeignKey("identity.tenants.id"), nullable=False))
+    mode: str = text_field()
+    expires_at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    created_at: datetime = now_field()
+    revoked_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    revoked_by: str | None = text_field(nullable=True)
+
+
 tenants = table_of(Tenant)
 api_keys = table_of(ApiKey)
+access_tokens = table_of(AccessToken)

@@ -54,8 +54,12 @@ class ActionContext:
     def invalidate(self, *names: str) -> None:
         self.stale_cache.extend(names)
 
-    def control(self, kind: str, tenant_id: str | None = None, key_hash: str | None = None) -> None:
-        ev = ControlEvent(kind=kind, tenant_id=tenant_id, key_hash=key_hash, request_id=self.request_id)
+    def control(
+        self, kind: str, tenant_id: str | None = None, key_hash: str | None = None, jti: str | None = None
+    ) -> None:
+        ev = ControlEvent(
+            kind=kind, tenant_id=tenant_id, key_hash=key_hash, jti=jti, request_id=self.request_id
+        )
         self.outbox.add(
             self.session,
             OutMessage(

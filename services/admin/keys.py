@@ -1,4 +1,4 @@
-"""Credential actions: create_api_key, revoke_api_key, issue_access_token.
+"""Credential actions: create_api_key, revoke_api_key, issue_access_token, revoke_access_token.
 
 A key or token is returned once and never stored or logged in clear: the database holds the
 SHA-256 of a key, the audit log holds its id and prefix only.
@@ -6,6 +6,7 @@ SHA-256 of a key, the audit log holds its id and prefix only.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from admin import repository as repo
@@ -15,6 +16,8 @@ from common.auth import (
     generate_api_key,
     hash_api_key,
     key_cache_name,
+    new_jti,
+    token_cache_name,
 )
 from common.auth import (
     issue_access_token as sign_access_token,
@@ -80,16 +83,36 @@ async def issue_access_token(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
     ctx.details = {"mode": p.mode, "scopes": scopes, "ttl_seconds": p.ttl_seconds}
     if p.mode == "production" and not tenant.live_enabled:
         raise _not_live()
+    jti = new_jti()
     token, exp = sign_access_token(
-        ctx.settings.jwt_key, ctx.settings.jwt_issuer, tid, p.mode, scopes, p.ttl_seconds
+        ctx.settings.jwt_key, ctx.settings.jwt_issuer, tid, p.mode, scopes, p.ttl_seconds, jti=jti
     )
+    # Recorded by jti (never the token), so revoke_access_token can name it.
+    await repo.insert_access_token(ctx.session, jti, tid, p.mode, datetime.fromtimestamp(exp, UTC))
     expires_at = iso_from_epoch(exp)
-    ctx.details["expires_at"] = expires_at
+    ctx.details.update(expires_at=expires_at, jti=jti)
     return {
         "access_token": token,
+        "jti": jti,
         "token_type": "Bearer",  # the token type  # nosec B105
         "expires_at": expires_at,
         "tenant_id": tid,
         "mode": p.mode,
         "scopes": scopes,
     }
+
+
+async def revoke_access_token(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
+    """Refuse the access token ``jti`` from the next request on (contract 14.3): the same path
+    as a revoked API key (the gateways' cache entry evicted after commit, and a control event
+    every gateway reads, so the revocation holds even if Redis missed the eviction)."""
+    p = decode_body(raw, schemas.RevokeAccessToken)
+    ctx.target = p.jti
+    row = await repo.revoke_access_token(ctx.session, p.jti, ctx.actor)
+    if row is None:
+        raise not_found("access token")
+    tid = str(row.tenant_id)
+    ctx.details = {"tenant_id": tid, "mode": row.mode}
+    ctx.invalidate(token_cache_name(p.jti))
+    ctx.control("access_token.revoked", tenant_id=tid, jti=p.jti)
+    return {"jti": row.jti, "tenant_id": tid, "mode": row.mode, "revoked_at": iso(row.revoked_at)}

@@ -15,10 +15,21 @@ from sqlalchemy import text as sql_text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlmodel import Field, SQLModel
 
-from common.identity import SCHEMA, ApiKey, Tenant, api_keys, tenants
+from common.identity import SCHEMA, AccessToken, ApiKey, Tenant, access_tokens, api_keys, tenants
 from common.tables import now_field, outbox_table, table_of, text_field, time_field
 
-__all__ = ["ApiKey", "AuditEntry", "DeadLetterRecord", "Tenant", "api_keys", "audit_log", "outbox", "tenants"]
+__all__ = [
+    "AccessToken",
+    "ApiKey",
+    "AuditEntry",
+    "DeadLetterRecord",
+    "Tenant",
+    "access_tokens",
+    "api_keys",
+    "audit_log",
+    "outbox",
+    "tenants",
+]
 
 
 class AuditEntry(SQLModel, table=True):

@@ -10,7 +10,7 @@ from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from admin.models import DeadLetterRecord, api_keys, audit_log, tenants
+from admin.models import DeadLetterRecord, access_tokens, api_keys, audit_log, tenants
 from common.tables import AnyRow, table_of
 from common.times import iso
 from common.views import columns
@@ -26,6 +26,8 @@ def tenant_dict(row: Any) -> dict[str, Any]:
         "live_enabled",
         "branding_approved_by",
         "branding_approved_at",
+        "disabled_at",
+        "disabled_by",
         "created_at",
         "updated_at",
     )
@@ -128,6 +130,21 @@ async def set_live_enabled(session: AsyncSession, tenant_id: uuid.UUID) -> AnyRo
     return (await session.execute(stmt)).first()
 
 
+async def set_disabled(session: AsyncSession, tenant_id: uuid.UUID, actor: str | None) -> AnyRow | None:
+    """Disable the tenant (``actor`` given; the first disabling time is kept) or enable it (None)."""
+    t = tenants.c
+    values: dict[str, Any] = {"disabled_at": None, "disabled_by": None}
+    if actor is not None:
+        values = {
+            "disabled_at": func.coalesce(t.disabled_at, func.now()),
+            "disabled_by": func.coalesce(t.disabled_by, actor),
+        }
+    stmt = (
+        update(tenants).where(t.id == tenant_id).values(updated_at=func.now(), **values).returning(*tenants.c)
+    )
+    return (await session.execute(stmt)).first()
+
+
 async def list_tenants(session: AsyncSession, limit: int, after: uuid.UUID | None) -> list[AnyRow]:
     """Newest first; keyset on (created_at, id) of the cursor's tenant."""
     t = tenants.c
@@ -174,6 +191,28 @@ async def revoke_api_key(session: AsyncSession, key_id: str) -> AnyRow | None:
         .where(k.id == key_id)
         .values(revoked_at=func.coalesce(k.revoked_at, func.now()))
         .returning(k.id, k.tenant_id, k.key_hash, k.revoked_at)
+    )
+    return (await session.execute(stmt)).first()
+
+
+async def insert_access_token(
+    session: AsyncSession, jti: str, tenant_id: str, mode: str, expires_at: Any
+) -> None:
+    values = {"jti": jti, "tenant_id": uuid.UUID(tenant_id), "mode": mode, "expires_at": expires_at}
+    await session.execute(access_tokens.insert().values(values))
+
+
+async def revoke_access_token(session: AsyncSession, jti: str, actor: str) -> AnyRow | None:
+    """Revoke (idempotent: the first revocation's time and operator are kept); None if unknown."""
+    a = access_tokens.c
+    stmt = (
+        update(access_tokens)
+        .where(a.jti == jti)
+        .values(
+            revoked_at=func.coalesce(a.revoked_at, func.now()),
+            revoked_by=func.coalesce(a.revoked_by, actor),
+        )
+        .returning(a.jti, a.tenant_id, a.mode, a.expires_at, a.revoked_at)
     )
     return (await session.execute(stmt)).first()
 

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from common.addresses import CHAINS
-from common.auth import Scope
+from common.auth import JTI_PATTERN, Scope
 from common.contracts.branding import WhiteLabel
 from common.validation import ci_pattern
 
@@ -92,6 +92,10 @@ class CreateApiKey(TenantRef):
 
 class RevokeApiKey(Body):
     key_id: Id
+
+
+class RevokeAccessToken(Body):
+    jti: Annotated[str, msgspec.Meta(pattern=JTI_PATTERN, description="the access token's jti claim")]
 
 
 class IssueAccessToken(TenantModeRef):

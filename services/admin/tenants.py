@@ -1,4 +1,4 @@
-"""Tenant actions: upsert_tenant, get_tenant, list_tenants, enable_live."""
+"""Tenant actions: upsert_tenant, get_tenant, list_tenants, enable_live, disable_tenant, enable_tenant."""
 
 from __future__ import annotations
 
@@ -152,3 +152,28 @@ async def enable_live(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
         ctx.invalidate(tenant_cache_name(tid))
         ctx.control("tenant.updated", tenant_id=tid)
     return repo.tenant_dict(row)
+
+
+async def _set_disabled(ctx: ActionContext, raw: bytes, disable: bool) -> dict[str, Any]:
+    """The tenant kill switch (contract 14.3): the gateways refuse every API key and access
+    token of a disabled tenant (403 ``tenant_disabled``), and its onboarding links, from the
+    next request on, by the path a tenant change already takes (the cache entry evicted after
+    commit, a ``tenant.updated`` control event for a gateway whose eviction Redis missed).
+    Keys and tokens are left as they are: enable_tenant restores every one of them."""
+    p = decode_body(raw, schemas.TenantRef)
+    row = await ctx.target_tenant(p.tenant_id, lock=True)
+    tid = str(row.id)
+    updated = await repo.set_disabled(ctx.session, row.id, ctx.actor if disable else None)
+    assert updated is not None, "the tenant is locked: it cannot have gone"
+    ctx.details = {"was_disabled": row.disabled_at is not None}
+    ctx.invalidate(tenant_cache_name(tid))
+    ctx.control("tenant.updated", tenant_id=tid)
+    return repo.tenant_dict(updated)
+
+
+async def disable_tenant(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
+    return await _set_disabled(ctx, raw, disable=True)
+
+
+async def enable_tenant(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
+    return await _set_disabled(ctx, raw, disable=False)

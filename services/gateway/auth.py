@@ -12,6 +12,7 @@ Every failure is ``unauthorized`` (401) or ``forbidden`` (403) in the envelope.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -23,16 +24,18 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.auth import (
     FILL_IF_CURRENT,
+    JTI_PATTERN,
     KeyRecord,
     TenantRecord,
     generation_name,
     hash_api_key,
     key_cache_name,
     tenant_cache_name,
+    token_cache_name,
     verify_access_token,
 )
 from common.authfail import FailureLimiter
-from common.errors import ErrorCode, ServiceError
+from common.errors import ErrorCode, Reason, ServiceError, forbidden
 from gateway import ratelimit
 from gateway import repository as repo
 from gateway.ratelimit import window_start
@@ -55,6 +58,8 @@ local n = redis.call('INCR', w)
 if n == 1 then redis.call('EXPIRE', w, tonumber(ARGV[4])) end
 return {k, t, n}
 """
+_JTI = re.compile(JTI_PATTERN)
+_REVOKED = b"revoked"
 _key_dec = msgspec.json.Decoder(KeyRecord)
 _tenant_dec = msgspec.json.Decoder(TenantRecord)
 
@@ -146,6 +151,7 @@ class Authenticator:
             rate_limit_per_minute=row.rate_limit_per_minute,
             live_enabled=row.live_enabled,
             metadata=row.metadata or {},
+            disabled=row.disabled_at is not None,
         )
         await self._fill(name, gen, msgspec.json.encode(rec), CACHE_TTL_S)
         return rec
@@ -184,15 +190,31 @@ class Authenticator:
         elif token.count(".") == 2 and self.jwt_secret:
             await self._check_failures(client_ip)
             rec = self._jwt(token)
+            if await self._token_revoked(rec.key_id.removeprefix("jwt:")):
+                raise _unauthorized("access token has been revoked")
         else:
             raise _unauthorized("invalid API key")
         if tenant is None:
             tenant = await self.tenant(rec.tenant_id)
         if tenant is None:
             raise _unauthorized("invalid credential")
+        if tenant.disabled:  # disable_tenant: every credential of the tenant, until enable_tenant
+            raise forbidden(Reason.TENANT_DISABLED, "this tenant is disabled; contact the operator")
         return Principal(
             tenant=tenant, key_id=rec.key_id, mode=rec.mode, scopes=frozenset(rec.scopes), counted=counted
         )
+
+    async def _token_revoked(self, jti: str) -> bool:
+        """Whether admin revoked the access token ``jti``: cached like a key (versioned, evicted
+        by revoke_access_token after its commit and by its control event), else PostgreSQL."""
+        name = token_cache_name(jti)
+        cached, gen = await self._read(name)
+        if cached is not None:
+            return bool(cached == _REVOKED)
+        async with self.sm() as session:
+            revoked = await repo.token_revoked(session, jti)
+        await self._fill(name, gen, _REVOKED if revoked else b"-", CACHE_TTL_S)
+        return revoked
 
     async def _check_failures(self, client_ip: str | None) -> None:
         if self.failures is not None:
@@ -217,6 +239,8 @@ class Authenticator:
             or mode not in ("sandbox", "production")
             or not isinstance(scopes, list)
             or not all(isinstance(s, str) for s in scopes)
+            or not isinstance(jti, str)
+            or not _JTI.match(jti)
         ):
             raise _unauthorized("invalid access token")
         return KeyRecord(key_id=f"jwt:{jti}", tenant_id=sub, mode=str(mode), scopes=list(scopes))

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import Column, LargeBinary, UniqueConstraint
 from sqlmodel import Field
 
-from common.identity import api_keys, tenants
+from common.identity import access_tokens, api_keys, tenants
 from common.tables import TenantRow, now_field, table_of, text_field, time_field
 
 SCHEMA = "gateway"
@@ -39,4 +39,4 @@ class OnboardingAuthorization(TenantRow, table=True):
 onboarding_authorizations = table_of(OnboardingAuthorization)
 
 # Identity (tenants, API keys) is admin's and declared once in common.identity: read here.
-__all__ = ["OnboardingAuthorization", "api_keys", "onboarding_authorizations", "tenants"]
+__all__ = ["OnboardingAuthorization", "access_tokens", "api_keys", "onboarding_authorizations", "tenants"]

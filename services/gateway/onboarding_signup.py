@@ -42,6 +42,7 @@ FIELDS = (
 )
 EXPIRED = "This signup link has expired or is not valid. Please ask for a new link."
 USED = "This signup link was already used to create an account."
+DISABLED = "Signups through this link are suspended. Please contact the company that sent it."
 
 
 async def _load(state: State, token: str) -> tuple[Any, Any] | Response[str]:
@@ -54,7 +55,10 @@ async def _load(state: State, token: str) -> tuple[Any, Any] | Response[str]:
             return gone(EXPIRED)
         if row.used_at is not None:
             return gone(USED)
-        return row, await identity.tenant_by_id(session, row.tenant_id)
+        tenant = await identity.tenant_by_id(session, row.tenant_id)
+        if tenant is not None and tenant.disabled_at is not None:  # disable_tenant stops links too
+            return gone(DISABLED)
+        return row, tenant
 
 
 def _page(row: Any, tenant: Any, token: str, **kw: Any) -> Page:

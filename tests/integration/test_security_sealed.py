@@ -31,7 +31,6 @@ def test_a_transfer_with_any_allowed_key_reads_back(stack: Stack, tenant: Tenant
     src, dst = funded(tenant), funded(tenant)
     body = book(src["wallet_id"], dst["wallet_id"], "1.00", key=key)
     made = created(send(tenant, "/v1/transfers", body))
-    assert made["idempotency_key"] == key
     for gateway in (0, 1):
         r = tenant.get(f"/v1/transfers/{made['transfer_id']}", gateway=gateway)
         assert r.status_code == 200, r.text

@@ -84,7 +84,8 @@ DELIVERED_EVENT_TYPES = [*EVENT_TYPES, "webhook_endpoint.disabled"]
 class ControlEvent(msgspec.Struct, tag="control.v1", tag_field="type", kw_only=True):
     """An operator change other services must honour on their next request."""
 
-    kind: str  # api_key.revoked | tenant.updated | policy.changed | branding.changed
+    kind: str  # api_key.revoked | access_token.revoked | tenant.updated | policy.changed | branding.changed
     tenant_id: str | None = None
     key_hash: str | None = None
+    jti: str | None = None  # access_token.revoked
     request_id: str | None = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 
 from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, NodeNotReadyError, RequestTimedOutError
+from redis.exceptions import ClusterDownError, OutOfMemoryError, ReadOnlyError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy import exc as sa_exc
@@ -28,6 +29,13 @@ _TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     sa_exc.DisconnectionError,
     RedisConnectionError,
     RedisTimeoutError,
+    # Redis answering but unable to serve the write now: a replica promoted or failing over
+    # (READONLY, MASTERDOWN, CLUSTERDOWN, TRYAGAIN) or full until keys expire (OOM). The work
+    # succeeds once it can write again; dead-lettering it would drop, say, a revocation.
+    ReadOnlyError,
+    OutOfMemoryError,
+    TryAgainError,
+    ClusterDownError,
     KafkaConnectionError,
     KafkaTimeoutError,
     NodeNotReadyError,

@@ -184,17 +184,21 @@ def test_a_csp_form_target_is_rebuilt_from_a_validated_origin(url: str | None, o
 
 
 def test_control_events_name_the_cache_entries_to_evict() -> None:
+    import uuid
+
     from common.auth import key_cache_name, tenant_cache_name
     from common.contracts import encode
     from common.contracts.events import ControlEvent
     from gateway.control import stale_entries
 
+    t1, t2, t3 = (str(uuid.uuid4()) for _ in range(3))
+    h1 = "a1" * 32  # a SHA-256 in hex (other shapes are ignored: tests/unit/test_control_reader.py)
     raws = [
-        encode(ControlEvent(kind="api_key.revoked", tenant_id="t1", key_hash="h1")),
-        encode(ControlEvent(kind="tenant.updated", tenant_id="t1")),
-        encode(ControlEvent(kind="tenant.updated", tenant_id="t1")),  # named once
-        encode(ControlEvent(kind="branding.changed", tenant_id="t2")),  # nothing cached
-        encode(ControlEvent(kind="api_key.revoked", tenant_id="t3")),  # no key hash: nothing
+        encode(ControlEvent(kind="api_key.revoked", tenant_id=t1, key_hash=h1)),
+        encode(ControlEvent(kind="tenant.updated", tenant_id=t1)),
+        encode(ControlEvent(kind="tenant.updated", tenant_id=t1)),  # named once
+        encode(ControlEvent(kind="branding.changed", tenant_id=t2)),  # nothing cached
+        encode(ControlEvent(kind="api_key.revoked", tenant_id=t3)),  # no key hash: nothing
         b"not json",
     ]
-    assert stale_entries(raws) == [key_cache_name("h1"), tenant_cache_name("t1")]
+    assert stale_entries(raws) == [key_cache_name(h1), tenant_cache_name(t1)]

@@ -145,7 +145,7 @@ def main() -> int:
         stores, procs, pids, token = stack.stores, stack.procs, stack.pids, stack.token
         print(
             f"stores: pg {stores.database_url.split('@')[-1]}, redis {stores.redis_url}, "
-            f"kafka {stores.kafka_bootstrap}",
+            f"kafka {stores.kafka_bootstrap} ({stores.kafka_kind})",
             flush=True,
         )
         dsn = stack.asyncpg_dsn
@@ -175,7 +175,13 @@ def main() -> int:
         capacity = 0.0
         if "transfers" in PARTS:
             line, capacity = bench_transfers.e2e(
-                procs["gateway"].url, procs["admin"].url, token, pids, transfer_base, procs["ledger"].url
+                procs["gateway"].url,
+                procs["admin"].url,
+                token,
+                pids,
+                transfer_base,
+                procs["ledger"].url,
+                stack.uncounted,
             )
             lines.append(line)
         if "overload" in PARTS and capacity > 0:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,9 +29,9 @@ from typing import Any
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from devstack import plot, wrk
+from devstack import bench_abab, plot, wrk
 from devstack.load import transfer
-from devstack.measure import baseline_process, cpu_seconds, cpu_used, peak_rss_mb, per_request, run_load
+from devstack.measure import baseline_process, cpu_seconds, peak_rss_mb, per_request, run_load
 from devstack.suite import ROOT, python_env
 
 WALLETS = int(os.environ.get("BENCH_WALLETS", "10000"))
@@ -51,9 +52,10 @@ def _fmt(name: str, r: dict[str, float]) -> str:
     )
 
 
-def baselines(dsn: str) -> dict[str, dict[str, float]]:
-    """Bare and monolith on ``POST /v1/transfers`` (the monolith over ``WALLETS`` seeded wallets)."""
-    out: dict[str, dict[str, float]] = {}
+def baselines(dsn: str) -> dict[str, Any]:
+    """Bare and monolith on ``POST /v1/transfers`` (the monolith over ``WALLETS`` seeded wallets);
+    with the seeded wallets and the DSN, for the alternating pairs (devstack.bench_abab)."""
+    out: dict[str, Any] = {}
     seeded = subprocess.run(
         [sys.executable, "-m", "devstack.baselines", "seed", dsn, str(WALLETS)],
         env=python_env({}),
@@ -85,6 +87,7 @@ def baselines(dsn: str) -> dict[str, dict[str, float]]:
         f"{out['bare']['client_cores']:.2f} of {wrk.THREADS} thread(s))",
         flush=True,
     )
+    out["seeded"], out["dsn"] = seeded, dsn
     return out
 
 
@@ -289,6 +292,7 @@ def e2e(
     pids: dict[str, int],
     base: dict[str, Any],
     ledger: str | None = None,
+    uncounted: list[str] | None = None,
 ) -> tuple[str, float]:
     """Set up, measure the suite, print the figures; returns the ``bench-transfers:`` line and
     the closed-loop capacity (2xx transfers/s, uniform mix)."""
@@ -311,20 +315,19 @@ def e2e(
     )
     wrk.run(url, wallets=wallets, auth=auth, duration=3, connections=CONNECTIONS)  # warm-up
     time.sleep(2)  # what wrk abandoned at its end is still in flight (and admitted): let it finish
-    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     chain_before = chain_counters(ledger)
-    uni = wrk.run(url, wallets=wallets, auth=auth, duration=DURATION, connections=CONNECTIONS)
-    plot.record("transfers", "suite e2e uniform", uni)
-    print(_fmt("transfers e2e uniform:", uni) + f" (closed loop, {CONNECTIONS} connections)", flush=True)
-    used = cpu_used(pids, before)
-    chain_after = chain_counters(ledger) if ledger is not None else None
-    for line in cpu_lines(used, uni, None if chain_after is None else (chain_before, chain_after)):
-        print(line, flush=True)
+    pairs = bench_abab.run(url, auth, wallets, pids, base["dsn"], base["seeded"], uncounted or [])
+    chain_after = chain_counters(ledger)
+    used = {name: sum(p.used.get(name, 0.0) for p in pairs) for name in pids}
+    runs = {k: sum(p.run[k] for p in pairs) for k in ("requests", "non2xx")}
+    for line in cpu_lines(used, runs, (chain_before, chain_after) if ledger is not None else None):
+        print(line.replace("(closed loop, uniform,", "(the ABAB suite runs, uniform,"), flush=True)
+    capacity = statistics.median(p.suite_rps for p in pairs)
+    mono = statistics.median(p.mono_rps for p in pairs)
     time.sleep(2)
     hot = wrk.run(url, wallets=wallets, auth=auth, hot=HOT, duration=DURATION, connections=CONNECTIONS)
     plot.record("transfers", f"suite e2e hot ({HOT:.0%} one wallet)", hot)
     print(_fmt("transfers e2e hot:", hot) + f" ({HOT:.0%} from one wallet)", flush=True)
-    mono = base["monolith"]["ok_rps"]
     half = max(1.0, mono / 2)
     time.sleep(2)
     paced = open_loop(url, key, wallets, half)
@@ -335,10 +338,10 @@ def e2e(
         f"errors {paced['errors']:.0f} (unanswered after the grace period {paced['unfinished']:.0f})",
         flush=True,
     )
-    ratio = uni["ok_rps"] / mono if mono else 0.0
     hot_ratio = hot["ok_rps"] / mono if mono else 0.0
     return (
-        f"bench-transfers: e2e {uni['ok_rps']:.0f} req/s p99 {uni['p99_ms']:.0f} ms at half load "
-        f"{paced['p99_ms']:.0f} ms; monolith {mono:.0f} req/s; ratio e2e/monolith {ratio:.2f}; "
-        f"hot ratio {hot_ratio:.2f}; sequential p50 {seq['p50_ms']:.1f} ms"
-    ), float(uni["ok_rps"])
+        f"bench-transfers: e2e {capacity:.0f} req/s (median of {len(pairs)}); at half load p99 "
+        f"{paced['p99_ms']:.0f} ms; monolith {mono:.0f} req/s; {bench_abab.summary(pairs)}; "
+        f"hot ratio {hot_ratio:.2f}; sequential p50 {seq['p50_ms']:.1f} ms "
+        f"[load avg {os.getloadavg()[0]:.1f}]"
+    ), float(capacity)

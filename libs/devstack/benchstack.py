@@ -1,5 +1,5 @@
 """The stack ``make bench`` and ``make profile`` measure: fresh embedded stores (pgserver,
-valkey, Tansu), migrations, one process per service; and the CPU accounting over every process
+valkey, Apache Kafka), migrations, one process per service; and the CPU accounting over every process
 of it, PostgreSQL's backends and Redis included (issue 22: CPU per transfer summed over the
 whole stack, not only the Python services)."""
 
@@ -27,8 +27,9 @@ class BenchStack:
     stores: Stores
     suite: Suite
     procs: dict[str, Proc]
-    pids: dict[str, int]  # every process measured: services, tansu, valkey, postgres
+    pids: dict[str, int]  # every process measured: services, kafka, valkey, postgres
     token: str  # the admin token
+    uncounted: list[str]  # stores given by URL: their CPU is not visible from here
 
     @property
     def asyncpg_dsn(self) -> str:
@@ -82,7 +83,17 @@ def bench_stack(work: Path, *, log_level: str = "WARNING") -> Iterator[BenchStac
         pg = _postmaster_pid(work)
         if pg is not None:
             pids["postgres"] = pg
-        yield BenchStack(work, stores, suite, procs, pids, token)
+        seen = {name.split("-")[0] for name in pids}
+        uncounted = [
+            f"{store} ({setting})"
+            for store, names, setting in (
+                ("PostgreSQL", {"postgres"}, "SLUICE_DATABASE_URL"),
+                ("Redis", {"valkey", "redis"}, "SLUICE_REDIS_URL"),
+                ("Kafka", {"kafka", "tansu"}, "SLUICE_KAFKA_BOOTSTRAP"),
+            )
+            if not names & seen
+        ]
+        yield BenchStack(work, stores, suite, procs, pids, token, uncounted)
     finally:
         if suite is not None:
             suite.stop()

@@ -1,0 +1,124 @@
+"""The suite against the monolith in alternating pairs (issue 36, item 5): a bench that can see
+a 10 % change.
+
+Neighbouring runs of the same code differed by 15 %, and the monolith baseline by 2x across
+days, so a ratio of one suite run to one monolith run taken minutes apart said little. Here the
+monolith (one process, the same transfer in one transaction) and the suite take turns, A B A B
+A B, each for ``BENCH_DURATION_S`` on the same stack and wallets; each pair gives a ratio of
+throughputs and a ratio of CPU per transfer (every process of the suite, the broker and
+PostgreSQL included, over the monolith process's own). The medians of the pairs are printed
+with their min-max. CPU is divided by answered 2xx (a refusal moves no money); a store the
+bench cannot see (given by URL) is named as not counted.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import dataclass, field
+
+from devstack import wrk
+from devstack.measure import baseline_process, cpu_seconds, cpu_used, per_request
+
+PAIRS = int(os.environ.get("BENCH_PAIRS", "3"))
+BROKERS = ("kafka", "tansu")  # how devstack.stores names a broker process
+
+
+@dataclass
+class Pair:
+    mono_rps: float
+    mono_cpu_ms: float  # the monolith process's CPU per 2xx transfer
+    suite_rps: float
+    suite_cpu_ms: float  # every measured process's CPU per 2xx transfer
+    by_process: dict[str, float] = field(default_factory=dict)  # ms per transfer
+    used: dict[str, float] = field(default_factory=dict)  # CPU seconds of each process
+    run: dict[str, float] = field(default_factory=dict)  # the suite run's wrk figures
+
+    @property
+    def ratio(self) -> float:
+        return self.suite_rps / self.mono_rps if self.mono_rps else 0.0
+
+    @property
+    def cpu_multiple(self) -> float:
+        return self.suite_cpu_ms / self.mono_cpu_ms if self.mono_cpu_ms else 0.0
+
+    @property
+    def broker_share(self) -> float:
+        broker = sum(v for k, v in self.by_process.items() if k.split("-")[0] in BROKERS)
+        return broker / self.suite_cpu_ms if self.suite_cpu_ms else 0.0
+
+
+def spread(values: list[float], fmt: str = "{:.2f}") -> str:
+    """``median (min-max)``."""
+    if not values:
+        return "-"
+    med = statistics.median(values)
+    return f"{fmt.format(med)} ({fmt.format(min(values))}-{fmt.format(max(values))})"
+
+
+def summary(pairs: list[Pair]) -> str:
+    n = len(pairs)
+    return (
+        f"ABAB x{n}: ratio e2e/monolith {spread([p.ratio for p in pairs])}; "
+        f"CPU per transfer {spread([p.suite_cpu_ms for p in pairs])} ms = "
+        f"{spread([p.cpu_multiple for p in pairs], '{:.1f}')}x the monolith's "
+        f"{spread([p.mono_cpu_ms for p in pairs])} ms; broker share "
+        f"{spread([100 * p.broker_share for p in pairs], '{:.1f}')} %"
+    )
+
+
+def run(
+    url: str,
+    auth: str,
+    wallets: list[str],
+    pids: dict[str, int],
+    dsn: str,
+    seeded: list[str],
+    uncounted: list[str],
+) -> list[Pair]:
+    """``PAIRS`` alternating runs, monolith first; prints one line per run and the summary."""
+    if uncounted:
+        print(f"CPU not counted (stores given by URL, not visible here): {', '.join(uncounted)}", flush=True)
+    pairs: list[Pair] = []
+    with baseline_process("monolith", dsn) as (mono, base):
+        mono_url = base + "/v1/transfers"
+        wrk.run(mono_url, wallets=seeded, duration=2, connections=wrk_connections())  # warm-up
+        for i in range(1, PAIRS + 1):
+            cpu0 = cpu_seconds(mono.pid)
+            m = wrk.run(mono_url, wallets=seeded, duration=duration(), connections=wrk_connections())
+            mono_cpu_ms = 1000 * (cpu_seconds(mono.pid) - cpu0) / max(1.0, wrk.answered(m))
+            time.sleep(2)  # what wrk abandoned at its end finishes
+            before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            s = wrk.run(url, wallets=wallets, auth=auth, duration=duration(), connections=wrk_connections())
+            used = cpu_used(pids, before)
+            done = max(1.0, wrk.answered(s))
+            pair = Pair(
+                m["ok_rps"],
+                mono_cpu_ms,
+                s["ok_rps"],
+                1000 * sum(used.values()) / done,
+                {k: 1000 * v / done for k, v in used.items()},
+                used,
+                s,
+            )
+            pairs.append(pair)
+            load = os.getloadavg()[0]
+            print(
+                f"pair {i}: monolith {m['ok_rps']:.0f} transfers/s ({mono_cpu_ms:.2f} ms CPU each) | suite "
+                f"{s['ok_rps']:.0f}/s p99 {s['p99_ms']:.0f} ms errors {s['errors']:.0f} non-2xx "
+                f"{s['non2xx']:.0f} ({pair.suite_cpu_ms:.2f} ms CPU each = {pair.cpu_multiple:.1f}x; "
+                f"{per_request(used, done)}) -> ratio {pair.ratio:.2f} [load avg {load:.1f}]",
+                flush=True,
+            )
+            time.sleep(2)
+    print(summary(pairs), flush=True)
+    return pairs
+
+
+def duration() -> float:
+    return float(os.environ.get("BENCH_DURATION_S", "10"))
+
+
+def wrk_connections() -> int:
+    return int(os.environ.get("BENCH_CONNECTIONS", "64"))

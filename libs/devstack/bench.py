@@ -32,6 +32,7 @@ from devstack.measure import (
     run_load,
     steal_pct,
 )
+from devstack.profile import idle_cpu
 from devstack.suite import Proc
 
 DURATION = float(os.environ.get("BENCH_DURATION_S", "10"))
@@ -148,6 +149,10 @@ def main() -> int:
             f"kafka {stores.kafka_bootstrap} ({stores.kafka_kind})",
             flush=True,
         )
+        if os.environ.get("BENCH_IDLE_S", "30") != "0":
+            idle_s = float(os.environ.get("BENCH_IDLE_S", "30"))
+            idle = idle_cpu(pids, idle_s)  # issue 34: an idle stack <= 5 % of one core
+            print(f"idle stack, share of one core over {idle_s:.0f} s with no request: {idle}", flush=True)
         dsn = stack.asyncpg_dsn
         settings = pg_settings(dsn)
         print("postgresql: " + ", ".join(f"{k}={v}" for k, v in settings.items()), flush=True)

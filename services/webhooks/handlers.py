@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,8 @@ from common.outbox import Outbox, OutMessage
 from common.settings import Settings
 from common.topics import Topics
 from webhooks import service
+from webhooks.repository.limits import endpoint_counts
+from webhooks.vetting import Verdicts, vet_creations
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +67,13 @@ class WebhooksConsumer:
     on_new_deliveries: Callable[[], None]
     outbox: Outbox
     inbox: Inbox = field(default_factory=lambda: Inbox("webhooks"))
+    vet_per_tenant: int = 2  # endpoint URLs of one tenant resolved at once (webhooks.vetting)
     commands_handled: int = 0
     deliveries_created: int = 0
 
-    async def run_one(self, session: AsyncSession, cmd: WebhooksCommand) -> Result:
+    async def run_one(
+        self, session: AsyncSession, cmd: WebhooksCommand, vetted: Verdicts | None = None
+    ) -> Result:
         request_id_var.set(cmd.ctx.request_id)
         mutating = not isinstance(cmd, service.READ_ONLY)
         if mutating:
@@ -78,7 +83,7 @@ class WebhooksConsumer:
                 return recorded_before_sealed(earlier)
         try:
             async with session.begin_nested():
-                result = await service.execute(session, self.env, cmd)
+                result = await service.execute(session, self.env, cmd, vetted)
         except ServiceError as exc:
             log.info("refused %s: %s %s", type(cmd).__name__, exc.code, exc.details)
             result = service.error_result(cmd, exc)
@@ -87,10 +92,18 @@ class WebhooksConsumer:
             await self.inbox.record(session, cmd.command_id, sealed)
         return result
 
+    async def _endpoint_counts(self, owners: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        async with self.sm() as session:
+            return await endpoint_counts(session, owners)
+
     async def run_commands(self, cmds: Sequence[WebhooksCommand]) -> None:
+        # Endpoint URLs are resolved first, bounded, with no transaction open (webhooks.vetting).
+        vetted = await vet_creations(
+            cmds, self.env.allow_private, self._endpoint_counts, per_tenant=self.vet_per_tenant
+        )
         async with self.outbox.transaction(self.sm) as session:
             for cmd in cmds:
-                result = await self.run_one(session, cmd)
+                result = await self.run_one(session, cmd, vetted)
                 if cmd.ctx.reply_to:
                     answer = OutMessage(
                         cmd.ctx.reply_to, encode(result), partition=0, request_id=result.request_id

@@ -44,6 +44,7 @@ from webhooks.models import WebhookEndpoint
 from webhooks.repository import Disabled
 from webhooks.signing import SecretBox, new_secret
 from webhooks.targets import TargetError, vet
+from webhooks.vetting import MAX_ENDPOINTS, Verdicts
 
 API_VERSION = "1.0.1"
 ROTATION_GRACE_S = 24 * 3600.0
@@ -106,14 +107,15 @@ def _limit(value: int, top: int = 100) -> int:
 # ---- partner commands (scoped to ctx tenant and mode) ----
 
 
-MAX_ENDPOINTS = 16  # per tenant and mode (contract 13.3): delivery capacity is shared fairly
+NOT_VETTED = TargetError("not_vetted", "")  # a caller that did not vet before its transaction
 
 
-async def create_webhook(session: AsyncSession, env: Env, cmd: CreateWebhook) -> tuple[int, Any]:
-    try:
-        await vet(cmd.endpoint_url, env.allow_private)
-    except TargetError as exc:
-        raise invalid("endpoint_url", exc.message, reason=exc.reason) from None
+async def create_webhook(
+    session: AsyncSession, env: Env, cmd: CreateWebhook, verdict: TargetError | None = NOT_VETTED
+) -> tuple[int, Any]:
+    """The limit first (counted under the lock), then the URL's ``verdict`` from
+    ``webhooks.vetting``, resolved before the transaction opened (a caller that gives none
+    vets here, inside its transaction: only direct callers, never the consumer)."""
     if await repo.count_endpoints_locked(session, cmd.ctx.tenant_id, cmd.ctx.mode) >= MAX_ENDPOINTS:
         existing = await repo.get_endpoint(session, cmd.webhook_id, cmd.ctx.tenant_id, cmd.ctx.mode)
         if existing is None:  # a retry of a creation that happened answers below, as before
@@ -123,6 +125,15 @@ async def create_webhook(session: AsyncSession, env: Env, cmd: CreateWebhook) ->
                 reason="too_many_endpoints",
                 limit=MAX_ENDPOINTS,
             )
+    if verdict is NOT_VETTED:
+        try:
+            await vet(cmd.endpoint_url, env.allow_private)
+        except TargetError as exc:
+            verdict = exc
+        else:
+            verdict = None
+    if verdict is not None:
+        raise invalid("endpoint_url", verdict.message, reason=verdict.reason)
     secret = new_secret()
     row = await repo.insert_endpoint(
         session,
@@ -344,12 +355,16 @@ HANDLERS: dict[type, Any] = {
 }
 
 
-async def execute(session: AsyncSession, env: Env, cmd: Command) -> Result:
-    """Run one command; a refusal becomes an error result (the caller rolls back its savepoint)."""
+async def execute(session: AsyncSession, env: Env, cmd: Command, vetted: Verdicts | None = None) -> Result:
+    """Run one command; a refusal becomes an error result (the caller rolls back its savepoint).
+    ``vetted``: the verdicts on the batch's endpoint URLs, resolved before its transaction."""
     handler = HANDLERS.get(type(cmd))
     if handler is None:
         raise ServiceError(ErrorCode.INVALID_REQUEST, f"unsupported command {type(cmd).__name__}")
-    status, data = await handler(session, env, cmd)
+    if isinstance(cmd, CreateWebhook) and vetted is not None and cmd.command_id in vetted:
+        status, data = await create_webhook(session, env, cmd, vetted[cmd.command_id])
+    else:
+        status, data = await handler(session, env, cmd)
     if isinstance(data, WithSecret):
         return ok_result(cmd, data.data, status, sealed=data.sealed)
     return ok_result(cmd, data, status)

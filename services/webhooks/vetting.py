@@ -1,0 +1,90 @@
+"""Endpoint URLs vetted before a batch's transaction, bounded in time and per tenant (issue 38).
+
+Vetting a URL resolves its host (``webhooks.targets.vet``: up to ``RESOLVE_TIMEOUT_S`` of DNS).
+Done inside the consumer's batch transaction, one command at a time and before the endpoint
+limit was checked, a tenant registering endpoints on a domain whose DNS it makes slow held
+the partition's batch, and so every other tenant's webhook commands, for 5 s per endpoint.
+Now, for the creations of a batch, before its transaction opens:
+
+1. limits first: the endpoints each (tenant, mode) has are counted in one read, and a creation
+   beyond ``MAX_ENDPOINTS`` is not resolved at all (the transaction refuses it, counting again
+   under its lock);
+2. what is left is resolved concurrently, at most ``per_tenant`` lookups of one tenant at a
+   time, all within one ``deadline_s``: a lookup still running then is cancelled and its
+   creation refused ``unresolvable_host`` ("did not resolve in time"), as a lookup that
+   times out always was.
+
+So a batch waits for DNS at most ``deadline_s`` whatever a tenant sends, and no database
+transaction or lock is held meanwhile. The verdicts go to ``service.create_webhook``, which
+creates nothing for a refused URL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+
+from common.contracts.commands import CreateWebhook
+from webhooks import targets
+from webhooks.targets import RESOLVE_TIMEOUT_S, TargetError, parse
+
+MAX_ENDPOINTS = 16  # per tenant and mode (contract 13.3): delivery capacity is shared fairly
+Owner = tuple[str, str]  # (tenant, mode)
+# What create_webhook is told per command id: None (vetted, public), or the refusal.
+Verdicts = dict[str, TargetError | None]
+Counts = Callable[[Iterable[Owner]], Awaitable[dict[Owner, int]]]
+Vet = Callable[[str, bool], Awaitable[object]]
+
+LATE = TargetError("unresolvable_host", "endpoint_url's host did not resolve in time")
+
+
+async def vet_creations(
+    cmds: Sequence[object],
+    allow_private: bool,
+    counts: Counts,
+    *,
+    deadline_s: float = RESOLVE_TIMEOUT_S,
+    per_tenant: int = 2,
+    vet_url: Vet | None = None,
+) -> Verdicts:
+    """The verdict on each creation's URL that is worth resolving (see the module)."""
+    creations = [c for c in cmds if isinstance(c, CreateWebhook)]
+    if not creations:
+        return {}
+    have = await counts({(c.ctx.tenant_id, c.ctx.mode) for c in creations})
+    wanted: Counter[Owner] = Counter()
+    verdicts: Verdicts = {}
+    todo: list[CreateWebhook] = []
+    for c in creations:
+        owner = (c.ctx.tenant_id, c.ctx.mode)
+        wanted[owner] += 1
+        if have.get(owner, 0) + wanted[owner] > MAX_ENDPOINTS:
+            continue  # over the limit: refused in the transaction, never resolved
+        try:
+            parse(c.endpoint_url, allow_private)
+        except TargetError as exc:
+            verdicts[c.command_id] = exc
+            continue
+        todo.append(c)
+    gates = {owner: asyncio.Semaphore(max(1, per_tenant)) for owner in wanted}
+    resolve = vet_url or targets.vet
+
+    async def one(c: CreateWebhook) -> None:
+        async with gates[(c.ctx.tenant_id, c.ctx.mode)]:
+            try:
+                await resolve(c.endpoint_url, allow_private)
+            except TargetError as exc:
+                verdicts[c.command_id] = exc
+            else:
+                verdicts[c.command_id] = None
+
+    tasks = [asyncio.create_task(one(c)) for c in todo]
+    if tasks:
+        _, late = await asyncio.wait(tasks, timeout=deadline_s)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for c in todo:
+        verdicts.setdefault(c.command_id, LATE)
+    return verdicts

@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 export PYTHONPATH := $(CURDIR)/libs:$(CURDIR)/services
 export UV_LINK_MODE := copy
 
-.PHONY: setup clients run migrate test lint bench bench-short profile chaos chaos-short chaos-scale mutate simulate browser fmt wrk
+.PHONY: setup clients redoc run migrate test lint bench bench-short profile chaos chaos-short chaos-scale mutate simulate browser fmt wrk
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
@@ -26,6 +26,11 @@ $(TS_DEPS): clients/typescript/package-lock.json
 # devstack.clients); tests/unit/test_clients_drift.py fails when they are stale.
 clients: setup
 	@$(UV) run --frozen python -m devstack.clients write
+
+# The /docs renderer: Redoc's standalone build from the npm release pinned (version and tarball
+# integrity) in libs/common/static/redoc.json, vendored there (issue 39, devstack.redoc).
+redoc: setup
+	@$(UV) run --frozen python -m devstack.redoc
 
 run: setup
 	@$(UV) run --frozen python -m sluice run

@@ -13,7 +13,6 @@ from litestar import Litestar, Request, Response, get
 from litestar.datastructures import State
 from litestar.exceptions import HTTPException, MethodNotAllowedException, NotFoundException
 from litestar.handlers import HTTPRouteHandler
-from litestar.openapi.plugins import RedocRenderPlugin
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from common.errors import ErrorCode, ServiceError, envelope
@@ -144,9 +143,12 @@ def http_tracing(service: str) -> Any:
 
 
 def openapi_routes(document: Callable[[], dict[str, Any]]) -> list[HTTPRouteHandler]:
-    """``GET /schema/openapi.json`` (the service's own document) and a docs page at ``/schema``
-    and ``/docs`` (Litestar's Redoc UI, which embeds the document, so it needs no Litestar
-    OpenAPI controller). The document is built once, on first request."""
+    """``GET /schema/openapi.json`` (the service's own document) and the docs page at
+    ``/schema`` and ``/docs`` (Redoc, served by the service itself from a pinned build, with a
+    same-origin-only CSP: :mod:`common.docs_page`). The document is built once, on first
+    request."""
+    from common.docs_page import docs_routes
+
     cache: dict[str, Any] = {}
 
     def doc() -> dict[str, Any]:
@@ -155,17 +157,11 @@ def openapi_routes(document: Callable[[], dict[str, Any]]) -> list[HTTPRouteHand
             cache["json"] = msgspec.json.encode(cache["doc"])
         return cache
 
-    redoc = RedocRenderPlugin(path="/docs", google_fonts=False)
-
     @get("/schema/openapi.json", include_in_schema=False, name="openapi_json", sync_to_thread=False)
     def openapi_json() -> Response[bytes]:
         return Response(doc()["json"], media_type="application/json")
 
-    @get(["/schema", "/docs"], include_in_schema=False, name="openapi_docs", sync_to_thread=False)
-    def openapi_docs(request: Request[Any, Any, Any]) -> Response[bytes]:
-        return Response(redoc.render(request, doc()["doc"]), media_type="text/html")
-
-    return [openapi_json, openapi_docs]
+    return [openapi_json, *docs_routes(lambda: doc()["doc"]["info"]["title"])]
 
 
 def health_routes(service: str) -> list[HTTPRouteHandler]:

@@ -15,11 +15,11 @@ apart would give it that many budgets).
 
 from __future__ import annotations
 
-import ipaddress
 import time
 
 from redis.asyncio import Redis
 
+from common.clientaddr import client_key
 from common.errors import ErrorCode, ServiceError
 
 PREFIX = "sluice:authfail:"
@@ -32,18 +32,8 @@ return n
 
 
 def counted_as(address: str | None) -> str:
-    """The unit a failure is counted against: the address, an IPv6 one by its /64."""
-    if not address:
-        return "unknown"
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address
-    if isinstance(ip, ipaddress.IPv6Address):
-        if ip.ipv4_mapped is not None:  # ::ffff:192.0.2.1 is that IPv4 client
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
-    return str(ip)
+    """The unit a failure is counted against (:func:`common.clientaddr.client_key`)."""
+    return client_key(address)
 
 
 class FailureLimiter:

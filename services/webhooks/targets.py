@@ -1,7 +1,7 @@
 """Endpoint URL vetting against SSRF, at registration and again before every attempt.
 
 A target is refused unless it is ``https`` and every address its host resolves to is public
-(not loopback, private, link-local, metadata, CGNAT, multicast, reserved or unspecified).
+(not loopback, private, link-local, metadata, CGNAT, NAT64, multicast, reserved or unspecified).
 Delivery connects to the vetted address itself (the ``Host`` header and TLS SNI keep the
 name), so a DNS answer that changes between the check and the connection (rebinding) is
 never followed. ``allow_private`` (development and tests) permits ``http`` and local hosts.
@@ -27,6 +27,10 @@ _METADATA = {
     ipaddress.ip_address("100.100.100.200"),
     ipaddress.ip_address("fd00:ec2::254"),
 }
+# NAT64 (RFC 6052 well-known prefix, RFC 8215 local-use prefix): a gateway translates these to
+# the IPv4 address they embed, which may be private or metadata (64:ff9b::a9fe:a9fe is
+# 169.254.169.254). The first counts as global to ``is_global``; both are refused whole.
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 
 
 class TargetError(Exception):
@@ -55,6 +59,8 @@ class Target:
 
 def is_public(ip: IPAddress) -> bool:
     if isinstance(ip, ipaddress.IPv6Address):
+        if any(ip in net for net in _NAT64):
+            return False
         mapped = ip.ipv4_mapped or ip.sixtofour
         if mapped is not None:
             return is_public(mapped)

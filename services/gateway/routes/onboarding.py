@@ -12,6 +12,7 @@ from typing import Any
 from litestar import Request, Response, get, post
 from litestar.datastructures import State
 
+from common.clientaddr import client_key
 from common.errors import ServiceError
 from common.http import request_id_of
 from gateway import onboarding_signup as signup
@@ -24,10 +25,10 @@ from gateway.transport import client_ip
 async def throttled(request: Request[Any, Any, State], state: State) -> Response[str] | None:
     """The public pages carry no API key, so they are limited per client IP (fixed one-minute
     windows in Redis, shared by all gateways): token guessing and form flooding get 429."""
-    ip = client_ip(request) or "unknown"
+    who = client_key(client_ip(request))  # an IPv6 client by its /64, as every per-client limit
     limit = state.settings.onboarding_rate_limit_per_minute
     try:
-        await state.pipeline.limiter.hit(f"ip:{ip}", "onboarding", limit)
+        await state.pipeline.limiter.hit(f"ip:{who}", "onboarding", limit)
     except ServiceError as err:
         return too_many(err.headers.get("Retry-After", "60"))
     return None

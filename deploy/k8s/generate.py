@@ -215,6 +215,11 @@ def base() -> dict[str, list[dict[str, Any]]]:
                 "SLUICE_KAFKA_FETCH_MAX_WAIT_MS": "100",
                 "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true",  # Apache Kafka: acks=all, no duplicate on retry
                 "SLUICE_KAFKA_TOPIC_PARTITIONS": str(PARTITIONS),
+                # The ingress in front of gateway and admin (contract 13.2): set its CIDRs (the
+                # ingress controller's pods) in an overlay, and the one header it sets. Empty,
+                # the TCP peer is the client: behind an ingress, every client is the ingress.
+                "SLUICE_TRUSTED_PROXIES": "",
+                "SLUICE_CLIENT_IP_HEADER": "X-Forwarded-For",
             },
         }
     ]

@@ -18,6 +18,7 @@ import functools
 import inspect
 import random
 import time
+import typing
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
@@ -71,6 +72,24 @@ def new_key() -> str:
 @functools.lru_cache(maxsize=512)
 def _takes_key(op: Callable[..., Any]) -> bool:
     return "idempotency_key" in inspect.signature(op).parameters
+
+
+@functools.lru_cache(maxsize=512)
+def _body_type(op: Callable[..., Any]) -> Any:
+    return typing.get_type_hints(op).get("body")
+
+
+def with_body(op: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A body given as a plain mapping becomes the operation's generated model
+    (``Model.from_dict``), so ``body={"email": ...}`` and ``body=CustomerCreate(...)`` are the
+    same call."""
+    body = kwargs.get("body")
+    if isinstance(body, Mapping):
+        model = _body_type(op)
+        if model is None or not hasattr(model, "from_dict"):
+            raise TypeError(f"{op.__module__} takes no JSON body model")
+        return {**kwargs, "body": model.from_dict(dict(body))}
+    return kwargs
 
 
 def with_key(op: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -162,7 +181,7 @@ class Sluice(_Base):
     """A synchronous client; safe to share between threads (one throttle, one pool)."""
 
     def call(self, op: Callable[..., Answer[ErrorEnvelope | S]], /, **kwargs: Any) -> S:
-        kwargs = with_key(op, kwargs)
+        kwargs = with_key(op, with_body(op, kwargs))
         attempts = self._attempts()
         while True:
             try:
@@ -213,7 +232,7 @@ class AsyncSluice(_Base):
     _hook = staticmethod(_see_async)
 
     async def call(self, op: Callable[..., Awaitable[Answer[ErrorEnvelope | S]]], /, **kwargs: Any) -> S:
-        kwargs = with_key(op, kwargs)
+        kwargs = with_key(op, with_body(op, kwargs))
         attempts = self._attempts()
         while True:
             try:

@@ -81,6 +81,7 @@ class Op:
     dst: int
     cents: int
     reuse_key_of: int | None = None  # an earlier op's idempotency key
+    same_body: bool = False  # with that key, the earlier op's transfer again (a caller's retry)
     redeliver: bool = False  # the same command twice (same command id)
 
 
@@ -90,6 +91,7 @@ ops = st.builds(
     dst=st.integers(0, N_WALLETS - 1),
     cents=st.integers(1, 3000),  # up to 30.00 against 50.00 per wallet: overdrafts happen
     reuse_key_of=st.one_of(st.none(), st.none(), st.none(), st.integers(0, 40)),
+    same_body=st.booleans(),
     redeliver=st.sampled_from([False, False, False, False, True]),
 )
 batches = st.lists(st.lists(ops, min_size=1, max_size=25), min_size=2, max_size=8)
@@ -159,10 +161,17 @@ async def run_example(
         out: list[CreateTransfer] = []
         for op in batch:
             dst = op.dst if op.dst != op.src else (op.src + 1) % N_WALLETS
-            key = uuid.uuid4().hex
+            src, to, amount, key = ids[op.src], ids[dst], D(op.cents) / 100, uuid.uuid4().hex
             if op.reuse_key_of is not None and op.reuse_key_of < len(cmds):
-                key = cmds[op.reuse_key_of].idempotency_key
-            cmd = book(tenant_id, ids[op.src], ids[dst], D(op.cents) / 100, key)
+                earlier = cmds[op.reuse_key_of]
+                key = earlier.idempotency_key
+                if op.same_body:  # a retry under a new command id: answered as the first
+                    src, to, amount = (
+                        earlier.source.provider_wallet_id or "",
+                        earlier.destination.provider_wallet_id or "",
+                        D(earlier.amount),
+                    )
+            cmd = book(tenant_id, src, to, amount, key)
             cmds.append(cmd)
             out.append(cmd)
             if op.redeliver:
@@ -202,7 +211,12 @@ async def run_example(
         r = results[c.command_id]
         if r.error is None:
             assert r.status == 201 and r.data["state"] == "completed"
-            assert r.data["transfer_id"] == c.transfer_id or c.transfer_id not in transfers
+            # The transfer answered exists, under this command's key: its own, or (a key used
+            # again) the first transfer of that key, in which case this one made no row.
+            answered = transfers.get(r.data["transfer_id"])
+            assert answered is not None, f"a 201 for transfer {r.data['transfer_id']}, which has no row"
+            assert answered["idempotency_key"] == c.idempotency_key, (dict(answered), c)
+            assert answered["id"] == c.transfer_id or c.transfer_id not in transfers
         else:
             assert r.error.details.get("reason") == "insufficient_funds" or r.status == 409, r.error
             assert c.transfer_id not in transfers

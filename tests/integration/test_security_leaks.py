@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-import uuid
 from typing import Any
 
 import httpx
 import pytest
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 
 from tests.conftest import ARTIFACTS, Stack, customer_body, make_tenant
 from tests.support.admin import admin_ok
@@ -45,31 +45,49 @@ def _suite_secrets(stack: Stack) -> dict[str, str]:
 
 
 def _topics_holding(stack: Stack, needles: dict[str, bytes]) -> dict[str, list[str]]:
+    """Every record of every ``sluice.`` topic, read from the beginning up to the end offsets
+    taken before the read (no consumer group: the partitions are assigned, so nothing waits
+    for a group to join, and the read ends on the offsets, not on a quiet spell)."""
+
     async def scan() -> dict[str, list[str]]:
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=stack.stores.kafka_bootstrap,
-            group_id=f"leak-scan-{uuid.uuid4().hex}",
-            auto_offset_reset="earliest",
-            enable_auto_commit=False,
+            bootstrap_servers=stack.stores.kafka_bootstrap, enable_auto_commit=False, group_id=None
         )
+        admin = AIOKafkaAdminClient(bootstrap_servers=stack.stores.kafka_bootstrap)
+        await admin.start()
+        try:
+            described = await admin.describe_topics(
+                [t for t in await admin.list_topics() if t.startswith("sluice.")]
+            )
+        finally:
+            await admin.close()
+        parts = [TopicPartition(d["topic"], p["partition"]) for d in described for p in d["partitions"]]
+        assert parts, f"no sluice topic on the broker: {described}"
         await consumer.start()
         found: dict[str, list[str]] = {}
         try:
-            consumer.subscribe(pattern=r"^sluice\..*")
-            idle_since = time.monotonic()
+            consumer.assign(parts)
+            await consumer.seek_to_beginning(*parts)
+            ends = await consumer.end_offsets(parts)
+            left = {tp for tp, end in ends.items() if end > 0}
+            assert left, f"every sluice topic is empty: {ends}"
             seen = 0
-            while time.monotonic() - idle_since < 4:
-                batches = await consumer.getmany(timeout_ms=500, max_records=2000)
+            deadline = time.monotonic() + 120  # a stall, not a quiet spell: fails below
+            while left and time.monotonic() < deadline:
+                batches = await consumer.getmany(*left, timeout_ms=500, max_records=2000)
                 for tp, records in batches.items():
                     for rec in records:
                         seen += 1
-                        idle_since = time.monotonic()
                         blob = (
                             (rec.value or b"") + (rec.key or b"") + b"".join(v for _, v in rec.headers or [])
                         )
                         for name, needle in needles.items():
                             if needle in blob:
                                 found.setdefault(name, []).append(tp.topic)
+                for tp in list(left):
+                    if await consumer.position(tp) >= ends[tp]:
+                        left.discard(tp)
+            assert not left, f"not read to their end offsets in 120 s: {sorted(map(str, left))}"
             assert seen > 0, "nothing read from the broker"
         finally:
             await consumer.stop()

@@ -265,3 +265,28 @@ def test_webhook_verification_accepts_its_own_and_refuses_the_rest() -> None:
         verify_webhook(body, {"X-Service-Signature": "garbage"}, SECRET)
     with pytest.raises(WebhookRefused):
         verify_webhook(body, {**signed(body, now), "X-Service-Signature": "v1"}, SECRET)
+
+
+async def test_the_async_client_follows_the_same_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sluice_sdk import AsyncSluice
+
+    sleeps: list[float] = []
+
+    async def sleep(delay: float) -> None:
+        sleeps.append(delay)
+
+    monkeypatch.setattr(sdk_client.asyncio, "sleep", sleep)
+    overloaded = error("provider_unavailable", 503, {"Retry-After": "2"}, reason="overloaded")
+    item = {"customer_id": "cus_1", "account_type": "individual", "service_user_id": "u-1"}
+    script = Script(
+        overloaded,
+        httpx.Response(201, json=envelope(CUSTOMER)),
+        httpx.Response(200, json=envelope({"items": [item], "next_cursor": None})),
+    )
+    config = Config(api_key=KEY, base_url="http://gw.test")
+    async with AsyncSluice(config, rng=random.Random(3), transport=httpx.MockTransport(script)) as sluice:
+        created = await sluice.call(post_v1_customers.asyncio_detailed, body=customer())
+        listed = [c.customer_id async for c in sluice.pages(get_v1_customers.asyncio_detailed)]
+    assert created.data.customer_id == "cus_1" and listed == ["cus_1"]
+    assert script.requests[0].headers["idempotency-key"] == script.requests[1].headers["idempotency-key"]
+    assert len(sleeps) == 1 and sleeps[0] >= 2.0

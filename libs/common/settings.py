@@ -100,6 +100,20 @@ class Settings(BaseSettings):
     # per tenant; beyond, 503 overloaded at once. Sized from make bench (README, Performance).
     max_in_flight: int = 128
     tenant_max_in_flight: int = 64
+    # The door (contract 14.2, gateway.door): the bounds above are ceilings; under them the
+    # limit adapts to measured latency (Gradient2, from the initial limit, never below the
+    # minimum), windows averaging over the target latency shrink it, and an event loop lagging
+    # over admission_lag_target_s for admission_lag_interval_s refuses new work. Reads have a
+    # lane of their own; sandbox work sees admission_sandbox_share of the limit while live work
+    # is in flight.
+    admission_initial_limit: int = 20
+    admission_min_limit: int = 8
+    admission_target_latency_s: float = 0.4
+    admission_lag_target_s: float = 0.005
+    admission_lag_interval_s: float = 0.1
+    admission_sandbox_share: float = 0.75
+    read_max_in_flight: int = 256
+    read_tenant_max_in_flight: int = 128
     # A request in flight holds its Idempotency-Key for the command's deadline plus this
     # margin; after that a retry on any gateway runs it again (downstream dedupe: one effect).
     idempotency_lease_margin_s: float = 5.0

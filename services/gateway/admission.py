@@ -1,78 +1,165 @@
-"""Admission control (contract 13.1): overload answered at the door.
+"""Admission control (contract 13.1 and 14.2): how much work one lane of the door admits.
 
-A gateway instance admits at most ``SLUICE_MAX_IN_FLIGHT`` commands waiting for their result
-at once, and one tenant at most ``SLUICE_TENANT_MAX_IN_FLIGHT`` of them. A command beyond
-either bound is answered at once ``503 provider_unavailable`` with ``Retry-After`` and
-``details.reason`` = ``overloaded``: it is refused before its idempotency key is claimed and
-before anything is published, so nothing is dispatched and nothing is stored as the key's
-answer, and a retry with the same key runs normally. Reads (no command), health, ``/metrics``
-and ``/readyz`` never reach this.
+A lane (commands, or reads) holds an adaptive limit (:class:`gateway.limit.Gradient2` fed by
+the latency of the requests it admitted) under a ceiling (``SLUICE_MAX_IN_FLIGHT`` for
+commands), and counts the requests in flight per tenant key (a tenant and mode, or the bucket
+of credentials not yet seen; see :mod:`gateway.door`). :meth:`Admission.admit` decides at once,
+with nothing queued:
 
-The bounds are sized by Little's law (in flight = throughput x latency): see the README's
-Performance section for the measured capacity. A fixed bound, not an adaptive one: it is
-shown to hold by ``make bench``'s overload part; what an adaptive limit (TCP Vegas, Netflix's
-concurrency-limits) would add is written there too.
+1. The lane is *full* when its requests in flight reach the limit (sandbox requests, while
+   live work is in flight, see ``sandbox_share`` of it), or when the event loop is lagging
+   (``delayed``, the CoDel override of :class:`gateway.limit.QueueDelay`).
+2. A full lane still admits live work while sandbox work holds places (sandbox is shed before
+   live), and a tenant under its fair share (the limit over the tenants of its class with work
+   in flight, at least one) while another tenant of the class is over its own: a quiet tenant
+   is never refused because a noisy one took the places. Nothing goes past twice the ceiling.
+   Everything else is refused, with the bound that refused it: ``queue`` (loop lag),
+   ``sandbox`` (the live reserve), ``instance`` (the limit).
+3. One tenant never holds more than ``tenant_ceiling`` (``SLUICE_TENANT_MAX_IN_FLIGHT``):
+   refused with bound ``tenant``.
+
+A refused request has done nothing (no key claimed, nothing published), so a retry with the
+same Idempotency-Key runs normally. :meth:`release` gives the place back and feeds the limit
+the request's latency; requests answered 4xx (refused by a check, replayed) teach it nothing.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
+from dataclasses import dataclass
 
 from prometheus_client import Counter as PromCounter
 from prometheus_client import Gauge
 
-from common.errors import ErrorCode, ServiceError
+from gateway.limit import Gradient2, QueueDelay, Windowed
 
-ADMITTED = PromCounter("sluice_admission_admitted_total", "Commands admitted by the gateway")
-SHED = PromCounter(
-    "sluice_admission_shed_total",
-    "Commands refused at the door (503 overloaded), by the bound that refused them",
-    # No tenant label (contract 14.3): tenant ids would be disclosed and the series unbounded.
-    ["reason"],
+# No tenant label anywhere (contract 14.3): tenant ids would be disclosed, series unbounded.
+LIMIT = Gauge("sluice_admission_limit", "The bounds on work in flight at the door", ["scope"])
+
+
+@dataclass(frozen=True, slots=True)
+class LaneMetrics:
+    admitted: PromCounter
+    shed: PromCounter
+    in_flight: Gauge
+    scope: str  # the LIMIT label of this lane's adaptive limit
+
+
+COMMANDS = LaneMetrics(
+    PromCounter("sluice_admission_admitted_total", "Commands admitted by the gateway"),
+    PromCounter(
+        "sluice_admission_shed_total",
+        "Commands refused at the door (503 overloaded), by the bound that refused them",
+        ["reason"],
+    ),
+    Gauge("sluice_admission_in_flight", "Commands in flight at this gateway's door"),
+    "instance",
 )
-IN_FLIGHT = Gauge("sluice_admission_in_flight", "Commands of this gateway waiting for their result")
-LIMIT = Gauge("sluice_admission_limit", "The bound on commands in flight", ["scope"])
+READS = LaneMetrics(
+    PromCounter("sluice_admission_read_admitted_total", "Reads admitted by the gateway"),
+    PromCounter(
+        "sluice_admission_read_shed_total",
+        "Reads refused at the door (503 overloaded), by the bound that refused them",
+        ["reason"],
+    ),
+    Gauge("sluice_admission_read_in_flight", "Reads in flight at this gateway's door"),
+    "reads",
+)
 
 
 class Admission:
-    """Counts the commands in flight of this gateway instance, per tenant too."""
+    """One lane of the door: its adaptive limit, and the work in flight per tenant key."""
 
-    def __init__(self, max_in_flight: int, tenant_max_in_flight: int, retry_after_s: int = 1) -> None:
-        self.max_in_flight = max(1, max_in_flight)
-        self.tenant_max = max(1, min(tenant_max_in_flight, self.max_in_flight))
-        self.retry_after_s = retry_after_s
-        self.in_flight = 0
-        self.per_tenant: Counter[str] = Counter()
-        LIMIT.labels("instance").set(self.max_in_flight)
-        LIMIT.labels("tenant").set(self.tenant_max)
-
-    def _refuse(self, bound: str) -> ServiceError:
-        SHED.labels(bound).inc()
-        return ServiceError(
-            ErrorCode.PROVIDER_UNAVAILABLE,
-            "the gateway is at capacity; nothing was done: retry with the same Idempotency-Key",
-            details={"reason": "overloaded", "bound": bound},
-            headers={"Retry-After": str(self.retry_after_s)},
+    def __init__(
+        self,
+        ceiling: int,
+        tenant_ceiling: int,
+        *,
+        initial: int = 20,
+        min_limit: int = 4,
+        target_s: float | None = 0.5,
+        sandbox_share: float = 0.75,
+        queue: QueueDelay | None = None,
+        metrics: LaneMetrics = COMMANDS,
+    ) -> None:
+        self.ceiling = max(1, ceiling)
+        self.tenant_ceiling = max(1, min(tenant_ceiling, self.ceiling))
+        self.limiter = Windowed(
+            Gradient2(initial=initial, min_limit=min_limit, max_limit=self.ceiling, target_s=target_s)
         )
+        self.sandbox_share = sandbox_share
+        self.queue = queue or QueueDelay()
+        self.metrics = metrics
+        self.in_flight = 0
+        # per class (sandbox or live): tenant key -> requests in flight (only keys with some)
+        self.per_key: dict[bool, dict[str, int]] = {False: {}, True: {}}
+        LIMIT.labels(metrics.scope).set(self.limit)
+        if metrics is COMMANDS:
+            LIMIT.labels("tenant").set(self.tenant_ceiling)
 
-    @contextmanager
-    def slot(self, tenant: str) -> Iterator[None]:
-        """Hold one place for ``tenant`` while its command is in flight, or refuse at once."""
-        if self.in_flight >= self.max_in_flight:
-            raise self._refuse("instance")
-        if self.per_tenant[tenant] >= self.tenant_max:
-            raise self._refuse("tenant")
+    @property
+    def limit(self) -> int:
+        return self.limiter.limit
+
+    def _cap(self, sandbox: bool) -> int:
+        """The lane's limit, or for sandbox while live work is in flight ``sandbox_share`` of it."""
+        limit = self.limiter.limit
+        if sandbox and self.per_key[False]:
+            return max(1, int(limit * self.sandbox_share))
+        return limit
+
+    def _fair(self, key: str, sandbox: bool, cap: int) -> bool:
+        """``key`` is under its fair share of ``cap`` while another key of its class is over."""
+        keys = self.per_key[sandbox]
+        held = keys.get(key, 0)
+        share = max(1.0, cap / (len(keys) + (0 if held else 1)))
+        return held < share and any(n > share for k, n in keys.items() if k != key)
+
+    def _exempt(self, key: str, sandbox: bool, cap: int) -> bool:
+        """A full lane still admits live work while sandbox holds places (sandbox is shed
+        first), and a tenant under its fair share while another is over (sandbox only below
+        the limit itself: its fairness never eats the live reserve)."""
+        if sandbox:
+            return self.in_flight < self.limiter.limit and self._fair(key, True, cap)
+        return bool(self.per_key[True]) or self._fair(key, False, cap)
+
+    def admit(self, key: str, sandbox: bool = False) -> str | None:
+        """Take a place for ``key``, or name the bound that refuses it (nothing is taken)."""
+        cap = self._cap(sandbox)
+        delayed = self.queue.delayed
+        if delayed:  # the loop is late: what is in flight now is the limit, shared fairly
+            cap = max(1, min(cap, self.in_flight))
+        if (delayed or self.in_flight >= cap) and (
+            self.in_flight >= 2 * self.ceiling or not self._exempt(key, sandbox, cap)
+        ):
+            if delayed:
+                return self._refuse("queue")
+            return self._refuse("sandbox" if sandbox and self.in_flight < self.limit else "instance")
+        keys = self.per_key[sandbox]
+        held = keys.get(key, 0)
+        if held >= self.tenant_ceiling:
+            return self._refuse("tenant")
+        keys[key] = held + 1
         self.in_flight += 1
-        self.per_tenant[tenant] += 1
-        ADMITTED.inc()
-        IN_FLIGHT.set(self.in_flight)
-        try:
-            yield
-        finally:
-            self.in_flight -= 1
-            self.per_tenant[tenant] -= 1
-            if not self.per_tenant[tenant]:
-                del self.per_tenant[tenant]
-            IN_FLIGHT.set(self.in_flight)
+        self.metrics.admitted.inc()
+        self.metrics.in_flight.set(self.in_flight)
+        return None
+
+    def _refuse(self, bound: str) -> str:
+        self.metrics.shed.labels(bound).inc()
+        return bound
+
+    def release(self, key: str, sandbox: bool, rtt_s: float | None, in_flight: int, now: float) -> None:
+        """Give back ``key``'s place; ``rtt_s`` (None: learn nothing) feeds the limit, with
+        ``in_flight`` the lane's work when the request was admitted."""
+        keys = self.per_key[sandbox]
+        held = keys.get(key, 0) - 1
+        if held > 0:
+            keys[key] = held
+        else:
+            keys.pop(key, None)
+        self.in_flight = max(0, self.in_flight - 1)
+        self.metrics.in_flight.set(self.in_flight)
+        if rtt_s is not None:
+            before = self.limiter.limit
+            if self.limiter.sample(rtt_s, in_flight, now) != before:
+                LIMIT.labels(self.metrics.scope).set(self.limiter.limit)

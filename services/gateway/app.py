@@ -22,8 +22,11 @@ from common.rpc import RpcClient
 from common.service import build_runtime
 from common.settings import Settings
 from gateway import control
+from gateway.admission import COMMANDS, READS, Admission, LaneMetrics
 from gateway.auth import Authenticator
+from gateway.door import Door, Identities
 from gateway.idempotency import IdempotencyStore
+from gateway.limit import QueueDelay
 from gateway.openapi import build_document
 from gateway.pipeline import Endpoint, Pipeline
 from gateway.ratelimit import RateLimiter
@@ -90,7 +93,30 @@ async def asyncapi_json(state: State) -> Response[bytes]:
     return Response(state.asyncapi, media_type="application/json")
 
 
+def build_door(settings: Settings) -> Door:
+    """The door's two lanes, sharing one queue-delay override (the loop is one)."""
+    queue = QueueDelay(settings.admission_lag_target_s, settings.admission_lag_interval_s)
+
+    def lane(ceiling: int, tenant_ceiling: int, metrics: LaneMetrics) -> Admission:
+        return Admission(
+            ceiling,
+            tenant_ceiling,
+            initial=settings.admission_initial_limit,
+            min_limit=settings.admission_min_limit,
+            target_s=settings.admission_target_latency_s,
+            sandbox_share=settings.admission_sandbox_share,
+            queue=queue,
+            metrics=metrics,
+        )
+
+    commands = lane(settings.max_in_flight, settings.tenant_max_in_flight, COMMANDS)
+    reads = lane(settings.read_max_in_flight, settings.read_tenant_max_in_flight, READS)
+    return Door(commands, reads, Identities())
+
+
 def create_app(settings: Settings) -> Litestar:
+    door = build_door(settings)
+
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         setup_logging("gateway")
@@ -115,12 +141,13 @@ def create_app(settings: Settings) -> Litestar:
             await pipeline.on_results(results)
 
         rpc = RpcClient(rt.broker, settings, "gateway", on_results=record)
-        pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, rpc, rt.sm)
+        pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, rpc, rt.sm, door.identities)
         await rpc.start(rt.supervisor)
         reader = control.ControlReader(
             settings, rt.topics.control_events, control.processor(rt.broker, settings, redis)
         )
         rt.supervisor.start("control-events", reader.run)
+        rt.supervisor.start("loop-lag", door.commands.queue.watch)
         app.state.update(
             settings=settings,
             runtime=rt,
@@ -138,4 +165,8 @@ def create_app(settings: Settings) -> Litestar:
     handlers = [*_direct_handlers(ENDPOINTS), routed_handler, asyncapi_json, *onboarding.PAGES]
     # No /metrics on the partner port (contract 14.3): they are on gateway_metrics_port.
     document = lambda: build_document(ENDPOINTS)  # noqa: E731
-    return http_app("gateway", settings, lifespan, handlers, document, metrics_route=False)
+    app = http_app("gateway", settings, lifespan, handlers, document, metrics_route=False)
+    # Outermost: before the request id, the middleware, routing and any body read (14.2).
+    app.asgi_handler = door.around(app.asgi_handler)
+    app.state.door = door
+    return app

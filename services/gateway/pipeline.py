@@ -1,4 +1,5 @@
-"""The request pipeline every partner endpoint goes through, in both access forms:
+"""The request pipeline every partner endpoint goes through, in both access forms, once the
+door (gateway.door) has admitted the request:
 
 authenticate -> scope -> IP allowlist -> rate limit -> idempotency key -> validate ->
 idempotency (replay / mismatch / wait) -> publish command -> await result -> answer.
@@ -29,8 +30,8 @@ from common.metrics import IDEMPOTENCY_REPLAYS
 from common.rpc import RpcClient
 from common.settings import Settings
 from common.topics import Topic, Topics
-from gateway.admission import Admission
 from gateway.auth import Authenticator, Principal, require_mode, require_scope
+from gateway.door import Identities
 from gateway.idempotency import IdempotencyStore, command_id, fingerprint, validate_key
 from gateway.ratelimit import RateLimiter, Window
 
@@ -156,6 +157,7 @@ class Pipeline:
         idem: IdempotencyStore,
         rpc: RpcClient,
         sm: async_sessionmaker[AsyncSession],
+        identities: Identities | None = None,
     ) -> None:
         self.settings = settings
         self.ring = settings.key_ring
@@ -167,7 +169,8 @@ class Pipeline:
         self.topics = Topics(settings.topic_prefix)
         # command_id -> (idempotency record name, fingerprint): lets a late result be recorded.
         self.inflight: dict[str, tuple[str, str, float]] = {}
-        self.admission = Admission(settings.max_in_flight, settings.tenant_max_in_flight)
+        # What the door learns from authentication: which tenant and mode a credential is.
+        self.identities = identities or Identities()
 
     async def on_results(self, results: list[Result]) -> None:
         """Every result that reaches this instance is recorded, even if its waiter gave up:
@@ -197,6 +200,7 @@ class Pipeline:
         window: Window | None = None
         try:
             principal = await self.auth.authenticate(headers.get("authorization"), client_ip)
+            self.identities.learn(headers.get("authorization"), principal.tenant.tenant_id, principal.mode)
             try:
                 require_mode(principal, headers.get("x-service-mode"))
                 require_scope(principal, ep.scope)
@@ -255,9 +259,6 @@ class Pipeline:
         built = made if isinstance(made, Command | Local) else await made
         if isinstance(built, Local) and not ep.mutating:
             return Answer(built.status, success_body(built.data))
-        if isinstance(built, Command) and ep.mutating:  # a command: admitted or refused at once
-            with self.admission.slot(principal.tenant.tenant_id):
-                return await self._dispatch(ep, principal, req, key, built)
         return await self._dispatch(ep, principal, req, key, built)
 
     async def _dispatch(

@@ -1,16 +1,16 @@
-"""Admission control at the door (contract 13.1) without a gateway: the instance bound and the
-per-tenant bound, the refusal a shed command gets, and the gauges and counters operators read.
-Through real gateways under load: tests/integration/test_gateway_admission.py."""
+"""Admission at the door (contracts 13.1 and 14.2) without a gateway: the adaptive limit under
+its ceiling, the tenant ceiling, fair shares (a quiet tenant is admitted while a noisy one is
+over its share), sandbox shed before live, the loop-lag override, what a release teaches the
+limit, and the gauges and counters operators read. The ASGI door around it:
+tests/unit/test_door.py; through a real gateway: tests/integration/test_gateway_door.py."""
 
 from __future__ import annotations
-
-from contextlib import ExitStack
 
 import pytest
 from prometheus_client import REGISTRY
 
-from common.errors import ServiceError
-from gateway.admission import Admission
+from gateway.admission import READS, Admission
+from gateway.limit import QueueDelay
 
 pytestmark = pytest.mark.unit
 
@@ -23,76 +23,164 @@ def shed(bound: str) -> float:
     return metric("sluice_admission_shed_total", reason=bound)
 
 
-def refusal(a: Admission, tenant: str) -> ServiceError:
-    with pytest.raises(ServiceError) as err, a.slot(tenant):
-        pass
-    return err.value
+def lane(ceiling: int, tenant: int, *, initial: int | None = None, **kw: object) -> Admission:
+    """A lane whose limit starts at its ceiling unless told (the adaptive part: test_limit)."""
+    start = ceiling if initial is None else initial
+    return Admission(ceiling, tenant, initial=start, min_limit=1, **kw)  # type: ignore[arg-type]
 
 
-def test_the_bounds_are_at_least_one_and_the_tenants_within_the_instances() -> None:
-    a = Admission(0, 0)
-    assert (a.max_in_flight, a.tenant_max, a.retry_after_s) == (1, 1, 1)
-    b = Admission(4, 9, retry_after_s=3)
-    assert (b.max_in_flight, b.tenant_max, b.retry_after_s) == (4, 4, 3)
-    assert metric("sluice_admission_limit", scope="instance") == 4
+def fill(a: Admission, key: str, n: int, sandbox: bool = False) -> None:
+    for _ in range(n):
+        assert a.admit(key, sandbox) is None
+
+
+def test_the_ceilings_are_at_least_one_and_the_tenants_within_the_instances() -> None:
+    a = Admission(0, 0, initial=20, min_limit=4)
+    assert (a.ceiling, a.tenant_ceiling, a.limit) == (1, 1, 1)
+    b = Admission(4, 9, initial=2, min_limit=1)
+    assert (b.ceiling, b.tenant_ceiling, b.limit) == (4, 4, 2)
+    assert metric("sluice_admission_limit", scope="instance") == 2
     assert metric("sluice_admission_limit", scope="tenant") == 4
-    c = Admission(5, 2)
-    assert (c.max_in_flight, c.tenant_max) == (5, 2)
-    assert metric("sluice_admission_limit", scope="instance") == 5
+    c = Admission(50, 2, initial=20, min_limit=4)
+    assert (c.ceiling, c.tenant_ceiling, c.limit) == (50, 2, 20)
+    assert metric("sluice_admission_limit", scope="instance") == 20
     assert metric("sluice_admission_limit", scope="tenant") == 2
+    r = Admission(300, 100, initial=30, min_limit=4, metrics=READS)
+    assert metric("sluice_admission_limit", scope="reads") == r.limit == 30
+    assert metric("sluice_admission_limit", scope="tenant") == 2  # the reads lane leaves it
 
 
-def test_a_tenant_at_its_bound_is_refused_while_another_is_admitted() -> None:
-    a = Admission(3, 2, retry_after_s=2)
+def test_at_the_limit_one_tenant_is_refused_and_gets_its_place_back() -> None:
+    a = lane(2, 2)
+    before, admitted = shed("instance"), metric("sluice_admission_admitted_total")
+    fill(a, "t-a", 2)
+    assert (a.in_flight, a.per_key[False]) == (2, {"t-a": 2})
+    assert metric("sluice_admission_in_flight") == 2
+    assert a.admit("t-a") == "instance"
+    assert shed("instance") == before + 1
+    assert metric("sluice_admission_admitted_total") == admitted + 2
+    a.release("t-a", False, None, 2, now=0.0)
+    assert (a.in_flight, a.per_key[False], metric("sluice_admission_in_flight")) == (1, {"t-a": 1}, 1)
+    assert a.admit("t-a") is None
+    a.release("t-a", False, None, 2, now=0.0)
+    a.release("t-a", False, None, 2, now=0.0)
+    assert (a.in_flight, a.per_key[False]) == (0, {})
+    a.release("t-gone", False, None, 2, now=0.0)  # never below zero
+    assert a.in_flight == 0 and a.per_key[False] == {}
+
+
+def test_the_tenant_ceiling_refuses_one_tenant_while_another_is_admitted() -> None:
+    a = lane(10, 2)
     before = shed("tenant")
-    with a.slot("t-busy"), a.slot("t-busy"):
-        assert (a.in_flight, a.per_tenant["t-busy"]) == (2, 2)
-        err = refusal(a, "t-busy")
-        assert (err.code, err.status) == ("provider_unavailable", 503)
-        assert err.details == {"reason": "overloaded", "bound": "tenant"}
-        assert err.headers == {"Retry-After": "2"}
-        assert err.message == (
-            "the gateway is at capacity; nothing was done: retry with the same Idempotency-Key"
-        )
-        assert shed("tenant") == before + 1
-        with a.slot("t-quiet"):  # the quiet tenant is not held up by the busy one
-            assert a.in_flight == 3
-    assert (a.in_flight, dict(a.per_tenant)) == (0, {})
+    fill(a, "t-busy", 2)
+    assert a.admit("t-busy") == "tenant"
+    assert shed("tenant") == before + 1
+    assert a.admit("t-quiet") is None
+    assert a.per_key[False] == {"t-busy": 2, "t-quiet": 1}
 
 
-def test_the_instance_bound_refuses_every_tenant() -> None:
-    a = Admission(2, 2)
-    before, tenant_before = shed("instance"), shed("tenant")
-    with a.slot("t-a"), a.slot("t-b"):
-        err = refusal(a, "t-c")
-        assert err.details == {"reason": "overloaded", "bound": "instance"}
-        assert err.headers == {"Retry-After": "1"}
-        assert shed("instance") == before + 1
-        assert shed("tenant") == tenant_before
-        assert a.in_flight == 2 and "t-c" not in a.per_tenant
+def test_a_quiet_tenant_under_its_share_is_admitted_while_a_noisy_one_is_over_it() -> None:
+    a = lane(4, 4)
+    fill(a, "t-noisy", 4)  # the whole limit
+    assert a.admit("t-noisy") == "instance"
+    assert a.admit("t-quiet") is None  # share 4 / 2 = 2: under it while t-noisy holds 4
+    assert a.admit("t-quiet") is None  # 1 < 2 still
+    assert a.admit("t-quiet") == "instance"  # at its share: refused like everyone
+    assert a.admit("t-noisy") == "instance"
+    assert a.in_flight == 6
 
 
-def test_a_place_is_given_back_when_the_command_fails_and_is_counted() -> None:
-    a = Admission(2, 1)
-    admitted = metric("sluice_admission_admitted_total")
-    with pytest.raises(RuntimeError), a.slot("t-a"):
-        assert metric("sluice_admission_in_flight") == 1
-        raise RuntimeError("the command failed")
-    assert metric("sluice_admission_admitted_total") == admitted + 1
-    assert metric("sluice_admission_in_flight") == 0
-    assert (a.in_flight, dict(a.per_tenant)) == (0, {})
-    with a.slot("t-a"):  # the tenant's one place is free again
-        assert a.per_tenant == {"t-a": 1}
+def test_tenants_at_equal_shares_borrow_nothing() -> None:
+    a = lane(2, 2)
+    fill(a, "t-a", 1)
+    fill(a, "t-b", 1)
+    # Three tenants at the limit of 2: the newcomer's share is one place, nobody is over it.
+    assert a.admit("t-c") == "instance"
+    assert "t-c" not in a.per_key[False]
 
 
-def test_the_bounds_are_exact() -> None:
-    a = Admission(4, 3)
-    with ExitStack() as held:
-        for n in range(1, 4):
-            held.enter_context(a.slot("t-a"))
-            assert (a.in_flight, a.per_tenant["t-a"], metric("sluice_admission_in_flight")) == (n, n, n)
-        assert refusal(a, "t-a").details["bound"] == "tenant"
-        held.enter_context(a.slot("t-b"))
-        assert refusal(a, "t-b").details["bound"] == "instance"
-        assert a.per_tenant == {"t-a": 3, "t-b": 1}
-    assert (a.in_flight, dict(a.per_tenant)) == (0, {})
+def test_nothing_passes_twice_the_ceiling() -> None:
+    a = lane(2, 2)
+    fill(a, "t-noisy", 2)
+    for tenant in ("t-1", "t-2"):
+        assert a.admit(tenant) is None  # under their shares (max(1, 2/n))
+    assert a.in_flight == 4
+    assert a.admit("t-3") == "instance"  # under its share too, but at twice the ceiling
+
+
+def test_sandbox_is_shed_before_live() -> None:
+    a = lane(8, 8, sandbox_share=0.5)
+    before = shed("sandbox")
+    fill(a, "t-live", 1)
+    fill(a, "t-test", 3, sandbox=True)
+    # Live work in flight: sandbox sees half the limit (4) and is refused at it, for the live
+    # reserve, while live requests still get in.
+    assert a.admit("t-test", sandbox=True) == "sandbox"
+    assert shed("sandbox") == before + 1
+    fill(a, "t-live", 4)
+    assert a.in_flight == 8
+    # Full: live still gets in while sandbox holds places; sandbox does not.
+    assert a.admit("t-live2") is None
+    assert a.admit("t-test", sandbox=True) == "instance"
+    assert a.admit("t-test2", sandbox=True) == "instance"
+
+
+def test_sandbox_alone_may_use_the_whole_limit_and_is_fair_below_it() -> None:
+    a = lane(4, 4, sandbox_share=0.5)
+    fill(a, "t-test", 4, sandbox=True)  # no live work: the whole limit
+    assert a.admit("t-test", sandbox=True) == "instance"
+    assert a.admit("t-other", sandbox=True) == "instance"  # at the limit: no borrowing
+    b = lane(8, 8, sandbox_share=0.5)
+    fill(b, "t-live", 1)
+    fill(b, "t-test", 3, sandbox=True)  # at sandbox's cap of 4, under the limit of 8
+    assert b.admit("t-test", sandbox=True) == "sandbox"
+    assert b.admit("t-other", sandbox=True) is None  # share 2: under it while t-test is over
+
+
+def test_a_lagging_loop_refuses_new_work_but_not_a_tenant_under_its_share() -> None:
+    queue = QueueDelay(target_s=0.005, interval_s=0.1)
+    a = lane(10, 10, queue=queue)
+    fill(a, "t-noisy", 3)
+    queue.observe(0.02, now=0.0)
+    queue.observe(0.02, now=0.2)
+    assert queue.delayed
+    before = shed("queue")
+    assert a.admit("t-noisy") == "queue"  # far under the limit, but the loop is late
+    assert shed("queue") == before + 1
+    assert a.admit("t-quiet") is None  # the quiet tenant still gets its share
+    queue.observe(0.001, now=0.3)
+    assert a.admit("t-noisy") is None
+
+
+def test_a_release_feeds_the_limit_only_with_a_latency() -> None:
+    a = Admission(100, 100, initial=20, min_limit=4, target_s=None)
+    now = 0.0
+    for _ in range(40):
+        now += 0.03
+        a.release("t-a", False, None, 20, now=now)  # 4xx: nothing learnt
+    assert a.limiter.inner.long.count == 0 and a.limit == 20
+    for _ in range(400):  # twelve seconds of steady 50 ms answers with the lane at its limit
+        now += 0.03
+        a.release("t-a", False, 0.05, a.limit, now=now)
+    assert a.limiter.inner.long.count > 0
+    grown = a.limit
+    assert grown > 20  # it grew
+    assert metric("sluice_admission_limit", scope="instance") == grown
+    for _ in range(300):
+        now += 0.03
+        a.release("t-a", False, 1.0, a.limit, now=now)  # twenty times the latency: queueing
+    assert a.limit < grown / 2
+    assert metric("sluice_admission_limit", scope="instance") == a.limit
+
+
+def test_the_reads_lane_counts_apart() -> None:
+    reads = Admission(2, 2, initial=2, min_limit=1, metrics=READS)
+    commands = lane(2, 2)
+    before = metric("sluice_admission_read_shed_total", reason="instance")
+    commands_before = shed("instance")
+    fill(reads, "t-a", 2)
+    assert reads.admit("t-a") == "instance"
+    assert metric("sluice_admission_read_shed_total", reason="instance") == before + 1
+    assert metric("sluice_admission_read_in_flight") == 2
+    assert shed("instance") == commands_before
+    assert commands.admit("t-a") is None  # the reads' bound does not touch commands

@@ -1,0 +1,170 @@
+"""The door (contract 14.2, issue 37): overload refused before the app.
+
+:class:`Door` is the gateway's outermost ASGI handler: it runs before Litestar's routing, its
+middleware, the request id, authentication and any read of the body. From the method, the
+path and the ``Authorization`` header alone it puts a request in a lane (commands: every
+``POST``/``PUT``/``PATCH``/``DELETE``; reads: the rest; health, readiness and the API
+reference in none) and asks that lane's :class:`gateway.admission.Admission` for a place. A
+refusal is written at once from prebuilt bytes: ``503``, ``Retry-After``, the contract's
+envelope (``provider_unavailable``, ``details.reason`` ``overloaded``, ``details.bound``, the
+request id spliced in), on a connection that stays open, with a counter and no log line.
+
+Who is asking is only known after authentication, so the door uses what is cheap
+(:class:`Identities`): a keyed hash of the bearer credential, mapped to the tenant and mode
+that the pipeline learnt the last time that credential authenticated. A credential never seen
+to authenticate is counted in one bucket per mode (``sk_test_`` is sandbox, anything else
+live): unknown or forged credentials share one fair share instead of taking one each, and a
+key is its tenant's from its first request that got through.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from typing import Any
+
+import msgspec
+
+from common.errors import ErrorCode, envelope
+from common.ids import new_id
+from gateway.admission import Admission
+
+ASGIApp = Any  # (scope, receive, send) -> Awaitable[None]; litestar.types.ASGIApp
+_SAFE_RID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
+_MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_EXEMPT = frozenset({"/healthz", "/readyz", "/v1/health", "/schema", "/schema/openapi.json", "/docs"})
+MESSAGE = "the gateway is at capacity; nothing was done: retry with the same Idempotency-Key"
+_MARK = "\x01rid\x01"
+
+
+class Identities:
+    """Bearer credential -> (tenant key, sandbox?), as cheaply as the door can tell."""
+
+    def __init__(self, size: int = 10000) -> None:
+        self.size = size
+        self.salt = os.urandom(16)  # the digests mean nothing outside this process
+        self.known: dict[bytes, tuple[str, bool]] = {}
+
+    def _digest(self, credential: bytes) -> bytes:
+        return hashlib.blake2b(credential, digest_size=16, key=self.salt).digest()
+
+    @staticmethod
+    def _credential(authorization: bytes) -> bytes:
+        return authorization[7:].strip() if authorization[:7].lower() == b"bearer " else authorization.strip()
+
+    def of(self, authorization: bytes | None) -> tuple[str, bool]:
+        if not authorization:
+            return "anonymous", False
+        credential = self._credential(authorization)
+        known = self.known.get(self._digest(credential))
+        if known is not None:
+            return known
+        sandbox = credential.startswith(b"sk_test_")
+        return ("unknown:sandbox" if sandbox else "unknown:live"), sandbox
+
+    def learn(self, authorization: str | None, tenant_id: str, mode: str) -> None:
+        """After authentication: this credential is ``tenant_id`` in ``mode`` from now on."""
+        if not authorization:
+            return
+        digest = self._digest(self._credential(authorization.encode("latin-1")))
+        sandbox = mode == "sandbox"
+        entry = (f"{tenant_id}:{mode}", sandbox)
+        if self.known.get(digest) == entry:
+            return
+        if len(self.known) >= self.size:
+            self.known.pop(next(iter(self.known)))
+        self.known[digest] = entry
+
+
+class Refusals:
+    """The prebuilt 503 of each bound: status line fields, headers and body around the id."""
+
+    def __init__(self, retry_after_s: int = 1) -> None:
+        self.start_headers = [
+            (b"content-type", b"application/json"),
+            (b"retry-after", str(retry_after_s).encode()),
+        ]
+        self.bodies: dict[str, tuple[bytes, bytes]] = {}
+        for bound in ("instance", "tenant", "sandbox", "queue"):
+            details = {"reason": "overloaded", "bound": bound, "request_id": _MARK}
+            body = msgspec.json.encode(envelope(ErrorCode.PROVIDER_UNAVAILABLE, MESSAGE, details))
+            head, _, tail = body.partition(msgspec.json.encode(_MARK)[1:-1])
+            self.bodies[bound] = (head, tail)
+
+    def messages(self, bound: str, rid: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
+        head, tail = self.bodies[bound]
+        body = head + rid + tail
+        headers = [
+            *self.start_headers,
+            (b"content-length", str(len(body)).encode()),
+            (b"x-request-id", rid),
+        ]
+        return (
+            {"type": "http.response.start", "status": 503, "headers": headers},
+            {"type": "http.response.body", "body": body, "more_body": False},
+        )
+
+
+def request_id(headers: list[tuple[bytes, bytes]]) -> bytes:
+    for name, value in headers:
+        if name == b"x-request-id":
+            return value if _SAFE_RID.match(value) else new_id("req").encode()
+    return new_id("req").encode()
+
+
+class Door:
+    """Wraps the gateway's ASGI handler: admits (and times) or refuses each request."""
+
+    def __init__(
+        self, commands: Admission, reads: Admission, identities: Identities, retry_after_s: int = 1
+    ) -> None:
+        self.commands = commands
+        self.reads = reads
+        self.identities = identities
+        self.refusals = Refusals(retry_after_s)
+
+    def lane(self, method: str, path: str) -> Admission | None:
+        if method in _MUTATING:
+            return self.commands
+        if method == "OPTIONS" or path in _EXEMPT:
+            return None
+        return self.reads
+
+    def around(self, app: ASGIApp) -> ASGIApp:
+        async def door(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                await app(scope, receive, send)
+                return
+            lane = self.lane(scope["method"], scope["path"])
+            if lane is None:
+                await app(scope, receive, send)
+                return
+            headers = scope["headers"]
+            authorization = next((v for k, v in headers if k == b"authorization"), None)
+            key, sandbox = self.identities.of(authorization)
+            bound = lane.admit(key, sandbox)
+            if bound is not None:
+                start, body = self.refusals.messages(bound, request_id(headers))
+                await send(start)
+                await send(body)
+                return
+            in_flight, began, status = lane.in_flight, time.monotonic(), 0
+
+            async def watched(message: Any) -> None:
+                nonlocal status
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                await send(message)
+
+            try:
+                await app(scope, receive, watched)
+            finally:
+                now = time.monotonic()
+                # A 4xx (refused by a check, or a replay) says nothing about the capacity; a
+                # success or a 5xx (a timeout, a store down) does.
+                learn = status < 400 or status >= 500
+                lane.release(key, sandbox, now - began if learn and status else None, in_flight, now)
+
+        return door

@@ -87,6 +87,8 @@ TAGS = [
     {"name": "transfers", "description": "Wallet to wallet movements of USDC and USDT"},
     {"name": "payouts", "description": "Payouts to approved external bank accounts"},
     {"name": "webhooks", "description": "Signed event deliveries (Standard Webhooks)"},
+    {"name": "events", "description": "Every event of the last 30 days, as webhooks deliver them"},
+    {"name": "fee-balances", "description": "Developer fees collected, per currency"},
     {"name": "sandbox", "description": "Sandbox-only simulations; production answers 404"},
     {"name": "onboarding", "description": "Hosted signup links for end users"},
     {"name": "routed", "description": "Every endpoint through POST / and x-service-route"},

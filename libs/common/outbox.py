@@ -66,10 +66,9 @@ class Outbox:
     async def write(self, session: AsyncSession) -> list[OutMessage]:
         """Insert the staged messages in the session's transaction (call before commit), and
         delete rows published earlier (lazy_delete) in the same statement."""
-        msgs: list[OutMessage] = session.info.get(PENDING_KEY, [])
+        msgs, gone = self.staged(session)
         if not msgs:
             return []
-        gone = list(self._published)
         conn = await driver(session)  # asyncpg: one round trip for the whole batch
         rows = await conn.fetch(
             f"WITH gone AS (DELETE FROM {self.schema}.outbox WHERE id = ANY($5::bigint[])) "
@@ -81,8 +80,20 @@ class Outbox:
             [m.payload for m in msgs],
             gone,
         )
-        for m, r in zip(msgs, rows, strict=True):
-            m.id = r["id"]
+        return self.written(session, msgs, [r["id"] for r in rows], gone)
+
+    def staged(self, session: AsyncSession) -> tuple[list[OutMessage], list[int]]:
+        """The session's staged messages and the published rows to delete, for a boundary that
+        inserts them in a statement of its own (then :meth:`written`)."""
+        return list(session.info.get(PENDING_KEY, [])), list(self._published)
+
+    def written(
+        self, session: AsyncSession, msgs: list[OutMessage], ids: list[int], gone: list[int]
+    ) -> list[OutMessage]:
+        """Record that ``msgs`` were inserted as rows ``ids`` (in order) and ``gone`` deleted,
+        in the session's transaction: what :meth:`dispatch` publishes after commit."""
+        for m, row_id in zip(msgs, ids, strict=True):
+            m.id = row_id
         session.info[PENDING_KEY] = []
         session.info[PRUNED_KEY] = gone
         return msgs

@@ -79,22 +79,39 @@ async def settle(session: AsyncSession, claims: Sequence[Claim]) -> dict[str, De
     used = await repo.lock_usage(session, sorted({c.key for c in claims}))
     refused, totals = allot(claims, used)
     await repo.set_usage(session, totals)
-    await repo.insert_holds(
-        session,
-        [
-            {
-                "transfer_id": c.transfer_id,
-                "tenant_id": c.tenant_id,
-                "mode": c.mode,
-                "currency": c.currency,
-                "day": c.day,
-                "amount": c.amount,
-            }
-            for c in claims
-            if c.command_id not in refused
-        ],
-    )
+    await repo.insert_holds(session, holds_of(claims, refused))
     return refused
+
+
+async def allot_batch(
+    session: AsyncSession, claims: Sequence[Claim], locked: dict[UsageKey, Decimal]
+) -> tuple[dict[str, Decimal], dict[UsageKey, Decimal], list[dict[str, Any]]]:
+    """:func:`settle` for a batch whose first statement locked its usage rows (``locked``):
+    the refused claims, the new totals and the holds, for the batch's write statement. A key
+    it did not lock (none, unless the UTC day turned) is locked here."""
+    if not claims:
+        return {}, {}, []
+    used = dict(locked)
+    if missing := sorted({c.key for c in claims} - used.keys()):
+        used.update(await repo.lock_usage(session, missing))
+    refused, totals = allot(claims, used)
+    return refused, totals, holds_of(claims, refused)
+
+
+def holds_of(claims: Sequence[Claim], refused: dict[str, Decimal]) -> list[dict[str, Any]]:
+    """The ``cap_holds`` rows of the granted claims."""
+    return [
+        {
+            "transfer_id": c.transfer_id,
+            "tenant_id": c.tenant_id,
+            "mode": c.mode,
+            "currency": c.currency,
+            "day": c.day,
+            "amount": c.amount,
+        }
+        for c in claims
+        if c.command_id not in refused
+    ]
 
 
 async def release(session: AsyncSession, holds: Sequence[tuple[str, str]]) -> dict[str, Decimal]:

@@ -75,9 +75,11 @@ class ComplianceConsumer:
         snap = Snapshot(self.settings.sandbox_default_cap)
         # The decisions and what they publish commit together (the outbox); a redelivered
         # command finds its stored decision and stages the same outcome again.
-        async with self.outbox.transaction(self.sm) as session:
-            for out in await service.decide_batch(session, snap, self.topics, cmds):
-                self.outbox.add(session, out)
+        async with self.sm() as session:
+            async with session.begin():
+                outs, writes = await service.decide_batch(session, snap, self.topics, cmds)
+                msgs = await service.write(session, writes, outs, self.outbox)
+            await self.outbox.dispatch(self.sm, msgs, Outbox.pruned(session))
         self.decided += len(cmds)
 
     async def answer_undecided(self, failure: Failure) -> None:

@@ -10,8 +10,8 @@ and dead-lettered, never let through.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -30,7 +30,7 @@ from common.contracts.commands import (
 from common.errors import ErrorCode, ServiceError
 from common.ids import new_id
 from common.logging import request_id_var
-from common.outbox import OutMessage
+from common.outbox import Outbox, OutMessage
 from common.results import error_result
 from common.topics import Topics
 from compliance import allowance, policy_admin, rules
@@ -150,7 +150,7 @@ async def decide_transfer(session: AsyncSession, snap: Snapshot, cmd: CreateTran
         external_account=snap.external_account(t, m, dst.external_account_id),
         cap=cap,
     )
-    day = datetime.now(UTC).date()
+    day = snap.day
     inputs: dict[str, Any] = {
         "kind": cmd.kind,
         "amount": str(amount),
@@ -233,15 +233,20 @@ def readdressed(out: OutMessage, cmd: Command, topics: Topics) -> OutMessage:
 
 async def decide_batch(
     session: AsyncSession, snap: Snapshot, topics: Topics, cmds: Sequence[Command]
-) -> list[OutMessage]:
-    """Decide every command of a batch in the caller's transaction; returns what to publish.
+) -> tuple[list[OutMessage], repo.BatchWrite]:
+    """Decide every command of a batch in the caller's transaction: what to publish, and what
+    the batch's write statement writes (:func:`write`).
 
-    Commands are decided in order in memory; the transfers' daily cap is then settled for the
-    whole batch in a few statements (:func:`compliance.allowance.settle`), and only then is
-    each decision addressed and recorded.
+    One statement reads what the batch needs (and locks its transfers' cap usage rows);
+    commands are decided in order in memory; the transfers' daily cap is then settled for the
+    whole batch in memory (:func:`compliance.allowance.allot`), and only then is each
+    decision addressed and recorded.
     """
-    stored = await repo.stored_outcomes(session, [c.command_id for c in cmds if type(c) in DECIDERS])
-    await snap.load(session, [c for c in cmds if c.command_id not in stored])
+    wanted = snap.wanted(cmds)
+    read = await repo.read_batch(session, wanted)
+    deciding = {c.command_id for c in cmds if type(c) in DECIDERS}
+    stored = {cid: found for cid, found in read.stored.items() if cid in deciding}
+    snap.absorb(read, wanted)
     # An outcome, or a command decided in this batch (its outcome comes after the cap).
     plan: list[OutMessage | Command] = []
     decided: dict[str, tuple[Command, Verdict, dict[str, Any]]] = {}
@@ -263,11 +268,12 @@ async def decide_batch(
         decider = DECIDERS.get(type(cmd))
         if decider is None:
             plan.append(_reply(cmd, await policy_admin.handle(session, snap, cmd)))
+            snap.usage.clear()  # it may have given cap back: the totals are read again below
             continue
         decided[cmd.command_id] = (cmd, *await decider(session, snap, cmd))
         plan.append(cmd)
     claims = snap.take_claims()
-    refused = await allowance.settle(session, claims)
+    refused, usage, holds = await allowance.allot_batch(session, claims, snap.usage)
     by_command = {c.command_id: c for c in claims}
     outcomes: dict[str, OutMessage] = {}
     rows: list[dict[str, Any]] = []
@@ -276,12 +282,26 @@ async def decide_batch(
             verdict, inputs = _cap_refusal(by_command[command_id], refused[command_id], inputs)
         outcomes[command_id], row = _record(cmd, verdict, inputs, topics)
         rows.append(row)
-    await snap.flush(session)
-    await repo.insert_decisions(session, rows)
     planned = [
         p if isinstance(p, OutMessage) else readdressed(outcomes[p.command_id], p, topics) for p in plan
     ]
-    return [o for o in planned if o.topic]
+    writes = repo.BatchWrite(usage=usage, holds=holds, parties=snap.take_parties(), decisions=rows)
+    return [o for o in planned if o.topic], writes
+
+
+async def write(
+    session: AsyncSession, writes: repo.BatchWrite, outs: Sequence[OutMessage], outbox: Outbox
+) -> list[OutMessage]:
+    """The batch's last statement: its writes and ``outs`` in the outbox (with the deletion of
+    rows published earlier). Returns the messages written, for dispatch after commit."""
+    for out in outs:
+        outbox.add(session, out)
+    msgs, writes.pruned = outbox.staged(session)
+    writes.outbox = [
+        {"topic": m.topic, "key": m.key, "partition": m.partition, "payload": m.payload} for m in msgs
+    ]
+    ids = await repo.write_batch(session, writes)
+    return outbox.written(session, msgs, ids, writes.pruned)
 
 
 def _record(
@@ -311,7 +331,7 @@ def _record(
         "outcome": verdict.outcome,
         "rule": verdict.rule,
         "reason": verdict.reason or (verdict.code if verdict.refused else None),
-        "inputs": inputs,
+        "inputs": json.dumps(inputs, default=str),
         "out_topic": out.topic,
         "out_key": out.key,
         "out_partition": out.partition,

@@ -1,4 +1,5 @@
-"""What one batch needs to know, read from PostgreSQL inside the batch's transaction.
+"""What one batch needs to know, read from PostgreSQL inside the batch's transaction (in its
+first statement: :meth:`Snapshot.wanted`, ``repository.read_batch``, :meth:`Snapshot.absorb`).
 
 Nothing outlives the batch, so a policy change committed before a batch is seen by every
 command in it (no cache to invalidate across instances). The batch's own changes (parties
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -23,7 +25,7 @@ from common.contracts.commands import (
     UpsertExternalAccount,
 )
 from compliance import repository as repo
-from compliance.allowance import Claim
+from compliance.allowance import Claim, UsageKey
 from compliance.rules import Cap, ExternalAccount
 
 Key = tuple[str, str, str]
@@ -47,39 +49,52 @@ class Snapshot:
         self.new_parties: list[tuple[str, str, str, str, str | None, str | None]] = []
         self.claims: list[Claim] = []
         self.screened: dict[str, set[str]] = {}  # compared address -> chains it is screened on
+        self.day = datetime.now(UTC).date()  # the UTC day whose cap the batch's transfers take
+        self.usage: dict[UsageKey, Decimal] = {}  # cap usage rows the batch locked, their totals
 
     # ---- loading ----
-    async def load(self, session: AsyncSession, cmds: Sequence[Any]) -> None:
-        """Prefetch, in a few statements, what the batch's commands refer to."""
-        party_keys: set[Key] = set()
-        ea_keys: set[Key] = set()
-        tenants: set[TenantMode] = set()
+    def wanted(self, cmds: Sequence[Any]) -> repo.Wanted:
+        """What the batch's first statement reads for ``cmds`` (:func:`repo.read_batch`): the
+        command ids to find decided, what they name, and their transfers' cap usage rows."""
+        w = repo.Wanted()
         for cmd in cmds:
             t, m = cmd.ctx.tenant_id, cmd.ctx.mode
+            w.command_ids.add(cmd.command_id)
             if isinstance(cmd, CreateWallet | CreateVirtualAccount | UpsertExternalAccount):
-                party_keys.add((t, m, cmd.customer_id))
+                w.parties.add((t, m, cmd.customer_id))
             elif isinstance(cmd, SandboxDeposit):
-                party_keys.add((t, m, cmd.virtual_account_id))
+                w.parties.add((t, m, cmd.virtual_account_id))
             elif isinstance(cmd, CreateTransfer):
-                tenants.add((t, m))
+                w.tenants.add((t, m))
+                w.usage.add((t, m, cmd.currency.upper(), self.day))
                 for side in (cmd.source, cmd.destination):
                     for pid in (side.provider_wallet_id, side.customer_id):
                         if pid:
-                            party_keys.add((t, m, pid))
+                            w.parties.add((t, m, pid))
                 if cmd.destination.external_account_id:
-                    ea_keys.add((t, m, cmd.destination.external_account_id))
-        wanted = [
-            addresses.normalized(c.destination.address)
-            for c in cmds
-            if isinstance(c, CreateTransfer) and c.destination.address
-        ]
-        for row in await repo.screened(session, wanted):
-            self.screen(row.chain, row.address)
-        for row in await repo.load_external_accounts(session, sorted(ea_keys)):
-            self._remember_external(row)
-            party_keys.add((row.tenant_id, row.mode, row.customer_id))
-        await self._load_parties(session, party_keys)
-        await self._load_tenants(session, tenants)
+                    w.external.add((t, m, cmd.destination.external_account_id))
+                if cmd.destination.address:
+                    w.addresses.add(addresses.normalized(cmd.destination.address))
+        return w
+
+    def absorb(self, read: repo.BatchRead, wanted: repo.Wanted) -> None:
+        """Take in what the batch's first statement read (see :meth:`wanted`)."""
+        for chain, address in read.screened:
+            self.screen(chain, address)
+        for ea in read.external:
+            self._remember_external(ea)
+        for p in read.parties:
+            self.parties[(p.tenant_id, p.mode, p.party_id)] = PartyRow(p.kind, p.customer_id, p.country_code)
+        for tm in wanted.tenants:
+            self.routes[tm] = set()
+            self.caps[tm] = None
+        for tenant_id, mode, rail, currency in read.routes:
+            self.routes[(tenant_id, mode)].add((rail, currency))
+        for tenant_id, mode, per_transfer, daily, review in read.caps:
+            self.caps[(tenant_id, mode)] = Cap(
+                Decimal(per_transfer), Decimal(daily), None if review is None else Decimal(review), "tenant"
+            )
+        self.usage.update(read.usage)
 
     def screen(self, chain: str, address: str) -> None:
         self.screened.setdefault(address, set()).add(chain)
@@ -91,12 +106,6 @@ class Snapshot:
         """Whether ``address`` is screened on ``chain`` (on any chain when it is unknown)."""
         chains = self.screened.get(addresses.normalized(address), set())
         return bool(chains) if chain is None else chain.upper() in chains
-
-    async def _load_parties(self, session: AsyncSession, keys: set[Key]) -> None:
-        missing = sorted(k for k in keys if k not in self.parties)
-        for row in await repo.load_parties(session, missing):
-            key = (row.tenant_id, row.mode, row.party_id)
-            self.parties[key] = PartyRow(row.kind, row.customer_id, row.country_code)
 
     async def _load_tenants(self, session: AsyncSession, tenants: set[TenantMode]) -> None:
         missing = sorted(tm for tm in tenants if tm not in self.caps)
@@ -180,6 +189,7 @@ class Snapshot:
         claims, self.claims = self.claims, []
         return claims
 
-    async def flush(self, session: AsyncSession) -> None:
-        await repo.insert_parties(session, self.new_parties)
-        self.new_parties = []
+    def take_parties(self) -> list[tuple[str, str, str, str, str | None, str | None]]:
+        """The parties the batch registered, for its write statement."""
+        new, self.new_parties = self.new_parties, []
+        return new

@@ -110,43 +110,43 @@ class LedgerConsumer:
         return result
 
     async def run_batch(self, cmds: Sequence[LedgerCommand]) -> None:
-        """One transaction for the batch: the inbox claimed and recorded in one statement each,
-        the fresh writes executed together, then the reads; commit, dispatch the outbox, and
-        answer the reads."""
+        """One transaction for the batch, three statements for its writes (claim and read,
+        lock, write: ``repository.batch``); the reads after them; commit, dispatch the outbox."""
         started = time.perf_counter()
         async with self.sm() as session:
             async with session.begin():
                 writes = list({c.command_id: c for c in cmds if not service.is_read(c)}.values())
-                # Sorted: a command redelivered to two instances at once makes them wait, never deadlock.
-                ids = sorted(c.command_id for c in writes)
-                fresh, previous = await self.inbox.claim_many(session, ids)
-                todo = [c for c in writes if c.command_id in fresh]
+                claimed = await service.claim(session, writes, self.inbox) if writes else None
+                todo = [c for c in writes if claimed is not None and c.command_id in claimed.fresh]
                 if todo:
                     request_id_var.set(todo[0].ctx.request_id)
-                outcomes = await service.execute_writes(session, todo, self.cfg)
                 results: dict[str, bytes] = {}
-                for cmd, (fx, err) in zip(todo, outcomes, strict=True):
-                    request_id_var.set(cmd.ctx.request_id)
-                    results[cmd.command_id] = self._settle(session, cmd, fx, err)
+                if claimed is not None:
+                    outcomes = await service.execute_writes(session, todo, self.cfg, claimed)
+                    for cmd, (fx, err) in zip(todo, outcomes, strict=True):
+                        request_id_var.set(cmd.ctx.request_id)
+                        results[cmd.command_id] = self._settle(session, cmd, fx, err)
+                    # Replies in batch order; a redelivered command answers its stored result again.
+                    for cmd in cmds:
+                        stored = results.get(cmd.command_id) or claimed.previous.get(cmd.command_id)
+                        if stored is not None and cmd.ctx.reply_to and not service.is_read(cmd):
+                            answer = OutMessage(
+                                cmd.ctx.reply_to, stored, partition=0, request_id=cmd.ctx.request_id
+                            )
+                            self.outbox.add(session, answer)
+                    msgs = await service.write(session, results, self.outbox)
+                else:
+                    msgs = []
                 for cmd in cmds:
                     if service.is_read(cmd):
                         request_id_var.set(cmd.ctx.request_id)
-                        answer = await self._read(session, cmd)
+                        answer_ = await self._read(session, cmd)
                         if cmd.ctx.reply_to:
                             read = OutMessage(
-                                cmd.ctx.reply_to, answer, partition=0, request_id=cmd.ctx.request_id
+                                cmd.ctx.reply_to, answer_, partition=0, request_id=cmd.ctx.request_id
                             )
                             self.outbox.add(session, read)
-                await self.inbox.record_many(session, results)
-                # Replies in batch order; a redelivered command answers its stored result again.
-                for cmd in cmds:
-                    stored = results.get(cmd.command_id) or previous.get(cmd.command_id)
-                    if stored is not None and cmd.ctx.reply_to and not service.is_read(cmd):
-                        reply = OutMessage(
-                            cmd.ctx.reply_to, stored, partition=0, request_id=cmd.ctx.request_id
-                        )
-                        self.outbox.add(session, reply)
-                msgs = await self.outbox.write(session)
+                msgs += await self.outbox.write(session)
             self.stats.add(len(cmds), time.perf_counter() - started, journal.of(session).lock_wait_s)
             if msgs:
                 await failpoint("ledger.after_commit")

@@ -8,24 +8,27 @@ postings only, so no tenant-wide hot row is ever locked.
 
 Entries are applied per transaction, the way TigerBeetle applies a batch: commands
 :func:`post` entries (or a transfer :meth:`Journal.add` s a refusable movement) into the
-transaction's :class:`Journal`, which writes nothing yet. :meth:`Journal.apply`, called once
-by the boundary before commit, then
+transaction's :class:`Journal`, which writes nothing yet. The boundary then, once per batch,
 
-1. creates the external accounts it needs, in id order (one statement);
-2. locks every wallet account the transaction touches, ONCE, in id order (one
-   ``SELECT ... ORDER BY id FOR UPDATE``): the one global lock order of the ledger, so two
-   instances can wait for each other but never deadlock;
-3. applies the movements in order on the balances it read, in memory: a movement that would
-   take a wallet account below zero is refused alone (``insufficient_funds`` for a transfer),
-   the others proceed;
-4. writes the entries and postings in bulk and moves each account once by its aggregated
-   delta (so a hot wallet costs one row update per batch, not one round trip per transfer).
+1. :meth:`Journal.lock`: in ONE statement (``repository.batch.lock_batch``) creates the
+   external accounts it needs (id order), locks every wallet account the transaction touches,
+   ONCE, in id order (``SELECT ... ORDER BY id FOR UPDATE``: the one global lock order of the
+   ledger, so two instances can wait for each other but never deadlock) and the chain heads
+   after them, in key order;
+2. :meth:`Journal.check`: applies the movements in order on the balances it read, in
+   memory: a movement that would take a wallet account below zero is refused alone
+   (``insufficient_funds`` for a transfer), the others proceed; chains the accepted entries;
+3. writes the entries and postings in bulk and moves each account once by its aggregated
+   delta (so a hot wallet costs one row update per batch, not one round trip per transfer),
+   in the batch's one write statement (``repository.batch.write_batch``) with the rest of
+   the batch. :meth:`Journal.apply` runs the three for callers outside a batch.
 """
 
 from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -138,10 +141,15 @@ class Movement:
     refused: bool = False
 
 
+ChainKey = tuple[str, str]
+
+
 @dataclass
 class Journal:
     movements: list[Movement] = field(default_factory=list)
     lock_wait_s: float = 0.0  # time spent in the account-locking statement (contention)
+    locked: repo.Locked | None = None  # what :meth:`lock` read, until :meth:`check` uses it
+    posted: repo.Written | None = None  # what the batch decided, until its write statement
 
     def add(self, entries: list[Entry], refusable_for: str | None = None) -> Movement:
         move = Movement(entries, refusable_for)
@@ -155,15 +163,20 @@ class Journal:
         """Forget what a command rolled back to its savepoint had posted."""
         del self.movements[mark:]
 
-    async def apply(self, session: AsyncSession) -> None:
-        """Lock, check, write (see the module docstring); marks refused movements."""
-        moves, self.movements = self.movements, []
-        if not moves:
-            return
+    def drop(self, move: Movement) -> None:
+        """Take back a movement that turned out not to be this batch's (a concurrent twin)."""
+        self.movements = [m for m in self.movements if m is not move]
+
+    async def lock(self, session: AsyncSession, new_transfers: Sequence[dict[str, Any]] = ()) -> set[str]:
+        """Steps 1 and 2 of the module docstring in one statement, after inserting
+        ``new_transfers`` (their insert waits for a concurrent twin before any account is
+        locked): the ids of the transfers inserted."""
         externals: dict[str, dict[str, Any]] = {}
         wallet_accounts: set[str] = set()
-        for move in moves:
+        chains: set[ChainKey] = set()
+        for move in self.movements:
             for e in move.entries:
+                chains.add((e.tenant_id, e.mode))
                 for account_id, currency, _ in e.postings:
                     if is_external(account_id):
                         externals[account_id] = {
@@ -175,12 +188,29 @@ class Journal:
                         }
                     else:
                         wallet_accounts.add(account_id)
-        await repo.ensure_external_accounts(session, list(externals.values()))
+        if self.posted is not None and self.posted.entries:  # balances read now would miss them
+            raise UnappliedJournal("write what the journal checked before locking again")
+        if not self.movements and not new_transfers:
+            return set()
         started = time.perf_counter()
-        balances = await repo.lock_accounts(session, sorted(wallet_accounts))
+        self.locked = await repo.lock_batch(
+            session, new_transfers, list(externals.values()), sorted(wallet_accounts), sorted(chains)
+        )
         self.lock_wait_s += time.perf_counter() - started
-        if unknown := wallet_accounts - balances.keys():
+        if unknown := wallet_accounts - self.locked.balances.keys():
             raise LookupError(f"wallet accounts not found: {sorted(unknown)}")
+        return self.locked.inserted
+
+    def check(self) -> None:
+        """Steps 3 and 4 in memory: refuse what would overdraw, chain the accepted entries;
+        what to write waits in :attr:`posted` for the batch's write statement."""
+        moves, self.movements = self.movements, []
+        locked, self.locked = self.locked, None
+        if not moves:
+            return
+        if locked is None:
+            raise UnappliedJournal(f"{len(moves)} journal movements were checked before being locked")
+        balances = dict(locked.balances)
         deltas: dict[str, Decimal] = defaultdict(Decimal)
         accepted: list[Entry] = []
         for move in moves:
@@ -190,32 +220,54 @@ class Journal:
                 raise NegativeBalance(f"{[e.kind for e in move.entries]} would overdraw an account")
             else:
                 move.refused = True
-        now = datetime.now(UTC)
-        rows = await self._chained(session, accepted, now)
-        await repo.insert_entries(
-            session,
-            rows,
-            [
-                {"entry_id": e.id, "account_id": a, "currency": c, "amount": amt}
-                for e in accepted
-                for a, c, amt in e.postings
-            ],
+        posted = self.writes()
+        posted.entries.extend(self._chained(accepted, locked.heads, posted.heads, datetime.now(UTC)))
+        posted.postings.extend(
+            {"entry_id": e.id, "account_id": a, "currency": c, "amount": amt}
+            for e in accepted
+            for a, c, amt in e.postings
         )
-        await repo.add_to_balances(session, deltas)
+        for account_id, delta in deltas.items():
+            posted.deltas[account_id] = posted.deltas.get(account_id, Decimal(0)) + delta
 
-    async def _chained(
-        self, session: AsyncSession, accepted: list[Entry], now: datetime
+    def writes(self) -> repo.Written:
+        """What the transaction's write statement will write, filled as the batch decides
+        (journal rows here; customers, state changes, refused transfers by their modules)."""
+        if self.posted is None:
+            self.posted = repo.Written()
+        return self.posted
+
+    def take(self) -> repo.Written:
+        """What :meth:`check` left to write (the boundary adds the rest of the batch to it)."""
+        posted, self.posted = self.posted or repo.Written(), None
+        return posted
+
+    async def apply(self, session: AsyncSession) -> None:
+        """Lock, check and write in three statements (outside the consumer's batch: the
+        sandbox simulator); marks refused movements."""
+        if not self.movements:
+            return
+        await self.lock(session)
+        self.check()
+        await repo.write_batch(session, self.take())
+
+    @staticmethod
+    def _chained(
+        accepted: list[Entry],
+        locked: dict[ChainKey, tuple[int, str]],
+        moved: dict[ChainKey, tuple[int, str]],
+        now: datetime,
     ) -> list[dict[str, Any]]:
         """The rows of the accepted entries, each linked into its tenant's and mode's hash chain
-        (``ledger.chain``): the heads are locked (after the accounts, in key order), extended
-        in batch order and moved, in two statements whatever the batch size."""
+        (``ledger.chain``), extended in batch order from the locked heads (or from where an
+        earlier check of the same transaction left them: ``moved``, updated)."""
         if not accepted:
             return []
-        heads = await repo.lock_chains(session, sorted({(e.tenant_id, e.mode) for e in accepted}))
         started = time.thread_time()
         rows = []
         for e in accepted:
-            seq, previous = heads[(e.tenant_id, e.mode)]
+            key = (e.tenant_id, e.mode)
+            seq, previous = moved.get(key) or locked[key]
             text = chain.canonical(
                 e.id,
                 e.tenant_id,
@@ -226,7 +278,7 @@ class Journal:
                 now,
                 [(a, x) for a, _, x in e.postings],
             )
-            heads[(e.tenant_id, e.mode)] = (seq + 1, chain.link(previous, text))
+            moved[key] = (seq + 1, chain.link(previous, text))
             rows.append(
                 {
                     "id": e.id,
@@ -237,12 +289,11 @@ class Journal:
                     "deposit_id": e.deposit_id,
                     "created_at": now,
                     "seq": seq + 1,
-                    "hash": heads[(e.tenant_id, e.mode)][1],
+                    "hash": moved[key][1],
                 }
             )
         CHAIN_CPU.inc(time.thread_time() - started)
         CHAINED.inc(len(rows))
-        await repo.save_chains(session, heads)
         return rows
 
 
@@ -293,5 +344,9 @@ async def post(session: AsyncSession, e: Entry) -> str:
 def _refuse_unapplied(session: Session) -> None:
     """Money posted and never applied must not vanish silently (savepoints may commit)."""
     found = session.info.get(SESSION_KEY)
-    if found is not None and found.movements and not session.in_nested_transaction():
+    if found is None or session.in_nested_transaction():
+        return
+    if found.movements:
         raise UnappliedJournal(f"{len(found.movements)} journal movements were never applied")
+    if found.posted is not None:
+        raise UnappliedJournal("applied journal entries were never written")

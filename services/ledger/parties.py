@@ -1,5 +1,6 @@
 """Who pays whom: the wallets a transfer names, resolved in memory from the wallets of the
-whole batch (read in one query by :func:`load`), with the same rules and refusals as ever.
+whole batch (read by the batch's first statement: ``transfers.names``), with the same rules
+and refusals as ever.
 
 Routes: ``book`` (provider_wallet to provider_wallet), ``onchain`` (a stablecoin transfer on
 one chain) and ``payout`` (a provider_wallet to an external bank account).
@@ -10,11 +11,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from common.contracts.commands import CreateTransfer
 from common.errors import invalid
-from ledger import repository as repo
 from ledger.effects import missing
 from ledger.models import Wallet
 from ledger.numbers import PEGS
@@ -51,23 +49,6 @@ class WalletIndex:
             for w in self.by_customer.get(customer_id, [])
             if self._scoped(w, cmd) and (w.symbol, w.chain) == (symbol, chain)
         ]
-
-
-async def load(session: AsyncSession, cmds: Sequence[CreateTransfer]) -> WalletIndex:
-    """Every wallet the batch names, in one query."""
-    ids: set[str] = set()
-    addresses: set[str] = set()
-    customers: set[str] = set()
-    for c in cmds:
-        for wallet_id in (c.source.provider_wallet_id, c.destination.provider_wallet_id):
-            if wallet_id:
-                ids.add(wallet_id)
-        if c.destination.address:
-            addresses.add(c.destination.address)
-        if c.source.customer_id and c.source.payment_rail.lower() == "stablecoin":
-            customers.add(c.source.customer_id)
-    found = await repo.wallets_for(session, {c.ctx.tenant_id for c in cmds}, ids, addresses, customers)
-    return WalletIndex(found)
 
 
 def source(idx: WalletIndex, cmd: CreateTransfer) -> Wallet:

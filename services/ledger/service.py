@@ -33,6 +33,7 @@ from common.contracts.commands import (
     VerifyJournal,
 )
 from common.errors import ErrorCode, ServiceError
+from common.inbox import Inbox
 from common.outbox import Outbox, OutMessage
 from common.topics import Topics
 from ledger import (
@@ -49,6 +50,7 @@ from ledger import (
     wallets,
     withdrawals,
 )
+from ledger import repository as repo
 from ledger.effects import Effects, LedgerConfig
 
 log = logging.getLogger(__name__)
@@ -88,26 +90,29 @@ async def execute(session: AsyncSession, cmd: Envelope, cfg: LedgerConfig) -> Ef
 Handled = tuple[Effects | None, ServiceError | None]
 
 
-async def execute_writes(session: AsyncSession, cmds: Sequence[Envelope], cfg: LedgerConfig) -> list[Handled]:
+async def execute_writes(
+    session: AsyncSession, cmds: Sequence[Envelope], cfg: LedgerConfig, claimed: repo.Claimed
+) -> list[Handled]:
     """Execute a batch of write commands in one transaction; outcomes in command order.
 
-    Queued customers are inserted in one statement (without a savepoint: a failure there
-    fails the batch, which the consumer then retries command by command). Every other
-    command but the transfers runs under its own savepoint and posts its entries to the
-    transaction's journal. The transfers of the batch are prepared together (batched reads,
-    their rows inserted in one statement) and each adds a refusable movement to the journal.
-    The journal is then applied ONCE: every wallet account of the batch locked once, in id
-    order, funds checked in order in memory, entries and each account's aggregated delta
-    written in bulk (see ``journal``). Last, the transfers refused for funds are taken back
-    and the state changes of the others inserted. Nothing waits on a lock while holding an
-    account lock, so two ledger instances never deadlock.
+    Customers are added to the batch's write statement (without a savepoint: a failure there
+    fails the batch, which the consumer then retries command by command). Every other command
+    but the transfers runs under its own savepoint and posts its entries to the transaction's
+    journal. The transfers of the batch are planned in memory from what the batch's first
+    statement read (``claimed``) and each adds a refusable movement to the journal. The
+    journal then locks once (:meth:`journal.Journal.lock`: the new transfer rows inserted,
+    every wallet account of the batch locked once, in id order, in one statement) and checks
+    the funds in order in memory; the transfers refused for funds are taken back and the state
+    changes of the others added to the batch's write statement, which the boundary sends.
+    Nothing waits on a lock while holding an account lock, so two ledger instances never
+    deadlock.
     """
     out: list[Handled | None] = [None] * len(cmds)
     jr = journal.of(session)
     queued = [(i, c) for i, c in enumerate(cmds) if isinstance(c, CreateCustomer)]
     moving = [(i, c) for i, c in enumerate(cmds) if isinstance(c, CreateTransfer)]
-    if len(queued) > 1:
-        done = await customers.create_customers(session, [c for _, c in queued])
+    if queued:
+        done = customers.create_customers(session, [c for _, c in queued])
         for (i, _), fx in zip(queued, done, strict=True):
             out[i] = (fx, None)
     for i, cmd in enumerate(cmds):
@@ -120,12 +125,43 @@ async def execute_writes(session: AsyncSession, cmds: Sequence[Envelope], cfg: L
         except ServiceError as exc:
             jr.rollback_to(mark)
             out[i] = (None, exc)
-    prepared = await transfers.prepare_transfers(session, [c for _, c in moving], cfg)
-    await jr.apply(session)
-    finished = await transfers.finish_transfers(session, prepared, cfg)
+    prepared = transfers.prepare_transfers(
+        session, [c for _, c in moving], cfg, claimed.known, claimed.wallets
+    )
+    inserted = await jr.lock(session, transfers.new_rows(prepared))
+    await transfers.answer_concurrent_twins(session, prepared, inserted)
+    jr.check()
+    finished = transfers.finish_transfers(session, prepared)
     for (i, _), outcome in zip(moving, finished, strict=True):
         out[i] = (None, outcome) if isinstance(outcome, ServiceError) else (outcome, None)
     return [o for o in out if o is not None]
+
+
+async def claim(session: AsyncSession, cmds: Sequence[Envelope], inbox: Inbox) -> repo.Claimed:
+    """The batch's first statement: the inbox claimed for ``cmds`` (distinct writes), what
+    was answered before, and what their transfers name. A command claimed by a transaction
+    that committed after the statement began is read again (rare: a redelivery raced)."""
+    moving = [c for c in cmds if isinstance(c, CreateTransfer)]
+    keys, names = transfers.names(moving)
+    # Sorted: a command redelivered to two instances at once makes them wait, never deadlock.
+    claimed = await repo.claim_batch(session, sorted(c.command_id for c in cmds), keys, names)
+    if claimed.unseen:
+        claimed.previous.update(await inbox.seen(session, claimed.unseen))
+    return claimed
+
+
+async def write(session: AsyncSession, results: dict[str, bytes], outbox: Outbox) -> list[OutMessage]:
+    """The batch's last statement: what the batch decided (the journal's rows, customers,
+    state changes), the inbox results and the outbox rows staged so far (and the deletion of
+    rows published earlier). Returns the messages written, for dispatch after commit."""
+    writes = journal.of(session).take()
+    writes.results = results
+    msgs, writes.pruned = outbox.staged(session)
+    writes.outbox = [
+        {"topic": m.topic, "key": m.key, "partition": m.partition, "payload": m.payload} for m in msgs
+    ]
+    ids = await repo.write_batch(session, writes)
+    return outbox.written(session, msgs, ids, writes.pruned)
 
 
 def result_of(cmd: Envelope, fx: Effects | None, err: ServiceError | None) -> Result:
@@ -171,9 +207,11 @@ __all__ = [
     "Handled",
     "LedgerConfig",
     "allowance_release",
+    "claim",
     "execute",
     "execute_writes",
     "is_read",
     "result_of",
     "stage_events",
+    "write",
 ]

@@ -37,7 +37,7 @@ from common.money import STABLECOIN_PLACES, TRANSFER_CURRENCIES
 from ledger import fees, journal, parties, views, withdrawals
 from ledger import repository as repo
 from ledger.effects import Effects, LedgerConfig, parse_amount
-from ledger.models import Transfer
+from ledger.models import Transfer, Wallet
 from ledger.states import (
     check_path,
     lock_for_operator,
@@ -183,12 +183,17 @@ def _plan(idx: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal, cfg: L
     return Planned(cmd, amount, values, steps, move, cmd.ctx.request_id)
 
 
-async def prepare_transfers(
-    session: AsyncSession, cmds: Sequence[CreateTransfer], cfg: LedgerConfig
+def prepare_transfers(
+    session: AsyncSession,
+    cmds: Sequence[CreateTransfer],
+    cfg: LedgerConfig,
+    known: Sequence[Transfer],
+    wallets: Sequence[Wallet],
 ) -> list[Prepared]:
-    """Validate and resolve a batch of transfers, insert their rows (final states; idempotency
-    keys sorted, one statement) and post their movements, in order, to the session's journal:
-    four statements in all, whatever the batch size."""
+    """Validate and resolve a batch of transfers against what the batch's first statement read
+    (``known``: transfers recorded under its idempotency keys; ``wallets``: every wallet it
+    names) and post their movements, in order, to the session's journal, whose lock
+    statement inserts their rows (:func:`new_rows`): no statement of its own."""
     out: list[Prepared] = []
     amounts: dict[int, Decimal] = {}
     for i, cmd in enumerate(cmds):
@@ -197,19 +202,15 @@ async def prepare_transfers(
             out.append(Effects(0, None))  # placeholder, decided below
         except ServiceError as exc:
             out.append(exc)
-    live = [cmds[i] for i in amounts]
-    known = {
-        (t.tenant_id, t.mode, t.idempotency_key): t
-        for t in await repo.transfers_by_idempotency_key(session, [_key(c) for c in live])
-    }
-    idx = await parties.load(session, [c for c in live if _key(c) not in known])
+    by_key = {(t.tenant_id, t.mode, t.idempotency_key): t for t in known}
+    idx = parties.WalletIndex(wallets)
     first_of: dict[Key, int] = {}
     now = datetime.now(UTC)
     for i, amount in amounts.items():
         cmd, key = cmds[i], _key(cmds[i])
         try:
-            if key in known:
-                out[i] = _replay(known[key], cmd, amount)
+            if key in by_key:
+                out[i] = _replay(by_key[key], cmd, amount)
             elif key in first_of:
                 out[i] = Twin(first_of[key], cmd, amount)
             else:
@@ -219,18 +220,40 @@ async def prepare_transfers(
                 first_of[key] = i
         except ServiceError as exc:
             out[i] = exc
-    planned_ = [p for p in out if isinstance(p, Planned)]
-    inserted = await repo.insert_transfers(session, [p.values for p in planned_])
-    if len(inserted) < len(planned_):
-        await _answer_concurrent_twins(session, out, inserted)
     journal.of(session).movements.extend(p.move for p in out if isinstance(p, Planned))
     return out
 
 
-async def _answer_concurrent_twins(session: AsyncSession, out: list[Prepared], inserted: set[str]) -> None:
+def new_rows(prepared: Sequence[Prepared]) -> list[dict[str, Any]]:
+    """The rows of the planned transfers (final states), for the journal's lock statement."""
+    return [p.values for p in prepared if isinstance(p, Planned)]
+
+
+def names(cmds: Sequence[CreateTransfer]) -> tuple[list[Key], repo.WalletNames]:
+    """What the batch's first statement reads for these transfers: their idempotency keys and
+    the wallets they name (by id, deposit address or owning customer)."""
+    found = repo.WalletNames()
+    for c in cmds:
+        found.tenant_ids.add(c.ctx.tenant_id)
+        for wallet_id in (c.source.provider_wallet_id, c.destination.provider_wallet_id):
+            if wallet_id:
+                found.ids.add(wallet_id)
+        if c.destination.address:
+            found.addresses.add(c.destination.address)
+        if c.source.customer_id and c.source.payment_rail.lower() == "stablecoin":
+            found.customer_ids.add(c.source.customer_id)
+    return [_key(c) for c in cmds], found
+
+
+async def answer_concurrent_twins(session: AsyncSession, out: list[Prepared], inserted: set[str]) -> None:
     """A transfer whose idempotency key another transaction committed meanwhile (the insert
-    waited for it) answers that transfer, as a replay."""
+    waited for it) answers that transfer, as a replay; its movement leaves the journal."""
     lost = {i: p for i, p in enumerate(out) if isinstance(p, Planned) and p.values["id"] not in inserted}
+    if not lost:
+        return
+    jr = journal.of(session)
+    for p in lost.values():
+        jr.drop(p.move)
     found = await repo.transfers_by_idempotency_key(session, [_key(p.cmd) for p in lost.values()])
     rows: dict[Key, Transfer] = {(t.tenant_id, t.mode, t.idempotency_key): t for t in found}
     for i, p in lost.items():
@@ -269,16 +292,15 @@ def _steps_of(p: Planned, cfg: LedgerConfig, now: datetime) -> tuple[list[dict[s
     return changes, events
 
 
-async def finish_transfers(
-    session: AsyncSession, prepared: list[Prepared], cfg: LedgerConfig
-) -> list[Effects | ServiceError]:
-    """After the journal was applied: delete the rows of refused transfers (rare: only an
-    overdraft), insert the state changes of the accepted ones in bulk, and answer each
-    command (its effects, or why it was refused)."""
+def finish_transfers(session: AsyncSession, prepared: list[Prepared]) -> list[Effects | ServiceError]:
+    """After the journal was checked: take back the rows of refused transfers (rare: only an
+    overdraft), add the state changes of the accepted ones to the batch's write, and answer
+    each command (its effects, or why it was refused)."""
     refused = [p for p in prepared if isinstance(p, Planned) and p.move.refused]
-    await repo.delete_transfers(session, [p.values["id"] for p in refused])
     accepted = [p for p in prepared if isinstance(p, Planned) and not p.move.refused]
-    await repo.insert_state_changes(session, [c for p in accepted for c in p.changes])
+    writes = journal.of(session).writes()
+    writes.refused.extend(p.values["id"] for p in refused)
+    writes.changes.extend(c for p in accepted for c in p.changes)
     out: list[Effects | ServiceError] = []
     for p in prepared:
         if isinstance(p, Twin):

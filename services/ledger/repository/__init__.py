@@ -4,29 +4,24 @@ session; the boundary owns the transaction.
 
 Reads return detached model instances (``Customer``, ``Wallet``, ``Transfer``...): typed,
 never tracked by the session, so nothing is flushed behind the code's back; every write is
-an explicit statement. Bulk writes take many rows in one statement (multi-row VALUES, or
-``unnest`` of one array per column for customers) or one pipelined ``executemany``.
+an explicit statement. A consumer batch runs in three statements sent straight to asyncpg
+(``batch``: claim and read, lock, write); the commands outside it (operators', the sandbox
+simulator's, wallets and deposits) use the statements below.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import (
-    bindparam,
-    delete,
     func,
     insert,
-    or_,
     select,
     tuple_,
     update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts.base import Mode
@@ -40,15 +35,14 @@ from ledger.models import (
     accounts,
     customers,
     deposits,
-    journal_entries,
-    postings,
     state_changes,
     transfers,
     virtual_accounts,
     wallets,
 )
-from ledger.repository.base import all_of, all_read_only, one_of, scope
+from ledger.repository.base import all_of, one_of, scope
 from ledger.repository.base import read_only as read_only
+from ledger.repository.batch import *  # noqa: F403 - a consumer batch's three statements
 from ledger.repository.chains import *  # noqa: F403 - the journal's hash chains
 from ledger.repository.reads import *  # noqa: F403 - reads, fee balances, statements: one namespace
 
@@ -56,12 +50,13 @@ from ledger.repository.reads import *  # noqa: F403 - reads, fee balances, state
 
 
 async def insert_customer(session: AsyncSession, cmd: CreateCustomer) -> datetime:
-    stmt = insert(customers).values(**_customer_values(cmd)).returning(customers.c.created_at)
+    stmt = insert(customers).values(**customer_row(cmd)).returning(customers.c.created_at)
     created: datetime = (await session.execute(stmt)).scalar_one()
     return created
 
 
-def _customer_values(c: CreateCustomer) -> dict[str, Any]:
+def customer_row(c: CreateCustomer) -> dict[str, Any]:
+    """A customer's columns (all but ``created_at``), from its command."""
     return {
         "id": c.customer_id,
         "tenant_id": c.ctx.tenant_id,
@@ -75,21 +70,6 @@ def _customer_values(c: CreateCustomer) -> dict[str, Any]:
         "registration_number": c.registration_number,
         "phone_e164": c.phone_e164,
     }
-
-
-CUSTOMER_COLUMNS = [c.name for c in customers.c if c.name != "created_at"]
-# INSERT .. SELECT unnest(:id), unnest(:tenant_id), ...: one array per column, one statement
-# for a whole batch (the benchmark path), built from the table.
-INSERT_CUSTOMERS = insert(customers).from_select(
-    CUSTOMER_COLUMNS,
-    select(*(func.unnest(bindparam(name, type_=ARRAY(customers.c[name].type))) for name in CUSTOMER_COLUMNS)),
-)
-
-
-async def insert_customers(session: AsyncSession, cmds: list[CreateCustomer]) -> None:
-    """The batched form of :func:`insert_customer`: one statement for a whole batch."""
-    rows = [_customer_values(c) for c in cmds]
-    await session.execute(INSERT_CUSTOMERS, {name: [r[name] for r in rows] for name in CUSTOMER_COLUMNS})
 
 
 async def get_customer(
@@ -142,27 +122,6 @@ async def wallet_by_address(session: AsyncSession, tenant_id: str, mode: Mode, a
     return await one_of(session, Wallet, stmt)
 
 
-async def wallets_for(
-    session: AsyncSession,
-    tenant_ids: Iterable[str],
-    ids: Iterable[str],
-    addresses: Iterable[str],
-    customer_ids: Iterable[str],
-) -> list[Wallet]:
-    """Every wallet a batch of transfers names (by id, deposit address or owning customer),
-    in one query; the caller scopes each by tenant and mode."""
-    keys = [
-        (wallets.c.id, sorted(set(ids))),
-        (wallets.c.deposit_address, sorted(set(addresses))),
-        (wallets.c.customer_id, sorted(set(customer_ids))),
-    ]
-    named = [col.in_(values) for col, values in keys if values]
-    if not named:
-        return []
-    stmt = select(wallets).where(wallets.c.tenant_id.in_(sorted(set(tenant_ids))), or_(*named))
-    return await all_read_only(session, Wallet, stmt.order_by(wallets.c.id))
-
-
 # ---- virtual accounts ----
 
 
@@ -179,52 +138,6 @@ async def get_virtual_account(
     return await one_of(session, VirtualAccount, stmt)
 
 
-# ---- journal (see journal.Journal.apply for the order of these statements) ----
-
-
-async def ensure_external_accounts(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
-    """Create the external accounts that do not exist yet, in id order, in one statement."""
-    if rows:
-        stmt = pg_insert(accounts).values(sorted(rows, key=lambda r: r["id"]))
-        await session.execute(stmt.on_conflict_do_nothing(index_elements=[accounts.c.id]))
-
-
-async def lock_accounts(session: AsyncSession, account_ids: Sequence[str]) -> dict[str, Decimal]:
-    """Lock the accounts and read their balances: ONE statement, rows locked in id order
-    (``ORDER BY`` sits below the row locking), the one global lock order of the ledger."""
-    if not account_ids:
-        return {}
-    stmt = (
-        select(accounts.c.id, accounts.c.balance)
-        .where(accounts.c.id.in_(sorted(account_ids)))
-        .order_by(accounts.c.id)
-        .with_for_update()
-    )
-    return {r.id: r.balance for r in await session.execute(stmt)}
-
-
-async def insert_entries(
-    session: AsyncSession, entries: Sequence[dict[str, Any]], entry_postings: Sequence[dict[str, Any]]
-) -> None:
-    """Journal entries and their postings, each in one pipelined ``executemany``."""
-    if entries:
-        await session.execute(insert(journal_entries), list(entries))
-        await session.execute(insert(postings), list(entry_postings))
-
-
-async def add_to_balances(session: AsyncSession, deltas: dict[str, Decimal]) -> None:
-    """Each (already locked) account moved once by its aggregated delta."""
-    rows = [{"account": a, "delta": d} for a, d in sorted(deltas.items()) if d]
-    if rows:
-        stmt = (
-            update(accounts)
-            .where(accounts.c.id == bindparam("account"))
-            .values(balance=accounts.c.balance + bindparam("delta"))
-        )
-        conn = await session.connection()  # Core executemany: one pipelined round trip
-        await conn.execute(stmt, rows)
-
-
 # ---- transfers and payouts ----
 
 
@@ -236,31 +149,6 @@ async def transfers_by_idempotency_key(
         return []
     cols = tuple_(transfers.c.tenant_id, transfers.c.mode, transfers.c.idempotency_key)
     return await all_of(session, Transfer, select(transfers).where(cols.in_(sorted(set(keys)))))
-
-
-async def insert_transfers(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> set[str]:
-    """Insert transfers in one statement; the ids inserted (a concurrent twin's idempotency
-    key makes its row conflict and be left out)."""
-    if not rows:
-        return set()
-    stmt = (
-        pg_insert(transfers)
-        .on_conflict_do_nothing(constraint="transfers_idempotency")
-        .returning(transfers.c.id)
-    )
-    ordered = sorted(rows, key=lambda r: (r["tenant_id"], r["mode"], r["idempotency_key"]))
-    return set((await session.execute(stmt, ordered)).scalars())
-
-
-async def delete_transfers(session: AsyncSession, transfer_ids: Sequence[str]) -> None:
-    """Take back rows inserted earlier in this transaction (transfers refused for funds)."""
-    if transfer_ids:
-        await session.execute(delete(transfers).where(transfers.c.id.in_(transfer_ids)))
-
-
-async def insert_state_changes(session: AsyncSession, rows: Sequence[dict[str, Any]]) -> None:
-    if rows:
-        await session.execute(insert(state_changes), list(rows))
 
 
 async def lock_transfer(

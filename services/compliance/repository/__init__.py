@@ -1,22 +1,19 @@
 """All compliance SQL lives here, built from the tables in ``compliance.models``.
 
-Batch reads take one statement each (row-value ``IN`` lists); batch writes are one
-executemany (asyncpg pipelines it). Reads return SQLAlchemy rows typed by the tables.
+A consumer batch runs in two statements sent straight to asyncpg (``batch``: read, write).
+The statements below serve the rest (policy commands, the cap released by failed transfers,
+operators' reads); batch writes there are one executemany (asyncpg pipelines it). Reads
+return SQLAlchemy rows typed by the tables.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
 from datetime import date
 from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import (
-    Text,
     and_,
-    bindparam,
-    cast,
     column,
     delete,
     exists,
@@ -26,7 +23,6 @@ from sqlalchemy import (
     update,
     values,
 )
-from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -39,60 +35,14 @@ from compliance.models import (
     caps,
     decisions,
     external_accounts,
-    parties,
     routes,
     screened_addresses,
 )
+from compliance.repository.batch import *  # noqa: F403 - a consumer batch's two statements
 
 Key = tuple[str, str, str]  # (tenant_id, mode, id)
 
 # ---- decisions (also the inbox) ----
-
-_DECISION_COLUMNS = (
-    "id",
-    "command_id",
-    "request_id",
-    "tenant_id",
-    "mode",
-    "command_type",
-    "outcome",
-    "rule",
-    "reason",
-    "out_topic",
-    "out_key",
-    "out_partition",
-    "out_payload",
-)
-_INSERT_DECISIONS = (
-    pg_insert(decisions)
-    .values(
-        **{c: bindparam(c) for c in _DECISION_COLUMNS},
-        inputs=cast(bindparam("inputs_json", type_=Text), JSONB),
-    )
-    .on_conflict_do_nothing(index_elements=[decisions.c.command_id])
-)
-
-
-async def stored_outcomes(session: AsyncSession, command_ids: list[str]) -> dict[str, AnyRow]:
-    if not command_ids:
-        return {}
-    d = decisions.c
-    rows = await session.execute(
-        select(d.command_id, d.out_topic, d.out_key, d.out_partition, d.out_payload).where(
-            d.command_id.in_(command_ids)
-        )
-    )
-    return {r.command_id: r for r in rows}
-
-
-async def insert_decisions(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
-    if not rows:
-        return
-    params = [
-        {**{c: r[c] for c in _DECISION_COLUMNS}, "inputs_json": json.dumps(r["inputs"], default=str)}
-        for r in rows
-    ]
-    await session.execute(_INSERT_DECISIONS, params)
 
 
 async def list_decisions(
@@ -127,59 +77,7 @@ async def list_decisions(
 
 # ---- party registry ----
 
-_INSERT_PARTIES = pg_insert(parties).on_conflict_do_nothing(
-    index_elements=[parties.c.tenant_id, parties.c.mode, parties.c.party_id]
-)
-
-
-async def insert_parties(
-    session: AsyncSession, rows: list[tuple[str, str, str, str, str | None, str | None]]
-) -> None:
-    """(tenant_id, mode, party_id, kind, customer_id, country_code); the first record wins."""
-    if not rows:
-        return
-    names = ("tenant_id", "mode", "party_id", "kind", "customer_id", "country_code")
-    await session.execute(_INSERT_PARTIES, [dict(zip(names, r, strict=True)) for r in rows])
-
-
-async def load_parties(session: AsyncSession, keys: list[Key]) -> list[AnyRow]:
-    """Parties by id, each with its customer's country (a wallet's is its customer's)."""
-    if not keys:
-        return []
-    p, c = parties.alias("p"), parties.alias("c")
-    q = (
-        select(
-            p.c.tenant_id,
-            p.c.mode,
-            p.c.party_id,
-            p.c.kind,
-            p.c.customer_id,
-            func.coalesce(p.c.country_code, c.c.country_code).label("country_code"),
-        )
-        .select_from(
-            p.outerjoin(
-                c,
-                and_(
-                    c.c.tenant_id == p.c.tenant_id,
-                    c.c.mode == p.c.mode,
-                    c.c.party_id == p.c.customer_id,
-                ),
-            )
-        )
-        .where(tuple_(p.c.tenant_id, p.c.mode, p.c.party_id).in_(keys))
-    )
-    return list((await session.execute(q)).all())
-
-
 # ---- policy data ----
-
-
-async def load_external_accounts(session: AsyncSession, keys: list[Key]) -> list[AnyRow]:
-    if not keys:
-        return []
-    e = external_accounts.c
-    q = select(external_accounts).where(tuple_(e.tenant_id, e.mode, e.id).in_(keys))
-    return list((await session.execute(q)).all())
 
 
 async def load_routes(session: AsyncSession, tenants: list[tuple[str, str]]) -> list[AnyRow]:
@@ -340,14 +238,6 @@ async def mark_released(session: AsyncSession, holds: list[tuple[str, str]]) -> 
 
 
 # ---- screening (contract 12.4) ----
-
-
-async def screened(session: AsyncSession, compared: Sequence[str]) -> list[AnyRow]:
-    """The screened entries of these addresses (their compared form), any chain."""
-    if not compared:
-        return []
-    stmt = select(screened_addresses).where(screened_addresses.c.address.in_(sorted(set(compared))))
-    return list((await session.execute(stmt)).all())
 
 
 async def add_screened(

@@ -1,8 +1,10 @@
 """Authentication: API keys by hash, cached in Redis (versioned: see common.auth), and
 HS256 JWTs issued by the admin (contract section 2: ``iss, sub, mode, scopes, exp, jti``).
 
-Hot path: one Lua call reads the cached key and its tenant and counts the request in the
-tenant's rate-limit window, one round trip instead of three. A cold cache, a revoked or
+Hot path: one Lua call reads the cached key and its tenant, counts the request in the
+tenant's rate-limit window and, for a request with an Idempotency-Key, takes the key (or reads
+its record): one round trip instead of four. A request refused after that gives the key back
+(``gateway.pipeline``). A cold cache, a revoked or
 unknown key, and JWTs take the slow path (Redis GETs, then PostgreSQL; the limiter counts).
 The script touches keys it derives from the key record, so it needs one Redis (or a
 cluster where those keys share a slot), which is what the suite runs on.
@@ -38,13 +40,17 @@ from common.authfail import FailureLimiter
 from common.errors import ErrorCode, Reason, ServiceError, forbidden
 from gateway import ratelimit
 from gateway import repository as repo
+from gateway.idempotency import PREFIX as IDEM_PREFIX
+from gateway.idempotency import Claimed
 from gateway.ratelimit import window_start
 
 CACHE_TTL_S = 300
 
 # KEYS[1]: the key's cache entry. ARGV: tenant cache prefix, rate-window prefix, window start,
-# window TTL. Returns {} (key not cached), {key} (cached, not counted: unknown, revoked, or
-# tenant not cached) or {key, tenant, count}.
+# window TTL; for a request with an Idempotency-Key also the idempotency prefix, the key's hash,
+# the pending record and the lease in ms. Returns {} (key not cached), {key} (cached, not
+# counted: unknown, revoked, or tenant not cached), {key, tenant, count} or, with an
+# Idempotency-Key, {key, tenant, count, 1} (the key taken) or {key, tenant, count, 0, record}.
 LOOKUP_AND_COUNT = """
 local k = redis.call('GET', KEYS[1])
 if not k then return {} end
@@ -56,7 +62,12 @@ if not t then return {k} end
 local w = ARGV[2] .. rec['tenant_id'] .. ':' .. rec['mode'] .. ':' .. ARGV[3]
 local n = redis.call('INCR', w)
 if n == 1 then redis.call('EXPIRE', w, tonumber(ARGV[4])) end
-return {k, t, n}
+if not ARGV[6] then return {k, t, n} end
+local name = ARGV[5] .. rec['tenant_id'] .. ':' .. rec['mode'] .. ':' .. ARGV[6]
+if redis.call('SET', name, ARGV[7], 'NX', 'PX', tonumber(ARGV[8])) then return {k, t, n, 1} end
+local found = redis.call('GET', name)
+if not found then return {k, t, n, 0} end
+return {k, t, n, 0, found}
 """
 _JTI = re.compile(JTI_PATTERN)
 _REVOKED = b"revoked"
@@ -64,7 +75,16 @@ _key_dec = msgspec.json.Decoder(KeyRecord)
 _tenant_dec = msgspec.json.Decoder(TenantRecord)
 
 
-Cached = tuple[KeyRecord | None, TenantRecord | None, tuple[int, int] | None]
+Cached = tuple[KeyRecord | None, TenantRecord | None, tuple[int, int] | None, Claimed | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimWith:
+    """An Idempotency-Key for the key lookup to take: its hash, the pending record, the lease."""
+
+    key_hash: str
+    pending: bytes
+    lease_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +94,7 @@ class Principal:
     mode: str
     scopes: frozenset[str]
     counted: tuple[int, int] | None = None  # (count, window start) if already counted
+    claimed: Claimed | None = None  # what the lookup did with the Idempotency-Key, if anything
 
 
 def _unauthorized(message: str) -> ServiceError:
@@ -100,20 +121,22 @@ class Authenticator:
     async def _fill(self, name: str, gen: bytes, value: bytes, ttl_s: int) -> None:
         await self._fill_if_current(keys=[name, generation_name(name)], args=[gen, value, ttl_s])
 
-    async def _cached(self, key_hash: str) -> Cached | None:
-        """From Redis alone: the key (None if known invalid), its tenant and the counted request
-        (None where not cached or not counted); None if the key is not cached at all."""
+    async def _cached(self, key_hash: str, claim: ClaimWith | None = None) -> Cached | None:
+        """From Redis alone: the key (None if known invalid), its tenant, the counted request and
+        the Idempotency-Key's claim (None where not cached, counted or claimed); None if the key
+        is not cached at all."""
         start = window_start(time.time())
-        got = await self._lookup(
-            keys=[key_cache_name(key_hash)],
-            args=[tenant_cache_name(""), ratelimit.PREFIX, start, ratelimit.WINDOW_TTL_S],
-        )
+        args: list[Any] = [tenant_cache_name(""), ratelimit.PREFIX, start, ratelimit.WINDOW_TTL_S]
+        if claim is not None:
+            args += [IDEM_PREFIX, claim.key_hash, claim.pending, claim.lease_ms]
+        got = await self._lookup(keys=[key_cache_name(key_hash)], args=args)
         if not got:
             return None
         rec = _key_dec.decode(got[0]) if got[0] != b"-" else None
         if len(got) < 3:
-            return rec, None, None
-        return rec, _tenant_dec.decode(got[1]), (int(got[2]), start)
+            return rec, None, None, None
+        claimed = None if len(got) < 4 else Claimed(bool(got[3]), got[4] if len(got) > 4 else None)
+        return rec, _tenant_dec.decode(got[1]), (int(got[2]), start), claimed
 
     async def _key(self, key_hash: str) -> KeyRecord | None:
         name = key_cache_name(key_hash)
@@ -156,17 +179,22 @@ class Authenticator:
         await self._fill(name, gen, msgspec.json.encode(rec), CACHE_TTL_S)
         return rec
 
-    async def authenticate(self, authorization: str | None, client_ip: str | None = None) -> Principal:
+    async def authenticate(
+        self, authorization: str | None, client_ip: str | None = None, claim: ClaimWith | None = None
+    ) -> Principal:
         """The principal; 401 for a bad credential (counted against ``client_ip``), 429 when
-        that address failed too often (checked before anything reaches PostgreSQL)."""
+        that address failed too often (checked before anything reaches PostgreSQL). ``claim``:
+        an Idempotency-Key the key lookup takes in its round trip (``Principal.claimed``)."""
         try:
-            return await self._authenticate(authorization, client_ip)
+            return await self._authenticate(authorization, client_ip, claim)
         except ServiceError as err:
             if err.code == ErrorCode.UNAUTHORIZED and self.failures is not None:
                 await self.failures.record(client_ip)
             raise
 
-    async def _authenticate(self, authorization: str | None, client_ip: str | None) -> Principal:
+    async def _authenticate(
+        self, authorization: str | None, client_ip: str | None, claim: ClaimWith | None
+    ) -> Principal:
         if not authorization:
             raise _unauthorized("missing bearer token")
         scheme, _, token = authorization.partition(" ")
@@ -175,11 +203,12 @@ class Authenticator:
             raise _unauthorized("authorization must be 'Bearer <API_KEY>'")
         tenant: TenantRecord | None = None
         counted: tuple[int, int] | None = None
+        claimed: Claimed | None = None
         if token.startswith(("sk_test_", "sk_live_")):
             key_hash = hash_api_key(token)
-            cached = await self._cached(key_hash)
+            cached = await self._cached(key_hash, claim)
             if cached is not None:
-                rec, tenant, counted = cached
+                rec, tenant, counted, claimed = cached
             else:
                 await self._check_failures(client_ip)
                 rec = await self._key(key_hash)
@@ -199,9 +228,16 @@ class Authenticator:
         if tenant is None:
             raise _unauthorized("invalid credential")
         if tenant.disabled:  # disable_tenant: every credential of the tenant, until enable_tenant
+            if claim is not None and claimed is not None and claimed.owned:  # give the key back
+                await self.redis.delete(f"{IDEM_PREFIX}{rec.tenant_id}:{rec.mode}:{claim.key_hash}")
             raise forbidden(Reason.TENANT_DISABLED, "this tenant is disabled; contact the operator")
         return Principal(
-            tenant=tenant, key_id=rec.key_id, mode=rec.mode, scopes=frozenset(rec.scopes), counted=counted
+            tenant=tenant,
+            key_id=rec.key_id,
+            mode=rec.mode,
+            scopes=frozenset(rec.scopes),
+            counted=counted,
+            claimed=claimed,
         )
 
     async def _token_revoked(self, jti: str) -> bool:

@@ -27,6 +27,17 @@ from redis.asyncio import Redis
 from common.errors import ErrorCode, ServiceError
 from common.keyring import KeyRing
 
+PREFIX = "sluice:idem:"
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """What the key lookup's script (``gateway.auth``) did with the request's Idempotency-Key
+    in the same round trip: took it (``owned``), or found the record there (``found``)."""
+
+    owned: bool
+    found: bytes | None = None
+
 
 class Record(msgspec.Struct, kw_only=True):
     state: str  # pending | done
@@ -86,17 +97,33 @@ class IdempotencyStore:
         self.lease_ms = int(lease_s * 1000)
 
     @staticmethod
-    def name(tenant_id: str, mode: str, key: str) -> str:
-        return f"sluice:idem:{tenant_id}:{mode}:{hashlib.sha256(key.encode()).hexdigest()}"
+    def key_hash(key: str) -> str:
+        return hashlib.sha256(key.encode()).hexdigest()
 
-    async def begin(self, name: str, fp: str) -> Replay | None:
-        """None: this request owns the key and must run. Otherwise the outcome to replay."""
-        pending = msgspec.json.encode(Record(state="pending", fp=fp))
+    @classmethod
+    def name(cls, tenant_id: str, mode: str, key: str) -> str:
+        return f"{PREFIX}{tenant_id}:{mode}:{cls.key_hash(key)}"
+
+    @staticmethod
+    def pending(fp: str) -> bytes:
+        """The record a request that owns its key leaves while it runs."""
+        return msgspec.json.encode(Record(state="pending", fp=fp))
+
+    async def begin(self, name: str, fp: str, first: Claimed | None = None) -> Replay | None:
+        """None: this request owns the key and must run. Otherwise the outcome to replay.
+        ``first``: the claim the key lookup already made (its first try, without a call)."""
+        pending = self.pending(fp)
         deadline = time.monotonic() + self.wait_s
+        raw: bytes | str | None
         while True:
-            if await self.redis.set(name, pending, nx=True, px=self.lease_ms):
+            if first is not None:
+                if first.owned:
+                    return None
+                raw, first = first.found, None
+            elif await self.redis.set(name, pending, nx=True, px=self.lease_ms):
                 return None
-            raw = await self.redis.get(name)
+            else:
+                raw = await self.redis.get(name)
             if raw is None:
                 continue  # expired between the two calls: try to own it again
             rec = _dec.decode(raw)

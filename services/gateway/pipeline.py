@@ -30,9 +30,9 @@ from common.metrics import IDEMPOTENCY_REPLAYS
 from common.rpc import RpcClient
 from common.settings import Settings
 from common.topics import Topic, Topics
-from gateway.auth import Authenticator, Principal, require_mode, require_scope
+from gateway.auth import Authenticator, ClaimWith, Principal, require_mode, require_scope
 from gateway.door import Identities
-from gateway.idempotency import IdempotencyStore, command_id, fingerprint, validate_key
+from gateway.idempotency import Claimed, IdempotencyStore, command_id, fingerprint, validate_key
 from gateway.ratelimit import RateLimiter, Window
 
 log = logging.getLogger(__name__)
@@ -100,6 +100,21 @@ class Endpoint:
     @property
     def mutating(self) -> bool:
         return self.method in ("POST", "PATCH", "PUT", "DELETE")
+
+
+@dataclass(slots=True)
+class KeyClaim:
+    """A request's Idempotency-Key, taken (or its record read) by the key lookup's round trip
+    (``taken``) until the dispatch uses it; a request refused before that gives it back."""
+
+    key: str
+    fp: str
+    pending: ClaimWith
+    taken: Claimed | None = None
+    used: bool = False
+
+    def unused(self) -> bool:
+        return self.taken is not None and self.taken.owned and not self.used
 
 
 @dataclass(slots=True)
@@ -195,11 +210,34 @@ class Pipeline:
             for k in [k for k, v in self.inflight.items() if v[2] < cutoff]:
                 self.inflight.pop(k, None)
 
+    def _key_claim(self, ep: Endpoint, req: Incoming) -> KeyClaim | None:
+        """The Idempotency-Key the key lookup takes in its round trip (a mutating request with a
+        valid key: its refusals keep their order, they come after authentication)."""
+        key = req.headers.get("idempotency-key") if ep.mutating else None
+        if key is None:
+            return None
+        try:
+            validate_key(key)
+        except ServiceError:
+            return None
+        # The concrete path (contract 12.1): one key on two webhooks' rotate-secret must not
+        # replay the first answer for the second.
+        path = _PARAM.sub(lambda m: req.params.get(m.group(1), ""), ep.path)
+        fp = fingerprint(ep.method, path, req.body)
+        pending = ClaimWith(self.idem.key_hash(key), self.idem.pending(fp), self.idem.lease_ms)
+        return KeyClaim(key, fp, pending)
+
     async def handle(self, ep: Endpoint, req: Incoming) -> Answer:
         headers, request_id, client_ip = req.headers, req.request_id, req.client_ip
         window: Window | None = None
+        kc = self._key_claim(ep, req)
+        principal: Principal | None = None
         try:
-            principal = await self.auth.authenticate(headers.get("authorization"), client_ip)
+            principal = await self.auth.authenticate(
+                headers.get("authorization"), client_ip, kc.pending if kc else None
+            )
+            if kc is not None:
+                kc.taken = principal.claimed
             self.identities.learn(headers.get("authorization"), principal.tenant.tenant_id, principal.mode)
             try:
                 require_mode(principal, headers.get("x-service-mode"))
@@ -220,7 +258,7 @@ class Pipeline:
                 window = self.limiter.check(limit, *principal.counted)
             else:
                 window = await self.limiter.hit(principal.tenant.tenant_id, principal.mode, limit)
-            answer = await self._run(ep, principal, window, req)
+            answer = await self._run(ep, principal, window, req, kc)
         except ServiceError as err:
             answer = Answer(err.status, error_body(err, request_id), dict(err.headers))
             if err.code == ErrorCode.UNAUTHORIZED:
@@ -234,12 +272,24 @@ class Pipeline:
                 headers={"Retry-After": "1"},
             )
             answer = Answer(failure.status, error_body(failure, request_id), dict(failure.headers))
+        finally:
+            if principal is not None and kc is not None and kc.unused():
+                await self._give_key_back(principal, kc.key)
         if window is not None:
             for k, v in window.headers().items():
                 answer.headers.setdefault(k, v)
         return answer
 
-    async def _run(self, ep: Endpoint, principal: Principal, window: Window, req: Incoming) -> Answer:
+    async def _give_key_back(self, principal: Principal, key: str) -> None:
+        """A request refused after the key lookup took its Idempotency-Key leaves no lease."""
+        try:
+            await self.idem.abandon(self.idem.name(principal.tenant.tenant_id, principal.mode, key))
+        except STORE_ERRORS as exc:  # the lease expires on its own
+            log.warning("could not give an idempotency key back: %r", exc)
+
+    async def _run(
+        self, ep: Endpoint, principal: Principal, window: Window, req: Incoming, kc: KeyClaim | None
+    ) -> Answer:
         body, params, request_id = req.body, req.params, req.request_id
         if ep.sandbox_only and principal.mode != "sandbox":
             raise ServiceError(ErrorCode.NOT_FOUND, "no such route")
@@ -259,20 +309,25 @@ class Pipeline:
         built = made if isinstance(made, Command | Local) else await made
         if isinstance(built, Local) and not ep.mutating:
             return Answer(built.status, success_body(built.data))
-        return await self._dispatch(ep, principal, req, key, built)
+        return await self._dispatch(ep, principal, req, key, built, kc)
 
     async def _dispatch(
-        self, ep: Endpoint, principal: Principal, req: Incoming, key: str | None, built: Command | Local
+        self,
+        ep: Endpoint,
+        principal: Principal,
+        req: Incoming,
+        key: str | None,
+        built: Command | Local,
+        kc: KeyClaim | None,
     ) -> Answer:
         """Idempotency (replay, or claim the key), then the command's round trip."""
-        body, params, request_id = req.body, req.params, req.request_id
+        request_id = req.request_id
         name = fp = ""
         if key is not None:
-            # The concrete path (contract 12.1): one key on two webhooks' rotate-secret must not
-            # replay the first answer for the second.
-            fp = fingerprint(ep.method, _PARAM.sub(lambda m: params.get(m.group(1), ""), ep.path), body)
+            assert kc is not None and kc.key == key  # a valid key: _key_claim made its claim
+            fp, first, kc.used = kc.fp, kc.taken, True
             name = self.idem.name(principal.tenant.tenant_id, principal.mode, key)
-            replay = await self.idem.begin(name, fp)
+            replay = await self.idem.begin(name, fp, first)
             if replay is not None:
                 IDEMPOTENCY_REPLAYS.inc()
                 return Answer(replay.status, replay.body, {"X-Idempotent-Replay": "true"})

@@ -8,7 +8,8 @@ with nothing queued:
 
 1. The lane is *full* when its requests in flight reach the limit (sandbox requests, while
    live work is in flight, see ``sandbox_share`` of it), or when the event loop is lagging
-   (``delayed``, the CoDel override of :class:`gateway.limit.QueueDelay`).
+   (``delayed``, the CoDel override of :class:`gateway.limit.QueueDelay`): then the limit is
+   what is in flight already, unless that is under the limit's floor.
 2. A full lane still admits live work while sandbox work holds places (sandbox is shed before
    live), and a tenant under its fair share (the limit over the tenants of its class with work
    in flight, at least one) while another tenant of the class is over its own: a quiet tenant
@@ -116,22 +117,23 @@ class Admission:
 
     def _exempt(self, key: str, sandbox: bool, cap: int) -> bool:
         """A full lane still admits live work while sandbox holds places (sandbox is shed
-        first), and a tenant under its fair share while another is over (sandbox only below
-        the limit itself: its fairness never eats the live reserve)."""
+        first), and a tenant under its fair share while another is over (sandbox, while live
+        work is in flight, only below the limit itself: it never eats the live reserve)."""
         if sandbox:
-            return self.in_flight < self.limiter.limit and self._fair(key, True, cap)
+            if self.per_key[False] and self.in_flight >= self.limiter.limit:
+                return False
+            return self._fair(key, True, cap)
         return bool(self.per_key[True]) or self._fair(key, False, cap)
 
     def admit(self, key: str, sandbox: bool = False) -> str | None:
         """Take a place for ``key``, or name the bound that refuses it (nothing is taken)."""
-        cap = self._cap(sandbox)
-        delayed = self.queue.delayed
-        if delayed:  # the loop is late: what is in flight now is the limit, shared fairly
-            cap = max(1, min(cap, self.in_flight))
-        if (delayed or self.in_flight >= cap) and (
+        cap = full = self._cap(sandbox)
+        if self.queue.delayed:  # the loop is late: no more than is in flight now (to the floor)
+            cap = min(full, max(self.limiter.inner.min_limit, self.in_flight))
+        if self.in_flight >= cap and (
             self.in_flight >= 2 * self.ceiling or not self._exempt(key, sandbox, cap)
         ):
-            if delayed:
+            if self.in_flight < full:
                 return self._refuse("queue")
             return self._refuse("sandbox" if sandbox and self.in_flight < self.limit else "instance")
         keys = self.per_key[sandbox]

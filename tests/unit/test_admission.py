@@ -125,11 +125,15 @@ def test_sandbox_is_shed_before_live() -> None:
     assert a.admit("t-test2", sandbox=True) == "instance"
 
 
-def test_sandbox_alone_may_use_the_whole_limit_and_is_fair_below_it() -> None:
+def test_sandbox_alone_may_use_the_whole_limit_and_is_fair() -> None:
     a = lane(4, 4, sandbox_share=0.5)
     fill(a, "t-test", 4, sandbox=True)  # no live work: the whole limit
     assert a.admit("t-test", sandbox=True) == "instance"
-    assert a.admit("t-other", sandbox=True) == "instance"  # at the limit: no borrowing
+    assert a.admit("t-other", sandbox=True) is None  # under its share (2) while t-test is over
+    assert a.admit("t-other", sandbox=True) is None
+    assert a.admit("t-other", sandbox=True) == "instance"  # at its share
+    fill(a, "t-live", 1)  # live work arrives (past the limit: sandbox holds places)
+    assert a.admit("t-third", sandbox=True) == "instance"  # no sandbox borrowing past the limit now
     b = lane(8, 8, sandbox_share=0.5)
     fill(b, "t-live", 1)
     fill(b, "t-test", 3, sandbox=True)  # at sandbox's cap of 4, under the limit of 8
@@ -150,6 +154,11 @@ def test_a_lagging_loop_refuses_new_work_but_not_a_tenant_under_its_share() -> N
     assert a.admit("t-quiet") is None  # the quiet tenant still gets its share
     queue.observe(0.001, now=0.3)
     assert a.admit("t-noisy") is None
+    floored = Admission(10, 10, initial=10, min_limit=4, queue=queue)
+    queue.observe(0.02, now=0.4)
+    queue.observe(0.02, now=0.6)
+    fill(floored, "t-a", 4)  # a lagging loop still admits up to the limit's floor
+    assert floored.admit("t-a") == "queue"
 
 
 def test_a_release_feeds_the_limit_only_with_a_latency() -> None:

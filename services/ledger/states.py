@@ -110,8 +110,9 @@ async def _move_money(session: AsyncSession, t: Transfer, to: str) -> None:
             credit = journal.external(t.tenant_id, t.mode, cur, "payouts")
         elif t.route == "external":  # a withdrawal: out of the suite
             credit = journal.external(t.tenant_id, t.mode, cur, "settlement")
-        else:
-            credit = journal.available(t.destination_wallet_id or "")
+        else:  # a transfer between wallets names its destination (transfers._plan)
+            assert t.destination_wallet_id is not None
+            credit = journal.available(t.destination_wallet_id)
         postings = journal.completion(t.tenant_id, t.mode, src, credit, cur, x, t.fee_amount)
     elif to in ("failed", "rejected"):
         postings = [(journal.held(src), cur, -x), (journal.available(src), cur, x)]

@@ -145,7 +145,7 @@ async def test_missing_money_and_every_offending_row_are_listed(
     }
     audit.accounts = [("wal_1.available", "wal_1", "USDC", "10.5", "10")]
     audit.entries = [("je_1", "USDC", D("0.01")), ("je_2", "EURC", None)]
-    audit.transfers = [("tr_1", "completed", "7", D("-7"), None)]
+    audit.transfers = [("tr_1", "completed", "7", D("-7"), D("0.5")), ("tr_3", "failed", "1", None, None)]
     audit.histories = [("tr_2", "failed", "pending", 2)]
     found = await run()
     assert found["ok"] is False
@@ -169,6 +169,14 @@ async def test_missing_money_and_every_offending_row_are_listed(
             "state": "completed",
             "amount": "7.00",
             "held": "-7.00",
+            "available_change": "0.50",
+        },
+        {
+            "check": "transfer_matches_state",
+            "transfer_id": "tr_3",
+            "state": "failed",
+            "amount": "1.00",
+            "held": "0.00",
             "available_change": "0.00",
         },
         {
@@ -180,5 +188,5 @@ async def test_missing_money_and_every_offending_row_are_listed(
         },
     ]
     assert gauge("sluice_reconcile_ok") == 0
-    assert gauge("sluice_reconcile_discrepancies") == 7
+    assert gauge("sluice_reconcile_discrepancies") == 8
     assert gauge("sluice_reconcile_last_run_timestamp_seconds") == 1234.5

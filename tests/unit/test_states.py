@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from datetime import UTC, datetime
 from decimal import Decimal
 from types import SimpleNamespace
@@ -225,6 +226,7 @@ async def test_completion_pays_the_destination_wallet_less_the_fee(store: FakeSt
     assert isinstance(event, TransferUpdated)
     assert (event.tenant_id, event.mode, event.request_id) == ("ten_1", "sandbox", "req_1")
     assert event.event_id.startswith("evt_")
+    assert abs(datetime.fromisoformat(event.created_at).timestamp() - time.time()) < 60
     assert event.data["state"] == "completed" and event.data["previous_state"] == "processing"
 
 
@@ -285,7 +287,12 @@ async def test_an_illegal_transition_changes_nothing_and_is_logged(
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="ledger.states"), pytest.raises(ServiceError) as err:
         await go(store, transfer(state="failed"), "completed")
-    assert err.value.details["reason"] == "illegal_transition"
+    assert err.value.details == {
+        "reason": "illegal_transition",
+        "field": "transfer_id",
+        "state": "failed",
+        "requested_state": "completed",
+    }
     assert (store.posted, store.set, store.recorded) == ([], [], [])
     assert caplog.messages == ["illegal transition refused: transfer tr_1 failed -> completed (test)"]
 
@@ -300,6 +307,7 @@ def test_created_events_carry_the_view_and_the_extra_fields() -> None:
     fee = transfer(developer_fee={"flat_amount": "0.01"}, fee_amount=D("0.01"))
     event = states.transfer_event(fee, (PayoutCreated, TransferCreated), "req_9", note="x")
     assert isinstance(event, TransferCreated) and event.request_id == "req_9"
+    assert abs(datetime.fromisoformat(event.created_at).timestamp() - time.time()) < 60
     assert event.data["note"] == "x" and event.data["developer_fee_amount"] == "0.01"
     assert event.data["transfer_id"] == "tr_1" and event.data["amount"] == "10.00"
     payout = states.transfer_event(transfer(kind="payout"), (PayoutCreated, TransferCreated), None)

@@ -1,43 +1,56 @@
-"""The overload part of ``make bench`` (issue 23, contract 13.1): offered twice the capacity the
-transfers part just measured, open loop, for ``BENCH_OVERLOAD_S`` (30) seconds, from six
-tenants (one sends half the load, a quiet one a tenth, four share the rest); then at half the
-capacity again to see how fast latency recovers; then every refused request is retried with
-its key until it is done, and the database is audited: a 2xx whose transfer has no row is
-lost, more than one row or journal entry per key is duplicated.
+"""The overload part of ``make bench`` (issues 23 and 37, contract 14.2): offered a multiple of
+the capacity the transfers part just measured (``BENCH_OVERLOAD_FACTORS``, 2 and 4), open
+loop, for ``BENCH_OVERLOAD_S`` (30) seconds, from six tenants (one sends half the load, a
+quiet one a tenth, four share the rest); then at half the capacity again to see how fast
+latency recovers; then every request that did not get a 2xx is retried with its key until it
+does (or counted undecided), and the database is audited: a 2xx whose transfer has no row is
+lost, more than one row or journal entry per key is duplicated. ``BENCH_OVERLOAD_HOG`` (a share
+of one core, e.g. 0.5) runs the 2x load once more with a busy process beside the stack.
 
 The driver runs in its own process (``python -m devstack.bench_overload drive``) with raw
-keep-alive connections (devstack.load.Conn), so the suite, not the client, is measured. Last
-line: ``bench-overload: offered N/s admitted N/s shed N/s admitted p99 N ms shed p99 N ms
-quiet-tenant p99 N ms goodput R recovered_s N lost N duplicated N``.
+keep-alive connections (devstack.load.Conn), opened as the offered rate needs them, so the
+suite, not the client, is the queue: latency counts from each request's intended send time, and
+the generator's own lag is printed. Every offered request is accounted for: answered, without
+an answer (and why), or still running at the end (``devstack.overload_report``). A missed
+target is named after ``MISSED:`` and the run exits non-zero.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import random
+import re
+import resource
 import subprocess  # devstack starts local processes  # nosec B404
 import sys
 import tempfile
 import threading
 import time
 import uuid
-from collections import Counter
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
+import httpx
 
 from devstack.bench_transfers import provision
 from devstack.load import Conn, transfer_body
+from devstack.overload_report import Audit, Phases, generator_line, line, missed, pct, summarize
 from devstack.suite import ROOT, python_env
 
 OVERLOAD_S = float(os.environ.get("BENCH_OVERLOAD_S", "30"))
+FACTORS = [float(f) for f in os.environ.get("BENCH_OVERLOAD_FACTORS", "2,4").split(",") if f.strip()]
+HOG = float(os.environ.get("BENCH_OVERLOAD_HOG", "0"))  # share of one core; 0: no hog run
 QUIET_S = 8.0
 SHARES = (0.5, 0.1, 0.1, 0.1, 0.1, 0.1)  # tenant 0 heavy, tenant 1 the quiet one we watch
 WALLETS_PER_TENANT = 20
+CLIENT_TIMEOUT_S = 30.0  # a request with no answer by then is counted "client timeout"
+DRAIN_S = 60.0  # after the schedule: requests still running then are counted as such
+MAX_CONNECTIONS = 8192
 
 
 def _request(url: str, key: str, wallets: list[str], idem: str) -> bytes:
@@ -51,44 +64,106 @@ def _request(url: str, key: str, wallets: list[str], idem: str) -> bytes:
     return head.encode() + body
 
 
+def cause(exc: BaseException) -> str:
+    """Why a request got no answer, in words a reader of the bench line can act on."""
+    if isinstance(exc, TimeoutError):
+        return "client timeout"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, ConnectionResetError | BrokenPipeError | asyncio.IncompleteReadError):
+        return "reset"
+    if isinstance(exc, OSError) and exc.errno is not None:
+        return f"os error {errno.errorcode.get(exc.errno, exc.errno)}"
+    return f"bad answer {type(exc).__name__}"
+
+
+def _raise_fd_limit() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+class Pool:
+    """Keep-alive connections, a new one whenever none is free (up to ``limit``): at an open
+    loop's rate the client must not queue requests behind its own connections. A connection
+    idle for ``idle_s`` is reopened before use: the server closes idle ones (uvicorn after
+    5 s), and a request written into a closed one would count as reset through no fault of
+    the suite."""
+
+    def __init__(self, host: str, port: int, limit: int, idle_s: float = 2.0) -> None:
+        self.host, self.port, self.limit, self.idle_s = host, port, limit, idle_s
+        self.free: list[tuple[Conn, float]] = []
+        self.opened = 0
+        self.waited = 0
+        self.available = asyncio.Condition()
+
+    def _take(self) -> Conn:
+        c, since = self.free.pop()  # the most recently used
+        if time.perf_counter() - since > self.idle_s and c.writer is not None:
+            c.writer.close()
+            c.writer = None
+        return c
+
+    async def get(self) -> Conn:
+        if self.free:
+            return self._take()
+        if self.opened < self.limit:
+            self.opened += 1
+            return Conn(self.host, self.port)
+        self.waited += 1
+        async with self.available:
+            await self.available.wait_for(lambda: bool(self.free))
+            return self._take()
+
+    async def put(self, c: Conn, broken: bool = False) -> None:
+        if broken:  # reconnects on its next request
+            if c.writer is not None:
+                c.writer.close()
+            c.writer = None
+        self.free.append((c, time.perf_counter()))
+        async with self.available:
+            self.available.notify()
+
+
 async def drive(plan: dict[str, Any]) -> dict[str, Any]:
-    """Open loop: phase ``quiet`` (half capacity), ``overload`` (2x), ``after`` (half again)."""
+    """Open loop: phase ``quiet`` (half capacity), ``overload`` (``factor`` x), ``after`` (half)."""
+    _raise_fd_limit()
     url, tenants = plan["url"], plan["tenants"]
     parts = urlsplit(url)
-    free: asyncio.Queue[Conn] = asyncio.Queue()
-    for _ in range(plan["connections"]):
-        free.put_nowait(Conn(parts.hostname or "127.0.0.1", parts.port or 80))
+    pool = Pool(parts.hostname or "127.0.0.1", parts.port or 80, plan.get("max_connections", MAX_CONNECTIONS))
+    timeout = plan.get("client_timeout_s", CLIENT_TIMEOUT_S)
     out: list[dict[str, Any]] = []
     tasks: list[asyncio.Task[None]] = []
+    schedule_lag: list[float] = []
     weights = [t["share"] for t in tenants]
 
-    async def one(phase: str, t: int, at: float) -> None:
-        idem = uuid.uuid4().hex
-        raw = _request(url, tenants[t]["key"], tenants[t]["wallets"], idem)
-        c = await free.get()
+    async def one(rec: dict[str, Any]) -> None:
+        t = tenants[rec["tenant"]]
+        raw = _request(url, t["key"], t["wallets"], rec["key"])
+        c = await pool.get()
+        rec["sent_lag"] = time.perf_counter() - rec["at"]
         try:
-            status = await c.request(raw)
-        except (OSError, asyncio.IncompleteReadError, ValueError):
-            status, c.writer = 0, None
-        finally:
-            free.put_nowait(c)
-        out.append(
-            {
-                "phase": phase,
-                "tenant": t,
-                "key": idem,
-                "status": status,
-                "at": at,
-                "s": time.perf_counter() - at,
-            }
-        )
+            rec["status"] = await asyncio.wait_for(c.request(raw), timeout)
+        except (
+            OSError,
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            ValueError,
+            TimeoutError,
+        ) as exc:
+            rec["status"], rec["cause"] = 0, cause(exc)
+            await pool.put(c, broken=True)
+        else:
+            await pool.put(c)
+        rec["s"] = time.perf_counter() - rec["at"]
 
+    quiet_s = plan.get("quiet_s", QUIET_S)
     start = time.perf_counter()
     t0 = start
     for phase, rate, secs in (
-        ("quiet", plan["capacity"] / 2, QUIET_S),
-        ("overload", plan["capacity"] * 2, plan["overload_s"]),
-        ("after", plan["capacity"] / 2, QUIET_S),
+        ("quiet", plan["capacity"] / 2, quiet_s),
+        ("overload", plan["capacity"] * plan["factor"], plan["overload_s"]),
+        ("after", plan["capacity"] / 2, quiet_s),
     ):
         n = int(rate * secs)
         for i in range(n):
@@ -96,21 +171,34 @@ async def drive(plan: dict[str, Any]) -> dict[str, Any]:
             delay = at - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
+            schedule_lag.append(max(0.0, time.perf_counter() - at))
             t = random.choices(range(len(tenants)), weights)[0]
-            tasks.append(asyncio.create_task(one(phase, t, at)))
+            rec = {"phase": phase, "tenant": t, "key": uuid.uuid4().hex, "at": at, "status": -1, "s": None}
+            out.append(rec)
+            tasks.append(asyncio.create_task(one(rec)))
         t0 += secs
-    await asyncio.wait(tasks, timeout=60)
+    _, pending = await asyncio.wait(tasks, timeout=plan.get("drain_s", DRAIN_S))
+    now = time.perf_counter()
+    for task in pending:
+        task.cancel()
+    for rec in out:
+        if rec["status"] == -1:  # still running: counted, with its wait so far
+            rec["s"], rec["cause"] = now - rec["at"], "still running at the end"
+    sent = [r["sent_lag"] for r in out if r.get("sent_lag") is not None]
     return {
         "requests": out,
         "started": start,
-        "overload_start": start + QUIET_S,
+        "overload_start": start + quiet_s,
         "overload_s": plan["overload_s"],
+        "generator": {
+            "connections": pool.opened,
+            "waited_for_connection": pool.waited,
+            "schedule_lag_p99_ms": pct(schedule_lag, 0.99),
+            "schedule_lag_max_ms": 1000 * max(schedule_lag, default=0.0),
+            "send_lag_p99_ms": pct(sent, 0.99),
+            "send_lag_max_ms": 1000 * max(sent, default=0.0),
+        },
     }
-
-
-def _pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return 1000 * xs[min(len(xs) - 1, int(len(xs) * p))] if xs else 0.0
 
 
 def _rss(pids: dict[str, int]) -> dict[str, float]:
@@ -118,9 +206,9 @@ def _rss(pids: dict[str, int]) -> dict[str, float]:
     out = {}
     for name, pid in pids.items():
         try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    out[name] = int(line.split()[1]) / 1024
+            for text in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if text.startswith("VmRSS:"):
+                    out[name] = int(text.split()[1]) / 1024
         except OSError:
             pass
     return out
@@ -134,10 +222,8 @@ def _rss_sampler(pids: dict[str, int], stop: threading.Event, peaks: dict[str, f
 
 
 async def _retry_refused(url: str, tenants: list[dict[str, Any]], refused: list[dict[str, Any]]) -> int:
-    """Every refused request again, same key, until a 2xx (what a client does): returns how
-    many ended 2xx."""
-    import httpx
-
+    """Every request without a 2xx again, same key, until a 2xx (what a client does), at most
+    30 times, honouring Retry-After: returns how many ended 2xx. The others stay undecided."""
     sem = asyncio.Semaphore(16)
     done = 0
 
@@ -147,29 +233,35 @@ async def _retry_refused(url: str, tenants: list[dict[str, Any]], refused: list[
         async with sem:
             for _ in range(30):
                 raw = _request(url, t["key"], t["wallets"], r["key"]).split(b"\r\n\r\n", 1)[1]
-                res = await c.post(
-                    url,
-                    content=raw,
-                    headers={
-                        "Authorization": f"Bearer {t['key']}",
-                        "Idempotency-Key": r["key"],
-                        "Content-Type": "application/json",
-                    },
-                )
+                try:
+                    res = await c.post(
+                        url,
+                        content=raw,
+                        headers={
+                            "Authorization": f"Bearer {t['key']}",
+                            "Idempotency-Key": r["key"],
+                            "Content-Type": "application/json",
+                        },
+                    )
+                except httpx.HTTPError:
+                    await asyncio.sleep(1.0)
+                    continue
                 if res.status_code < 300:
                     r["retried_ok"] = True
                     done += 1
                     return
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(min(5.0, float(res.headers.get("retry-after", "0.5") or 0.5)))
 
     async with httpx.AsyncClient(timeout=30) as c:
         await asyncio.gather(*(again(r, c) for r in refused))
     return done
 
 
-async def _audit(dsn: str, keys: list[str]) -> tuple[int, int]:
-    """(2xx keys without a transfer row, duplicated effects) over ``keys``: more than one row
-    per key, or more than one journal entry of one kind for one transfer."""
+async def _audit(dsn: str, answered: list[str], undecided: list[str]) -> Audit:
+    """Lost: ``answered`` keys (a 2xx) without a transfer row. Duplicated: more than one row
+    per key, or more than one journal entry of one kind for one transfer, over every key.
+    Undecided: ``undecided`` keys, and how many of them the database holds anyway."""
+    keys = answered + undecided
     db = await asyncpg.connect(dsn)
     try:
         rows = await db.fetch(
@@ -186,23 +278,53 @@ async def _audit(dsn: str, keys: list[str]) -> tuple[int, int]:
     finally:
         await db.close()
     found = {r["idempotency_key"]: r["n"] for r in rows}
-    lost = sum(1 for k in keys if k not in found)
-    return lost, sum(n - 1 for n in found.values() if n > 1) + int(twice)
+    return Audit(
+        lost=sum(1 for k in answered if k not in found),
+        duplicated=sum(n - 1 for n in found.values() if n > 1) + int(twice),
+        undecided=len(undecided),
+        undecided_done=sum(1 for k in undecided if k in found),
+    )
 
 
-def run(gateway: str, admin: str, token: str, pids: dict[str, int], dsn: str, capacity: float) -> str:
-    tenants = []
-    for share in SHARES:
-        key, wallets = asyncio.run(provision(gateway, admin, token, WALLETS_PER_TENANT, funding="1000.00"))
-        tenants.append({"key": key, "wallets": wallets, "share": share})
-    url = gateway + "/v1/transfers"
+def _limit(metrics_url: str | None) -> str:
+    """The gateway's adaptive command limit now (``sluice_admission_limit{scope="instance"}``)."""
+    if not metrics_url:
+        return "?"
+    try:
+        text = httpx.get(metrics_url + "/metrics", timeout=5).text
+    except httpx.HTTPError:
+        return "?"
+    m = re.search(r'^sluice_admission_limit\{scope="instance"\} ([0-9.e+]+)$', text, re.M)
+    return f"{float(m.group(1)):.0f}" if m else "?"
+
+
+def _hog(share: float) -> subprocess.Popen[bytes]:
+    """A process that keeps ``share`` of one core busy (busy, then asleep, every 100 ms)."""
+    code = (
+        "import time\nwhile True:\n t=time.perf_counter()\n"
+        f" while time.perf_counter()-t<{0.1 * share}: pass\n time.sleep({0.1 * (1 - share)})\n"
+    )
+    return subprocess.Popen([sys.executable, "-c", code])  # nosec B603 - our own busy loop
+
+
+def _one_run(
+    url: str,
+    tenants: list[dict[str, Any]],
+    pids: dict[str, int],
+    dsn: str,
+    capacity: float,
+    factor: float,
+    label: str,
+    metrics_url: str | None,
+) -> str:
     plan = {
         "url": url,
         "tenants": tenants,
         "capacity": capacity,
+        "factor": factor,
         "overload_s": OVERLOAD_S,
-        "connections": 1024,
     }
+    limit_before = _limit(metrics_url)
     with tempfile.TemporaryDirectory(prefix="sluice-overload-") as tmp:
         pfile, ofile = Path(tmp) / "plan.json", Path(tmp) / "out.json"
         pfile.write_text(json.dumps(plan))
@@ -216,52 +338,68 @@ def run(gateway: str, admin: str, token: str, pids: dict[str, int], dsn: str, ca
             env=python_env({}),
             cwd=ROOT,
             check=True,
-            timeout=OVERLOAD_S + 4 * QUIET_S + 180,
+            timeout=OVERLOAD_S + 2 * QUIET_S + DRAIN_S + CLIENT_TIMEOUT_S + 120,
         )
         stop.set()
         res = json.loads(ofile.read_text())
+    limit_loaded = _limit(metrics_url)
     reqs = res["requests"]
-    over = [r for r in reqs if r["phase"] == "overload"]
-    ok = [r for r in over if 200 <= r["status"] < 300]
-    shed = [r for r in over if r["status"] == 503]
-    secs = res["overload_s"]
-    quiet = [r["s"] for r in reqs if r["phase"] == "quiet" and 200 <= r["status"] < 300]
-    quiet_p99 = _pct(quiet, 0.99)
-    after = sorted((r for r in reqs if r["phase"] == "after"), key=lambda r: r["at"])
-    end = res["overload_start"] + secs
-    recovered = float(QUIET_S)
-    for second in range(int(QUIET_S)):
-        window = [r["s"] for r in after if end + second <= r["at"] < end + second + 1 and r["status"] < 300]
-        if window and _pct(window, 0.99) <= 2 * max(quiet_p99, 1.0):
-            recovered = float(second)
-            break
-    refused = [r for r in reqs if not (200 <= r["status"] < 300)]
+    refused = [r for r in reqs if not 200 <= r["status"] < 300]
     asyncio.run(_retry_refused(url, tenants, refused))
-    keys = [r["key"] for r in reqs if 200 <= r["status"] < 300 or r.get("retried_ok")]
-    lost, dup = asyncio.run(_audit(dsn, keys))
-    quiet_tenant = [r["s"] for r in over if r["tenant"] == 1 and 200 <= r["status"] < 300]
+    answered = [r["key"] for r in reqs if 200 <= r["status"] < 300 or r.get("retried_ok")]
+    undecided = [r["key"] for r in refused if not r.get("retried_ok")]
+    audit = asyncio.run(_audit(dsn, answered, undecided))
+    phases = Phases(res["overload_start"], res["overload_s"], QUIET_S, capacity, factor)
+    summary = summarize(reqs, phases, audit)
+    summary.missed = missed(summary, factor)
     for name in pids:
         print(
-            f"overload RSS {name:<10} quiet {quiet_rss.get(name, 0):6.1f} MB "
+            f"{label} RSS {name:<10} quiet {quiet_rss.get(name, 0):6.1f} MB "
             f"peak {peaks.get(name, 0):6.1f} MB",
             flush=True,
         )
+    over = [r for r in reqs if r["phase"] == "overload"]
+    others = sorted({r["status"] for r in over} - {201, 503})
     print(
-        f"overload: quiet p99 {quiet_p99:.0f} ms; heavy tenant "
-        f"{sum(1 for r in over if r['tenant'] == 0)} sent, "
-        f"{sum(1 for r in shed if r['tenant'] == 0)} shed; quiet tenant {len(quiet_tenant)} admitted, "
-        f"{sum(1 for r in shed if r['tenant'] == 1)} shed; other answers "
-        f"{dict(Counter(r['status'] for r in over if r['status'] not in (201, 503)))} "
-        f"(0: no answer) [load avg {os.getloadavg()[0]:.1f}]",
+        f"{label}: heavy tenant {sum(1 for r in over if r['tenant'] == 0)} sent, "
+        f"{sum(1 for r in over if r['tenant'] == 0 and r['status'] == 503)} shed; other answers "
+        f"{ {st: sum(1 for r in over if r['status'] == st) for st in others} } (0: no answer, -1: still "
+        f"running); command limit {limit_before} before, {limit_loaded} after the load "
+        f"[load avg {os.getloadavg()[0]:.1f}]",
         flush=True,
     )
-    return (
-        f"bench-overload: offered {len(over) / secs:.0f}/s admitted {len(ok) / secs:.0f}/s "
-        f"shed {len(shed) / secs:.0f}/s admitted p99 {_pct([r['s'] for r in ok], 0.99):.0f} ms "
-        f"shed p99 {_pct([r['s'] for r in shed], 0.99):.0f} ms "
-        f"quiet-tenant p99 {_pct(quiet_tenant, 0.99):.0f} ms goodput {len(ok) / secs / max(capacity, 1):.2f} "
-        f"recovered_s {recovered:.0f} lost {lost} duplicated {dup}"
-    )
+    print(generator_line(res["generator"]).replace("overload generator", f"{label} generator"), flush=True)
+    return line(summary, label)
+
+
+def run(
+    gateway: str,
+    admin: str,
+    token: str,
+    pids: dict[str, int],
+    dsn: str,
+    capacity: float,
+    metrics_url: str | None = None,
+) -> str:
+    """Every factor of ``BENCH_OVERLOAD_FACTORS``, then the 2x run beside a CPU hog if
+    ``BENCH_OVERLOAD_HOG``: one summary line each (newline-separated)."""
+    tenants = []
+    for share in SHARES:
+        key, wallets = asyncio.run(provision(gateway, admin, token, WALLETS_PER_TENANT, funding="1000.00"))
+        tenants.append({"key": key, "wallets": wallets, "share": share})
+    url = gateway + "/v1/transfers"
+    lines = []
+    for factor in FACTORS:
+        label = "bench-overload" if factor == 2 else f"bench-overload-{factor:g}x"
+        lines.append(_one_run(url, tenants, pids, dsn, capacity, factor, label, metrics_url))
+    if HOG > 0:
+        hog = _hog(HOG)
+        try:
+            lines.append(_one_run(url, tenants, pids, dsn, capacity, 2, "bench-overload-hog", metrics_url))
+        finally:
+            hog.kill()
+            hog.wait()
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

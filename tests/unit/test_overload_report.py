@@ -1,0 +1,216 @@
+"""Bench honesty (issue 37, item 4), on synthetic records and against a scripted local server:
+503s are not recovered, keys without a 2xx are undecided, requests with no answer are counted
+with their cause, requests still running at the end are counted, quiet-tenant refusals are in
+the line, and a missed target is named after MISSED: (which fails make bench)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from devstack.bench_overload import Pool, cause, drive
+from devstack.overload_report import (
+    Audit,
+    Phases,
+    Summary,
+    generator_line,
+    line,
+    missed,
+    recovered_after,
+    summarize,
+)
+
+pytestmark = pytest.mark.unit
+
+PHASES = Phases(overload_start=10.0, overload_s=10.0, after_s=5.0, capacity=10.0, factor=2.0)
+
+
+def rec(
+    phase: str, at: float, status: int = 201, s: float = 0.05, tenant: int = 2, **kw: Any
+) -> dict[str, Any]:
+    return {"phase": phase, "at": at, "status": status, "s": s, "tenant": tenant, "key": f"k{at}", **kw}
+
+
+def healthy() -> list[dict[str, Any]]:
+    """Quiet phase, 2x overload (half shed, fast), a clean recovery: every target met."""
+    reqs = [rec("quiet", i / 10) for i in range(100)]
+    for i in range(200):
+        at = 10.0 + i / 20
+        tenant = 1 if i % 10 == 0 else 0
+        shed = tenant == 0 and i % 2
+        reqs.append(rec("overload", at, 503 if shed else 201, 0.005 if shed else 0.2, tenant=tenant))
+    reqs += [rec("after", 20.0 + i / 10) for i in range(50)]
+    return reqs
+
+
+def summary(reqs: list[dict[str, Any]], audit: Audit | None = None, factor: float = 2.0) -> Summary:
+    s = summarize(reqs, PHASES, audit or Audit())
+    s.missed = missed(s, factor)
+    return s
+
+
+def test_a_healthy_run_meets_every_target() -> None:
+    s = summary(healthy())
+    assert s.missed == [], s
+    assert (s.offered, s.shed, s.quiet_refused, s.recovered_s, s.running) == (20.0, 10.0, 0, 0.0, 0)
+    assert s.goodput == pytest.approx(1.0)
+    text = line(s)
+    assert text.startswith("bench-overload: offered 20/s admitted 10/s shed 10/s admitted p99 200 ms")
+    assert "quiet-tenant refused 0" in text and "no-answer 0 still-running 0" in text
+    assert text.endswith("undecided 0 (done 0) duplicated 0; targets met")
+
+
+def test_503s_in_the_recovery_are_not_recovered() -> None:
+    reqs = healthy()
+    for r in reqs:  # one 503 in each of the first three seconds, fast 2xx around them
+        if r["phase"] == "after" and r["at"] in (20.0, 21.0, 22.0):
+            r["status"], r["s"] = 503, 0.001
+    s = summary(reqs)
+    assert s.recovered_s == 3.0
+    assert "recovered_s <= 5" not in s.missed
+    everything_shed = [dict(r, status=503) if r["phase"] == "after" else r for r in healthy()]
+    s = summary(everything_shed)
+    assert math.isinf(s.recovered_s) and "recovered_s <= 5" in s.missed
+    assert "recovered_s never" in line(s)
+
+
+def test_recovery_counts_only_once_it_holds() -> None:
+    after = [rec("after", 20.0 + i / 10, s=0.05) for i in range(50)]
+    for r in after:
+        if 22.0 <= r["at"] < 23.0:
+            r["s"] = 3.0  # a relapse in the third second
+    assert recovered_after(after, 20.0, 5.0, 50.0) == 3.0
+    assert recovered_after([], 20.0, 5.0, 50.0) == math.inf  # no answers at all: never
+
+
+def test_no_answer_and_still_running_are_counted_with_their_cause() -> None:
+    reqs = healthy()
+    reqs[150].update(status=0, cause="client timeout")
+    reqs[151].update(status=0, cause="reset")
+    reqs[152].update(status=0, cause="reset")
+    reqs[153].update(status=-1, cause="still running at the end", s=40.0)
+    s = summary(reqs)
+    assert s.no_answer == Counter({"reset": 2, "client timeout": 1}) and s.running == 1
+    assert {"no answer 0", "still running 0"} <= set(s.missed)
+    assert "no-answer 3 (client timeout 1, reset 2) still-running 1" in line(s)
+
+
+def test_quiet_tenant_refusals_are_in_the_line_and_miss_the_target() -> None:
+    reqs = healthy()
+    quiet = [r for r in reqs if r["phase"] == "overload" and r["tenant"] == 1]
+    quiet[0]["status"] = 503
+    s = summary(reqs)
+    assert s.quiet_refused == 1 and "quiet-tenant refused 0" in s.missed
+    assert "quiet-tenant refused 1" in line(s) and "MISSED: quiet-tenant refused 0" in line(s)
+
+
+def test_undecided_lost_and_duplicated_keys_always_miss() -> None:
+    for factor in (2.0, 4.0):
+        s = summary(healthy(), Audit(lost=1, duplicated=2, undecided=3, undecided_done=1), factor)
+        assert {"lost 0", "duplicated 0", "undecided 0"} <= set(s.missed)
+        assert "lost 1 undecided 3 (done 1) duplicated 2" in line(s)
+
+
+def test_at_four_times_only_latency_goodput_and_integrity_count() -> None:
+    reqs = healthy()
+    for r in reqs:
+        if r["phase"] == "after":
+            r["status"] = 503  # never recovered, and shed slowly
+        if r["status"] == 503:
+            r["s"] = 0.5
+    reqs[150].update(status=0, cause="reset")
+    assert summary(reqs, factor=4.0).missed == []
+    assert {"shed p99 <= 20 ms", "recovered_s <= 5", "no answer 0"} <= set(summary(reqs).missed)
+    slow = [dict(r, s=2.0) if r["status"] == 201 and r["phase"] == "overload" else r for r in reqs]
+    assert summary(slow, factor=4.0).missed == ["admitted p99 <= 1000 ms"]
+    starved = [dict(r, status=503) if r["phase"] == "overload" and r["at"] >= 13.0 else r for r in reqs]
+    assert summary(starved, factor=4.0).missed == ["goodput >= 0.8"]
+
+
+def test_causes_name_what_happened() -> None:
+    assert cause(TimeoutError()) == "client timeout"
+    assert cause(ConnectionRefusedError(111, "refused")) == "connection refused"
+    assert cause(ConnectionResetError(104, "reset")) == "reset"
+    assert cause(asyncio.IncompleteReadError(b"", 10)) == "reset"
+    assert cause(OSError(24, "too many")) == "os error EMFILE"
+    assert cause(ValueError("bad status")) == "bad answer ValueError"
+
+
+def test_the_generator_line_shows_its_own_lag() -> None:
+    gen = {
+        "connections": 300,
+        "waited_for_connection": 0,
+        "schedule_lag_p99_ms": 1.25,
+        "schedule_lag_max_ms": 4.0,
+        "send_lag_p99_ms": 2.0,
+        "send_lag_max_ms": 9.5,
+    }
+    assert generator_line(gen) == (
+        "overload generator: 300 connections opened, 0 requests waited for one; schedule lag p99 "
+        "1.2 ms max 4.0 ms; send lag p99 2.0 ms max 9.5 ms"
+    )
+
+
+async def test_the_pool_opens_connections_as_needed_then_waits() -> None:
+    pool = Pool("127.0.0.1", 9, limit=2)
+    a, b = await pool.get(), await pool.get()
+    assert a is not b and pool.opened == 2
+    waiter = asyncio.create_task(pool.get())
+    await asyncio.sleep(0)
+    assert not waiter.done() and pool.waited == 1
+    await pool.put(a)
+    assert await waiter is a
+
+
+async def _server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Answers by the bearer key: ok 201, shed 503, close (no answer), hang (never answers)."""
+    try:
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            await reader.readexactly(length)
+            key = head.split(b"Authorization: Bearer ")[1].split(b"\r\n")[0]
+            if key == b"close":
+                writer.close()
+                return
+            if key == b"hang":
+                await asyncio.sleep(3600)
+            status = b"201 Created" if key == b"ok" else b"503 Service Unavailable"
+            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Length: 2\r\n\r\n{}")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        writer.close()
+
+
+async def test_the_driver_accounts_for_every_offered_request() -> None:
+    server = await asyncio.start_server(_server, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    tenants = [{"key": k, "wallets": ["w1", "w2"], "share": 1.0} for k in ("ok", "shed", "close", "hang")]
+    plan = {
+        "url": f"http://127.0.0.1:{port}/v1/transfers",
+        "tenants": tenants,
+        "capacity": 40.0,
+        "factor": 2.0,
+        "overload_s": 0.5,
+        "quiet_s": 0.25,
+        "client_timeout_s": 5.0,
+        "drain_s": 0.5,  # the hung requests outlive it: still running
+    }
+    try:
+        res = await drive(plan)
+    finally:
+        server.close()
+    reqs = res["requests"]
+    assert len(reqs) == 5 + 40 + 5  # every offered request has a record
+    by_tenant: dict[str, set[tuple[int, str | None]]] = {}
+    for r in reqs:
+        by_tenant.setdefault(tenants[r["tenant"]]["key"], set()).add((r["status"], r.get("cause")))
+    assert by_tenant.get("ok", {(201, None)}) == {(201, None)}
+    assert by_tenant.get("shed", {(503, None)}) == {(503, None)}
+    assert by_tenant["close"] == {(0, "reset")}
+    assert by_tenant["hang"] == {(-1, "still running at the end")}
+    assert all(r["s"] is not None and r["s"] >= 0 for r in reqs)
+    assert res["generator"]["connections"] >= 2

@@ -34,10 +34,11 @@ PREFIX = "cfc" + uuid.uuid4().hex[:6]
 
 
 class StoreProxy:
-    """A TCP proxy to PostgreSQL on its own thread and event loop."""
+    """A TCP proxy to PostgreSQL (at ``host``:``port``, or at its Unix socket ``socket``) on its
+    own thread and event loop."""
 
-    def __init__(self, host: str, port: int) -> None:
-        self.target = (host, port)
+    def __init__(self, host: str, port: int, socket: str = "") -> None:
+        self.target, self.socket = (host, port), socket
         self.port = free_port()
         self.mode = "pass"  # pass | blackhole
         self.loop = asyncio.new_event_loop()
@@ -64,7 +65,10 @@ class StoreProxy:
             await reader.read()  # hold the connection, answer nothing
             return
         try:
-            up_r, up_w = await asyncio.open_connection(*self.target)
+            if self.socket:
+                up_r, up_w = await asyncio.open_unix_connection(self.socket)
+            else:
+                up_r, up_w = await asyncio.open_connection(*self.target)
         except OSError:
             writer.close()
             return
@@ -104,12 +108,15 @@ class StoreProxy:
 @pytest.fixture(scope="module")
 def store(stack: Stack) -> Iterator[tuple[StoreProxy, str, str]]:
     base = make_url(stack.stores.database_url)
-    assert base.host, "the fail-closed test proxies a TCP PostgreSQL"
     direct = create_database(stack.stores.database_url, f"sluice_cfc_{uuid.uuid4().hex[:8]}")
     migrate("compliance", direct)
-    proxy = StoreProxy(base.host, base.port or 5432)
+    # the embedded PostgreSQL listens on a Unix socket only (pgserver): the proxy is the TCP side
+    directory = str(base.query.get("host", ""))
+    socket = f"{directory}/.s.PGSQL.{base.port or 5432}" if directory.startswith("/") else ""
+    proxy = StoreProxy(base.host or "127.0.0.1", base.port or 5432, socket)
     proxy.start()
-    via_proxy = make_url(direct).set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    tcp = make_url(direct).difference_update_query(["host"])
+    via_proxy = tcp.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
     with private_compliance(stack, PREFIX, extra={"SLUICE_DATABASE_URL": via_proxy}) as procs:
         yield proxy, direct, procs[0].url
     proxy.close()

@@ -21,6 +21,7 @@ from common.settings import Settings
 from common.topics import Topics
 from tests.conftest import Stack, Tenant
 from tests.support.db import pg_connect
+from tests.support.kafka import partitions
 
 TOPICS = Topics("sluice")
 
@@ -210,11 +211,8 @@ class Tap:
         consumer = self._consumer()
         await consumer.start()
         try:
-            parts = consumer.partitions_for_topic(self.topic) or set()
-            if not parts:
-                await consumer.force_metadata_update()  # type: ignore[attr-defined]
-                parts = consumer.partitions_for_topic(self.topic) or set()
-            tps = [TopicPartition(self.topic, p) for p in sorted(parts)]
+            found = await partitions(self.stack.stores.kafka_bootstrap, self.topic)
+            tps = [TopicPartition(self.topic, p) for p in found]
             consumer.assign(tps)
             await consumer.seek_to_end(*tps)
             for tp in tps:

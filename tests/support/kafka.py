@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 from aiokafka import AIOKafkaConsumer
+from aiokafka.admin import AIOKafkaAdminClient
 
 from common.broker import DeadLetter
 from common.topics import Topics
@@ -25,3 +26,15 @@ async def dead_letters(bootstrap: str, prefix: str, wait_s: float = 2.0) -> list
         return [msgspec.json.decode(r.value, type=DeadLetter) for recs in batches.values() for r in recs]
     finally:
         await consumer.stop()
+
+
+async def partitions(bootstrap: str, topic: str) -> list[int]:
+    """``topic``'s partitions as the cluster reports them (a consumer without a group or a
+    subscription does not fetch a topic's metadata by itself)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        found = await admin.describe_topics([topic])
+    finally:
+        await admin.close()
+    return sorted(p["partition"] for t in found if t["error_code"] == 0 for p in t["partitions"])

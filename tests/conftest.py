@@ -12,6 +12,8 @@ import contextlib
 import dataclasses
 import os
 import secrets
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -92,8 +94,11 @@ def _base_env(stores: Stores) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    workdir = tmp_path_factory.mktemp("stack")
+def stack() -> Iterator[Stack]:
+    # Not under pytest's basetemp: pytest keeps only the three newest of those, and a session
+    # started beside this one (another checkout, a second run) deletes the oldest, with this
+    # stack's PostgreSQL and Kafka data in it (seen: every test after it refused by PostgreSQL).
+    workdir = Path(tempfile.mkdtemp(prefix="sluice-test-stack-"))
     db_name = f"sluice_test_{uuid.uuid4().hex[:10]}"
     stores = Stores(workdir).start(fresh_kafka=True, database=db_name)
     print(f"\nstack: broker {stores.kafka_kind} at {stores.kafka_bootstrap}", flush=True)
@@ -113,6 +118,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         with contextlib.suppress(Exception):  # the store may be embedded and already gone
             drop_database(stores.database_url)
         stores.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 LOOPBACK_PROXY = "127.0.0.1/32,::1/128"

@@ -44,7 +44,7 @@ from webhooks.models import WebhookEndpoint
 from webhooks.repository import Disabled
 from webhooks.signing import SecretBox, new_secret
 from webhooks.targets import TargetError, vet
-from webhooks.vetting import MAX_ENDPOINTS, Verdicts
+from webhooks.vetting import FULL, MAX_ENDPOINTS, Verdicts
 
 API_VERSION = "1.0.1"
 ROTATION_GRACE_S = 24 * 3600.0
@@ -116,6 +116,7 @@ async def create_webhook(
     """The limit first (counted under the lock), then the URL's ``verdict`` from
     ``webhooks.vetting``, resolved before the transaction opened (a caller that gives none
     vets here, inside its transaction: only direct callers, never the consumer)."""
+    existing = None
     if await repo.count_endpoints_locked(session, cmd.ctx.tenant_id, cmd.ctx.mode) >= MAX_ENDPOINTS:
         existing = await repo.get_endpoint(session, cmd.webhook_id, cmd.ctx.tenant_id, cmd.ctx.mode)
         if existing is None:  # a retry of a creation that happened answers below, as before
@@ -132,6 +133,8 @@ async def create_webhook(
             verdict = exc
         else:
             verdict = None
+    if verdict is FULL and existing is not None:  # not resolved for want of room: a retry,
+        verdict = None  # answered duplicate_id below, as before
     if verdict is not None:
         raise invalid("endpoint_url", verdict.message, reason=verdict.reason)
     secret = new_secret()

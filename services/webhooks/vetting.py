@@ -6,9 +6,9 @@ limit was checked, a tenant registering endpoints on a domain whose DNS it makes
 the partition's batch, and so every other tenant's webhook commands, for 5 s per endpoint.
 Now, for the creations of a batch, before its transaction opens:
 
-1. limits first: the endpoints each (tenant, mode) has are counted in one read, and a creation
-   beyond ``MAX_ENDPOINTS`` is not resolved at all (the transaction refuses it, counting again
-   under its lock);
+1. limits first: the endpoints each (tenant, mode) has are counted in one read, and no URL of
+   a (tenant, mode) that already has ``MAX_ENDPOINTS`` is resolved at all (endpoints are never
+   deleted, so the transaction, counting again under its lock, refuses each of them);
 2. what is left is resolved concurrently, at most ``per_tenant`` lookups of one tenant at a
    time, all within one ``deadline_s``: a lookup still running then is cancelled and its
    creation refused ``unresolvable_host`` ("did not resolve in time"), as a lookup that
@@ -22,7 +22,6 @@ creates nothing for a refused URL.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from common.contracts.commands import CreateWebhook
@@ -37,6 +36,8 @@ Counts = Callable[[Iterable[Owner]], Awaitable[dict[Owner, int]]]
 Vet = Callable[[str, bool], Awaitable[object]]
 
 LATE = TargetError("unresolvable_host", "endpoint_url's host did not resolve in time")
+# Never resolved because the tenant had no room: the transaction's own count refuses first.
+FULL = TargetError("too_many_endpoints", f"a tenant has at most {MAX_ENDPOINTS} webhook endpoints per mode")
 
 
 async def vet_creations(
@@ -52,22 +53,22 @@ async def vet_creations(
     creations = [c for c in cmds if isinstance(c, CreateWebhook)]
     if not creations:
         return {}
-    have = await counts({(c.ctx.tenant_id, c.ctx.mode) for c in creations})
-    wanted: Counter[Owner] = Counter()
+    owners = {(c.ctx.tenant_id, c.ctx.mode) for c in creations}
+    have = await counts(owners)
     verdicts: Verdicts = {}
     todo: list[CreateWebhook] = []
     for c in creations:
         owner = (c.ctx.tenant_id, c.ctx.mode)
-        wanted[owner] += 1
-        if have.get(owner, 0) + wanted[owner] > MAX_ENDPOINTS:
-            continue  # over the limit: refused in the transaction, never resolved
+        if have.get(owner, 0) >= MAX_ENDPOINTS:
+            verdicts[c.command_id] = FULL  # refused in the transaction, never resolved
+            continue
         try:
             parse(c.endpoint_url, allow_private)
         except TargetError as exc:
             verdicts[c.command_id] = exc
             continue
         todo.append(c)
-    gates = {owner: asyncio.Semaphore(max(1, per_tenant)) for owner in wanted}
+    gates = {owner: asyncio.Semaphore(max(1, per_tenant)) for owner in owners}
     resolve = vet_url or targets.vet
 
     async def one(c: CreateWebhook) -> None:

@@ -20,7 +20,7 @@ from common.contracts import Ctx
 from common.contracts.commands import CreateWebhook, GetWebhook
 from webhooks import handlers, targets
 from webhooks.targets import TargetError
-from webhooks.vetting import LATE, MAX_ENDPOINTS, vet_creations
+from webhooks.vetting import FULL, LATE, MAX_ENDPOINTS, vet_creations
 
 pytestmark = pytest.mark.unit
 
@@ -99,9 +99,9 @@ async def test_limits_are_checked_before_anything_is_resolved(monkeypatch: pytes
     room = [create("roomy-tenant", QUICK) for _ in range(3)]
     have = {("full-tenant", "sandbox"): MAX_ENDPOINTS, ("roomy-tenant", "sandbox"): MAX_ENDPOINTS - 2}
     verdicts = await vet_creations([*full, *room], False, counts_of(have, log), deadline_s=5)
-    assert log[0] == "counted" and log.count("resolved") == 2
-    assert all(c.command_id not in verdicts for c in full)  # left to the transaction's refusal
-    assert [c.command_id in verdicts for c in room] == [True, True, False]
+    assert log[0] == "counted" and log.count("resolved") == 3  # the roomy tenant's three only
+    assert all(verdicts[c.command_id] is FULL for c in full)  # never resolved: refused in the transaction
+    assert all(verdicts[c.command_id] is None for c in room)
 
 
 async def test_bad_urls_are_refused_without_a_lookup(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -212,8 +212,8 @@ def test_the_test_stack_runs_in_development_with_generated_secrets() -> None:
     from tests.conftest import _base_env
 
     class _S:
-        database_url = redis_url = kafka_bootstrap = ""
-        apache_kafka = False
+        def service_env(self) -> dict[str, str]:
+            return {}
 
     env = _base_env(_S())  # type: ignore[arg-type]
     assert env["SLUICE_ENV"] == "development"

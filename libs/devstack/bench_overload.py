@@ -286,16 +286,29 @@ async def _audit(dsn: str, answered: list[str], undecided: list[str]) -> Audit:
     )
 
 
-def _limit(metrics_url: str | None) -> str:
-    """The gateway's adaptive command limit now (``sluice_admission_limit{scope="instance"}``)."""
+def _door(metrics_url: str | None) -> dict[str, float]:
+    """The gateway door's adaptive command limit and its refusals by bound, now."""
     if not metrics_url:
-        return "?"
+        return {}
     try:
         text = httpx.get(metrics_url + "/metrics", timeout=5).text
     except httpx.HTTPError:
-        return "?"
-    m = re.search(r'^sluice_admission_limit\{scope="instance"\} ([0-9.e+]+)$', text, re.M)
-    return f"{float(m.group(1)):.0f}" if m else "?"
+        return {}
+    found = re.findall(
+        r'^sluice_admission_(limit\{scope="instance"\}|shed_total\{reason="\w+"\}) ([0-9.e+]+)$', text, re.M
+    )
+    return {name: float(value) for name, value in found}
+
+
+def _door_line(before: dict[str, float], after: dict[str, float]) -> str:
+    limit = 'limit{scope="instance"}'
+    shed = {
+        k.split('"')[1]: after[k] - before.get(k, 0.0) for k in sorted(after) if k.startswith("shed_total")
+    }
+    return (
+        f"command limit {before.get(limit, float('nan')):.0f} before, {after.get(limit, float('nan')):.0f} "
+        f"after the load; shed by bound {', '.join(f'{k} {v:.0f}' for k, v in shed.items()) or 'none'}"
+    )
 
 
 def _hog(share: float) -> subprocess.Popen[bytes]:
@@ -324,7 +337,7 @@ def _one_run(
         "factor": factor,
         "overload_s": OVERLOAD_S,
     }
-    limit_before = _limit(metrics_url)
+    door_before = _door(metrics_url)
     with tempfile.TemporaryDirectory(prefix="sluice-overload-") as tmp:
         pfile, ofile = Path(tmp) / "plan.json", Path(tmp) / "out.json"
         pfile.write_text(json.dumps(plan))
@@ -342,7 +355,7 @@ def _one_run(
         )
         stop.set()
         res = json.loads(ofile.read_text())
-    limit_loaded = _limit(metrics_url)
+    door_after = _door(metrics_url)
     reqs = res["requests"]
     refused = [r for r in reqs if not 200 <= r["status"] < 300]
     asyncio.run(_retry_refused(url, tenants, refused))
@@ -364,7 +377,7 @@ def _one_run(
         f"{label}: heavy tenant {sum(1 for r in over if r['tenant'] == 0)} sent, "
         f"{sum(1 for r in over if r['tenant'] == 0 and r['status'] == 503)} shed; other answers "
         f"{ {st: sum(1 for r in over if r['status'] == st) for st in others} } (0: no answer, -1: still "
-        f"running); command limit {limit_before} before, {limit_loaded} after the load "
+        f"running); {_door_line(door_before, door_after)} "
         f"[load avg {os.getloadavg()[0]:.1f}]",
         flush=True,
     )

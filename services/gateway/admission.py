@@ -11,9 +11,11 @@ with nothing queued:
    (``delayed``, the CoDel override of :class:`gateway.limit.QueueDelay`): then the limit is
    what is in flight already, unless that is under the limit's floor.
 2. A full lane still admits live work while sandbox work holds places (sandbox is shed before
-   live), and a tenant under its fair share (the limit over the tenants of its class with work
-   in flight, at least one) while another tenant of the class is over its own: a quiet tenant
-   is never refused because a noisy one took the places. Nothing goes past twice the ceiling.
+   live), and, while another tenant of its class is over its fair share (the limit over the
+   tenants of the class with work in flight, at least one), a tenant under its own share or
+   holding less than half of what the busiest one holds: a quiet tenant is never refused
+   because a noisy one took the places, and the top talker is shed first. Nothing goes past
+   twice the ceiling.
    Everything else is refused, with the bound that refused it: ``queue`` (loop lag),
    ``sandbox`` (the live reserve), ``instance`` (the limit).
 3. One tenant never holds more than ``tenant_ceiling`` (``SLUICE_TENANT_MAX_IN_FLIGHT``):
@@ -109,11 +111,14 @@ class Admission:
         return limit
 
     def _fair(self, key: str, sandbox: bool, cap: int) -> bool:
-        """``key`` is under its fair share of ``cap`` while another key of its class is over."""
+        """Another key of the class is over its fair share of ``cap``, and ``key`` is under its
+        own, or holds less than half of what the busiest key holds (the top talker is shed
+        first: a light tenant whose demand is a little over an equal share still gets in)."""
         keys = self.per_key[sandbox]
         held = keys.get(key, 0)
         share = max(1.0, cap / (len(keys) + (0 if held else 1)))
-        return held < share and any(n > share for k, n in keys.items() if k != key)
+        busiest = max((n for k, n in keys.items() if k != key), default=0)
+        return busiest > share and (held < share or 2 * held < busiest)
 
     def _exempt(self, key: str, sandbox: bool, cap: int) -> bool:
         """A full lane still admits live work while sandbox holds places (sandbox is shed

@@ -90,6 +90,20 @@ def test_a_quiet_tenant_under_its_share_is_admitted_while_a_noisy_one_is_over_it
     assert a.in_flight == 6
 
 
+def test_the_top_talker_is_shed_before_a_light_tenant_a_little_over_an_equal_share() -> None:
+    a = lane(12, 12)
+    fill(a, "t-noisy", 7)
+    fill(a, "t-quiet", 2)
+    for other in ("t-1", "t-2", "t-3"):
+        fill(a, other, 1)
+    # Five tenants, a limit of 12: shares of 2.4. t-quiet holds 2, under it: admitted; at 3
+    # it is over an equal share, but holds under half of t-noisy's 7: admitted still.
+    assert a.admit("t-quiet") is None
+    assert a.admit("t-quiet") is None
+    assert a.admit("t-quiet") == "instance"  # 4: no longer under half the busiest
+    assert a.admit("t-noisy") == "instance"
+
+
 def test_tenants_at_equal_shares_borrow_nothing() -> None:
     a = lane(2, 2)
     fill(a, "t-a", 1)

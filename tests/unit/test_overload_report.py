@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from devstack.bench_overload import Pool, cause, drive
+from devstack.bench_overload import Pool, _door_line, cause, drive
 from devstack.overload_report import (
     Audit,
     Phases,
@@ -214,3 +214,16 @@ async def test_the_driver_accounts_for_every_offered_request() -> None:
     assert by_tenant["hang"] == {(-1, "still running at the end")}
     assert all(r["s"] is not None and r["s"] >= 0 for r in reqs)
     assert res["generator"]["connections"] >= 2
+
+
+def test_the_door_line_shows_the_limit_and_the_refusals_of_this_run() -> None:
+    before = {'limit{scope="instance"}': 20.0, 'shed_total{reason="instance"}': 5.0}
+    after = {
+        'limit{scope="instance"}': 41.0,
+        'shed_total{reason="instance"}': 125.0,
+        'shed_total{reason="queue"}': 3.0,
+    }
+    assert _door_line(before, after) == (
+        "command limit 20 before, 41 after the load; shed by bound instance 120, queue 3"
+    )
+    assert _door_line({}, {}) == "command limit nan before, nan after the load; shed by bound none"

@@ -85,24 +85,18 @@ def _raise_fd_limit() -> None:
 
 class Pool:
     """Keep-alive connections, a new one whenever none is free (up to ``limit``): at an open
-    loop's rate the client must not queue requests behind its own connections. A connection
-    idle for ``idle_s`` is reopened before use: the server closes idle ones (uvicorn after
-    5 s), and a request written into a closed one would count as reset through no fault of
-    the suite."""
+    loop's rate the client must not queue requests behind its own connections. The most
+    recently used is taken first (a connection idle too long reopens itself: devstack.load)."""
 
-    def __init__(self, host: str, port: int, limit: int, idle_s: float = 2.0) -> None:
-        self.host, self.port, self.limit, self.idle_s = host, port, limit, idle_s
-        self.free: list[tuple[Conn, float]] = []
+    def __init__(self, host: str, port: int, limit: int) -> None:
+        self.host, self.port, self.limit = host, port, limit
+        self.free: list[Conn] = []
         self.opened = 0
         self.waited = 0
         self.available = asyncio.Condition()
 
     def _take(self) -> Conn:
-        c, since = self.free.pop()  # the most recently used
-        if time.perf_counter() - since > self.idle_s and c.writer is not None:
-            c.writer.close()
-            c.writer = None
-        return c
+        return self.free.pop()
 
     async def get(self) -> Conn:
         if self.free:
@@ -120,7 +114,7 @@ class Pool:
             if c.writer is not None:
                 c.writer.close()
             c.writer = None
-        self.free.append((c, time.perf_counter()))
+        self.free.append(c)
         async with self.available:
             self.available.notify()
 

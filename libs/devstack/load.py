@@ -3,11 +3,13 @@
 Closed loop (``--rate 0``): each connection sends its next request as soon as the previous
 answer arrives, for maximum throughput. Open loop (``--rate R``): requests start on a fixed
 schedule of R per second regardless of answers, so latency includes queueing (no
-coordinated omission); requests still unanswered ``--grace`` seconds after the schedule ends
-are counted as ``unfinished`` errors with their latency so far (a lower bound). With
-``--wallets FILE`` each request is a ``POST /v1/transfers`` of 0.01 USDC between two random
-wallets of the file (``--hot S``: from the first wallet for a share S), its Idempotency-Key in
-the header and the body. Prints one JSON object: requests, errors, rps, p50/p99 in ms.
+coordinated omission), on a new connection whenever none is free (``--connections`` is where
+it starts), so the queue is the server's, not the client's; requests still unanswered
+``--grace`` seconds after the schedule ends are counted as ``unfinished`` errors with their
+latency so far (a lower bound). With ``--wallets FILE`` each request is a ``POST
+/v1/transfers`` of 0.01 USDC between two random wallets of the file (``--hot S``: from the
+first wallet for a share S), its Idempotency-Key in the header and the body. Prints one JSON
+object: requests, errors, rps, p50/p99 in ms, connections opened.
 """
 
 from __future__ import annotations
@@ -17,11 +19,15 @@ import asyncio
 import json
 import os
 import random
+import resource
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+MAX_OPEN_CONNECTIONS = 8192  # open loop: connections opened as the rate needs them, up to this
+IDLE_REOPEN_S = 2.0  # a connection idle this long is reopened before its next request
 
 
 class Conn:
@@ -29,8 +35,12 @@ class Conn:
         self.host, self.port = host, port
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
+        self.used = 0.0  # when its last answer arrived
 
     async def request(self, raw: bytes) -> int:
+        if self.writer is not None and time.perf_counter() - self.used > IDLE_REOPEN_S:
+            self.writer.close()  # the server closes idle connections (uvicorn: 5 s): not an error of its
+            self.writer = None
         if self.writer is None:
             self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
         assert self.reader is not None
@@ -43,6 +53,7 @@ class Conn:
                 length = int(line[15:])
         if length:
             await self.reader.readexactly(length)
+        self.used = time.perf_counter()
         return status
 
 
@@ -93,6 +104,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     wallets = args.wallet_ids or None
     lat: list[float] = []
     errors = unfinished = 0
+    opened = len(conns)
     stop_at = time.perf_counter() + args.duration
 
     async def one(conn: Conn, scheduled: float) -> None:
@@ -115,7 +127,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
     if args.rate <= 0:
         await asyncio.gather(*(closed(c) for c in conns))
     else:
-        free: asyncio.Queue[Conn] = asyncio.Queue()
+        free: asyncio.Queue[Conn] = asyncio.LifoQueue()  # the most recently used first
         for c in conns:
             free.put_nowait(c)
         tasks: dict[asyncio.Task[None], float] = {}
@@ -130,6 +142,12 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
                 await asyncio.sleep(delay)
 
             async def fire(s: float = scheduled) -> None:
+                nonlocal opened
+                if free.empty() and opened < MAX_OPEN_CONNECTIONS:
+                    # Open loop: a request never waits for one of our connections (the client
+                    # must not be the queue, issue 37); the server's answer is what is timed.
+                    opened += 1
+                    free.put_nowait(Conn(parts.hostname or "127.0.0.1", parts.port or 80))
                 c = await free.get()
                 try:
                     await one(c, s)
@@ -159,6 +177,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         "ok_rps": (len(lat) - errors) / elapsed,  # answered with a 2xx/3xx: what a bench may count
         "p50_ms": pct(0.50),
         "p99_ms": pct(0.99),
+        "connections": opened,
     }
 
 
@@ -177,6 +196,8 @@ def main() -> None:
     ap.add_argument("--hot", type=float, default=0.0, help="share of transfers from the first wallet")
     args = ap.parse_args()
     args.wallet_ids = Path(args.wallets).read_text().split() if args.wallets else []
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # connections opened as needed
     try:
         import uvloop
 

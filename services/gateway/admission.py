@@ -95,6 +95,8 @@ class Admission:
         self.in_flight = 0
         # per class (sandbox or live): tenant key -> requests in flight (only keys with some)
         self.per_key: dict[bool, dict[str, int]] = {False: {}, True: {}}
+        # credentials never seen to authenticate: counted apart, out of the fair shares
+        self.unknown: dict[str, int] = {}
         LIMIT.labels(metrics.scope).set(self.limit)
         if metrics is COMMANDS:
             LIMIT.labels("tenant").set(self.tenant_ceiling)
@@ -120,28 +122,30 @@ class Admission:
         busiest = max((n for k, n in keys.items() if k != key), default=0)
         return busiest > share and (held < share or 2 * held < busiest)
 
-    def _exempt(self, key: str, sandbox: bool, cap: int) -> bool:
+    def _exempt(self, key: str, sandbox: bool, cap: int, known: bool) -> bool:
         """A full lane still admits live work while sandbox holds places (sandbox is shed
         first), and a tenant under its fair share while another is over (sandbox, while live
         work is in flight, only below the limit itself: it never eats the live reserve)."""
         if sandbox:
-            if self.per_key[False] and self.in_flight >= self.limiter.limit:
+            if not known or (self.per_key[False] and self.in_flight >= self.limiter.limit):
                 return False
             return self._fair(key, True, cap)
-        return bool(self.per_key[True]) or self._fair(key, False, cap)
+        return bool(self.per_key[True]) or (known and self._fair(key, False, cap))
 
-    def admit(self, key: str, sandbox: bool = False) -> str | None:
-        """Take a place for ``key``, or name the bound that refuses it (nothing is taken)."""
+    def admit(self, key: str, sandbox: bool = False, known: bool = True) -> str | None:
+        """Take a place for ``key``, or name the bound that refuses it (nothing is taken). An
+        unknown ``key`` (a credential not yet seen to authenticate) has no fair share to claim:
+        junk credentials must not each borrow places."""
         cap = full = self._cap(sandbox)
         if self.queue.delayed:  # the loop is late: no more than is in flight now (to the floor)
             cap = min(full, max(self.limiter.inner.min_limit, self.in_flight))
         if self.in_flight >= cap and (
-            self.in_flight >= 2 * self.ceiling or not self._exempt(key, sandbox, cap)
+            self.in_flight >= 2 * self.ceiling or not self._exempt(key, sandbox, cap, known)
         ):
             if self.in_flight < full:
                 return self._refuse("queue")
             return self._refuse("sandbox" if sandbox and self.in_flight < self.limit else "instance")
-        keys = self.per_key[sandbox]
+        keys = self.per_key[sandbox] if known else self.unknown
         held = keys.get(key, 0)
         if held >= self.tenant_ceiling:
             return self._refuse("tenant")
@@ -155,10 +159,12 @@ class Admission:
         self.metrics.shed.labels(bound).inc()
         return bound
 
-    def release(self, key: str, sandbox: bool, rtt_s: float | None, in_flight: int, now: float) -> None:
+    def release(
+        self, key: str, sandbox: bool, rtt_s: float | None, in_flight: int, now: float, known: bool = True
+    ) -> None:
         """Give back ``key``'s place; ``rtt_s`` (None: learn nothing) feeds the limit, with
         ``in_flight`` the lane's work when the request was admitted."""
-        keys = self.per_key[sandbox]
+        keys = self.per_key[sandbox] if known else self.unknown
         held = keys.get(key, 0) - 1
         if held > 0:
             keys[key] = held

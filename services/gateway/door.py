@@ -12,9 +12,9 @@ request id spliced in), on a connection that stays open, with a counter and no l
 Who is asking is only known after authentication, so the door uses what is cheap
 (:class:`Identities`): a keyed hash of the bearer credential, mapped to the tenant and mode
 that the pipeline learnt the last time that credential authenticated. A credential never seen
-to authenticate is counted in one bucket per mode (``sk_test_`` is sandbox, anything else
-live): unknown or forged credentials share one fair share instead of taking one each, and a
-key is its tenant's from its first request that got through.
+to authenticate counts as itself (``sk_test_`` is sandbox, anything else live) but claims no
+fair share: unknown or forged credentials cannot each borrow places past the limit, and a key
+is its tenant's from its first request that got through.
 """
 
 from __future__ import annotations
@@ -54,15 +54,17 @@ class Identities:
     def _credential(authorization: bytes) -> bytes:
         return authorization[7:].strip() if authorization[:7].lower() == b"bearer " else authorization.strip()
 
-    def of(self, authorization: bytes | None) -> tuple[str, bool]:
+    def of(self, authorization: bytes | None) -> tuple[str, bool, bool]:
+        """(tenant key, sandbox?, known?): a credential not yet seen to authenticate is a key of
+        its own (its digest), sandbox if it says ``sk_test_``, and has no fair share to claim."""
         if not authorization:
-            return "anonymous", False
+            return "anonymous", False, False
         credential = self._credential(authorization)
-        known = self.known.get(self._digest(credential))
+        digest = self._digest(credential)
+        known = self.known.get(digest)
         if known is not None:
-            return known
-        sandbox = credential.startswith(b"sk_test_")
-        return ("unknown:sandbox" if sandbox else "unknown:live"), sandbox
+            return known[0], known[1], True
+        return "unknown:" + digest.hex(), credential.startswith(b"sk_test_"), False
 
     def learn(self, authorization: str | None, tenant_id: str, mode: str) -> None:
         """After authentication: this credential is ``tenant_id`` in ``mode`` from now on."""
@@ -143,8 +145,8 @@ class Door:
                 return
             headers = scope["headers"]
             authorization = next((v for k, v in headers if k == b"authorization"), None)
-            key, sandbox = self.identities.of(authorization)
-            bound = lane.admit(key, sandbox)
+            key, sandbox, known = self.identities.of(authorization)
+            bound = lane.admit(key, sandbox, known)
             if bound is not None:
                 start, body = self.refusals.messages(bound, request_id(headers))
                 await send(start)
@@ -165,6 +167,7 @@ class Door:
                 # A 4xx (refused by a check, or a replay) says nothing about the capacity; a
                 # success or a 5xx (a timeout, a store down) does.
                 learn = status < 400 or status >= 500
-                lane.release(key, sandbox, now - began if learn and status else None, in_flight, now)
+                rtt = now - began if learn and status else None
+                lane.release(key, sandbox, rtt, in_flight, now, known)
 
         return door

@@ -104,6 +104,24 @@ def test_the_top_talker_is_shed_before_a_light_tenant_a_little_over_an_equal_sha
     assert a.admit("t-noisy") == "instance"
 
 
+def test_unknown_credentials_borrow_no_share_but_count_and_have_a_ceiling() -> None:
+    a = lane(3, 3)
+    fill(a, "t-noisy", 3)
+    assert a.admit("cred-1", known=False) == "instance"  # no fair share to claim
+    assert a.admit("t-quiet") is None  # a known tenant has one
+    b = lane(10, 2)
+    assert b.admit("cred-1", known=False) is None
+    assert b.admit("cred-1", known=False) is None
+    assert b.admit("cred-1", known=False) == "tenant"
+    assert (b.in_flight, b.unknown, b.per_key[False]) == (2, {"cred-1": 2}, {})
+    b.release("cred-1", False, None, 2, now=0.0, known=False)
+    assert b.unknown == {"cred-1": 1} and b.in_flight == 1
+    c = lane(2, 2)
+    fill(c, "t-test", 2, sandbox=True)
+    assert c.admit("cred-live", known=False) is None  # live before sandbox, known or not
+    assert c.admit("cred-test", sandbox=True, known=False) == "instance"
+
+
 def test_tenants_at_equal_shares_borrow_nothing() -> None:
     a = lane(2, 2)
     fill(a, "t-a", 1)

@@ -176,9 +176,11 @@ async def test_only_successes_and_server_errors_teach_the_limit() -> None:
     d = door(ceiling=10, tenant=10)
     original = d.commands.release
 
-    def spy(key: str, sandbox: bool, rtt_s: float | None, in_flight: int, now: float) -> None:
+    def spy(
+        key: str, sandbox: bool, rtt_s: float | None, in_flight: int, now: float, known: bool = True
+    ) -> None:
         seen.append(rtt_s)
-        original(key, sandbox, rtt_s, in_flight, now)
+        original(key, sandbox, rtt_s, in_flight, now, known)
 
     d.commands.release = spy  # type: ignore[method-assign]
     for status in (201, 200, 400, 401, 409, 429, 503, 500):
@@ -188,21 +190,37 @@ async def test_only_successes_and_server_errors_teach_the_limit() -> None:
 
 async def test_a_credential_counts_as_its_tenant_once_authenticated() -> None:
     ids = Identities(size=2)
-    assert ids.of(None) == ("anonymous", False)
-    assert ids.of(b"Bearer sk_test_abc") == ("unknown:sandbox", True)
-    assert ids.of(b"Bearer sk_live_abc") == ("unknown:live", False)
-    assert ids.of(b"Bearer eyJhbGciOi.x.y") == ("unknown:live", False)  # a JWT: mode unknown
+    assert ids.of(None) == ("anonymous", False, False)
+    test_key, sandbox, known = ids.of(b"Bearer sk_test_abc")
+    assert test_key.startswith("unknown:") and (sandbox, known) == (True, False)
+    assert ids.of(b"Bearer sk_test_abc")[0] == test_key  # the same credential, the same key
+    assert ids.of(b"Bearer sk_test_abd")[0] != test_key
+    assert ids.of(b"Bearer sk_live_abc")[1:] == (False, False)
+    assert ids.of(b"Bearer eyJhbGciOi.x.y")[1:] == (False, False)  # a JWT: live until learnt
+    assert "abc" not in test_key  # a digest, not the credential
     ids.learn("Bearer sk_test_abc", "ten_1", "sandbox")
     ids.learn("bearer  eyJhbGciOi.x.y ", "ten_1", "sandbox")  # a JWT of the same tenant
-    assert ids.of(b"Bearer sk_test_abc") == ("ten_1:sandbox", True)
-    assert ids.of(b"Bearer eyJhbGciOi.x.y") == ("ten_1:sandbox", True)
-    assert ids.of(b"Bearer sk_test_abd") == ("unknown:sandbox", True)
-    assert all(b"sk_test" not in digest for digest in ids.known)  # digests, not credentials
+    assert ids.of(b"Bearer sk_test_abc") == ("ten_1:sandbox", True, True)
+    assert ids.of(b"Bearer eyJhbGciOi.x.y") == ("ten_1:sandbox", True, True)
+    assert all(b"sk_test" not in digest for digest in ids.known)
     ids.learn("Bearer sk_live_x", "ten_2", "production")  # the oldest is forgotten (size 2)
-    assert ids.of(b"Bearer sk_live_x") == ("ten_2:production", False)
-    assert ids.of(b"Bearer sk_test_abc") == ("unknown:sandbox", True)
+    assert ids.of(b"Bearer sk_live_x") == ("ten_2:production", False, True)
+    assert ids.of(b"Bearer sk_test_abc") == (test_key, True, False)
     ids.learn(None, "ten_3", "sandbox")
     assert len(ids.known) == 2
+
+
+async def test_unknown_credentials_claim_no_fair_share() -> None:
+    d, app = door(ceiling=2, tenant=2), FakeApp()
+    d.identities.learn("Bearer sk_live_noisy", "ten_noisy", "production")
+    handler = d.around(app)
+    noisy = scope(authorization="Bearer sk_live_noisy")
+    held = [await hold(handler, app, noisy), await hold(handler, app, noisy)]
+    for n in range(3):  # each a stranger with nothing in flight, the noisy tenant over its share
+        sent, _ = await call(handler, scope(authorization=f"Bearer sk_live_junk{n}"))
+        assert answer(sent)[0] == 503
+    app.release.set()
+    await asyncio.gather(*held)
 
 
 async def test_a_quiet_tenant_gets_in_while_a_noisy_one_is_refused() -> None:

@@ -14,7 +14,8 @@ from typing import Any
 import msgspec
 
 from common.broker import DeadLetter
-from common.contracts import AnyEvent, ComplianceCommand, ControlEvent, LedgerCommand, Result, WebhooksCommand
+from common.contracts import ComplianceCommand, ControlEvent, LedgerCommand, Result, WebhooksCommand
+from common.contracts.events import EventRecord
 from common.topics import Topics
 
 
@@ -34,7 +35,12 @@ def build_asyncapi(prefix: str = "sluice") -> dict[str, Any]:
         ("ledgerCommands", t.ledger_commands, "Approved commands and ledger reads", LedgerCommand),
         ("webhooksCommands", t.webhooks_commands, "Webhook endpoint and delivery commands", WebhooksCommand),
         ("replies", t.replies("{instance}"), "Results, one topic per gateway/admin instance", Result),
-        ("events", t.events, "Domain events (the webhook payloads), keyed by tenant", AnyEvent),
+        (
+            "events",
+            t.events,
+            "Domain events (the webhook payloads), keyed by tenant; one fact's events in one record",
+            EventRecord,
+        ),
         ("controlEvents", t.control_events, "Operator changes broadcast to services", ControlEvent),
         ("deadLetters", t.dead_letters, "Messages a consumer gave up on, with their origin", DeadLetter),
     ]

@@ -29,15 +29,23 @@ class _Event(msgspec.Struct):
     data: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class _Record(_Event):
+    """A record of the events topic: one event, or one fact's events (``EventBatch``)."""
+
+    events: list[_Event] = msgspec.field(default_factory=list)
+
+
 def releases(raws: Sequence[bytes]) -> list[tuple[str, str]]:
     """(tenant_id, transfer_id) of the updates that give cap back; other events are ignored."""
     out = []
     for raw in raws:
         try:
-            ev = msgspec.json.decode(raw, type=_Event)
+            rec = msgspec.json.decode(raw, type=_Record)
         except (msgspec.DecodeError, msgspec.ValidationError):
             continue
-        if ev.type in UPDATE_TYPES and ev.data.get("state") in RELEASING_STATES:
+        for ev in rec.events or [rec]:
+            if ev.type not in UPDATE_TYPES or ev.data.get("state") not in RELEASING_STATES:
+                continue
             transfer_id = ev.data.get("transfer_id")
             if isinstance(transfer_id, str):
                 out.append((ev.tenant_id, transfer_id))

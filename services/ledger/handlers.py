@@ -104,7 +104,7 @@ class LedgerConsumer:
             log.info("refused %s: %s %s", type(cmd).__name__, err.code, err.details)
         result = encode(service.result_of(cmd, fx, err))
         if fx is not None and fx.events:
-            service.stage_events(session, self.outbox, self.topics, fx.events)
+            service.stage_fact(session, self.outbox, self.topics, fx.events)
         if err is not None and (release := service.allowance_release(cmd, self.topics)) is not None:
             self.outbox.add(session, release)
         return result

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -32,6 +32,7 @@ from common.contracts.commands import (
     SettleTransfer,
     VerifyJournal,
 )
+from common.contracts.events import AnyEvent, EventBatch
 from common.errors import ErrorCode, ServiceError
 from common.inbox import Inbox
 from common.outbox import Outbox, OutMessage
@@ -177,11 +178,27 @@ def result_of(cmd: Envelope, fx: Effects | None, err: ServiceError | None) -> Re
 
 
 def stage_events(session: AsyncSession, outbox: Outbox, topics: Topics, events: list[Event]) -> None:
+    """Each event in a record of its own (the sandbox simulator: one step of one transfer each)."""
     for ev in events:
         outbox.add(
             session,
             OutMessage(topics.events, encode(ev), key=ev.tenant_id.encode(), request_id=ev.request_id),
         )
+
+
+def stage_fact(session: AsyncSession, outbox: Outbox, topics: Topics, events: list[Event]) -> None:
+    """The events one command produced, in ONE record (issue 36: one record per fact; a book
+    transfer's created and two updated events), encoded once; a single event as itself."""
+    if len(events) < 2:
+        stage_events(session, outbox, topics, events)
+        return
+    first = events[0]
+    # The ledger's events are domain events (``AnyEvent``) by construction (``Effects.emit``).
+    batch = EventBatch(tenant_id=first.tenant_id, events=cast("list[AnyEvent]", list(events)))
+    outbox.add(
+        session,
+        OutMessage(topics.events, encode(batch), key=first.tenant_id.encode(), request_id=first.request_id),
+    )
 
 
 def allowance_release(cmd: Envelope, topics: Topics) -> OutMessage | None:
@@ -213,5 +230,6 @@ __all__ = [
     "is_read",
     "result_of",
     "stage_events",
+    "stage_fact",
     "write",
 ]

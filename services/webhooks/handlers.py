@@ -24,9 +24,9 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.broker import dead_letter
 from common.consume import BatchProcessor, Failure
-from common.contracts import AnyEvent, Result, WebhooksCommand, decode, encode
+from common.contracts import Result, WebhooksCommand, decode, encode
 from common.contracts.commands import WEBHOOKS_COMMANDS
-from common.contracts.events import EVENTS
+from common.contracts.events import EVENT_RECORDS, EventRecord, unbatched
 from common.errors import ServiceError
 from common.health import Readiness
 from common.inbox import Inbox
@@ -111,9 +111,11 @@ class WebhooksConsumer:
                     self.outbox.add(session, answer)
         self.commands_handled += len(cmds)
 
-    async def run_events(self, events: Sequence[AnyEvent]) -> None:
+    async def run_events(self, records: Sequence[EventRecord]) -> None:
+        """A fetched batch of records, each one event or one fact's events (``EventBatch``)."""
+        events = unbatched(records)
         async with self.sm() as session, session.begin():
-            created = await service.fan_out(session, list(events), self.env.max_attempts)
+            created = await service.fan_out(session, events, self.env.max_attempts)
         self.deliveries_created += len(created)
         if created:
             self.on_new_deliveries()
@@ -137,4 +139,4 @@ class WebhooksConsumer:
         return self._processor("webhooks-commands", WEBHOOKS_COMMANDS, self.run_commands, readiness)
 
     def event_processor(self, readiness: Readiness | None = None) -> BatchProcessor[Any]:
-        return self._processor("webhooks-events", EVENTS, self.run_events, readiness)
+        return self._processor("webhooks-events", EVENT_RECORDS, self.run_events, readiness)

@@ -81,9 +81,15 @@ class _Result(msgspec.Struct):
 
 
 class _Event(msgspec.Struct):
-    event_id: str
-    type: str
+    event_id: str = ""
+    type: str = ""
     data: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class _Record(_Event):
+    """One event, or one fact's events in one record (``EventBatch``)."""
+
+    events: list[_Event] = msgspec.field(default_factory=list)
 
 
 async def end_violations(
@@ -112,11 +118,12 @@ async def end_violations(
                 )
     seen: dict[tuple[str, str], set[str]] = {}
     for raw in events:
-        ev = msgspec.json.decode(raw, type=_Event)
-        transfer_id = ev.data.get("transfer_id")
-        if isinstance(transfer_id, str) and ev.type.split(".")[0] in ("transfer", "payout"):
-            label = ev.type.split(".")[1] + ":" + str(ev.data.get("state"))
-            seen.setdefault((transfer_id, label), set()).add(ev.event_id)
+        record = msgspec.json.decode(raw, type=_Record)
+        for ev in record.events or [record]:
+            transfer_id = ev.data.get("transfer_id")
+            if isinstance(transfer_id, str) and ev.type.split(".")[0] in ("transfer", "payout"):
+                label = ev.type.split(".")[1] + ":" + str(ev.data.get("state"))
+                seen.setdefault((transfer_id, label), set()).add(ev.event_id)
     for (transfer_id, label), ids in seen.items():
         if len(ids) > 1:
             found.append(f"transfer {transfer_id}: {len(ids)} distinct events {label}")

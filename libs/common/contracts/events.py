@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -63,8 +64,35 @@ AnyEvent = (
     | PayoutCreated
     | PayoutUpdated
 )
-#: The events topic's payloads, decoded by one typed decoder (as the consumers' commands are).
+#: One domain event, decoded by one typed decoder (as the consumers' commands are).
 EVENTS: msgspec.json.Decoder[AnyEvent] = msgspec.json.Decoder(AnyEvent)
+
+
+class EventBatch(msgspec.Struct, tag="events.v1", tag_field="type", kw_only=True):
+    """The events of one fact in one record, in order: a book transfer created and settled by
+    one ledger batch is ``transfer.created`` then two ``transfer.updated``. Published once,
+    fetched and decoded once by each group that reads the topic (issue 36); each event keeps
+    its own id, type and body for webhooks and the events API."""
+
+    tenant_id: str
+    events: list[AnyEvent]
+
+
+#: What a record of the events topic holds: one event, or the events of one fact.
+EventRecord = AnyEvent | EventBatch
+EVENT_RECORDS: msgspec.json.Decoder[EventRecord] = msgspec.json.Decoder(EventRecord)
+
+
+def unbatched(records: Iterable[EventRecord]) -> list[AnyEvent]:
+    """The events of decoded records, in order."""
+    out: list[AnyEvent] = []
+    for r in records:
+        if isinstance(r, EventBatch):
+            out.extend(r.events)
+        else:
+            out.append(r)
+    return out
+
 
 EVENT_TYPES = [
     "customer.created",

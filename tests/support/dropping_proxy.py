@@ -62,7 +62,14 @@ class DroppingProxy:
         self._ready.wait(10)
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    async def _shutdown(self) -> None:
         if self._server is not None:
-            self._loop.call_soon_threadsafe(self._server.close)
+            self._server.close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from typing import Any
 
@@ -10,6 +11,15 @@ import httpx
 
 from tests.conftest import Tenant
 from tests.support.flows import book
+
+ATTEMPTS = 12
+
+
+def backoff(r: httpx.Response, attempt: int) -> float:
+    """How long a client waits before retrying a 503: at least the gateway's Retry-After, plus
+    full jitter on an exponential step (so refused clients do not come back together)."""
+    after = float(r.headers.get("Retry-After", "0") or 0)
+    return after + random.uniform(0, min(2.0, 0.05 * 2**attempt))  # noqa: S311 - jitter, not secrecy
 
 
 async def drive(
@@ -33,19 +43,20 @@ async def drive(
             i, (src, dst, amount) = queue.get_nowait()
             body = book(src, dst, amount)
             start = time.perf_counter()
-            for attempt in range(4):  # as a client must: retry with the same key when told to
+            for attempt in range(ATTEMPTS):  # as a client must: retry with the same key when told to
                 try:
                     r = await http.post(
                         "/v1/transfers", json=body, headers=t.headers(body["idempotency_key"])
                     )
                 except httpx.TransportError:  # a dropped keep-alive connection
-                    if attempt == 3:
+                    if attempt == ATTEMPTS - 1:
                         raise
                     retries.append(i)
                     continue
-                if r.status_code != 503 or attempt == 3:
+                if r.status_code != 503 or attempt == ATTEMPTS - 1:
                     break
                 retries.append(i)  # 503 provider_unavailable: "retry with the same Idempotency-Key"
+                await asyncio.sleep(backoff(r, attempt))
             latencies.append(time.perf_counter() - start)
             answers[i] = (r.status_code, r.json())
 

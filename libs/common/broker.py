@@ -33,7 +33,7 @@ from faststream.kafka.opentelemetry import KafkaTelemetryMiddleware
 from faststream.kafka.prometheus import KafkaPrometheusMiddleware
 from prometheus_client import REGISTRY
 
-from common import kafka
+from common import batchpoll, kafka
 from common.consume import Failure
 from common.metrics import CONSUMER_LAG, DEAD_LETTERS
 from common.settings import Settings
@@ -42,6 +42,7 @@ from common.topics import Topic, Topics
 from common.tracing import exporting, publish
 
 log = logging.getLogger(__name__)
+batchpoll.install()  # every batch subscriber polls without FastStream's idle sleep
 
 
 class Broker(KafkaBroker):
@@ -109,9 +110,8 @@ def consumer_options(
 ) -> dict[str, Any]:
     """Keyword arguments for ``broker.subscriber``: at-least-once, batched, tuned fetches.
 
-    ``background`` consumers (not on a request's path) also wait longer per idle batch:
-    FastStream sleeps ``batch_timeout_ms`` after an empty poll, which delays the next record by
-    up to that much, so only consumers off a request's path take the long one.
+    A batch poll returns as soon as records are fetched and never sleeps after an empty one
+    (``common.batchpoll``), so its timeout only sets how often an idle subscriber wakes.
     """
     wait_ms = settings.kafka_background_fetch_max_wait_ms if background else settings.kafka_fetch_max_wait_ms
     opts: dict[str, Any] = {
@@ -128,6 +128,7 @@ def consumer_options(
             batch=True,
             max_records=settings.kafka_max_records,
             batch_timeout_ms=wait_ms if background else settings.kafka_batch_timeout_ms,
+            # the poll returns as soon as records arrive (common.batchpoll)
         )
     return opts
 

@@ -88,7 +88,7 @@ def create_broker(settings: Settings, client_id: str) -> KafkaBroker:
     if exporting():  # spans cost a fifth of a consumer's CPU: made only when exported
         middlewares.insert(0, KafkaTelemetryMiddleware(tracer_provider=tracer_provider(client_id)))
     return Broker(
-        settings.kafka_bootstrap,
+        kafka.bootstrap_servers(settings),
         client_id=client_id,
         middlewares=middlewares,
         security=kafka.broker_security(settings),

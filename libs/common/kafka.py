@@ -49,11 +49,17 @@ def _ssl_context(settings: Any) -> ssl.SSLContext | None:
     return ssl.create_default_context(cafile=settings.kafka_ssl_cafile or None)
 
 
+def bootstrap_servers(settings: Any) -> list[str]:
+    """``SLUICE_KAFKA_BOOTSTRAP`` as the list aiokafka wants: it takes a string as one address,
+    so ``k1:9092,k2:9092`` given as is was looked up as one host name and never answered."""
+    return [s.strip() for s in str(settings.kafka_bootstrap).split(",") if s.strip()]
+
+
 def client_args(settings: Any) -> dict[str, Any]:
     """Keyword arguments for aiokafka's ``AIOKafkaConsumer``, ``AIOKafkaProducer`` and
     ``AIOKafkaAdminClient``."""
     args: dict[str, Any] = {
-        "bootstrap_servers": settings.kafka_bootstrap,
+        "bootstrap_servers": bootstrap_servers(settings),
         "security_protocol": settings.kafka_security_protocol,
     }
     context = _ssl_context(settings)

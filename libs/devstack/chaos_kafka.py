@@ -33,7 +33,8 @@ FAULTS = ("broker-kill", "leader-kill", "broker-pause")
 
 async def busiest_leader(bootstrap: str, topic: str) -> tuple[int, int]:
     """(partition, leader node id) of ``topic``'s partition with the most records."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    servers = bootstrap.split(",")  # aiokafka takes a string as one address
+    admin = AIOKafkaAdminClient(bootstrap_servers=servers)
     await admin.start()
     try:
         described: list[dict[str, Any]] = await admin.describe_topics([topic])
@@ -42,7 +43,7 @@ async def busiest_leader(bootstrap: str, topic: str) -> tuple[int, int]:
     leaders = {p["partition"]: p["leader"] for d in described for p in d.get("partitions", [])}
     if not leaders:
         raise RuntimeError(f"{topic} has no partitions")
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    consumer = AIOKafkaConsumer(bootstrap_servers=servers)
     await consumer.start()
     try:
         ends = await consumer.end_offsets([TopicPartition(topic, p) for p in leaders])

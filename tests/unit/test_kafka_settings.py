@@ -28,7 +28,11 @@ def _settings(**kw: str) -> Settings:
 def test_plaintext_is_the_default_and_carries_only_the_bootstrap() -> None:
     s = _settings()
     assert kafka.problems(s) == []
-    assert kafka.client_args(s) == {"bootstrap_servers": "k1:9093,k2:9093", "security_protocol": "PLAINTEXT"}
+    # every address its own list entry: aiokafka looks a string up as one host name
+    assert kafka.client_args(s) == {
+        "bootstrap_servers": ["k1:9093", "k2:9093"],
+        "security_protocol": "PLAINTEXT",
+    }
     assert kafka.broker_security(s) is None
 
 
@@ -106,3 +110,12 @@ def test_the_producer_is_idempotent_with_acks_all_unless_switched_off() -> None:
     for settings, expected in ((_settings(), (True, "all")), (off, (False, 1))):
         given = create_broker(settings, "test")._connection_kwargs  # what aiokafka's producer gets
         assert (given["enable_idempotence"], given["acks"]) == expected
+
+
+def test_the_broker_is_given_each_bootstrap_address() -> None:
+    """A comma-separated SLUICE_KAFKA_BOOTSTRAP reaches FastStream's broker as its addresses
+    (seen: a three-node bootstrap given as one string, every service failed to start)."""
+    from common.broker import create_broker
+
+    given = create_broker(_settings(), "test")._connection_kwargs
+    assert list(given["bootstrap_servers"]) == ["k1:9093", "k2:9093"]

@@ -11,6 +11,7 @@ import secrets
 from collections.abc import Mapping
 from decimal import Decimal
 from functools import cached_property
+from pathlib import Path
 from typing import Literal, NoReturn
 
 from pydantic import Field, SecretStr
@@ -243,16 +244,31 @@ def _development_fill(settings: Settings, missing: list[str]) -> None:
     )
 
 
+def secrets_dir(environ: Mapping[str, str]) -> Path | None:
+    """``SLUICE_SECRETS_DIR``: a directory of mounted secret files (deploy/k8s mounts the Secret
+    ``sluice-secrets`` there), each named after its setting (``SLUICE_JWT_SECRET``, ...) and
+    holding its value (a trailing newline is dropped). An environment variable of the same name
+    wins over a file, so development and the tests keep using the environment. Unset: no files.
+    """
+    value = environ.get("SLUICE_SECRETS_DIR", "").strip()
+    return Path(value) if value else None
+
+
 def load_settings() -> Settings:
     """The process settings. Without its secrets a production service exits here (status 2)
     with one message naming every missing setting; a development one gets random ones."""
-    settings = Settings()
+    directory = secrets_dir(os.environ)
+    if directory is not None and not directory.is_dir():
+        _refuse(f"sluice: SLUICE_SECRETS_DIR={directory} is not a directory")
+    # BaseSettings' own argument, which pydantic's mypy plugin leaves out of __init__.
+    settings = Settings(_secrets_dir=directory)  # type: ignore[call-arg]
     missing = settings.missing_secrets()
     if missing and settings.env == "production":
         _refuse(
             "sluice: refusing to start in production (SLUICE_ENV=production): set "
             + ", ".join(missing)
-            + ". No secret is derived from another or from a built-in value."
+            + " (environment variables, or files of those names in SLUICE_SECRETS_DIR)."
+            + " No secret is derived from another or from a built-in value."
         )
     if missing:
         _development_fill(settings, missing)

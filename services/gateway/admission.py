@@ -80,6 +80,8 @@ class Admission:
         initial: int = 20,
         min_limit: int = 4,
         target_s: float | None = 0.5,
+        tolerance: float = 1.5,
+        queue_size: float = 4.0,
         sandbox_share: float = 0.75,
         queue: QueueDelay | None = None,
         metrics: LaneMetrics = COMMANDS,
@@ -87,7 +89,14 @@ class Admission:
         self.ceiling = max(1, ceiling)
         self.tenant_ceiling = max(1, min(tenant_ceiling, self.ceiling))
         self.limiter = Windowed(
-            Gradient2(initial=initial, min_limit=min_limit, max_limit=self.ceiling, target_s=target_s)
+            Gradient2(
+                initial=initial,
+                min_limit=min_limit,
+                max_limit=self.ceiling,
+                target_s=target_s,
+                tolerance=tolerance,
+                queue_size=queue_size,
+            )
         )
         self.sandbox_share = sandbox_share
         self.queue = queue or QueueDelay()

@@ -104,6 +104,8 @@ def build_door(settings: Settings) -> Door:
             initial=settings.admission_initial_limit,
             min_limit=settings.admission_min_limit,
             target_s=settings.admission_target_latency_s,
+            tolerance=settings.admission_tolerance,
+            queue_size=settings.admission_queue_size,
             sandbox_share=settings.admission_sandbox_share,
             queue=queue,
             metrics=metrics,

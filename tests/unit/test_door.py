@@ -57,7 +57,7 @@ async def call(handler: Any, sc: dict[str, Any]) -> tuple[list[dict[str, Any]], 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)
 
-    await handler(sc, receive, send)
+    await asyncio.wait_for(handler(sc, receive, send), 10)  # a request the app holds: a failure
     return sent, reads
 
 
@@ -78,7 +78,10 @@ async def hold(handler: Any, app: FakeApp, sc: dict[str, Any]) -> asyncio.Task[A
     app.release.clear()
     app.entered.clear()
     task = asyncio.create_task(call(handler, sc))
-    await app.entered.wait()
+    entered = asyncio.create_task(app.entered.wait())
+    await asyncio.wait({task, entered}, return_when=asyncio.FIRST_COMPLETED)
+    assert app.entered.is_set(), f"not admitted: {task.result()[0]}"
+    entered.cancel()
     return task
 
 

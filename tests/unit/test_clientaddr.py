@@ -4,6 +4,8 @@ real gateway: tests/integration/test_security_proxies.py."""
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 
 from common.clientaddr import client_address, parse_networks
@@ -92,3 +94,46 @@ def test_client_address(peer: str, header: str, headers: dict, networks: tuple, 
 def test_bad_trusted_proxy_setting_is_refused() -> None:
     with pytest.raises(ValueError, match="not-a-cidr"):
         parse_networks("10.0.0.0/8,not-a-cidr")
+
+
+def test_the_trusted_proxies_setting_is_a_comma_list_of_networks() -> None:
+    assert parse_networks(" 10.0.0.0/8, ,127.0.0.1 ,192.168.1.5/24,") == (
+        ipaddress.ip_network("10.0.0.0/8"),
+        ipaddress.ip_network("127.0.0.1/32"),
+        ipaddress.ip_network("192.168.1.0/24"),  # host bits allowed: the network they are in
+    )
+    assert parse_networks("") == ()
+
+
+def test_a_bad_entry_is_named_in_at_most_64_characters() -> None:
+    entry = "x" * 100
+    with pytest.raises(ValueError) as err:
+        parse_networks(f"10.0.0.0/8,{entry}")
+    assert str(err.value) == f"SLUICE_TRUSTED_PROXIES: {'x' * 64!r} is not an IP network"
+    assert err.value.__cause__ is None and err.value.__suppress_context__
+
+
+@pytest.mark.parametrize(
+    ("peer", "expected"),
+    [
+        (None, None),  # no peer (a test client): nothing to read
+        ("", ""),
+        ("not-an-address", "not-an-address"),  # kept as given, even with trusted networks
+        ("::ffff:198.51.100.1", "198.51.100.1"),  # an IPv4-mapped peer is its IPv4 address
+    ],
+)
+def test_a_peer_that_is_no_trusted_address_is_the_client(peer: str | None, expected: str | None) -> None:
+    spoof = _headers(x_forwarded_for="203.0.113.9")
+    assert client_address(peer, spoof, TRUSTED) == expected
+    assert client_address(peer, spoof, ()) == expected
+
+
+def test_x_forwarded_for_is_the_default_header() -> None:
+    headers = _headers(x_forwarded_for="203.0.113.9", x_real_ip="198.51.100.7")
+    assert client_address("127.0.0.1", headers, TRUSTED) == "203.0.113.9"
+
+
+@pytest.mark.parametrize("hop", ['"unknown"', '"_Hidden.1"', "unknown", '"_X.aX"'])
+def test_a_quoted_withheld_identifier_is_the_client(hop: str) -> None:
+    got = client_address("127.0.0.1", _headers(x_forwarded_for=f"203.0.113.9, {hop}"), TRUSTED)
+    assert got == hop.strip('"').lower()

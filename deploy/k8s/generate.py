@@ -6,19 +6,29 @@ without the kustomize binary (``python deploy/k8s/generate.py render production`
 Resource figures come from measurement (README, Performance): peak RSS under load 110-140 MB
 per service, CPU per request 0.5-1.5 ms; requests are set at the idle figure, limits at about
 twice the peak.
+
+What checkov's Kubernetes checks ask for (``make lint`` runs them on the base and the rendered
+production overlay) is done here; where a check cannot be met, the resource carries a
+``checkov.io/skip<N>: CKV_K8S_xx=<reason>`` annotation saying why (``_skips``).
 """
 
 from __future__ import annotations
 
 import copy
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 HERE = Path(__file__).resolve().parent
-IMAGE = "ghcr.io/sluice/sluice:latest"
+NAMESPACE = "sluice"  # every resource's; never the default namespace (checkov CKV_K8S_21)
+# This checkout's release (pyproject.toml), never ``latest``. The digest exists only once the
+# release image is built and pushed: a deployment pins it in its overlay (``images:``, render).
+IMAGE_NAME = "ghcr.io/sluice/sluice"
+VERSION = tomllib.loads((HERE.parents[1] / "pyproject.toml").read_text())["project"]["version"]
+IMAGE = f"{IMAGE_NAME}:{VERSION}"
 PARTITIONS = 6  # SLUICE_KAFKA_TOPIC_PARTITIONS: the most consumers a group can use
 SERVICES = {  # name: (port, http: takes outside traffic, consumer group topic or None)
     "gateway": (8000, True, None),
@@ -30,11 +40,47 @@ SERVICES = {  # name: (port, http: takes outside traffic, consumer group topic o
 # Services whose /metrics are off their main port (the gateway's faces partners: contract 14.3).
 METRICS_PORTS = {"gateway": 8010}
 SECRETS = ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"]
+# The Secret ``sluice-secrets`` is mounted as files here, never passed as environment variables
+# (checkov CKV_K8S_35): common.settings reads SLUICE_SECRETS_DIR's files named after settings.
+SECRETS_DIR = "/run/secrets/sluice"
+UID = 10001  # the image's user (Dockerfile)
 LABELS = {"app.kubernetes.io/part-of": "sluice"}
+# The application image's tag is fixed, its digest is not known before CI builds it.
+IMAGE_DIGEST_SKIP = (
+    "CKV_K8S_43=ghcr.io/sluice/sluice is built from this repository's Dockerfile: its digest exists"
+    " only once a release is built and pushed, so the base names the release tag and a deployment"
+    " pins the digest in its overlay (images: digest, `kustomize edit set image`)"
+)
 
 
 def _labels(name: str) -> dict[str, str]:
     return {**LABELS, "app.kubernetes.io/name": name}
+
+
+def _skips(*reasons: str) -> dict[str, str]:
+    """checkov's skip annotations: ``CKV_K8S_xx=why the check does not apply here``."""
+    return {f"checkov.io/skip{i}": r for i, r in enumerate(reasons, 1)}
+
+
+def _pod_security(uid: int) -> dict[str, Any]:
+    """The pod's security context (checkov CKV_K8S_29): non-root, its own uid and group, the
+    group owning mounted volumes (the secret files), the runtime's default seccomp profile."""
+    return {
+        "runAsNonRoot": True,
+        "runAsUser": uid,
+        "runAsGroup": uid,
+        "fsGroup": uid,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+
+
+def _pod_volumes() -> list[dict[str, Any]]:
+    secret_files = {
+        "secretName": "sluice-secrets",
+        "items": [{"key": s, "path": s} for s in SECRETS],
+        "defaultMode": 0o440,  # root and the pod's group (fsGroup) read them, nobody else
+    }
+    return [{"name": "tmp", "emptyDir": {}}, {"name": "secrets", "secret": secret_files}]
 
 
 def _env(name: str, port: int) -> list[dict[str, Any]]:
@@ -44,7 +90,7 @@ def _env(name: str, port: int) -> list[dict[str, Any]]:
     ]
     if name in METRICS_PORTS:
         env.append({"name": f"SLUICE_{name.upper()}_METRICS_PORT", "value": str(METRICS_PORTS[name])})
-    env += [{"name": s, "valueFrom": {"secretKeyRef": {"name": "sluice-secrets", "key": s}}} for s in SECRETS]
+    env.append({"name": "SLUICE_SECRETS_DIR", "value": SECRETS_DIR})
     return env
 
 
@@ -52,6 +98,7 @@ def _container(name: str, port: int, args: list[str]) -> dict[str, Any]:
     return {
         "name": name,
         "image": IMAGE,
+        "imagePullPolicy": "Always",  # the kubelet checks the registry (and its credentials)
         "args": args,
         "envFrom": [{"configMapRef": {"name": "sluice-config"}}],
         "env": _env(name, port),
@@ -63,22 +110,34 @@ def _container(name: str, port: int, args: list[str]) -> dict[str, Any]:
         },
         "securityContext": {
             "runAsNonRoot": True,
-            "runAsUser": 10001,
+            "runAsUser": UID,
             "readOnlyRootFilesystem": True,
             "allowPrivilegeEscalation": False,
             "capabilities": {"drop": ["ALL"]},
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],  # nosec B108 - an emptyDir
+        "volumeMounts": [
+            {"name": "tmp", "mountPath": "/tmp"},  # nosec B108 - an emptyDir
+            {"name": "secrets", "mountPath": SECRETS_DIR, "readOnly": True},
+        ],
     }
 
 
-def _manifest(api_version: str, kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+def _meta(name: str, labels: dict[str, str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": NAMESPACE, "labels": labels}
+    if annotations:
+        meta["annotations"] = annotations
+    return meta
+
+
+def _manifest(
+    api_version: str, kind: str, name: str, spec: dict[str, Any], annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
     """The ``kind`` object ``sluice-<name>`` with that component's labels."""
     return {
         "apiVersion": api_version,
         "kind": kind,
-        "metadata": {"name": f"sluice-{name}", "labels": _labels(name)},
+        "metadata": _meta(f"sluice-{name}", _labels(name), annotations),
         "spec": spec,
     }
 
@@ -103,17 +162,33 @@ def deployment(name: str, port: int) -> dict[str, Any]:
                 "spec": {
                     "automountServiceAccountToken": False,
                     "terminationGracePeriodSeconds": 30,
+                    "securityContext": _pod_security(UID),
                     "containers": [c],
-                    "volumes": [{"name": "tmp", "emptyDir": {}}],
+                    "volumes": _pod_volumes(),
                 },
             },
         },
+        _skips(IMAGE_DIGEST_SKIP),
     )
 
 
 # The broker: the release devstack.kafka_embedded runs (tests/unit/test_kafka_version.py).
 KAFKA_IMAGE = "apache/kafka:4.1.2"
 KAFKA_NODES = 3
+KAFKA_UID = 1000  # appuser, who owns /opt/kafka in the image
+# What checkov asks of the broker that its image cannot give, and why (docker/resources in
+# apache/kafka: the start script refuses to run unless /opt/kafka/config is writable).
+KAFKA_SKIPS = (
+    "CKV_K8S_43=the digest of apache/kafka:4.1.2 was not looked up (no registry access where this"
+    " was written); pin it as apache/kafka:4.1.2@sha256:<digest> from"
+    " `docker buildx imagetools inspect apache/kafka:4.1.2`, keeping the tag that"
+    " tests/unit/test_kafka_version.py reads",
+    "CKV_K8S_22=the image's start script (/etc/kafka/docker/configure) writes server.properties"
+    " and the log4j files into /opt/kafka/config and exits when it is not writable; Kafka also"
+    " logs under /opt/kafka/logs. A read-only root needs those paths on volumes, untested here",
+    "CKV_K8S_40=the image's files (/opt/kafka, its config directory included) belong to its user"
+    " appuser, uid 1000, and are not group-writable: under another uid the start script exits",
+)
 
 
 def kafka() -> list[dict[str, Any]]:
@@ -139,6 +214,7 @@ def kafka() -> list[dict[str, Any]]:
     container = {
         "name": "kafka",
         "image": KAFKA_IMAGE,
+        "imagePullPolicy": "Always",
         # node.id and the advertised address from the pod's ordinal (kafka-0 -> 0)
         "command": ["sh", "-c"],
         "args": [
@@ -150,8 +226,17 @@ def kafka() -> list[dict[str, Any]]:
         "ports": [{"name": "kafka", "containerPort": 9092}, {"name": "controller", "containerPort": 9093}],
         "readinessProbe": {"tcpSocket": {"port": "kafka"}, "periodSeconds": 5},
         "livenessProbe": {"tcpSocket": {"port": "controller"}, "periodSeconds": 10},
-        "resources": {"requests": {"cpu": "250m", "memory": "768Mi"}, "limits": {"memory": "1536Mi"}},
-        "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "allowPrivilegeEscalation": False},
+        "resources": {
+            "requests": {"cpu": "250m", "memory": "768Mi"},
+            "limits": {"cpu": "2", "memory": "1536Mi"},
+        },
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": KAFKA_UID,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
         "volumeMounts": [{"name": "data", "mountPath": "/var/lib/kafka/data"}],
     }
     labels = _labels("kafka")
@@ -159,19 +244,19 @@ def kafka() -> list[dict[str, Any]]:
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {"name": "kafka-nodes", "labels": labels},
+            "metadata": _meta("kafka-nodes", labels),
             "spec": {"clusterIP": "None", "selector": labels, "ports": [{"name": "kafka", "port": 9092}]},
         },
         {
             "apiVersion": "v1",
             "kind": "Service",
-            "metadata": {"name": "kafka", "labels": labels},
+            "metadata": _meta("kafka", labels),
             "spec": {"selector": labels, "ports": [{"name": "kafka", "port": 9092}]},
         },
         {
             "apiVersion": "apps/v1",
             "kind": "StatefulSet",
-            "metadata": {"name": "kafka", "labels": labels},
+            "metadata": _meta("kafka", labels, _skips(*KAFKA_SKIPS)),
             "spec": {
                 "serviceName": "kafka-nodes",
                 "replicas": KAFKA_NODES,
@@ -181,7 +266,7 @@ def kafka() -> list[dict[str, Any]]:
                     "metadata": {"labels": labels},
                     "spec": {
                         "automountServiceAccountToken": False,
-                        "securityContext": {"fsGroup": 1000},
+                        "securityContext": _pod_security(KAFKA_UID),
                         "containers": [container],
                     },
                 },
@@ -201,12 +286,23 @@ def kafka() -> list[dict[str, Any]]:
 
 def base() -> dict[str, list[dict[str, Any]]]:
     files: dict[str, list[dict[str, Any]]] = {}
+    files["namespace.yaml"] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            # Pod Security admission's restricted profile, which every pod here meets.
+            "metadata": {
+                "name": NAMESPACE,
+                "labels": {**LABELS, "pod-security.kubernetes.io/enforce": "restricted"},
+            },
+        }
+    ]
     files["kafka.yaml"] = kafka()
     files["config.yaml"] = [
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {"name": "sluice-config", "labels": LABELS},
+            "metadata": _meta("sluice-config", LABELS),
             "data": {
                 "SLUICE_ENV": "production",
                 "SLUICE_DATABASE_URL": "postgresql+asyncpg://sluice@postgres:5432/sluice",
@@ -229,17 +325,18 @@ def base() -> dict[str, list[dict[str, Any]]]:
         {
             "apiVersion": "batch/v1",
             "kind": "Job",
-            "metadata": {
-                "name": "sluice-migrate",
-                "labels": _labels("migrate"),
+            "metadata": _meta(
+                "sluice-migrate",
+                _labels("migrate"),
                 # Run before the Deployments roll: Argo CD's PreSync, Helm's pre-upgrade; with
                 # kubectl, apply and `kubectl wait --for=condition=complete job/sluice-migrate`
                 # first (docs/operations.md).
-                "annotations": {
+                {
                     "argocd.argoproj.io/hook": "PreSync",
                     "helm.sh/hook": "pre-install,pre-upgrade",
+                    **_skips(IMAGE_DIGEST_SKIP),
                 },
-            },
+            ),
             "spec": {
                 "backoffLimit": 3,
                 "template": {
@@ -247,8 +344,9 @@ def base() -> dict[str, list[dict[str, Any]]]:
                     "spec": {
                         "restartPolicy": "OnFailure",
                         "automountServiceAccountToken": False,
+                        "securityContext": _pod_security(UID),
                         "containers": [job],
-                        "volumes": [{"name": "tmp", "emptyDir": {}}],
+                        "volumes": _pod_volumes(),
                     },
                 },
             },
@@ -300,7 +398,8 @@ def base() -> dict[str, list[dict[str, Any]]]:
                     {
                         "type": "kafka",
                         "metadata": {
-                            "bootstrapServers": "kafka:9092",
+                            # KEDA's operator connects from its own namespace
+                            "bootstrapServers": f"kafka.{NAMESPACE}.svc:9092",
                             "consumerGroup": f"sluice-{n}",
                             "topic": topic,
                             "lagThreshold": "100",
@@ -325,7 +424,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
         {
             "apiVersion": "networking.k8s.io/v1",
             "kind": "NetworkPolicy",
-            "metadata": {"name": "sluice-internal-only", "labels": LABELS},
+            "metadata": _meta("sluice-internal-only", LABELS),
             "spec": {  # consumers take traffic only from inside the suite (metrics, health)
                 "podSelector": {"matchExpressions": [_not_http()]},
                 "policyTypes": ["Ingress"],
@@ -335,7 +434,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
         {
             "apiVersion": "networking.k8s.io/v1",
             "kind": "NetworkPolicy",
-            "metadata": {"name": "sluice-http-ingress", "labels": LABELS},
+            "metadata": _meta("sluice-http-ingress", LABELS),
             "spec": {  # gateway and admin take traffic from outside, on their port only
                 "podSelector": {"matchExpressions": [{**_not_http(), "operator": "In"}]},
                 "policyTypes": ["Ingress"],
@@ -384,9 +483,39 @@ def _merge(into: Any, patch: Any) -> Any:
     return copy.deepcopy(patch)
 
 
+def _image_name(image: str) -> str:
+    """An image reference without its tag or digest (a registry's port is not a tag)."""
+    name = image.split("@", 1)[0]
+    return name[: name.rindex(":")] if ":" in name.rsplit("/", 1)[-1] else name
+
+
+def _set_images(node: Any, entry: dict[str, str]) -> None:
+    """kustomize's ``images`` transformer: every container whose image is ``entry["name"]``
+    (whatever its tag) gets ``newName``, ``newTag`` and ``digest`` (``name:tag@digest`` with
+    both, ``name@digest`` with a digest alone)."""
+    if isinstance(node, list):
+        for x in node:
+            _set_images(x, entry)
+    elif isinstance(node, dict):
+        for key in ("containers", "initContainers"):
+            for c in node.get(key, []) if isinstance(node.get(key), list) else []:
+                if isinstance(c, dict) and _image_name(c.get("image", "")) == entry["name"]:
+                    ref = c["image"][len(entry["name"]) :]  # "", ":tag", "@digest", ":tag@digest"
+                    tag, _, digest = ref.partition("@")
+                    digest = f"@{digest}" if digest else ""
+                    if "newTag" in entry:
+                        tag, digest = f":{entry['newTag']}", ""
+                    if "digest" in entry:
+                        tag, digest = (tag if "newTag" in entry else ""), f"@{entry['digest']}"
+                    c["image"] = entry.get("newName", entry["name"]) + tag + digest
+        for v in node.values():
+            _set_images(v, entry)
+
+
 def render(directory: Path) -> list[dict[str, Any]]:
     """The resources of a kustomization directory: its resources (files or directories) with
-    its ``patches`` applied, each patch matched to a resource by kind and name."""
+    its ``patches`` applied, each patch matched to a resource by kind and name, then its
+    ``images`` set (name, newName, newTag, digest)."""
     kust = yaml.safe_load((directory / "kustomization.yaml").read_text())
     docs: list[dict[str, Any]] = []
     for res in kust.get("resources", []):
@@ -395,11 +524,18 @@ def render(directory: Path) -> list[dict[str, Any]]:
     for p in kust.get("patches", []):
         for patch in yaml.safe_load_all((directory / p["path"]).read_text()):
             key = (patch["kind"], patch["metadata"]["name"])
-            hits = [i for i, d in enumerate(docs) if (d["kind"], d["metadata"]["name"]) == key]
+            hits = [
+                i
+                for i, d in enumerate(docs)
+                if (d["kind"], d["metadata"]["name"]) == key
+                and patch["metadata"].get("namespace") in (None, d["metadata"].get("namespace"))
+            ]
             if not hits:
                 raise SystemExit(f"{directory}: patch {p['path']} matches no {key}")
             for i in hits:
                 docs[i] = _merge(docs[i], patch)
+    for entry in kust.get("images", []):
+        _set_images(docs, entry)
     return docs
 
 

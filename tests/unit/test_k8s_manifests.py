@@ -70,6 +70,7 @@ def test_every_manifest_of_the_production_overlay_is_valid(production: list[dict
         "Deployment",
         "HorizontalPodAutoscaler",
         "Job",
+        "Namespace",  # sluice, Pod Security admission's restricted profile (issue 38)
         "NetworkPolicy",
         "PodDisruptionBudget",
         "ScaledObject",
@@ -82,6 +83,83 @@ def test_every_manifest_of_the_production_overlay_is_valid(production: list[dict
     assert gateway["spec"]["replicas"] == 3  # the overlay's patch applied
     scaled = [d for d in production if d["kind"] == "ScaledObject"]
     assert {d["spec"]["maxReplicaCount"] for d in scaled} == {GEN.PARTITIONS}
+
+
+def scanner_findings(docs: list[dict[str, Any]]) -> list[str]:
+    """What checkov's Kubernetes checks found in the base on 2026-11-26 (issue 38 item 6),
+    checked without checkov (``make lint`` runs checkov itself): a resource in the default
+    namespace, a pod without a pod-level security context, a secret passed as an environment
+    variable, an image by ``latest`` or by no tag."""
+    out = []
+    for doc in docs:
+        name = f"{doc['kind']}/{doc['metadata']['name']}"
+        if doc["kind"] != "Namespace" and doc["metadata"].get("namespace", "default") == "default":
+            out.append(f"{name}: in the default namespace")
+        pod = doc.get("spec", {}).get("template", {}).get("spec")
+        if pod is None:
+            continue
+        if not pod.get("securityContext", {}).get("runAsNonRoot"):
+            out.append(f"{name}: no pod-level security context")
+        for c in pod["containers"]:
+            if any("secretKeyRef" in e.get("valueFrom", {}) for e in c.get("env", [])):
+                out.append(f"{name}: {c['name']} takes a secret as an environment variable")
+            if any("secretRef" in e for e in c.get("envFrom", [])):
+                out.append(f"{name}: {c['name']} takes a Secret as environment variables")
+            if ":" not in c["image"].split("/")[-1].split("@")[0] or c["image"].endswith(":latest"):
+                out.append(f"{name}: {c['name']} runs a mutable image, {c['image']}")
+    return out
+
+
+def test_the_scanners_findings_are_fixed_in_the_base_and_the_overlay(
+    production: list[dict[str, Any]],
+) -> None:
+    base = GEN.render(K8S / "base")
+    assert scanner_findings(base) == []
+    assert scanner_findings(production) == []
+    images = {
+        c["image"]
+        for d in production
+        for c in d.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
+    }
+    # one release for every service and the migration Job (the overlay's images entry)
+    assert images == {"ghcr.io/sluice/sluice:1.0.0", GEN.KAFKA_IMAGE}
+    mounted = next(d for d in base if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+    assert mounted["volumes"][1]["secret"]["secretName"] == "sluice-secrets"
+
+
+def test_the_scanner_checks_fail_on_a_broken_manifest(production: list[dict[str, Any]]) -> None:
+    docs = copy.deepcopy(production)
+    dep = next(d for d in docs if d["kind"] == "Deployment")
+    del dep["metadata"]["namespace"]
+    del dep["spec"]["template"]["spec"]["securityContext"]
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    c["env"].append({"name": "X", "valueFrom": {"secretKeyRef": {"name": "sluice-secrets", "key": "X"}}})
+    c["image"] = "ghcr.io/sluice/sluice:latest"
+    assert len(scanner_findings([dep])) == 4
+
+
+@pytest.mark.parametrize(
+    ("image", "entry", "result"),
+    [
+        ("r/a:1", {"name": "r/a", "newTag": "2"}, "r/a:2"),
+        ("r/a:1", {"name": "r/a", "digest": "sha256:ab"}, "r/a@sha256:ab"),
+        ("r/a:1", {"name": "r/a", "newTag": "2", "digest": "sha256:ab"}, "r/a:2@sha256:ab"),
+        ("r/a:1@sha256:cd", {"name": "r/a", "newName": "m/a"}, "m/a:1@sha256:cd"),
+        ("host:5000/r/a:1", {"name": "host:5000/r/a", "newTag": "2"}, "host:5000/r/a:2"),
+        ("r/ab:1", {"name": "r/a", "newTag": "2"}, "r/ab:1"),
+    ],
+)
+def test_the_overlays_images_are_set_as_kustomize_sets_them(
+    image: str, entry: dict[str, str], result: str
+) -> None:
+    doc = {
+        "spec": {
+            "template": {"spec": {"containers": [{"image": image}], "initContainers": [{"image": image}]}}
+        }
+    }
+    GEN._set_images([doc], entry)
+    assert [c["image"] for c in doc["spec"]["template"]["spec"]["containers"]] == [result]
+    assert [c["image"] for c in doc["spec"]["template"]["spec"]["initContainers"]] == [result]
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@
 ``python -m devstack.clients check`` generates the same into a temporary directory and exits 1
 naming every file that differs from the committed one (``tests/unit/test_clients_drift.py``).
 
-Both generators read :func:`for_generators` of the document, the same document with four
+Both generators read :func:`for_generators` of the document, the same document with five
 rewrites that change no request or answer the gateway accepts:
 
 - a request body stated as ``allOf: [$ref, rules]`` becomes the ``$ref``: the rules
@@ -24,7 +24,10 @@ rewrites that change no request or answer the gateway accepts:
   one generated enum per operation;
 - the ``Idempotency-Key`` header is optional in the generated calls: the hand-written layer
   supplies one per logical operation (the body's ``idempotency_key`` for transfers and
-  payouts) and reuses it on every retry; a caller may still pass their own.
+  payouts) and reuses it on every retry; a caller may still pass their own;
+- the routed form's body (``RoutedBody``: any payload whose numbers are bounded, stated as a
+  recursive union through ``BoundedJson``) becomes any JSON (``{}``), as before: openapi-python-client 0.29
+  cannot read a recursive union (it dropped ``POST /``), and the bound is the server's to check.
 """
 
 from __future__ import annotations
@@ -83,6 +86,10 @@ def for_generators(doc: dict[str, Any]) -> dict[str, Any]:
             if len(parts) == 2 and "$ref" in parts[0]:
                 media["schema"] = parts[0]
     out["components"]["schemas"]["ServiceMode"] = {"type": "string", "enum": ["sandbox", "production"]}
+    routed = out["paths"]["/"]["post"]["requestBody"]["content"]["application/json"]
+    routed["schema"] = {}  # as before the bound was stated: any JSON
+    for name in ("RoutedBody", "BoundedJson"):
+        out["components"]["schemas"].pop(name)
     return out
 
 

@@ -14,10 +14,11 @@ from typing import Any
 import msgspec
 
 from common.http import success_json
+from common.validation import ci_pattern
 from gateway.openapi_examples import EXAMPLES, NOTES
 from gateway.openapi_rules import request_rules
 from gateway.pipeline import Endpoint
-from gateway.schemas import ErrorEnvelope
+from gateway.schemas import IDEMPOTENCY_KEY_PATTERN, ErrorEnvelope
 
 _PARAM = re.compile(r"\{(\w+)\}")
 REQUEST_RULES = request_rules()
@@ -143,8 +144,9 @@ _MODE = _header(
 _IDEM = _header(
     "Idempotency-Key",
     True,
-    {"type": "string", "pattern": r"^[\x20-\x7e]{8,256}$"},
-    "8-256 printable ASCII characters; same key + same request replays the outcome",
+    {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN},
+    "8-256 printable ASCII characters, no space first or last (HTTP drops those); same key + "
+    "same request replays the outcome",
 )
 
 
@@ -232,6 +234,38 @@ def _operation(ep: Endpoint) -> dict[str, Any]:
     return op
 
 
+def _ref_name(name: str) -> dict[str, Any]:
+    return {"$ref": _REF.format(name=name)}
+
+
+# What the gateway checks of a routed body before it reads the route (transport.routed): an
+# object, ``method`` GET or POST in any case, and every number bounded as everywhere (contract
+# 12.3: at most 18 significant digits, exponent within +-18). JSON Schema cannot count digits:
+# integers are bounded to 18 digits, other numbers to multiples of 1e-6 within +-1e12 (every
+# amount and percentage the API takes), which is within the rule.
+_BOUNDED_JSON = "BoundedJson"
+ROUTED_SCHEMAS: dict[str, dict[str, Any]] = {
+    "RoutedBody": {
+        "type": "object",
+        "description": 'the endpoint\'s payload, or {"method": "GET"} for a read',
+        "properties": {"method": {"type": "string", "pattern": ci_pattern(("GET", "POST"))}},
+        "additionalProperties": _ref_name(_BOUNDED_JSON),
+    },
+    _BOUNDED_JSON: {
+        "description": "any JSON value whose numbers are bounded (contract 12.3)",
+        "anyOf": [
+            {"type": "string"},
+            {"type": "boolean"},
+            {"type": "null"},
+            {"type": "integer", "minimum": -(10**18 - 1), "maximum": 10**18 - 1},
+            {"type": "number", "minimum": -(10**12), "maximum": 10**12, "multipleOf": 1e-6},
+            {"type": "array", "items": _ref_name(_BOUNDED_JSON)},
+            {"type": "object", "additionalProperties": _ref_name(_BOUNDED_JSON)},
+        ],
+    },
+}
+
+
 def _routed(endpoints: list[Endpoint]) -> dict[str, Any]:
     routes = sorted({ep.path for ep in endpoints})
     errors = {**_ERRORS, **_MUTATING_ERRORS}
@@ -254,7 +288,10 @@ def _routed(endpoints: list[Endpoint]) -> dict[str, Any]:
                 _MODE,
                 _header("Idempotency-Key", False, _IDEM["schema"], "required when the route mutates"),
             ],
-            "requestBody": {"required": True, "content": {"application/json": {"schema": {}}}},
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": _ref_name("RoutedBody")}},
+            },
             "responses": {
                 "200": success_json("a read's success envelope", _headers_for("200", True)),
                 "201": success_json("a create's success envelope", _headers_for("201", True)),
@@ -273,6 +310,7 @@ def build_document(endpoints: list[Endpoint], version: str = "1.0.1") -> dict[st
     for name, extra in _CONDITIONS.items():
         if name in components:
             components[name].update(extra)
+    components.update(ROUTED_SCHEMAS)
     paths: dict[str, Any] = {"/": _routed(endpoints)}
     for ep in endpoints:
         paths.setdefault(ep.path, {})[ep.method.lower()] = _operation(ep)

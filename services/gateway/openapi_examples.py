@@ -47,7 +47,8 @@ EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
         "idempotency_key": "payout-2024-06-001",
     },
     ("POST", "/v1/webhooks"): {
-        "endpoint_url": "https://partner.example.com/sluice/events",
+        # a host that resolves (the gateway refuses one that does not: NOTES below)
+        "endpoint_url": "https://example.com/sluice/events",
         "enabled_events": ["transfer.created", "transfer.updated"],
     },
     ("POST", "/v1/sandbox/deposits"): {"virtual_account_id": "va_01hxyz", "amount": "100.00"},
@@ -62,9 +63,14 @@ EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
 
 # Rules that depend on more than the body, stated in the operation's description.
 NOTES: dict[tuple[str, str], str] = {
-    ("POST", "/v1/transfers"): " The body's idempotency_key must equal the Idempotency-Key header.",
+    ("POST", "/v1/transfers"): " The body's idempotency_key must equal the Idempotency-Key header;"
+    " an on-chain address must be one of its chain (EIP-55 checksum when mixed case, base58 of 32"
+    " bytes on SOL, base58check from T on TRON); the developer fee must be below the amount"
+    " (else 400 naming the field).",
     ("POST", "/v1/payouts"): " The body's idempotency_key must equal the Idempotency-Key header; the "
-    "external account must be approved for the customer (else 403).",
+    "external account must be approved for the customer (else 403); an IBAN's check digits and an"
+    " ACH or wire routing number's ABA check digit must be right; the developer fee must be below "
+    "the amount (else 400 naming the field).",
     ("POST", "/v1/webhooks"): " The endpoint's host must resolve, and outside development only to "
     "public addresses (else 400 with details.reason).",
 }

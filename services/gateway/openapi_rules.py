@@ -15,6 +15,7 @@ from common.money import FIAT_OF_RAIL, TRANSFER_CURRENCIES
 from common.offerings import OFFERED_PAIRS as OFFERED_CHAINS
 from common.offerings import PEGS as PEGGED
 from common.validation import ci_pattern
+from gateway.rules import ABA_RAILS
 from gateway.schemas import FIAT_RAILS, STABLECOINS, WALLET_RAILS
 
 # Decimal strings > 0 and <= 1e12 with at most ``places`` decimals (what check_amount accepts).
@@ -86,6 +87,10 @@ def _parties(
             )
             if payout:
                 props["external_account_id"] = _STR
+            if rail in ABA_RAILS:  # a 9-digit ABA routing number (its check digit: the description)
+                props["bank_account"] = _nullable(
+                    _case([], routing_number=_nullable({"type": "string", "pattern": "^[0-9]{9}$"}))
+                )
             cases.append(_case(["payment_rail", "currency", *req, *extra], **props))
             continue
         for symbol in sorted(symbols):

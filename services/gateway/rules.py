@@ -23,6 +23,8 @@ from gateway.schemas import (
     VADestinationIn,
 )
 
+ABA_RAILS = ("ach", "wire")  # rails whose routing number is an ABA one, check digit and all
+
 
 def decimals_for(currency: str) -> int:
     return places(currency)
@@ -77,7 +79,7 @@ def va_destination(d: VADestinationIn, fiat: str) -> VADestination:
 def check_bank_numbers(field: str, rail: str, routing_number: str | None, iban: str | None) -> None:
     """A partner's bank numbers pass their checksums, not only their shape: an ABA routing
     number on the US rails (ach, wire), an IBAN's mod-97 check digits on any rail."""
-    if routing_number is not None and rail in ("ach", "wire") and not aba_valid(routing_number):
+    if routing_number is not None and rail in ABA_RAILS and not aba_valid(routing_number):
         raise invalid(
             f"{field}.routing_number", f"{rail} needs a 9-digit ABA routing number with a valid checksum"
         )

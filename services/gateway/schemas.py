@@ -66,7 +66,18 @@ Uri = Annotated[
         extra_json_schema={"format": "uri"},
     ),
 ]
-IdempotencyKey = Annotated[str, msgspec.Meta(pattern=r"^[\x20-\x7e]{8,256}$")]
+# 8-256 printable ASCII characters, no space first or last: HTTP drops spaces around a header
+# value, so a key that had them would arrive shorter (or different from the body's copy).
+IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e][\x20-\x7e]{6,254}[\x21-\x7e]$"
+# A transfer's or payout's body repeats its key (contract: idempotency); no JSON Schema can tie
+# a body field to a header, so the document says it here and in the operation's description.
+BodyIdempotencyKey = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=IDEMPOTENCY_KEY_PATTERN,
+        description="must equal the request's Idempotency-Key header (else 400 naming idempotency_key)",
+    ),
+]
 
 _STRICT = {"forbid_unknown_fields": True, "kw_only": True}
 
@@ -111,7 +122,17 @@ class VirtualAccountCreate(msgspec.Struct, **_STRICT):
 class BankAccountIn(msgspec.Struct, **_STRICT):
     account_number: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4,17}$")] | None = None
     routing_number: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{6,9}$")] | None = None
-    iban: Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{2}[0-9]{2}[A-Z0-9]{10,30}$")] | None = None
+    iban: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                # 15-34 characters (ISO 13616), check digits verified (mod 97)
+                pattern=r"^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$",
+                description="an IBAN whose check digits are right (ISO 13616 mod 97)",
+            ),
+        ]
+        | None
+    ) = None
     bic: Annotated[str, msgspec.Meta(pattern=r"^[A-Z0-9]{8}([A-Z0-9]{3})?$")] | None = None
 
 
@@ -134,7 +155,7 @@ class PartyIn(msgspec.Struct, **_STRICT):
 PERCENT_PATTERN = r"^(100(\.0{1,4})?|[0-9]{1,2}(\.[0-9]{1,4})?)$"
 Percentage = (
     Annotated[str, msgspec.Meta(pattern=PERCENT_PATTERN, description="decimal string, 0-100, 4 places")]
-    | Annotated[float, msgspec.Meta(ge=0, le=100)]
+    | Annotated[float, msgspec.Meta(ge=0, le=100, extra_json_schema={"multipleOf": 0.0001})]
 )
 
 
@@ -146,7 +167,7 @@ class DeveloperFeeIn(msgspec.Struct, **_STRICT):
 class TransferCreate(msgspec.Struct, **_STRICT):
     source: PartyIn
     destination: PartyIn
-    idempotency_key: IdempotencyKey
+    idempotency_key: BodyIdempotencyKey
     developer_fee: DeveloperFeeIn | None = None
 
 

@@ -151,7 +151,7 @@ export interface paths {
         put?: never;
         /**
          * Move USDC or USDT between wallets the tenant owns
-         * @description Scope: transfers:write. Also reachable as POST / with x-service-route: /v1/transfers. The body's idempotency_key must equal the Idempotency-Key header.
+         * @description Scope: transfers:write. Also reachable as POST / with x-service-route: /v1/transfers. The body's idempotency_key must equal the Idempotency-Key header; an on-chain address must be one of its chain (EIP-55 checksum when mixed case, base58 of 32 bytes on SOL, base58check from T on TRON); the developer fee must be below the amount (else 400 naming the field).
          */
         post: operations["post_v1_transfers"];
         delete?: never;
@@ -175,7 +175,7 @@ export interface paths {
         put?: never;
         /**
          * Pay an approved external account (ACH, wire, SEPA, Faster Payments)
-         * @description Scope: payouts:write. Also reachable as POST / with x-service-route: /v1/payouts. The body's idempotency_key must equal the Idempotency-Key header; the external account must be approved for the customer (else 403).
+         * @description Scope: payouts:write. Also reachable as POST / with x-service-route: /v1/payouts. The body's idempotency_key must equal the Idempotency-Key header; the external account must be approved for the customer (else 403); an IBAN's check digits and an ACH or wire routing number's ABA check digit must be right; the developer fee must be below the amount (else 400 naming the field).
          */
         post: operations["post_v1_payouts"];
         delete?: never;
@@ -588,6 +588,7 @@ export interface components {
         TransferCreate: {
             source: components["schemas"]["PartyIn"];
             destination: components["schemas"]["PartyIn"];
+            /** @description must equal the request's Idempotency-Key header (else 400 naming idempotency_key) */
             idempotency_key: string;
             /** @default null */
             developer_fee?: components["schemas"]["DeveloperFeeIn"] | null;
@@ -1454,7 +1455,7 @@ export interface operations {
             header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
-                /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
+                /** @description 8-256 printable ASCII characters, no space first or last (HTTP drops those); same key + same request replays the outcome */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -1942,7 +1943,7 @@ export interface operations {
             header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
-                /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
+                /** @description 8-256 printable ASCII characters, no space first or last (HTTP drops those); same key + same request replays the outcome */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2428,7 +2429,7 @@ export interface operations {
             header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
-                /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
+                /** @description 8-256 printable ASCII characters, no space first or last (HTTP drops those); same key + same request replays the outcome */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2717,7 +2718,7 @@ export interface operations {
             header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
-                /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
+                /** @description 8-256 printable ASCII characters, no space first or last (HTTP drops those); same key + same request replays the outcome */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3202,7 +3203,7 @@ export interface operations {
             header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
-                /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
+                /** @description 8-256 printable ASCII characters, no space first or last (HTTP drops those); same key + same request replays the outcome */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -3697,7 +3698,7 @@ export interface operations {
             header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
-                /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
+                /** @description 8-256 printable ASCII characters, no space first or last (HTTP drops those); same key + same request replays the outcome */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4192,7 +4193,7 @@ export interface operations {
             header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
-                /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
+                /** @description 8-256 printable ASCII characters, no space first or last (HTTP drops those); same key + same request replays the outcome */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -4202,7 +4203,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "endpoint_url": "https://partner.example.com/sluice/events",
+                 *       "endpoint_url": "https://example.com/sluice/events",
                  *       "enabled_events": [
                  *         "transfer.created",
                  *         "transfer.updated"
@@ -4676,7 +4677,7 @@ export interface operations {
             header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
-                /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
+                /** @description 8-256 printable ASCII characters, no space first or last (HTTP drops those); same key + same request replays the outcome */
                 "Idempotency-Key"?: string;
             };
             path: {
@@ -6741,7 +6742,7 @@ export interface operations {
             header?: {
                 /** @description must equal the credential's mode when present (else 403) */
                 "x-service-mode"?: components["schemas"]["ServiceMode"];
-                /** @description 8-256 printable ASCII characters; same key + same request replays the outcome */
+                /** @description 8-256 printable ASCII characters, no space first or last (HTTP drops those); same key + same request replays the outcome */
                 "Idempotency-Key"?: string;
             };
             path?: never;

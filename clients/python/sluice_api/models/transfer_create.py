@@ -21,7 +21,7 @@ class TransferCreate:
     Attributes:
         source (PartyIn):
         destination (PartyIn):
-        idempotency_key (str):
+        idempotency_key (str): must equal the request's Idempotency-Key header (else 400 naming idempotency_key)
         developer_fee (DeveloperFeeIn | None | Unset):
     """
 

@@ -134,7 +134,8 @@ def sync_detailed(
 
      Scope: payouts:write. Also reachable as POST / with x-service-route: /v1/payouts. The body's
     idempotency_key must equal the Idempotency-Key header; the external account must be approved for the
-    customer (else 403).
+    customer (else 403); an IBAN's check digits and an ACH or wire routing number's ABA check digit must
+    be right; the developer fee must be below the amount (else 400 naming the field).
 
     Args:
         x_service_mode (ServiceMode | Unset):
@@ -173,7 +174,8 @@ def sync(
 
      Scope: payouts:write. Also reachable as POST / with x-service-route: /v1/payouts. The body's
     idempotency_key must equal the Idempotency-Key header; the external account must be approved for the
-    customer (else 403).
+    customer (else 403); an IBAN's check digits and an ACH or wire routing number's ABA check digit must
+    be right; the developer fee must be below the amount (else 400 naming the field).
 
     Args:
         x_service_mode (ServiceMode | Unset):
@@ -207,7 +209,8 @@ async def asyncio_detailed(
 
      Scope: payouts:write. Also reachable as POST / with x-service-route: /v1/payouts. The body's
     idempotency_key must equal the Idempotency-Key header; the external account must be approved for the
-    customer (else 403).
+    customer (else 403); an IBAN's check digits and an ACH or wire routing number's ABA check digit must
+    be right; the developer fee must be below the amount (else 400 naming the field).
 
     Args:
         x_service_mode (ServiceMode | Unset):
@@ -244,7 +247,8 @@ async def asyncio(
 
      Scope: payouts:write. Also reachable as POST / with x-service-route: /v1/payouts. The body's
     idempotency_key must equal the Idempotency-Key header; the external account must be approved for the
-    customer (else 403).
+    customer (else 403); an IBAN's check digits and an ACH or wire routing number's ABA check digit must
+    be right; the developer fee must be below the amount (else 400 naming the field).
 
     Args:
         x_service_mode (ServiceMode | Unset):

@@ -133,7 +133,9 @@ def sync_detailed(
     """Move USDC or USDT between wallets the tenant owns
 
      Scope: transfers:write. Also reachable as POST / with x-service-route: /v1/transfers. The body's
-    idempotency_key must equal the Idempotency-Key header.
+    idempotency_key must equal the Idempotency-Key header; an on-chain address must be one of its chain
+    (EIP-55 checksum when mixed case, base58 of 32 bytes on SOL, base58check from T on TRON); the
+    developer fee must be below the amount (else 400 naming the field).
 
     Args:
         x_service_mode (ServiceMode | Unset):
@@ -171,7 +173,9 @@ def sync(
     """Move USDC or USDT between wallets the tenant owns
 
      Scope: transfers:write. Also reachable as POST / with x-service-route: /v1/transfers. The body's
-    idempotency_key must equal the Idempotency-Key header.
+    idempotency_key must equal the Idempotency-Key header; an on-chain address must be one of its chain
+    (EIP-55 checksum when mixed case, base58 of 32 bytes on SOL, base58check from T on TRON); the
+    developer fee must be below the amount (else 400 naming the field).
 
     Args:
         x_service_mode (ServiceMode | Unset):
@@ -204,7 +208,9 @@ async def asyncio_detailed(
     """Move USDC or USDT between wallets the tenant owns
 
      Scope: transfers:write. Also reachable as POST / with x-service-route: /v1/transfers. The body's
-    idempotency_key must equal the Idempotency-Key header.
+    idempotency_key must equal the Idempotency-Key header; an on-chain address must be one of its chain
+    (EIP-55 checksum when mixed case, base58 of 32 bytes on SOL, base58check from T on TRON); the
+    developer fee must be below the amount (else 400 naming the field).
 
     Args:
         x_service_mode (ServiceMode | Unset):
@@ -240,7 +246,9 @@ async def asyncio(
     """Move USDC or USDT between wallets the tenant owns
 
      Scope: transfers:write. Also reachable as POST / with x-service-route: /v1/transfers. The body's
-    idempotency_key must equal the Idempotency-Key header.
+    idempotency_key must equal the Idempotency-Key header; an on-chain address must be one of its chain
+    (EIP-55 checksum when mixed case, base58 of 32 bytes on SOL, base58check from T on TRON); the
+    developer fee must be below the amount (else 400 naming the field).
 
     Args:
         x_service_mode (ServiceMode | Unset):

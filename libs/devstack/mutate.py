@@ -63,6 +63,8 @@ TESTS = [
     "tests/unit/test_policy_verdicts.py",
     "tests/unit/test_webhooks_unit.py",
     "tests/unit/test_admission.py",
+    "tests/unit/test_admission_sim.py",
+    "tests/unit/test_door.py",
     "tests/unit/test_clientaddr.py",
     "tests/unit/test_client_keys.py",
     "tests/unit/test_event_clock.py",

@@ -94,14 +94,19 @@ def _base_env(stores: Stores) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[Stack]:
+def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
     # Not under pytest's basetemp: pytest keeps only the three newest of those, and a session
     # started beside this one (another checkout, a second run) deletes the oldest, with this
     # stack's PostgreSQL and Kafka data in it (seen: every test after it refused by PostgreSQL).
     workdir = Path(tempfile.mkdtemp(prefix="sluice-test-stack-"))
     db_name = f"sluice_test_{uuid.uuid4().hex[:10]}"
     stores = Stores(workdir).start(fresh_kafka=True, database=db_name)
-    print(f"\nstack: broker {stores.kafka_kind} at {stores.kafka_bootstrap}", flush=True)
+    said = f"stack: broker {stores.kafka_kind} at {stores.kafka_bootstrap}"
+    reporter = request.config.pluginmanager.getplugin("terminalreporter")
+    capture = request.config.pluginmanager.getplugin("capturemanager")
+    if reporter is not None and capture is not None:  # in the run's output, not captured
+        with capture.global_and_fixture_disabled():
+            reporter.write_line("\n" + said)
     env = _base_env(stores)
     suite = Suite(env, ARTIFACTS / "logs")
     stack = Stack(stores, suite, env)

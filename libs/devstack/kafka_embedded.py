@@ -217,11 +217,17 @@ class KafkaNode:
             fmt = [str(java()), "-Xmx256m", f"-Dlog4j2.configurationFile={log4j}", "-cp", cp]
             fmt += ["kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(props)]
             fmt += [] if self.voters else ["--standalone"]
-            done = subprocess.run(fmt, capture_output=True, text=True, check=False)  # nosec B603
-            if done.returncode != 0:
-                raise KafkaUnavailable(
-                    f"kafka-storage format failed: {(done.stdout + done.stderr).strip()[-300:]}"
+            for attempt in (1, 2):  # seen once in a loaded full run: a format that failed, then passed
+                done = subprocess.run(fmt, capture_output=True, text=True, check=False)  # nosec B603
+                out = (done.stdout + done.stderr).strip()
+                (self.workdir / "logs" / f"format-{attempt}.log").write_text(
+                    f"exit {done.returncode}\n{out}\n"
                 )
+                if done.returncode == 0:
+                    break
+                shutil.rmtree(self.workdir / "data", ignore_errors=True)
+            else:
+                raise KafkaUnavailable(f"kafka-storage format failed (exit {done.returncode}): {out[-1000:]}")
         self.launch(libs)
 
     def launch(self, libs: Path) -> None:

@@ -27,6 +27,9 @@ DecimalText = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,13}(\.[0-9]{1,6})?$
 # failed the run on the 400 (seed-dependent).
 Id = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
 Label = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00]+$")]
+# A screening reason is kept without surrounding whitespace and must say something
+# (compliance.screening strips it): at least one character that is not whitespace.
+Reason = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00]*[^\x00\s][^\x00]*$")]
 Limit = Annotated[int, msgspec.Meta(ge=1, le=100)]
 _V4 = r"((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _H = "[0-9a-fA-F]{1,4}"
@@ -176,7 +179,7 @@ class ScreenedAddress(Body):
 
 
 class AddScreenedAddress(ScreenedAddress):
-    reason: Label
+    reason: Reason
 
 
 Cursor = Annotated[str, msgspec.Meta(max_length=200, pattern="^[^\\x00]*:[^\\x00]*$")]

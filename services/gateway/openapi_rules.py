@@ -112,15 +112,14 @@ def _parties(
 
 def _transfer() -> dict[str, Any]:
     """Wallet rails, USDC or USDT on both sides and the same on both; the source names its
-    amount (and, on-chain, customer_id or provider_wallet_id); an on-chain destination its
-    address."""
+    amount (and, on-chain, customer_id: ledger.parties finds the wallet among the customer's);
+    an on-chain destination its address."""
     cases = []
     for c in sorted(TRANSFER_CURRENCIES):
         source = _and_any(
             _parties(WALLET_RAILS, (c,), amount=True),
             _case([], payment_rail={"const": "provider_wallet"}),
             _case(["customer_id"], customer_id=_STR),
-            _case(["provider_wallet_id"], provider_wallet_id=_STR),
         )
         destination = _and_any(
             _parties(WALLET_RAILS, (c,), amount=False),

@@ -140,7 +140,7 @@ def transfer_parties(kind: str, src: PartyIn, dst: PartyIn) -> tuple[Party, Part
     if kind == "transfer":
         if destination.currency != source.currency:
             raise invalid("destination.currency", "source and destination currency must match")
-        if src.payment_rail == "stablecoin" and src.customer_id is None and src.provider_wallet_id is None:
+        if src.payment_rail == "stablecoin" and src.customer_id is None:  # a wallet id only narrows
             raise invalid("source.customer_id", "an on-chain source names customer_id")
         if dst.payment_rail == "stablecoin" and dst.address is None:
             raise invalid("destination.address", "an on-chain destination names address")

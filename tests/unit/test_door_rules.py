@@ -83,6 +83,13 @@ BANK = {"payment_rail": "ach", "currency": "USD", "external_account_id": "ext_1"
             "source.customer_id",
             "an on-chain source names customer_id",
         ),
+        (  # a wallet id alone does not do (the ledger finds an on-chain source by its customer)
+            "transfer",
+            {**WALLET, "payment_rail": "stablecoin", "chain": "BASE"},
+            WALLET,
+            "source.customer_id",
+            "an on-chain source names customer_id",
+        ),
         (
             "transfer",
             WALLET,

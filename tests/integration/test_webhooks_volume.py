@@ -1,7 +1,10 @@
-"""Webhooks at volume (issue 12), against the running stack: a claim whose cost does not grow
-with the backlog (20,000 pending, index scans), a backlog drained at speed to a fast local
-receiver, a dead endpoint with 10,000 pending beside a healthy one, and endpoint health (the
-disable notice to the tenant, the bulk replay of dead deliveries)."""
+"""Webhooks at volume (issue 12), against the running stack: a claim whose work does not grow
+with the backlog (20,000 pending, index scans, the rows its plan reads), a backlog drained to a
+fast local receiver, a dead endpoint with 10,000 pending beside a healthy one, and endpoint
+health (the disable notice to the tenant, the bulk replay of dead deliveries).
+
+Behaviour, not speed (issue 35): the drain rate, the claim's milliseconds and the peak in
+flight are printed; what is asserted holds on a slow or loaded machine as on a fast one."""
 
 from __future__ import annotations
 
@@ -25,14 +28,14 @@ from tests.support.webhooks import (
     Receiver,
     WebhookCommands,
     connect_db,
-    create_customer,
     customer_created,
-    disable_as_failing,
     insert_backlog,
+    mark_failing_for_days,
     wait_delivery,
+    wait_disabled,
     webhook_commands,
 )
-from webhooks.delivery import Policy, claim_due
+from webhooks.delivery import CLAIM_ENDPOINTS, Policy, claim_due
 from webhooks.repository import queue
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test starts the stack
@@ -82,6 +85,19 @@ def _executed_ms(plans: list[str]) -> float:
     return sum(float(m) for p in plans for m in re.findall(r"Execution Time: ([\d.]+) ms", p))
 
 
+_NODE_ROWS = re.compile(r"actual time=[\d.]+\.\.[\d.]+ rows=(\d+) loops=(\d+)")
+_REMOVED = re.compile(r"Rows Removed by (?:Filter|Index Recheck|Join Filter): (\d+)")
+
+
+def _most_rows_read(plans: list[str]) -> int:
+    """The most rows any one node of the plans handled: returned (rows x loops) or read and
+    thrown away by a filter. The work of a statement, counted by the database rather than timed."""
+    counts = [int(r) * int(n) for p in plans for r, n in _NODE_ROWS.findall(p)]
+    counts += [int(r) for p in plans for r in _REMOVED.findall(p)]
+    assert counts, plans  # the plans carry EXPLAIN ANALYZE's row counts
+    return max(counts)
+
+
 async def test_twenty_thousand_pending_claim_flat_and_drain_fast(stack: Stack) -> None:
     tenant = make_tenant(stack)
     receiver = FastReceiver().start()
@@ -118,39 +134,39 @@ async def test_twenty_thousand_pending_claim_flat_and_drain_fast(stack: Stack) -
             assert "Index Scan using deliveries_pkey on deliveries" in lease, lease
             for plan in plans:
                 assert "Seq Scan on deliveries" not in plan and "Seq Scan on events" not in plan, plan
-            # The claim's own cost, as the database spent it (the wall clock from this test
-            # process measures the shared machine as much as the claim: see the README).
-            assert big_db < 10, plans
-            # The same cost at 20,000 as at 10 pending (with room for a busy machine).
-            assert big_db < 3 * small_db + 3, (big_db, small_db)
-            assert statistics.median(big_ms) < 2 * statistics.median(small_ms) + 10, (big_ms, small_ms)
+            # Flat: the claim's work at 20,000 pending, in rows its plan nodes read as the
+            # database counts them (not milliseconds, which measure the machine as much as the
+            # claim). It leases one endpoint's cap of rows; a plan that followed the backlog
+            # would read it all. The bound is the claim's own limits: the due endpoints it looks
+            # at (CLAIM_ENDPOINTS) and the endpoint's cap, twice over for their joins.
+            big_rows, small_rows = _most_rows_read(plans), _most_rows_read(small_plans)
+            print(f"most rows read by one plan node: {big_rows} at 20,000 pending, {small_rows} at 10")
+            assert big_rows <= 2 * (CLAIM_ENDPOINTS + POLICY.per_endpoint), plans
 
-            # Release the backlog to the service and time the drain.
+            # Release the backlog to the service: every delivery arrives, and is recorded.
             released = time.time()
             await conn.execute(
                 "UPDATE webhooks.endpoints SET next_due_at = now() WHERE id = ANY($1)", [big, small]
             )
-            for _ in range(1320):  # 330 s
+            for _ in range(1320):  # 330 s: a deadline for a stall, not a speed target
                 if len(receiver.arrived) >= 20_010:
                     break
                 await asyncio.sleep(0.25)
             arrived = sorted(receiver.arrived.values())
             elapsed = (arrived[-1] if arrived else time.time()) - released
             rate = len(arrived) / elapsed
+            # Printed, not asserted (issue 35): 852-1,187/s on the 2-core machine of issue 12,
+            # 462/s on a slower one (services/webhooks/README.md). make bench has no webhooks part.
             print(f"drained {len(arrived)} in {elapsed:.1f} s: {rate:.0f} deliveries/s")
             print(f"connections used: {len(receiver.connections)}")
             assert len(arrived) == 20_010, f"only {len(arrived)} of 20,010 arrived in 330 s ({rate:.0f}/s)"
-            # Issue 12: >= 500/s. Measured 852-1,187/s on this 2-core machine with 32 in flight
-            # per endpoint (690-740/s at 16; 462/s at 16 in a CI run of the whole suite before
-            # attempts were written once and turns lingered): services/webhooks/README.md.
-            assert rate >= 500, f"{rate:.0f} deliveries/s"
-            await asyncio.sleep(1.0)
-            counts = dict(
-                await conn.fetch(
-                    "SELECT status, count(*) FROM webhooks.deliveries WHERE webhook_id = $1 GROUP BY 1", big
-                )
-            )
-            assert counts.get("succeeded", 0) >= 19_990 and "dead" not in counts, counts
+            status = "SELECT status, count(*) FROM webhooks.deliveries WHERE webhook_id = ANY($1) GROUP BY 1"
+            for _ in range(600):  # until the last outcomes are recorded (a turn after each answer)
+                counts = dict(await conn.fetch(status, [big, small]))
+                if counts == {"succeeded": 20_010}:
+                    break
+                await asyncio.sleep(0.1)
+            assert counts == {"succeeded": 20_010}, counts
             # Keep-alive: far fewer connections than requests, at most the endpoint's bound at once.
             assert len(receiver.connections) < 1000
         finally:
@@ -187,9 +203,21 @@ async def test_two_instances_share_the_work_and_each_endpoints_limit(stack: Stac
             released = time.monotonic()
             await conn.execute("UPDATE webhooks.endpoints SET next_due_at = now() WHERE id = ANY($1)", hooks)
             done = "SELECT count(*) FROM webhooks.deliveries WHERE webhook_id = ANY($1) AND status = $2"
-            for _ in range(900):  # 90 s
+            # Leases held at one moment, per worker: a worker leases at most its max_in_flight
+            # and holds each lease from its claim until the turn that records the answer, so
+            # both workers holding more than one process may at once is both sending at once,
+            # however fast the machine (the peak at the receiver was that, measured in time).
+            leases = (
+                "SELECT leased_by, count(*) FROM webhooks.deliveries WHERE webhook_id = ANY($1)"
+                " AND status = 'pending' AND lease_until >= now() GROUP BY 1"
+            )
+            together = 0
+            for _ in range(3000):  # 300 s: a deadline for a stall, not a speed target
                 if await conn.fetchval(done, hooks, "succeeded") == 40 * PER_HOOK:
                     break
+                held = dict(await conn.fetch(leases, hooks))
+                if len(held) == 2:
+                    together = max(together, sum(held.values()))
                 await asyncio.sleep(0.1)
             drained_s = time.monotonic() - released
             workers = dict(
@@ -214,14 +242,16 @@ async def test_two_instances_share_the_work_and_each_endpoints_limit(stack: Stac
         receiver.stop()
     most = max(receiver.max_in_flight.values())
     print(f"\ntwo instances: attempts per worker {workers}; most in flight at one endpoint {most},")
-    print(f"  at all endpoints {receiver.peak}; drained in {drained_s:.1f} s")
+    print(f"  at all endpoints {receiver.peak}; leased by both at once {together};")
+    print(f"  drained in {drained_s:.1f} s")
     assert sum(workers.values()) == 40 * PER_HOOK and len(receiver.arrived) == 40 * PER_HOOK, (
         workers,
         failed,
     )
     assert len(workers) == 2 and min(workers.values()) > 0, workers
     assert len(receiver.max_in_flight) == 40 and most <= POLICY.per_endpoint, receiver.max_in_flight
-    assert receiver.peak > 256, receiver.peak  # beyond one process's cap: both sent at once
+    # Beyond one process's cap at one moment: both claimed and sent at once, not in turns.
+    assert together > POLICY.max_in_flight, (together, receiver.peak)
 
 
 async def _latencies(wh: WebhookCommands, receiver: FastReceiver, tenant_id: str, n: int) -> list[float]:
@@ -262,15 +292,22 @@ async def test_a_dead_endpoint_with_ten_thousand_pending_does_not_delay_a_health
                 await conn.execute("UPDATE webhooks.endpoints SET next_due_at = now() WHERE id = $1", down)
             finally:
                 await conn.close()
-            await asyncio.sleep(2.0)  # the service is now holding the dead endpoint's connections
+            for _ in range(300):  # until the service holds the dead endpoint's connections
+                if blackhole.accepted >= POLICY.per_endpoint:
+                    break
+                await asyncio.sleep(0.1)
+            assert blackhole.accepted >= POLICY.per_endpoint, blackhole.accepted
             beside = await _latencies(wh, receiver, healthy_tenant.tenant_id, 150)  # 15 s
         print(
             f"\nhealthy endpoint alone: p50 {statistics.median(alone):.3f} s, p99 {_p99(alone):.3f} s;"
             f" beside a dead one with 10,000 pending: p50 {statistics.median(beside):.3f} s,"
             f" p99 {_p99(beside):.3f} s; connections the dead one got: {blackhole.accepted}"
         )
-        # Issue 12: under 2 s (measured 0.03 s alone, 0.05 s beside the dead one).
-        assert _p99(beside) < 2.0, (alone[-5:], beside[-5:])
+        # Issue 12 measured 0.03 s alone, 0.05 s beside the dead one (printed above). Asserted:
+        # well within one attempt's timeout, the least a healthy delivery would wait if the dead
+        # endpoint's held attempts kept the workers from it (the setting, halved as a margin).
+        timeout_s = Policy.from_settings(stack.settings()).timeout_s
+        assert _p99(beside) < timeout_s / 2, (timeout_s, alone[-5:], beside[-5:])
         # The dead endpoint held its bounded share, not the workers: 32 connections at most
         # at first, then one at a time once it is known to be failing.
         assert 0 < blackhole.accepted <= POLICY.per_endpoint + 4, blackhole.accepted
@@ -288,10 +325,19 @@ async def test_disabled_endpoint_is_told_to_the_tenant_and_dead_deliveries_repla
         async with webhook_commands(stack) as wh:
             bad = (await wh.create(tenant.tenant_id, failing.url)).data["webhook_id"]
             good = (await wh.create(tenant.tenant_id, watcher.url)).data["webhook_id"]
-            for _ in range(3):
-                await create_customer(tenant)
-            await failing.wait_for(3)
-            rows, endpoint = await disable_as_failing(stack, bad, timeout=30, count=3)
+            # Three deliveries stored while the endpoint is not due, the endpoint marked failing
+            # for six days, then released: its first failed attempt disables it and dead-letters
+            # all three, whatever the timing (marked after the attempts, deliveries could run
+            # out of their 1, 1, 1 s retries first, and those disable nothing: issue 35).
+            conn = await connect_db(stack)
+            try:
+                await insert_backlog(conn, tenant.tenant_id, bad, 3)
+                await mark_failing_for_days(stack, bad)
+                await conn.execute("UPDATE webhooks.endpoints SET next_due_at = now() WHERE id = $1", bad)
+            finally:
+                await conn.close()
+            rows, endpoint = await wait_disabled(stack, bad, timeout=30, count=3)
+            assert len(failing.received) >= 1
             assert [r["status"] for r in rows] == ["dead"] * 3
             assert endpoint["enabled"] is False and endpoint["disabled_reason"] == "failing_without_success"
 
@@ -311,7 +357,7 @@ async def test_disabled_endpoint_is_told_to_the_tenant_and_dead_deliveries_repla
             assert notice["data"]["endpoint_url"] == failing.url and notice["data"]["disabled_at"].endswith(
                 "Z"
             )
-            assert await wait_delivery(stack, good, "succeeded", count=4)
+            assert await wait_delivery(stack, good, "succeeded", count=1)  # the notice
 
         # Bulk replay: refused while disabled; after enabling, every dead delivery once.
         refused = await asyncio.to_thread(stack.admin_call, "replay_deliveries", webhook_id=bad)

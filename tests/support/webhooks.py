@@ -209,22 +209,50 @@ async def wait_delivery(
         await asyncio.sleep(0.2)
 
 
-async def disable_as_failing(
-    stack: Stack, webhook_id: str, timeout: float, count: int = 1
-) -> tuple[list[asyncpg.Record], asyncpg.Record]:
-    """Pretend the endpoint has been failing for six days (disable_after_s is five days): the
-    endpoint's deliveries once ``count`` of them are dead, and the endpoint's row after that."""
+async def mark_failing_for_days(stack: Stack, webhook_id: str, days: int = 6) -> None:
+    """Pretend the endpoint has been failing for ``days`` (disable_after_s is five days): the
+    next failed attempt recorded disables it and dead-letters what is pending.
+
+    Mark it before its deliveries are attempted: marked after the first attempt, a delivery
+    can run out of attempts first (the stack retries after 1, 1, 1 s) when the test process
+    is slow to mark, and a delivery dead of exhaustion disables nothing (issue 35)."""
     conn = await connect_db(stack)
     try:
         await conn.execute(
-            "UPDATE webhooks.endpoints SET failing_since = now() - interval '6 days' WHERE id = $1",
+            "UPDATE webhooks.endpoints SET failing_since = now() - make_interval(days => $2) WHERE id = $1",
             webhook_id,
+            days,
         )
-        rows = await wait_delivery(stack, webhook_id, "dead", timeout=timeout, count=count)
-        endpoint = await conn.fetchrow("SELECT * FROM webhooks.endpoints WHERE id = $1", webhook_id)
     finally:
         await conn.close()
-    return rows, endpoint
+
+
+async def wait_disabled(
+    stack: Stack, webhook_id: str, timeout: float, count: int = 1
+) -> tuple[list[asyncpg.Record], asyncpg.Record]:
+    """Wait until the endpoint is disabled and ``count`` of its deliveries are dead; the
+    deliveries and the endpoint's row. Fails the test when not within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    conn = await connect_db(stack)
+    try:
+        while True:
+            endpoint = await conn.fetchrow("SELECT * FROM webhooks.endpoints WHERE id = $1", webhook_id)
+            rows = await conn.fetch(
+                "SELECT * FROM webhooks.deliveries WHERE webhook_id = $1 ORDER BY id", webhook_id
+            )
+            dead = sum(1 for r in rows if r["status"] == "dead")
+            if not endpoint["enabled"] and dead >= count:
+                return rows, endpoint
+            if time.monotonic() > deadline:
+                statuses = sorted(str(r["status"]) for r in rows)
+                raise AssertionError(
+                    f"endpoint {webhook_id} enabled={endpoint['enabled']}"
+                    f" failing_since={endpoint['failing_since']}, deliveries {statuses}:"
+                    f" not disabled with {count} dead in {timeout} s"
+                )
+            await asyncio.sleep(0.2)
+    finally:
+        await conn.close()
 
 
 class Endpoint(NamedTuple):

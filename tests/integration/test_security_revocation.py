@@ -18,6 +18,7 @@ from redis import Redis
 from common.auth import FILL_IF_CURRENT, evict, generation_name, hash_api_key, key_cache_name
 from devstack.stores import free_port
 from devstack.suite import Proc
+from gateway.auth import CACHE_TTL_S
 from tests.conftest import ADMIN_TOKEN, Stack, make_tenant
 from tests.support.admin import admin_ok, db
 
@@ -25,20 +26,34 @@ pytestmark = pytest.mark.integration
 
 
 class Hammer:
-    """Background requests on both gateways (to race the revocation), recording answers."""
+    """Background requests on both gateways (to race the revocation), recording answers by
+    the time each request was sent: a request sent before the change may be answered by the
+    old state however late its answer comes on a loaded machine; one sent after may not."""
 
     def __init__(self, stack: Stack, key: str) -> None:
         self.urls = [g.url + "/v1/health" for g in stack.gateways]
         self.headers = {"Authorization": f"Bearer {key}"}
-        self.answers: list[tuple[float, int, int]] = []  # (time, gateway, status)
+        self.answers: list[tuple[float, int, int]] = []  # (sent at, gateway, status)
         self._stop = threading.Event()
         self._threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in (0, 1, 0, 1)]
 
     def _run(self, gw: int) -> None:
-        with httpx.Client(timeout=10) as client:
+        with httpx.Client(timeout=30) as client:
             while not self._stop.is_set():
+                sent = time.monotonic()
                 r = client.get(self.urls[gw], headers=self.headers)
-                self.answers.append((time.monotonic(), gw, r.status_code))
+                self.answers.append((sent, gw, r.status_code))
+
+    def wait_after(self, since: float, each: int = 5, timeout_s: float = 60) -> None:
+        """Until each gateway has answered ``each`` requests sent after ``since`` (a condition,
+        not a sleep: on a loaded machine the answers come later, not fewer)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            got = [sum(1 for at, g, _ in list(self.answers) if at > since and g == gw) for gw in (0, 1)]
+            if min(got) >= each:
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"fewer than {each} answers per gateway in {timeout_s} s after the change")
 
     def __enter__(self) -> Hammer:
         for t in self._threads:
@@ -51,13 +66,18 @@ class Hammer:
             t.join(10)
 
 
-def _settle(answers: list[tuple[float, int, int]], since: float, good: int) -> dict[int, float]:
-    """Per gateway: how long after ``since`` the last answer other than ``good`` came."""
-    last = {0: 0.0, 1: 0.0}
+def _after(answers: list[tuple[float, int, int]], since: float) -> dict[int, set[int]]:
+    """Per gateway: the statuses answered to requests sent after ``since``."""
+    out: dict[int, set[int]] = {0: set(), 1: set()}
     for at, gw, status in answers:
-        if at >= since and status != good:
-            last[gw] = max(last[gw], at - since)
-    return last
+        if at > since:
+            out[gw].add(status)
+    return out
+
+
+# Contract 12.3 allows 1 s; admin evicts the cache entries after its commit and before it
+# answers (common.auth.evict), so a request sent once admin has answered is refused: checked
+# with no allowance at all, by when each request was sent, not by a clock bound on answers.
 
 
 def test_revocation_holds_on_both_gateways_within_one_second(stack: Stack) -> None:
@@ -66,15 +86,11 @@ def test_revocation_holds_on_both_gateways_within_one_second(stack: Stack) -> No
         for gw in (0, 1):
             assert t.get("/v1/health", gateway=gw).status_code == 200
         with Hammer(stack, t.key) as hammer:
-            time.sleep(0.3)
+            hammer.wait_after(time.monotonic(), each=2)  # racing on both before the revoke
             stack.admin_call("revoke_api_key", key_id=t.key_id).raise_for_status()
             revoked_at = time.monotonic()
-            time.sleep(2.5)
-        late = _settle(hammer.answers, revoked_at, 401)
-        assert late[0] <= 1.0 and late[1] <= 1.0, late
-        after = [s for at, _, s in hammer.answers if at > revoked_at + 1.0]
-        assert after and set(after) == {401}, sorted(set(after))
-        assert {gw for at, gw, _ in hammer.answers if at > revoked_at + 1.0} == {0, 1}
+            hammer.wait_after(revoked_at)
+        assert _after(hammer.answers, revoked_at) == {0: {401}, 1: {401}}
 
 
 def test_a_revocation_holds_when_admin_cannot_reach_redis(stack: Stack) -> None:
@@ -97,13 +113,16 @@ def test_a_revocation_holds_when_admin_cannot_reach_redis(stack: Stack) -> None:
         )
         assert r.status_code == 200, r.text
         revoked_at = time.monotonic()
-        while time.monotonic() - revoked_at < 10:
+        # The control event's way, not the cache expiring: the bound is the cache's TTL (the
+        # setting), a tenth of it as the margin; waited on the answers, not slept.
+        bound_s = CACHE_TTL_S / 10
+        while time.monotonic() - revoked_at < bound_s:
             if {t.get("/v1/health", gateway=gw).status_code for gw in (0, 1)} == {401}:
                 break
             time.sleep(0.1)
         took = time.monotonic() - revoked_at
         assert {t.get("/v1/health", gateway=gw).status_code for gw in (0, 1)} == {401}, took
-        assert took < 5, took
+        print(f"\nrevoked through the control event in {took:.1f} s (bound {bound_s:.0f} s)")
         assert "failpoint admin.evict fired" in admin.log.read_text()  # the eviction did fail
     finally:
         stack.suite.stop_proc(admin)
@@ -112,13 +131,11 @@ def test_a_revocation_holds_when_admin_cannot_reach_redis(stack: Stack) -> None:
 def test_tenant_changes_hold_on_both_gateways_within_one_second(stack: Stack) -> None:
     t = make_tenant(stack, rate_limit=1_000_000)
     with Hammer(stack, t.key) as hammer:
-        time.sleep(0.3)
+        hammer.wait_after(time.monotonic(), each=2)
         admin_ok(stack, "upsert_tenant", tenant_id=t.tenant_id, metadata={"allowed_ips": ["203.0.113.0/24"]})
         changed_at = time.monotonic()
-        time.sleep(2.5)
-    late = _settle(hammer.answers, changed_at, 403)
-    assert late[0] <= 1.0 and late[1] <= 1.0, late
-    assert {s for at, _, s in hammer.answers if at > changed_at + 1.0} == {403}
+        hammer.wait_after(changed_at)
+    assert _after(hammer.answers, changed_at) == {0: {403}, 1: {403}}
 
 
 def test_a_lookup_that_read_the_old_row_cannot_cache_it_after_the_eviction(stack: Stack) -> None:

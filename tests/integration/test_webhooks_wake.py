@@ -11,11 +11,13 @@ of its own, so the running webhooks worker cannot claim first.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.db import create_engine, migrate, sessionmaker
 from devstack.stores import create_database, drop_database
@@ -39,6 +41,26 @@ def own_database(stack: Stack) -> Iterator[str]:
         drop_database(url)
 
 
+async def _blocked_on_endpoint(
+    sm: async_sessionmaker[AsyncSession], holder: int, timeout_s: float = 30
+) -> str:
+    """The statement of a backend waiting for a lock ``holder`` holds, once it is a statement on
+    the endpoints table; "" when none is within ``timeout_s`` (a deadline, not a wait)."""
+    waiting = text(
+        "SELECT query FROM pg_stat_activity WHERE :holder = ANY(pg_blocking_pids(pid))"
+        " AND query LIKE '%webhooks.endpoints%'"
+    )
+    deadline = time.monotonic() + timeout_s
+    async with sm() as s:
+        while time.monotonic() < deadline:
+            found = (await s.execute(waiting, {"holder": holder})).scalars().first()
+            await s.rollback()  # a fresh snapshot of pg_stat_activity each time
+            if found:
+                return str(found)
+            await asyncio.sleep(0.02)
+    return ""
+
+
 async def test_a_replay_during_a_claim_of_its_endpoint_is_claimed_next(own_database: str) -> None:
     engine = create_engine(own_database, 3)
     sm = sessionmaker(engine)
@@ -57,12 +79,17 @@ async def test_a_replay_during_a_claim_of_its_endpoint_is_claimed_next(own_datab
 
         claim = sm()
         await claim.begin()
+        claim_pid = (await claim.execute(text("SELECT pg_backend_pid()"))).scalar_one()
         # The endpoint is due (the enable's now()), nothing of it is pending: the claim locks it,
         # leases nothing and resets next_due_at to unset, not committed yet.
         assert await claim_due(claim, POLICY, "probe", 4) == []
         async with sm() as replay, replay.begin():
             replayed = asyncio.create_task(repo.replay_delivery(replay, delivery_id))
-            await asyncio.sleep(0.5)  # the replay reaches its wake while the claim holds the endpoint
+            # The replay's wake waits for the claim's lock on the endpoint (it must, to read what
+            # the claim writes): seen in pg_stat_activity, not assumed after a sleep.
+            blocked = await _blocked_on_endpoint(sm, claim_pid)
+            assert blocked, "the replay's wake did not wait for the claim's lock on the endpoint"
+            assert not replayed.done()
             await claim.commit()
             await claim.close()
             assert (await replayed) is not None

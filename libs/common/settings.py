@@ -261,7 +261,7 @@ def load_settings() -> Settings:
     if directory is not None and not directory.is_dir():
         _refuse(f"sluice: SLUICE_SECRETS_DIR={directory} is not a directory")
     # BaseSettings' own argument, which pydantic's mypy plugin leaves out of __init__.
-    settings = Settings(_secrets_dir=directory)  # type: ignore[call-arg]
+    settings = Settings(_secrets_dir=directory)  # type: ignore[call-arg]  # upstream: pydantic mypy plugin
     missing = settings.missing_secrets()
     if missing and settings.env == "production":
         _refuse(

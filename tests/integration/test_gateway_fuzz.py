@@ -219,6 +219,10 @@ def test_schemathesis_all_checks_clean(stack: Stack, fuzz_tenant: Tenant, seed: 
     and body declared, every schema-valid request accepted (a 400 to one is a disagreement
     between the document and the server, on the money endpoints too), every invalid one
     refused, 405 with Allow, 401 before 404. Short (10 examples per operation)."""
+    # ignored_auth and missing_required_header send requests without or with a wrong credential,
+    # all from 127.0.0.1: the run needs a failed-authentication budget of its own (the stack's
+    # SLUICE_AUTH_FAILURE_LIMIT_PER_MINUTE), not a check that takes 429 for 401
+    assert stack.settings().auth_failure_limit_per_minute >= 10_000
     print(f"schemathesis seed {seed} (replay: SLUICE_FUZZ_SEED={seed})", flush=True)
     proc, tested = run_schemathesis(
         stack.gateway + "/schema/openapi.json",

@@ -76,9 +76,15 @@ async def _scenario(gw: Proc, noisy: Tenant, quiet: Tenant, third: Tenant, src: 
         async def in_flight() -> float:
             return _metric((await m.get("/metrics")).text, "sluice_admission_in_flight")
 
-        async def until_in_flight(n: int, timeout_s: float = 60) -> None:
+        async def until_in_flight(n: int, sent: asyncio.Task[httpx.Response], timeout_s: float = 60) -> None:
+            """Until ``n`` commands are in flight; fails at once if ``sent`` was answered first."""
             deadline = time.monotonic() + timeout_s
             while (seen := await in_flight()) != n:
+                if sent.done():
+                    answer = sent.result()
+                    raise AssertionError(
+                        f"answered {answer.status_code} before {n} were in flight: {answer.text}"
+                    )
                 assert time.monotonic() < deadline, f"{seen} commands in flight, waited for {n}"
                 await asyncio.sleep(0.02)
 
@@ -89,7 +95,7 @@ async def _scenario(gw: Proc, noisy: Tenant, quiet: Tenant, third: Tenant, src: 
         first = asyncio.create_task(
             c.post("/v1/transfers", json=book(src, dst, "1.00", k1), headers=auth(noisy, k1))
         )
-        await until_in_flight(1)
+        await until_in_flight(1, first)
         t0 = time.monotonic()
         tenant_shed = await c.post("/v1/transfers", json=book(src, dst, "2.00", k2), headers=auth(noisy, k2))
         tenant_shed_s = time.monotonic() - t0
@@ -99,7 +105,7 @@ async def _scenario(gw: Proc, noisy: Tenant, quiet: Tenant, third: Tenant, src: 
         quiet_task = asyncio.create_task(
             c.post("/v1/customers", json=customer_body(), headers=auth(quiet, kq))
         )
-        await until_in_flight(2)
+        await until_in_flight(2, quiet_task)
         kt = uuid.uuid4().hex
         t0 = time.monotonic()
         instance_shed = await c.post("/v1/customers", json=customer_body(), headers=auth(third, kt))

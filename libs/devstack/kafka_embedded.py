@@ -215,7 +215,9 @@ class KafkaNode:
         cp = f"{libs}/*"
         if not (self.workdir / "data" / "meta.properties").exists():
             fmt = [str(java()), "-Xmx256m", f"-Dlog4j2.configurationFile={log4j}", "-cp", cp]
-            fmt += ["kafka.tools.StorageTool", "format", "-t", cluster, "-c", str(props)]
+            # --cluster-id=: an id may begin with "-" (base64url), which a separate argument would be
+            # taken for an option ("expected one argument", about 1 start in 64)
+            fmt += ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster}", "-c", str(props)]
             fmt += [] if self.voters else ["--standalone"]
             for attempt in (1, 2):  # seen once in a loaded full run: a format that failed, then passed
                 done = subprocess.run(fmt, capture_output=True, text=True, check=False)  # nosec B603

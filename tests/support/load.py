@@ -12,7 +12,7 @@ import httpx
 from tests.conftest import Tenant
 from tests.support.flows import book
 
-ATTEMPTS = 12
+ATTEMPTS = 40  # with Retry-After (1 s) and jitter: a client keeps at it for a minute or more
 
 
 def backoff(r: httpx.Response, attempt: int) -> float:

@@ -171,14 +171,15 @@ class Stores:
 
     def service_env(self) -> dict[str, str]:
         """What every service needs to reach these stores (idempotent producers on Apache Kafka)."""
-        return {
+        env = {
             "SLUICE_DATABASE_URL": self.database_url,
             "SLUICE_REDIS_URL": self.redis_url,
             "SLUICE_KAFKA_BOOTSTRAP": self.kafka_bootstrap,
             "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true" if self.apache_kafka else "false",
-            # topics the services create survive a broker's loss on a replicated cluster
-            "SLUICE_KAFKA_REPLICATION_FACTOR": str(min(3, max(1, len(self.kafka_nodes)))),
         }
+        if self.kafka_nodes:  # topics the services create survive a broker's loss on our cluster
+            env["SLUICE_KAFKA_REPLICATION_FACTOR"] = str(min(3, len(self.kafka_nodes)))
+        return env
 
     def named_processes(self) -> dict[str, int]:
         """Pids of the servers started here, by name (kafka-1.., valkey, tansu), for CPU."""

@@ -60,7 +60,6 @@ def pg_settings(dsn: str) -> dict[str, str]:
 @contextlib.contextmanager
 def bench_stack(work: Path, *, log_level: str = "WARNING") -> Iterator[BenchStack]:
     stores = Stores(work).start(
-        use_local=False,
         fresh_kafka=True,
         database="sluice_bench",
         env={k: v for k, v in os.environ.items() if k not in ("SLUICE_KAFKA_BOOTSTRAP",)},

@@ -132,12 +132,10 @@ class Stores:
         fresh_kafka: bool = False,
         database: str | None = None,
         env: dict[str, str] | None = None,
-        use_local: bool = False,
         kafka_nodes: int = 1,
         allow_tansu: bool = False,
     ) -> Stores:
-        """``use_local``: prefer PostgreSQL/Redis already listening on their standard ports
-        (``make run`` only: a test never reads 127.0.0.1:5432). ``kafka_nodes``: 3 starts a
+        """Nothing is taken from the machine's own ports. ``kafka_nodes``: 3 starts a
         replicated embedded cluster (the fault runs). ``allow_tansu``: ``make run`` on a machine
         without a JDK."""
         env = dict(os.environ if env is None else env)
@@ -146,11 +144,6 @@ class Stores:
         )
         self.workdir.mkdir(parents=True, exist_ok=True)
         containers = docker_available()
-        local = use_local and not containers
-        if local and not env.get("SLUICE_DATABASE_URL") and port_open("127.0.0.1", 5432):
-            env["SLUICE_DATABASE_URL"] = "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
-        if local and not env.get("SLUICE_REDIS_URL") and port_open("127.0.0.1", 6379):
-            env["SLUICE_REDIS_URL"] = "redis://127.0.0.1:6379/0"
         self.kafka_bootstrap = ("" if fresh_kafka else env.get("SLUICE_KAFKA_BOOTSTRAP", "")) or (
             self._kafka_container() if containers else self._kafka_embedded(kafka_nodes, allow_tansu)
         )

@@ -91,3 +91,17 @@ def producer_args(settings: Any) -> dict[str, Any]:
     if settings.kafka_idempotent_producer:
         return {"enable_idempotence": True, "acks": "all"}
     return {"enable_idempotence": False, "acks": 1}
+
+
+async def partition_leaders(topic: str, **admin_args: Any) -> dict[int, int]:
+    """``topic``'s partitions and each one's leader node, as the cluster reports them now (a
+    consumer without a group or a subscription does not fetch a topic's metadata itself)."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(**admin_args)
+    await admin.start()
+    try:
+        found = await admin.describe_topics([topic])
+    finally:
+        await admin.close()
+    return {p["partition"]: p["leader"] for t in found if t["error_code"] == 0 for p in t["partitions"]}

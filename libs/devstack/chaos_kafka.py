@@ -21,11 +21,10 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 
+from common.kafka import partition_leaders
 from devstack.kafka_embedded import KafkaNode, fetch
 
 FAULTS = ("broker-kill", "leader-kill", "broker-pause")
@@ -34,13 +33,7 @@ FAULTS = ("broker-kill", "leader-kill", "broker-pause")
 async def busiest_leader(bootstrap: str, topic: str) -> tuple[int, int]:
     """(partition, leader node id) of ``topic``'s partition with the most records."""
     servers = bootstrap.split(",")  # aiokafka takes a string as one address
-    admin = AIOKafkaAdminClient(bootstrap_servers=servers)
-    await admin.start()
-    try:
-        described: list[dict[str, Any]] = await admin.describe_topics([topic])
-    finally:
-        await admin.close()
-    leaders = {p["partition"]: p["leader"] for d in described for p in d.get("partitions", [])}
+    leaders = await partition_leaders(topic, bootstrap_servers=servers)
     if not leaders:
         raise RuntimeError(f"{topic} has no partitions")
     consumer = AIOKafkaConsumer(bootstrap_servers=servers)

@@ -32,7 +32,6 @@ from collections.abc import Sequence
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 from faststream.kafka import KafkaBroker
 from redis.asyncio import Redis
 
@@ -150,15 +149,7 @@ class ControlReader:
             await consumer.stop()
 
     async def _partitions(self) -> list[int]:
-        """The topic's partitions as the cluster reports them now (a consumer without a group
-        or subscription does not track the topic's metadata itself)."""
-        admin = AIOKafkaAdminClient(**kafka.client_args(self.settings))
-        await admin.start()
-        try:
-            found = await admin.describe_topics([self.topic])
-        finally:
-            await admin.close()
-        return sorted(p["partition"] for t in found if t["error_code"] == 0 for p in t["partitions"])
+        return sorted(await kafka.partition_leaders(self.topic, **kafka.client_args(self.settings)))
 
     async def _assign(self, consumer: AIOKafkaConsumer) -> None:
         """Assign every partition the topic has now, each at the offset it resumes from: on

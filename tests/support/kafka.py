@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import msgspec
 from aiokafka import AIOKafkaConsumer
-from aiokafka.admin import AIOKafkaAdminClient
 
 from common.broker import DeadLetter
+from common.kafka import partition_leaders
 from common.topics import Topics
 
 
@@ -29,12 +29,5 @@ async def dead_letters(bootstrap: str, prefix: str, wait_s: float = 2.0) -> list
 
 
 async def partitions(bootstrap: str, topic: str) -> list[int]:
-    """``topic``'s partitions as the cluster reports them (a consumer without a group or a
-    subscription does not fetch a topic's metadata by itself)."""
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        found = await admin.describe_topics([topic])
-    finally:
-        await admin.close()
-    return sorted(p["partition"] for t in found if t["error_code"] == 0 for p in t["partitions"])
+    """``topic``'s partitions as the cluster reports them (common.kafka.partition_leaders)."""
+    return sorted(await partition_leaders(topic, bootstrap_servers=bootstrap.split(",")))

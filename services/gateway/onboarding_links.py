@@ -46,9 +46,21 @@ class OnboardingAuthorization(msgspec.Struct):
 
 
 def check_redirect(url: str) -> str:
-    """HTTPS, or plain HTTP to a loopback host (as OAuth allows native apps, RFC 8252)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
+    """HTTPS, or plain HTTP to a loopback host (as OAuth allows native apps, RFC 8252).
+
+    The URL later becomes a ``Location`` header, so it must parse (``urlsplit`` raises on a
+    lone ``]``; ``.port`` on a port out of range), carry no control or space characters and no
+    user info, and name a host that IDNA can encode."""
+    if any(ord(c) < 0x21 or 0x7F <= ord(c) < 0xA0 for c in url):
+        raise invalid("redirect_url", "redirect_url must not contain spaces or control characters")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not 0-65535
+        host = (parts.hostname or "").encode("idna").decode("ascii")
+    except (ValueError, UnicodeError):
+        raise invalid("redirect_url", "redirect_url is not a valid URL") from None
+    if parts.username is not None or parts.password is not None:
+        raise invalid("redirect_url", "redirect_url must not carry user info")
     if parts.scheme == "https" and host:
         return url
     if parts.scheme == "http" and host:

@@ -43,6 +43,14 @@ SECRETS = ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET"
 # The Secret ``sluice-secrets`` is mounted as files here, never passed as environment variables
 # (checkov CKV_K8S_35): common.settings reads SLUICE_SECRETS_DIR's files named after settings.
 SECRETS_DIR = "/run/secrets/sluice"
+# Kafka with SASL/PLAIN and ACLs (contract 14.3, common.acls): each service connects as its own
+# principal, User:<service>, with its own password, sluice-secrets' key
+# SLUICE_KAFKA_SASL_PASSWORD_<SERVICE> mounted as the file SLUICE_KAFKA_SASL_PASSWORD (no pod sees
+# another's). The brokers take their users from the Secret sluice-kafka-jaas; the Job
+# sluice-kafka-acls creates every ACL as the brokers' own principal (the only super user).
+KAFKA_SASL = {"SLUICE_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "SLUICE_KAFKA_SASL_MECHANISM": "PLAIN"}
+KAFKA_BROKER_USER = "broker"  # devstack.kafka_embedded.BROKER_USER
+KAFKA_JAAS_DIR = "/etc/kafka/jaas"
 UID = 10001  # the image's user (Dockerfile)
 LABELS = {"app.kubernetes.io/part-of": "sluice"}
 # The application image's tag is fixed, its digest is not known before CI builds it.
@@ -74,10 +82,16 @@ def _pod_security(uid: int) -> dict[str, Any]:
     }
 
 
-def _pod_volumes() -> list[dict[str, Any]]:
+def _kafka_password(principal: str) -> dict[str, str]:
+    """The Secret item that is ``principal``'s Kafka password, as the file settings read."""
+    return {"key": f"SLUICE_KAFKA_SASL_PASSWORD_{principal.upper()}", "path": "SLUICE_KAFKA_SASL_PASSWORD"}
+
+
+def _pod_volumes(kafka_user: str | None = None) -> list[dict[str, Any]]:
     secret_files = {
         "secretName": "sluice-secrets",
-        "items": [{"key": s, "path": s} for s in SECRETS],
+        "items": [{"key": s, "path": s} for s in SECRETS]
+        + ([_kafka_password(kafka_user)] if kafka_user else []),
         "defaultMode": 0o440,  # root and the pod's group (fsGroup) read them, nobody else
     }
     return [{"name": "tmp", "emptyDir": {}}, {"name": "secrets", "secret": secret_files}]
@@ -144,6 +158,7 @@ def _manifest(
 
 def deployment(name: str, port: int) -> dict[str, Any]:
     c = _container(name, port, ["serve", name])
+    c["env"].append({"name": "SLUICE_KAFKA_SASL_USERNAME", "value": name})  # User:<service>
     c["livenessProbe"] = {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10}
     c["readinessProbe"] = {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 5}
     c["startupProbe"] = {"httpGet": {"path": "/healthz", "port": "http"}, "failureThreshold": 30}
@@ -164,7 +179,7 @@ def deployment(name: str, port: int) -> dict[str, Any]:
                     "terminationGracePeriodSeconds": 30,
                     "securityContext": _pod_security(UID),
                     "containers": [c],
-                    "volumes": _pod_volumes(),
+                    "volumes": _pod_volumes(name),
                 },
             },
         },
@@ -197,9 +212,20 @@ def kafka() -> list[dict[str, Any]]:
     voters = ",".join(f"{i}@kafka-{i}.kafka-nodes:9093" for i in range(KAFKA_NODES))
     env = {
         "KAFKA_PROCESS_ROLES": "broker,controller",
-        "KAFKA_LISTENERS": "PLAINTEXT://:9092,CONTROLLER://:9093",
+        # Every listener takes SASL/PLAIN and every request needs an ACL (common.acls), as on
+        # devstack.kafka_embedded's SASL node (tests/integration/test_kafka_acls.py)
+        "KAFKA_LISTENERS": "SASL_PLAINTEXT://:9092,CONTROLLER://:9093",
         "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
-        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "KAFKA_INTER_BROKER_LISTENER_NAME": "SASL_PLAINTEXT",
+        "KAFKA_SASL_ENABLED_MECHANISMS": "PLAIN",
+        "KAFKA_SASL_MECHANISM_INTER_BROKER_PROTOCOL": "PLAIN",
+        "KAFKA_SASL_MECHANISM_CONTROLLER_PROTOCOL": "PLAIN",
+        "KAFKA_AUTHORIZER_CLASS_NAME": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "KAFKA_SUPER_USERS": f"User:{KAFKA_BROKER_USER}",
+        "KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND": "false",
+        # the users (user_<name>="<password>") and the node's own login: a file from a Secret
+        "KAFKA_OPTS": f"-Djava.security.auth.login.config={KAFKA_JAAS_DIR}/kafka_server_jaas.conf",
         "KAFKA_CONTROLLER_QUORUM_VOTERS": voters,
         "KAFKA_DEFAULT_REPLICATION_FACTOR": "3",
         "KAFKA_MIN_INSYNC_REPLICAS": "2",
@@ -219,7 +245,7 @@ def kafka() -> list[dict[str, Any]]:
         "command": ["sh", "-c"],
         "args": [
             'export KAFKA_NODE_ID="${HOSTNAME##*-}"'
-            ' KAFKA_ADVERTISED_LISTENERS="PLAINTEXT://${HOSTNAME}.kafka-nodes:9092";'
+            ' KAFKA_ADVERTISED_LISTENERS="SASL_PLAINTEXT://${HOSTNAME}.kafka-nodes:9092";'
             " exec /etc/kafka/docker/run"
         ],
         "env": [{"name": k, "value": v} for k, v in env.items()],
@@ -237,7 +263,15 @@ def kafka() -> list[dict[str, Any]]:
             "capabilities": {"drop": ["ALL"]},
             "seccompProfile": {"type": "RuntimeDefault"},
         },
-        "volumeMounts": [{"name": "data", "mountPath": "/var/lib/kafka/data"}],
+        "volumeMounts": [
+            {"name": "data", "mountPath": "/var/lib/kafka/data"},
+            {"name": "jaas", "mountPath": KAFKA_JAAS_DIR, "readOnly": True},
+        ],
+    }
+    jaas = {
+        "secretName": "sluice-kafka-jaas",
+        "items": [{"key": "kafka_server_jaas.conf", "path": "kafka_server_jaas.conf"}],
+        "defaultMode": 0o440,
     }
     labels = _labels("kafka")
     return [
@@ -268,6 +302,7 @@ def kafka() -> list[dict[str, Any]]:
                         "automountServiceAccountToken": False,
                         "securityContext": _pod_security(KAFKA_UID),
                         "containers": [container],
+                        "volumes": [{"name": "jaas", "secret": jaas}],
                     },
                 },
                 "volumeClaimTemplates": [
@@ -282,6 +317,52 @@ def kafka() -> list[dict[str, Any]]:
             },
         },
     ]
+
+
+def kafka_acls_job() -> dict[str, Any]:
+    """``python -m sluice acls`` as the brokers' own principal: every service's ACLs
+    (common.acls.plan). Idempotent; apply it with the StatefulSet, before the Deployments
+    (they are refused until it completes: `kubectl wait --for=condition=complete
+    job/sluice-kafka-acls`). Its pod holds the super user's password and nothing else."""
+    c = _container("kafka-acls", 8000, ["acls"])
+    c.pop("ports")
+    c["env"].append({"name": "SLUICE_KAFKA_SASL_USERNAME", "value": KAFKA_BROKER_USER})
+    broker_password = {"secretName": "sluice-secrets", "items": [_kafka_password(KAFKA_BROKER_USER)]}
+    return _manifest(
+        "batch/v1",
+        "Job",
+        "kafka-acls",
+        {
+            "backoffLimit": 10,  # the brokers may still be electing a controller
+            "template": {
+                "metadata": {"labels": _labels("kafka-acls")},
+                "spec": {
+                    "restartPolicy": "OnFailure",
+                    "automountServiceAccountToken": False,
+                    "securityContext": _pod_security(UID),
+                    "containers": [c],
+                    "volumes": [
+                        {"name": "tmp", "emptyDir": {}},
+                        {"name": "secrets", "secret": {**broker_password, "defaultMode": 0o440}},
+                    ],
+                },
+            },
+        },
+        _skips(IMAGE_DIGEST_SKIP),
+    )
+
+
+def keda_kafka_auth() -> dict[str, Any]:
+    """KEDA's Kafka scaler connects as ``User:keda`` (DESCRIBE on the consumed topics and
+    their groups, common.acls): its SASL mode, user and password from the Secret
+    sluice-keda-kafka (keys sasl=plaintext, username=keda, password)."""
+    refs = [{"parameter": k, "name": "sluice-keda-kafka", "key": k} for k in ("sasl", "username", "password")]
+    return {
+        "apiVersion": "keda.sh/v1alpha1",
+        "kind": "TriggerAuthentication",
+        "metadata": _meta("sluice-keda-kafka", LABELS),
+        "spec": {"secretTargetRef": refs},
+    }
 
 
 def base() -> dict[str, list[dict[str, Any]]]:
@@ -308,6 +389,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
                 "SLUICE_DATABASE_URL": "postgresql+asyncpg://sluice@postgres:5432/sluice",
                 "SLUICE_REDIS_URL": "redis://redis:6379/0",
                 "SLUICE_KAFKA_BOOTSTRAP": "kafka:9092",
+                **KAFKA_SASL,  # each Deployment adds its principal (SLUICE_KAFKA_SASL_USERNAME)
                 "SLUICE_KAFKA_FETCH_MAX_WAIT_MS": "100",
                 "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true",  # Apache Kafka: acks=all, no duplicate on retry
                 "SLUICE_KAFKA_TOPIC_PARTITIONS": str(PARTITIONS),
@@ -352,6 +434,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
             },
         }
     ]
+    files["kafka-acls-job.yaml"] = [kafka_acls_job()]
     files["deployments.yaml"] = [deployment(n, p) for n, (p, _, _) in SERVICES.items()]
     files["services.yaml"] = [
         _manifest(
@@ -404,13 +487,14 @@ def base() -> dict[str, list[dict[str, Any]]]:
                             "topic": topic,
                             "lagThreshold": "100",
                         },
+                        "authenticationRef": {"name": "sluice-keda-kafka"},
                     }
                 ],
             },
         )
         for n, (_, _, topic) in SERVICES.items()
         if topic
-    ]
+    ] + [keda_kafka_auth()]
     files["pdb.yaml"] = [
         _manifest(
             "policy/v1",

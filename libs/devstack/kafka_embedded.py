@@ -10,7 +10,9 @@ it and the suite's load cannot starve it inside a shared JVM): storage formatted
 cluster id, logs under the stack's work directory, ready when the broker says it started and
 its listener answers. :func:`single_node` is the combined broker+controller every test, bench
 and ``make run`` shares; :func:`cluster` three nodes for the fault runs (replication 3,
-``min.insync.replicas`` 2).
+``min.insync.replicas`` 2). With ``sasl_users`` a node takes SASL/PLAIN on every listener
+(users in a JAAS file in its directory, mode 0600) and authorizes every request by ACL
+(``common.acls``; ``BROKER_USER`` the only super user): tests/integration/test_kafka_acls.py.
 
 The version is pinned here, and only here for the tooling: compose.yaml, deploy/k8s and the
 testcontainers path name the same image tag (tests/unit/test_kafka_version.py compares them).
@@ -38,6 +40,8 @@ KAFKA_VERSION = "4.1.2"
 LOG4J_VERSION = "2.24.3"
 #: The container image of the same release (compose.yaml, deploy/k8s, testcontainers).
 KAFKA_IMAGE = f"apache/kafka:{KAFKA_VERSION}"
+#: A SASL node's own principal (brokers and controller), its only super user.
+BROKER_USER = "broker"
 
 # Sized for two cores: the scripts' defaults are a 1 GB heap, 8 I/O and 3 network threads.
 JVM_FLAGS = [
@@ -155,6 +159,9 @@ class KafkaNode:
     workdir: Path
     voters: str = ""  # "1@127.0.0.1:p1,2@...": a multi-node quorum; '' = a single standalone node
     replicas: int = 1
+    #: SASL/PLAIN users (name: password) with ACLs enforced; None = PLAINTEXT, no authorizer.
+    #: ``BROKER_USER`` must be one of them: the node's own principal, the only super user.
+    sasl_users: dict[str, str] | None = field(default=None, repr=False)
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
     _mark: int = field(default=0, repr=False)  # the log's size at the last launch
 
@@ -173,15 +180,18 @@ class KafkaNode:
             if self.voters
             else f"controller.quorum.bootstrap.servers=127.0.0.1:{self.controller_port}"
         )
+        name = "SASL_PLAINTEXT" if self.sasl_users is not None else "PLAINTEXT"
+        listeners = f"{name}://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"
         lines = [
             "process.roles=broker,controller",
             f"node.id={self.node_id}",
             quorum,
-            f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-            f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            f"listeners={listeners}",
+            f"advertised.listeners={listeners}",
             "controller.listener.names=CONTROLLER",
-            "inter.broker.listener.name=PLAINTEXT",
-            "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            f"inter.broker.listener.name={name}",
+            f"listener.security.protocol.map=CONTROLLER:{name},{name}:{name}",
+            *self._sasl_properties(),
             f"log.dirs={self.workdir / 'data'}",
             f"default.replication.factor={self.replicas}",
             f"min.insync.replicas={isr}",
@@ -206,10 +216,48 @@ class KafkaNode:
         ]
         return "\n".join(lines) + "\n"
 
+    def _sasl_properties(self) -> list[str]:
+        """Every listener (clients, brokers, the controller) takes SASL/PLAIN, and every request
+        is authorized by ACL: no principal but the node's own has a right it was not granted."""
+        if self.sasl_users is None:
+            return []
+        return [
+            "sasl.enabled.mechanisms=PLAIN",
+            "sasl.mechanism.inter.broker.protocol=PLAIN",
+            "sasl.mechanism.controller.protocol=PLAIN",
+            "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            f"super.users=User:{BROKER_USER}",
+            "allow.everyone.if.no.acl.found=false",
+        ]
+
+    @property
+    def jaas_file(self) -> Path:
+        return self.workdir / "kafka_server_jaas.conf"
+
+    def _write_jaas(self) -> None:
+        """The PLAIN users (``user_<name>="<password>"``) and the node's own login, in a file
+        only this user reads (the JVM is pointed at it: ``java.security.auth.login.config``)."""
+        users = self.sasl_users or {}
+        if BROKER_USER not in users:
+            raise ValueError(f"sasl_users must include {BROKER_USER!r}, the node's own principal")
+
+        def quoted(v: str) -> str:
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        entries = [f"username={quoted(BROKER_USER)}", f"password={quoted(users[BROKER_USER])}"]
+        entries += [f"user_{name}={quoted(pw)}" for name, pw in sorted(users.items())]
+        body = "KafkaServer {\n  org.apache.kafka.common.security.plain.PlainLoginModule required\n"
+        body += "\n".join(f"  {e}" for e in entries) + ";\n};\n"
+        fd = os.open(self.jaas_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(body)
+
     def start(self, cluster: str, libs: Path) -> None:
         (self.workdir / "logs").mkdir(parents=True, exist_ok=True)
         props = self.workdir / "server.properties"
         props.write_text(self.properties())
+        if self.sasl_users is not None:
+            self._write_jaas()
         log4j = self.workdir / "log4j2.yaml"
         log4j.write_text(_LOG4J.format(file=self.log_file))
         cp = f"{libs}/*"
@@ -237,6 +285,8 @@ class KafkaNode:
         out = open(self.workdir / "logs" / "stdout.log", "ab")  # noqa: SIM115 - the child owns it
         cmd = [str(java()), *JVM_FLAGS, f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.yaml'}"]
         cmd += [f"-Dkafka.logs.dir={self.workdir / 'logs'}", "-cp", f"{libs}/*"]
+        if self.sasl_users is not None:
+            cmd.insert(1, f"-Djava.security.auth.login.config={self.jaas_file}")
         cmd += ["kafka.Kafka", str(self.workdir / "server.properties")]
         self._mark = self.log_file.stat().st_size if self.log_file.exists() else 0
         self.proc = subprocess.Popen(  # a local broker, argv list, no shell  # nosec B603
@@ -271,21 +321,33 @@ class KafkaNode:
             self.proc.wait(5)
 
 
-def _nodes(workdir: Path, count: int) -> list[KafkaNode]:
+def _nodes(workdir: Path, count: int, sasl_users: dict[str, str] | None = None) -> list[KafkaNode]:
     from devstack.stores import free_port
 
     ports = [(free_port(), free_port()) for _ in range(count)]
     voters = ",".join(f"{i + 1}@127.0.0.1:{c}" for i, (_, c) in enumerate(ports)) if count > 1 else ""
     return [
-        KafkaNode(i + 1, p, c, workdir / f"kafka-{i + 1}", voters=voters, replicas=min(count, 3))
+        KafkaNode(
+            i + 1,
+            p,
+            c,
+            workdir / f"kafka-{i + 1}",
+            voters=voters,
+            replicas=min(count, 3),
+            sasl_users=sasl_users,
+        )
         for i, (p, c) in enumerate(ports)
     ]
 
 
-def start_nodes(workdir: Path, count: int = 1, timeout: float = 90.0) -> list[KafkaNode]:
-    """``count`` nodes of a fresh cluster, started together (a quorum needs a majority)."""
+def start_nodes(
+    workdir: Path, count: int = 1, timeout: float = 90.0, *, sasl_users: dict[str, str] | None = None
+) -> list[KafkaNode]:
+    """``count`` nodes of a fresh cluster, started together (a quorum needs a majority);
+    with ``sasl_users`` (which must hold ``BROKER_USER``) every listener takes SASL/PLAIN and
+    every request needs an ACL (``common.acls``)."""
     libs = fetch()
-    nodes, cid = _nodes(workdir, count), cluster_id()
+    nodes, cid = _nodes(workdir, count, sasl_users), cluster_id()
     try:
         for n in nodes:
             n.start(cid, libs)

@@ -7,6 +7,8 @@
 - ``serve <service>``: run one service (same as ``python -m <service>``).
 - ``topics``: create or check every topic (partitions, replication, retention from settings);
   exit 1 when a topic's partition count differs from the setting (``common.provision``).
+- ``acls [--dry-run]``: create every service principal's Kafka ACLs (``common.acls.plan``), as
+  the configured principal (a super user); ``--dry-run`` prints them and connects to nothing.
 - ``bench``: the benchmark (``make bench``); ``chaos``: the fault scenario (``devstack.chaos``).
 """
 
@@ -51,6 +53,30 @@ def topics() -> int:
     return status
 
 
+def acls(dry_run: bool) -> int:
+    import asyncio
+
+    from common import kafka
+    from common.acls import apply, bindings, plan
+    from common.settings import Settings, secrets_dir
+
+    # Not load_settings: this Job holds the Kafka super user's password and no service secret.
+    settings = Settings(_secrets_dir=secrets_dir(os.environ))  # type: ignore[call-arg]  # upstream: pydantic mypy plugin
+    wanted = list(bindings(plan(settings.topic_prefix)))
+    for b in wanted:
+        print(b, flush=True)
+    if dry_run:
+        return 0
+    broken = kafka.problems(settings)
+    if broken:
+        print("sluice acls: Kafka client settings: " + "; ".join(broken), file=sys.stderr)
+        return 2
+    failed = asyncio.run(apply(wanted, **kafka.client_args(settings)))
+    for line in failed:
+        print(f"refused: {line}", file=sys.stderr, flush=True)
+    return 1 if failed else 0
+
+
 def _devstack(module: str) -> int:
     try:
         mod = importlib.import_module(module)
@@ -70,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     s = sub.add_parser("serve", help="run one service")
     s.add_argument("service", choices=SERVICES)
     sub.add_parser("topics", help="create or check every topic of the suite")
+    a = sub.add_parser("acls", help="create every service principal's Kafka ACLs (common.acls)")
+    a.add_argument("--dry-run", action="store_true", help="print them, connect to nothing")
     sub.add_parser("bench", help="the benchmark (make bench)")
     sub.add_parser("chaos", help="the fault scenario (devstack.chaos)")
     args = parser.parse_args(argv)
@@ -84,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "topics":
         return topics()
+    if args.command == "acls":
+        return acls(args.dry_run)
     if args.command == "run":
         from devstack.__main__ import run
 

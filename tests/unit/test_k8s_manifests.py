@@ -20,6 +20,11 @@ pytestmark = pytest.mark.unit
 
 K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
 KUBERNETES_VERSION = "1.33.0"
+# KEDA's kinds, checked against the schemas kept in deploy/k8s/schemas
+KEDA_SCHEMAS = {
+    "ScaledObject": "keda-scaledobject.json",
+    "TriggerAuthentication": "keda-triggerauthentication.json",  # KEDA's Kafka principal (issue 38)
+}
 
 
 def _generator() -> Any:
@@ -36,8 +41,8 @@ GEN = _generator()
 def problems(doc: dict[str, Any]) -> list[str]:
     """What a platform team would refuse in one resource."""
     name = f"{doc['kind']}/{doc['metadata']['name']}"
-    if doc["kind"] == "ScaledObject":
-        schema = json.loads((K8S / "schemas" / "keda-scaledobject.json").read_text())
+    if doc["kind"] in KEDA_SCHEMAS:
+        schema = json.loads((K8S / "schemas" / KEDA_SCHEMAS[doc["kind"]]).read_text())
         errors = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(doc)]
         return [f"{name}: {e}" for e in errors]
     try:
@@ -76,6 +81,7 @@ def test_every_manifest_of_the_production_overlay_is_valid(production: list[dict
         "ScaledObject",
         "Service",
         "StatefulSet",  # the three-node Apache Kafka cluster (issue 34)
+        "TriggerAuthentication",  # KEDA's SASL login to Kafka (issue 38)
     ]
     gateway = next(
         d for d in production if d["kind"] == "Deployment" and d["metadata"]["name"] == "sluice-gateway"

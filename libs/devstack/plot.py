@@ -41,6 +41,8 @@ def write(directory: Path) -> tuple[Path, Path | None]:
     except ImportError:
         return data, None
     parts = sorted({r["part"] for r in RESULTS})
+    if not parts:  # e.g. BENCH_PARTS=overload alone: nothing to draw
+        return data, None
     fig, axes = plt.subplots(len(parts), 2, figsize=(12, 3.2 * max(1, len(parts))), squeeze=False)
     for row, part in enumerate(parts):
         rows = [r for r in RESULTS if r["part"] == part]

@@ -84,6 +84,17 @@ def recovered_after(reqs: list[dict[str, Any]], end: float, seconds: float, quie
     return math.inf
 
 
+def seconds_line(reqs: list[dict[str, Any]], end: float, seconds: float) -> str:
+    """Each second of the recovery phase: its p99 (non-2xx: inf) and its non-2xx count."""
+    parts = []
+    for second in range(int(seconds)):
+        window = [r for r in reqs if end + second <= r["at"] < end + second + 1]
+        p99 = pct([r["s"] if ok(r) else math.inf for r in window], 0.99)
+        bad = sum(1 for r in window if not ok(r))
+        parts.append(f"{second}s p99 {p99:.0f} ms" + (f" ({bad} not 2xx)" if bad else ""))
+    return "; ".join(parts)
+
+
 def summarize(reqs: list[dict[str, Any]], phases: Phases, audit: Audit) -> Summary:
     secs = phases.overload_s
     over = [r for r in reqs if r["phase"] == "overload"]

@@ -11,6 +11,7 @@ tasks are cancelled and awaited, then the stores are closed.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -170,9 +171,37 @@ def serve(app: Any, host: str, port: int, *, grace_s: float = 5.0) -> None:
         proxy_headers=False,
     )
     server = uvicorn.Server(config)
+
+    async def main() -> None:
+        freezing = asyncio.create_task(freeze_after_start(server))
+        try:
+            await server.serve()
+        finally:
+            freezing.cancel()
+
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency; stdlib loop elsewhere
-        asyncio.run(server.serve())
+        asyncio.run(main())
     else:
-        uvloop.run(server.serve())
+        uvloop.run(main())
+
+
+GC_GEN0_THRESHOLD = 10_000
+
+
+async def freeze_after_start(server: uvicorn.Server) -> None:
+    """Once the service has started, everything it built (modules, the app, the ORM's
+    metadata, pools) goes to the collector's permanent generation (``gc.freeze``) and the
+    youngest generation is collected every 10,000 allocations instead of 700.
+
+    Measured (make bench's overload part, 2026-11-26): without it a full collection walked the
+    whole start-up heap, 145 ms on average and 272 ms at worst in the gateway, 14 times in 46 s,
+    and 200-270 ms in each consumer; every request in flight, refusals included, waited behind
+    it (shed p99 395 ms while the shed median was 6 ms)."""
+    while not server.started:  # noqa: ASYNC110 - uvicorn.Server.started is a plain flag
+        await asyncio.sleep(0.1)
+    gc.collect()
+    gc.freeze()
+    _, gen1, gen2 = gc.get_threshold()
+    gc.set_threshold(GC_GEN0_THRESHOLD, gen1, gen2)

@@ -361,6 +361,8 @@ def _one_run(
         )
         stop.set()
         res = json.loads(ofile.read_text())
+        if os.environ.get("BENCH_OVERLOAD_KEEP"):  # every request's record, for a closer look
+            Path(os.environ["BENCH_OVERLOAD_KEEP"] + f".{label}.json").write_text(ofile.read_text())
     door_after = _door(metrics_url)
     reqs = res["requests"]
     refused = [r for r in reqs if not 200 <= r["status"] < 300]

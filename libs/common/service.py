@@ -148,14 +148,15 @@ def consumer_app(
     )
 
 
-def serve(app: Any, host: str, port: int, *, grace_s: float = 5.0) -> None:
+def serve(app: Any, host: str, port: int, *, grace_s: float = 5.0, protocol: type | None = None) -> None:
     """Run an ASGI app with uvicorn on uvloop, with httptools. On SIGTERM, requests in flight
     get ``grace_s`` to finish before they are cancelled: a service that waits on other services
     for an answer passes its whole request deadline plus a margin, so scaling it in answers
     every request it took (cancelled, a request was answered 500).
 
     ``uvicorn.Server.serve`` under a plain ``asyncio.run`` would use the stdlib loop: uvicorn
-    only installs uvloop in its own ``run``, so the loop is chosen here.
+    only installs uvloop in its own ``run``, so the loop is chosen here. ``protocol``: an HTTP
+    protocol class of uvicorn's to use instead of its default (the gateway's door).
     """
     config = uvicorn.Config(
         app,
@@ -165,6 +166,7 @@ def serve(app: Any, host: str, port: int, *, grace_s: float = 5.0) -> None:
         log_config=None,  # no text handlers of uvicorn's own: its loggers propagate to the JSON root
         access_log=False,
         lifespan="on",
+        http=protocol or "auto",
         timeout_graceful_shutdown=max(1, round(grace_s)),
         # Forwarding headers are read by common.clientaddr, from SLUICE_TRUSTED_PROXIES only:
         # uvicorn's default would believe them from 127.0.0.1.

@@ -8,12 +8,15 @@ if __name__ == "__main__":
     from common.service import serve
     from common.settings import load_settings
     from gateway.app import create_app
+    from gateway.door_protocol import door_protocol
 
     settings = load_settings()
     # A request waits up to its deadline for an answer: SIGTERM lets it have it.
+    app = create_app(settings)
     serve(
-        create_app(settings),
+        app,
         settings.gateway_host,
         settings.gateway_port,
         grace_s=settings.gateway_timeout_s + 2,
+        protocol=door_protocol(app.state.door),  # refusals before any task (issue 37)
     )

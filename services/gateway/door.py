@@ -23,6 +23,7 @@ import hashlib
 import os
 import re
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -37,6 +38,21 @@ _MUTATING = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _EXEMPT = frozenset({"/healthz", "/readyz", "/v1/health", "/schema", "/schema/openapi.json", "/docs"})
 MESSAGE = "the gateway is at capacity; nothing was done: retry with the same Idempotency-Key"
 _MARK = "\x01rid\x01"
+
+
+PLACE = "sluice.door.place"  # the scope key of an admitted request's place
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """An admitted request's place in its lane, until it is given back."""
+
+    lane: Admission
+    key: str
+    sandbox: bool
+    known: bool
+    in_flight: int  # the lane's work when it was admitted
+    began: float  # time.monotonic() at admission
 
 
 class Identities:
@@ -95,6 +111,13 @@ class Refusals:
             head, _, tail = body.partition(msgspec.json.encode(_MARK)[1:-1])
             self.bodies[bound] = (head, tail)
 
+    def raw(self, bound: str, rid: bytes, keep_alive: bool) -> bytes:
+        """The whole HTTP/1.1 response, for a server protocol that writes it itself."""
+        start, body = self.messages(bound, rid)
+        headers = [*start["headers"], *([] if keep_alive else [(b"connection", b"close")])]
+        head = b"".join(name + b": " + value + b"\r\n" for name, value in headers)
+        return b"HTTP/1.1 503 Service Unavailable\r\n" + head + b"\r\n" + body["body"]
+
     def messages(self, bound: str, rid: bytes) -> tuple[dict[str, Any], dict[str, Any]]:
         head, tail = self.bodies[bound]
         body = head + rid + tail
@@ -134,25 +157,40 @@ class Door:
             return None
         return self.reads
 
+    def decide(self, scope: Any) -> tuple[str, bytes] | None:
+        """The door's decision for a request's head: ``(bound, request id)`` if refused (nothing
+        was taken); else None, and an admitted request's place is kept in ``scope`` under
+        ``PLACE`` for :meth:`around` to time and give back."""
+        lane = self.lane(scope["method"], scope["path"])
+        if lane is None:
+            return None
+        headers = scope["headers"]
+        authorization = next((v for k, v in headers if k == b"authorization"), None)
+        key, sandbox, known = self.identities.of(authorization)
+        bound = lane.admit(key, sandbox, known)
+        if bound is not None:
+            return bound, request_id(headers)
+        scope[PLACE] = Place(lane, key, sandbox, known, lane.in_flight, time.monotonic())
+        return None
+
     def around(self, app: ASGIApp) -> ASGIApp:
         async def door(scope: Any, receive: Any, send: Any) -> None:
             if scope["type"] != "http":
                 await app(scope, receive, send)
                 return
-            lane = self.lane(scope["method"], scope["path"])
-            if lane is None:
+            place = scope.pop(PLACE, None)  # taken already by the server's protocol (door_protocol)
+            if place is None:
+                refused = self.decide(scope)
+                if refused is not None:
+                    start, body = self.refusals.messages(*refused)
+                    await send(start)
+                    await send(body)
+                    return
+                place = scope.pop(PLACE, None)
+            if place is None:  # no lane: health, readiness, the API reference
                 await app(scope, receive, send)
                 return
-            headers = scope["headers"]
-            authorization = next((v for k, v in headers if k == b"authorization"), None)
-            key, sandbox, known = self.identities.of(authorization)
-            bound = lane.admit(key, sandbox, known)
-            if bound is not None:
-                start, body = self.refusals.messages(bound, request_id(headers))
-                await send(start)
-                await send(body)
-                return
-            in_flight, began, status = lane.in_flight, time.monotonic(), 0
+            status = 0
 
             async def watched(message: Any) -> None:
                 nonlocal status
@@ -167,7 +205,7 @@ class Door:
                 # A 4xx (refused by a check, or a replay) says nothing about the capacity; a
                 # success or a 5xx (a timeout, a store down) does.
                 learn = status < 400 or status >= 500
-                rtt = now - began if learn and status else None
-                lane.release(key, sandbox, rtt, in_flight, now, known)
+                rtt = now - place.began if learn and status else None
+                place.lane.release(place.key, place.sandbox, rtt, place.in_flight, now, place.known)
 
         return door

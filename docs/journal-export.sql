@@ -6,8 +6,14 @@ SELECT json_build_object(
     'transfer_id', e.transfer_id, 'deposit_id', e.deposit_id,
     'created_at', to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
     'seq', e.seq, 'hash', e.hash,
-    'postings', (SELECT json_agg(json_build_array(p.account_id, p.amount::text))
-                 FROM ledger.postings p WHERE p.entry_id = e.id))
+    'postings', (SELECT json_agg(json_build_array(p.account_id, p.currency, p.amount::text))
+                 FROM ledger.postings p WHERE p.entry_id = e.id),
+    'transfer', (SELECT json_build_object(
+                     'kind', t.kind, 'route', t.route, 'currency', t.currency,
+                     'amount', t.amount::text, 'fee_amount', t.fee_amount::text,
+                     'source_wallet_id', t.source_wallet_id,
+                     'destination_wallet_id', t.destination_wallet_id, 'destination', t.destination)
+                 FROM ledger.transfers t WHERE t.id = e.transfer_id))
 FROM ledger.journal_entries e
 WHERE e.tenant_id = :'tenant' AND e.mode = :'mode'
 ORDER BY e.seq;

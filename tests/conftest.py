@@ -75,6 +75,8 @@ def _base_env(stores: Stores) -> dict[str, str]:
         "SLUICE_JWT_SECRET": _secret("SLUICE_JWT_SECRET", secrets.token_urlsafe(32)),
         "SLUICE_ONBOARDING_SECRET": _secret("SLUICE_ONBOARDING_SECRET", secrets.token_urlsafe(32)),
         "SLUICE_ENCRYPTION_KEYS": _secret("SLUICE_ENCRYPTION_KEYS", new_key_setting("t1")),
+        "SLUICE_JOURNAL_ANCHOR_KEY": _secret("SLUICE_JOURNAL_ANCHOR_KEY", secrets.token_urlsafe(32)),
+        "SLUICE_JOURNAL_ANCHOR_INTERVAL_S": "0.5",
         **stores.service_env(),
         "SLUICE_ADMIN_TOKEN": f"ops={ADMIN_TOKEN},auditor={SECOND_ADMIN_TOKEN}",
         "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",

@@ -15,6 +15,7 @@ import msgspec
 
 from common.broker import DeadLetter
 from common.contracts import ComplianceCommand, ControlEvent, LedgerCommand, Result, WebhooksCommand
+from common.contracts.anchors import JournalAnchor
 from common.contracts.events import EventRecord
 from common.topics import Topics
 
@@ -43,6 +44,12 @@ def build_asyncapi(prefix: str = "sluice") -> dict[str, Any]:
         ),
         ("controlEvents", t.control_events, "Operator changes broadcast to services", ControlEvent),
         ("deadLetters", t.dead_letters, "Messages a consumer gave up on, with their origin", DeadLetter),
+        (
+            "journalAnchors",
+            t.journal_anchors,
+            "The ledger's signed journal chain heads, kept forever (contract 14.3)",
+            JournalAnchor,
+        ),
     ]
     types = sorted({m for *_, u in channels_spec for m in _members(u)}, key=lambda c: c.__name__)
     schemas, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")

@@ -143,9 +143,12 @@ async def ensure_topics(settings: Settings, names: Iterable[str], partitions: in
         missing = [n for n in names if n not in existing]
         if missing:
             config = {"retention.ms": str(settings.kafka_retention_ms)}
+            named = Topics(settings.topic_prefix)  # the anchors topic keeps its records forever
             count, rf = partitions or settings.kafka_topic_partitions, settings.kafka_replication_factor
             with contextlib.suppress(TopicAlreadyExistsError):  # another instance made them first
-                await admin.create_topics([NewTopic(n, count, rf, topic_configs=config) for n in missing])
+                await admin.create_topics(
+                    [NewTopic(n, count, rf, topic_configs=named.configs(n, config)) for n in missing]
+                )
     finally:
         await admin.close()
 

@@ -18,6 +18,7 @@ from aiokafka.errors import TopicAlreadyExistsError
 from common import kafka
 from common.broker import service_topics
 from common.settings import Settings
+from common.topics import Topics
 
 
 async def provision(settings: Settings) -> tuple[int, list[str]]:
@@ -33,9 +34,12 @@ async def provision(settings: Settings) -> tuple[int, list[str]]:
         missing = [n for n in names if n not in existing]
         if missing:
             config = {"retention.ms": str(settings.kafka_retention_ms)}
+            named = Topics(settings.topic_prefix)  # the anchors topic keeps its records forever
             rf = settings.kafka_replication_factor
             with contextlib.suppress(TopicAlreadyExistsError):  # another instance made them first
-                await admin.create_topics([NewTopic(n, want, rf, topic_configs=config) for n in missing])
+                await admin.create_topics(
+                    [NewTopic(n, want, rf, topic_configs=named.configs(n, config)) for n in missing]
+                )
         described: list[dict[str, Any]] = await admin.describe_topics(names)
         found = {d["topic"]: len(d.get("partitions", [])) for d in described}
         for n in names:

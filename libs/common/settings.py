@@ -163,6 +163,11 @@ class Settings(BaseSettings):
     webhooks_retention_s: int = 30 * 86400
     webhooks_prune_interval_s: float = 600.0
 
+    # The journal's anchors (contract 14.3, ledger.anchors): the ledger alone needs the key
+    # (HMAC-SHA256; the database never holds it); chain heads that moved are published this often.
+    journal_anchor_key: SecretStr = SecretStr("")
+    journal_anchor_interval_s: float = 5.0
+
     sandbox_settle_s: float = 2.0
     sandbox_default_cap: Decimal = Field(default=Decimal("1000000"))
 
@@ -190,7 +195,8 @@ class Settings(BaseSettings):
         weak = []
         if self.env == "production":
             weak.extend(weak_admin_tokens(self.admin_tokens))
-        for attr in ("jwt_secret", "onboarding_secret"):
+        names = {**SECRET_SETTINGS, "journal_anchor_key": "SLUICE_JOURNAL_ANCHOR_KEY"}
+        for attr in ("jwt_secret", "onboarding_secret", "journal_anchor_key"):
             value = getattr(self, attr).get_secret_value()
             if not value:
                 continue
@@ -201,7 +207,7 @@ class Settings(BaseSettings):
                 else (f"shorter than {MIN_SECRET_CHARS} characters" if short else None)
             )
             if reason is not None:
-                weak.append(f"{SECRET_SETTINGS[attr]} ({reason}; {ADVICE})")
+                weak.append(f"{names[attr]} ({reason}; {ADVICE})")
         if self.encryption_keys.get_secret_value():
             try:
                 KeyRing.parse(self.encryption_keys.get_secret_value())

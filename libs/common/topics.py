@@ -19,6 +19,14 @@ class Topic(StrEnum):
     #: Operator changes (key revoked, policy changed, branding changed) broadcast to services.
     CONTROL_EVENTS = "control.events"
     DEAD_LETTERS = "dlq"
+    #: Signed chain heads of the ledger's journal (contract 14.3): kept forever, never compacted.
+    JOURNAL_ANCHORS = "journal.anchors"
+
+
+#: Topic settings that differ from the suite's defaults, applied when a topic is created.
+TOPIC_CONFIGS: dict[Topic, dict[str, str]] = {
+    Topic.JOURNAL_ANCHORS: {"retention.ms": "-1", "retention.bytes": "-1", "cleanup.policy": "delete"},
+}
 
 
 class _Named:
@@ -41,9 +49,18 @@ class Topics:
     events = _Named(Topic.EVENTS)
     control_events = _Named(Topic.CONTROL_EVENTS)
     dead_letters = _Named(Topic.DEAD_LETTERS)
+    journal_anchors = _Named(Topic.JOURNAL_ANCHORS)
 
     def __getitem__(self, topic: Topic) -> str:
         return f"{self.prefix}.{topic.value}"
+
+    def configs(self, name: str, default: dict[str, str]) -> dict[str, str]:
+        """The settings to create topic ``name`` with: ``default`` unless :data:`TOPIC_CONFIGS`
+        says otherwise."""
+        for topic, config in TOPIC_CONFIGS.items():
+            if self[topic] == name:
+                return {**default, **config}
+        return default
 
     def replies(self, instance_id: str) -> str:
         return f"{self.prefix}.replies.{instance_id}"

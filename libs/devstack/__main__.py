@@ -65,6 +65,9 @@ def local_secrets() -> dict[str, str]:
         "SLUICE_ENCRYPTION_KEYS": _saved(
             "SLUICE_ENCRYPTION_KEYS", "encryption_keys", lambda: new_key_setting("local1")
         ),
+        "SLUICE_JOURNAL_ANCHOR_KEY": _saved(
+            "SLUICE_JOURNAL_ANCHOR_KEY", "journal_anchor_key", lambda: secrets.token_urlsafe(32)
+        ),
     }
 
 

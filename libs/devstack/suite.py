@@ -68,6 +68,7 @@ def ephemeral_secrets(tag: str) -> dict[str, str]:
         "SLUICE_JWT_SECRET": secrets.token_urlsafe(32),
         "SLUICE_ONBOARDING_SECRET": secrets.token_urlsafe(32),
         "SLUICE_ENCRYPTION_KEYS": new_key_setting(f"{tag}1"),
+        "SLUICE_JOURNAL_ANCHOR_KEY": secrets.token_urlsafe(32),
     }
 
 

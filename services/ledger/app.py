@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+
 from faststream.asgi import AsgiFastStream
 
 from common.broker import subscribe
 from common.inbox import Inbox
 from common.logging import setup_logging
 from common.outbox import Outbox
-from common.service import build_runtime, consumer_app
+from common.service import Runtime, build_runtime, consumer_app
 from common.settings import Settings
+from common.tracing import publish
+from ledger.anchors import KEY_SETTING, Anchors
 from ledger.effects import LedgerConfig
 from ledger.handlers import LedgerConsumer
 from ledger.simulator import Simulator
@@ -18,7 +24,8 @@ from ledger.simulator import Simulator
 def create_app(settings: Settings) -> AsgiFastStream:
     setup_logging("ledger")
     rt = build_runtime("ledger", settings)
-    cfg = LedgerConfig(settle_s=settings.sandbox_settle_s)
+    anchors = _anchors(settings, rt)
+    cfg = LedgerConfig(settle_s=settings.sandbox_settle_s, read_anchors=anchors.read if anchors else None)
     outbox = Outbox("ledger", rt.broker, lazy_delete=True)
     runtime = LedgerConsumer(settings, rt.broker, rt.sm, outbox, Inbox("ledger"), rt.topics, cfg=cfg)
     simulator = Simulator(rt.sm, outbox, rt.topics, cfg)
@@ -29,8 +36,32 @@ def create_app(settings: Settings) -> AsgiFastStream:
         rt.topics.group("ledger"),
         runtime.processor(rt.readiness),
     )
+    tasks: dict[str, Callable[[], Awaitable[None]]] = {
+        "outbox-relay": lambda: outbox.relay_forever(rt.sm),
+        "simulator": simulator.run_forever,
+    }
+    if anchors is not None:
+        tasks["journal-anchors"] = anchors.run_forever
     return consumer_app(
         rt,
-        tasks={"outbox-relay": lambda: outbox.relay_forever(rt.sm), "simulator": simulator.run_forever},
-        stats=lambda: {"processed": runtime.processed, "simulated_steps": simulator.steps},
+        tasks=tasks,
+        stats=lambda: {
+            "processed": runtime.processed,
+            "simulated_steps": simulator.steps,
+            "anchors_published": anchors.published if anchors else 0,
+        },
     )
+
+
+def _anchors(settings: Settings, rt: Runtime) -> Anchors | None:
+    """The journal's anchors (contract 14.3): required in production; in development without
+    the key, off (verify_journal then checks the chains against themselves only)."""
+    if settings.journal_anchor_key.get_secret_value():
+        return Anchors(settings, rt.sm, rt.topics.journal_anchors, functools.partial(publish, rt.broker))
+    if settings.env == "production":
+        logging.getLogger(__name__).critical(
+            "sluice: refusing to start the ledger in production without %s", KEY_SETTING
+        )
+        raise SystemExit(2)
+    logging.getLogger(__name__).warning("journal anchors off: %s is not set (development)", KEY_SETTING)
+    return None

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from common.contracts.base import Ctx, Event
 from common.errors import ErrorCode, ServiceError, invalid
@@ -14,12 +14,18 @@ from common.ids import new_id
 from common.money import MAX_AMOUNT
 from common.times import iso
 
+if TYPE_CHECKING:
+    from ledger.anchors import Found
+
 
 @dataclass(frozen=True)
 class LedgerConfig:
     """Read from Settings in create_app and handed to every command."""
 
     settle_s: float = 2.0
+    # What the anchors topic holds (ledger.anchors.Anchors.read); None: anchoring is off
+    # (development without SLUICE_JOURNAL_ANCHOR_KEY).
+    read_anchors: Callable[[], Awaitable[Found]] | None = None
 
 
 class Effects:

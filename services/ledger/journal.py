@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -111,6 +111,7 @@ class Entry:
     postings: list[Posting]
     transfer_id: str | None = None
     deposit_id: str | None = None
+    transfer: str | None = None  # the transfer's terms as the chain covers them (chain.transfer_text)
 
 
 def entry(
@@ -121,14 +122,19 @@ def entry(
     postings: list[Posting],
     transfer_id: str | None = None,
     deposit_id: str | None = None,
+    transfer: Mapping[str, Any] | None = None,
 ) -> Entry:
-    """One balanced entry (checked here, before anything is written)."""
+    """One balanced entry (checked here, before anything is written). An entry of a transfer
+    gives the transfer's row (``transfer``): its terms are in the entry's hash."""
+    if (transfer_id is None) != (transfer is None):
+        raise ValueError(f"{kind}: an entry of a transfer names the transfer's id and its row")
     sums: dict[str, Decimal] = defaultdict(Decimal)
     for _, currency, amount in postings:
         sums[currency] += amount
     if any(total != 0 for total in sums.values()) or not postings:
         raise UnbalancedEntry(f"{kind} does not balance: {dict(sums)}")
-    return Entry(new_id("je"), tenant_id, mode, kind, postings, transfer_id, deposit_id)
+    terms = chain.transfer_text(transfer) if transfer is not None else None
+    return Entry(new_id("je"), tenant_id, mode, kind, postings, transfer_id, deposit_id, terms)
 
 
 @dataclass
@@ -268,15 +274,8 @@ class Journal:
         for e in accepted:
             key = (e.tenant_id, e.mode)
             seq, previous = moved.get(key) or locked[key]
-            text = chain.canonical(
-                e.id,
-                e.tenant_id,
-                e.mode,
-                e.kind,
-                e.transfer_id,
-                e.deposit_id,
-                now,
-                [(a, x) for a, _, x in e.postings],
+            text = chain.canonical_v2(
+                e.id, e.tenant_id, e.mode, e.kind, e.transfer_id, e.deposit_id, now, e.postings, e.transfer
             )
             moved[key] = (seq + 1, chain.link(previous, text))
             rows.append(

@@ -27,7 +27,7 @@ from common.contracts.base import Ctx, Event
 from common.contracts.events import PayoutCreated, PayoutUpdated, TransferCreated, TransferUpdated
 from common.errors import ErrorCode, ServiceError
 from common.ids import new_id
-from ledger import journal, views
+from ledger import chain, journal, views
 from ledger import repository as repo
 from ledger.effects import LedgerConfig, missing, now_iso
 from ledger.models import Transfer
@@ -130,6 +130,7 @@ async def _move_money(session: AsyncSession, t: Transfer, to: str) -> None:
         mode=t.mode,
         kind=f"{t.kind}_{to}",
         transfer_id=t.id,
+        transfer={name: getattr(t, name) for name in chain.TRANSFER_FIELDS},
         postings=postings,
     )
     await journal.post(session, posted)

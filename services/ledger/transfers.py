@@ -136,30 +136,6 @@ def _plan(idx: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal, cfg: L
     assert cmd.decision is not None
     t_id, m, cur = cmd.ctx.tenant_id, cmd.ctx.mode, cmd.currency
     fee = fees.charged(cmd, amount, STABLECOIN_PLACES)
-    entries = [
-        journal.entry(
-            tenant_id=t_id,
-            mode=m,
-            kind=f"{cmd.kind}_hold",
-            transfer_id=cmd.transfer_id,
-            postings=[(journal.available(src.id), cur, -amount), (journal.held(src.id), cur, amount)],
-        )
-    ]
-    steps: list[tuple[str, str]] = []
-    if cmd.decision.outcome == "review":
-        steps = [("in_review", "compliance_review")]
-    elif route == "book":
-        assert dst_id is not None
-        steps = [("processing", "book_settlement"), ("completed", "book_settlement")]
-        entries.append(
-            journal.entry(
-                tenant_id=t_id,
-                mode=m,
-                kind=f"{cmd.kind}_completed",
-                transfer_id=cmd.transfer_id,
-                postings=journal.completion(t_id, m, src.id, journal.available(dst_id), cur, amount, fee),
-            )
-        )
     values: dict[str, Any] = {
         "id": cmd.transfer_id,
         "tenant_id": t_id,
@@ -179,6 +155,32 @@ def _plan(idx: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal, cfg: L
         "idempotency_key": cmd.idempotency_key,
         "decision_id": cmd.decision.decision_id,
     }
+    entries = [
+        journal.entry(
+            tenant_id=t_id,
+            mode=m,
+            kind=f"{cmd.kind}_hold",
+            transfer_id=cmd.transfer_id,
+            transfer=values,
+            postings=[(journal.available(src.id), cur, -amount), (journal.held(src.id), cur, amount)],
+        )
+    ]
+    steps: list[tuple[str, str]] = []
+    if cmd.decision.outcome == "review":
+        steps = [("in_review", "compliance_review")]
+    elif route == "book":
+        assert dst_id is not None
+        steps = [("processing", "book_settlement"), ("completed", "book_settlement")]
+        entries.append(
+            journal.entry(
+                tenant_id=t_id,
+                mode=m,
+                kind=f"{cmd.kind}_completed",
+                transfer_id=cmd.transfer_id,
+                transfer=values,
+                postings=journal.completion(t_id, m, src.id, journal.available(dst_id), cur, amount, fee),
+            )
+        )
     move = journal.Movement(entries, refusable_for=src.id)
     return Planned(cmd, amount, values, steps, move, cmd.ctx.request_id)
 

@@ -368,8 +368,10 @@ async def seed_production_deposit(db: asyncpg.Connection, tenant_id: str, wallet
             chain.GENESIS,
         )
         created = await db.fetchval("SELECT now()")
-        postings = [(ext, -x), (f"{wallet_id}.available", x)]
-        text = chain.canonical(entry, tenant_id, "production", "deposit", None, None, created, postings)
+        postings = [(ext, "USDC", -x), (f"{wallet_id}.available", "USDC", x)]
+        text = chain.canonical_v2(
+            entry, tenant_id, "production", "deposit", None, None, created, postings, None
+        )
         link = chain.link(head["head_hash"], text)
         await db.execute(
             "INSERT INTO ledger.journal_entries (id, tenant_id, mode, kind, created_at, seq, hash)"

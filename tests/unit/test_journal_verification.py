@@ -23,11 +23,16 @@ T0 = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
 SESSION = object()
 
 
-def entries(tenant: str, n: int) -> list[tuple[SimpleNamespace, list[tuple[str, Decimal]]]]:
-    """A chain of ``n`` entries, hashed as the journal writes them."""
+Legs = list[tuple[str, str, Decimal]]
+NO_TRANSFER = {f"t_{name}": None for name in chain.TRANSFER_FIELDS}
+
+
+def entries(tenant: str, n: int, v1: int = 0) -> list[tuple[SimpleNamespace, Legs]]:
+    """A chain of ``n`` entries, hashed as the journal writes them (the first ``v1`` in
+    version 1, as written before issue 38), as the repository reads them back."""
     out, previous = [], chain.GENESIS
     for seq in range(1, n + 1):
-        legs = [(f"w{seq}.available", D(seq)), (f"ext.{tenant}.deposits", D(-seq))]
+        legs = [(f"w{seq}.available", "USDC", D(seq)), (f"ext.{tenant}.deposits", "USDC", D(-seq))]
         e = SimpleNamespace(
             id=f"je_{tenant}_{seq}",
             tenant_id=tenant,
@@ -37,14 +42,22 @@ def entries(tenant: str, n: int) -> list[tuple[SimpleNamespace, list[tuple[str, 
             deposit_id=f"dep_{seq}",
             created_at=T0 + timedelta(seconds=seq),
             seq=seq,
+            **NO_TRANSFER,
         )
-        e.hash = chain.link(
-            previous,
-            chain.canonical(e.id, tenant, "sandbox", "deposit", None, e.deposit_id, e.created_at, legs),
-        )
+        e.hash = chain.link(previous, text_of(e, legs, "v1" if seq <= v1 else "v2"))
         previous = e.hash
         out.append((e, legs))
     return out
+
+
+def text_of(e: SimpleNamespace, legs: Legs, version: str = "v2") -> str:
+    fields = (e.id, e.tenant_id, e.mode, e.kind, e.transfer_id, e.deposit_id, e.created_at)
+    if version == "v1":
+        return chain.canonical(*fields, [(a, x) for a, _, x in legs])
+    terms = None
+    if e.transfer_id:
+        terms = chain.transfer_text({name: getattr(e, f"t_{name}") for name in chain.TRANSFER_FIELDS})
+    return chain.canonical_v2(*fields, legs, terms)
 
 
 class FakeJournal:
@@ -65,6 +78,10 @@ class FakeJournal:
         self.asked.append(("heads", tenant_id, mode))
         return [h for t, h in sorted(self.heads.items()) if tenant_id in (None, t)]
 
+    async def headless_chains(self, session: Any, tenant_id: str | None, mode: str | None) -> list[Any]:
+        assert session is SESSION
+        return [(t, "sandbox") for t, rows in sorted(self.rows.items()) if rows and t not in self.heads]
+
     async def chain_page(self, session: Any, tenant_id: str, mode: str, after: int, limit: int) -> list[Any]:
         assert session is SESSION and mode == "sandbox"
         self.asked.append(("page", tenant_id, after, limit))
@@ -76,6 +93,7 @@ def journal(monkeypatch: pytest.MonkeyPatch) -> FakeJournal:
     fake = FakeJournal(ten_a=5, ten_b=3)
     monkeypatch.setattr(verification.repo, "chain_heads", fake.chain_heads)
     monkeypatch.setattr(verification.repo, "chain_page", fake.chain_page)
+    monkeypatch.setattr(verification.repo, "headless_chains", fake.headless_chains)
     return fake
 
 
@@ -116,6 +134,9 @@ async def test_a_chain_is_read_page_after_page(journal: FakeJournal, monkeypatch
     assert [a[2:] for a in journal.asked if a[0] == "page"] == [(0, 5), (5, 5)]
 
 
+REASONS = {"its": "entry_mismatch", "entries": "entries_missing", "the": "head_mismatch"}
+
+
 def bad(entry_id: str | None, head: SimpleNamespace, problem: str, entries: int) -> dict[str, Any]:
     """verify_journal's answer for a broken chain: ``entries`` checked before the bad one, the
     whole run's (earlier chains included)."""
@@ -125,6 +146,7 @@ def bad(entry_id: str | None, head: SimpleNamespace, problem: str, entries: int)
         "head_hash": head.head_hash,
         "first_bad_entry_id": entry_id,
         "problem": problem,
+        "reason": REASONS[problem.split(" ")[0]],
         "tenant_id": head.tenant_id,
         "mode": "sandbox",
     }
@@ -132,7 +154,7 @@ def bad(entry_id: str | None, head: SimpleNamespace, problem: str, entries: int)
 
 async def test_a_changed_posting_names_its_entry(journal: FakeJournal) -> None:
     e, legs = journal.rows["ten_b"][1]
-    journal.rows["ten_b"][1] = (e, [(legs[0][0], legs[0][1] * 2), legs[1]])
+    journal.rows["ten_b"][1] = (e, [(legs[0][0], legs[0][1], legs[0][2] * 2), legs[1]])
     assert await verify() == bad(
         "je_ten_b_2", journal.heads["ten_b"], "its stored content or hash does not match its chain", 5 + 1
     )
@@ -194,4 +216,4 @@ def test_the_canonical_text_is_in_utc_whatever_the_stamp_zone() -> None:
     text = chain.canonical("je_1", "ten", "live", "transfer_hold", "tr_1", None, stamp, [("a", D(0))])
     assert text == "v1|je_1|ten|live|transfer_hold|tr_1||2026-01-02T03:04:05.000006Z|a,credit,0.000000"
     assert chain.link("ab" * 32, text) == hashlib.sha256(("ab" * 32 + "\n" + text).encode()).hexdigest()
-    assert chain.GENESIS == "0" * 64 and chain.VERSION == "v1"
+    assert chain.GENESIS == "0" * 64 and chain.VERSION == "v2"

@@ -232,6 +232,19 @@ def test_account_names_and_the_completion_of_a_transfer() -> None:
     )
 
 
+#: The transfer row ``tr_1``'s terms, as an entry of it covers them (``chain.transfer_text``).
+TR_1 = {
+    "kind": "transfer",
+    "route": "book",
+    "currency": "USDC",
+    "amount": D(1),
+    "fee_amount": D(0),
+    "source_wallet_id": "w1",
+    "destination_wallet_id": "w2",
+    "destination": {"payment_rail": "provider_wallet", "currency": "USDC", "provider_wallet_id": "w2"},
+}
+
+
 def _entry(*postings: tuple[str, str, str], kind: str = "transfer_hold") -> journal.Entry:
     return journal.entry(
         tenant_id="t",
@@ -239,6 +252,7 @@ def _entry(*postings: tuple[str, str, str], kind: str = "transfer_hold") -> jour
         kind=kind,
         postings=[(a, c, D(x)) for a, c, x in postings],
         transfer_id="tr_1",
+        transfer=TR_1,
     )
 
 
@@ -870,7 +884,7 @@ async def test_every_entry_is_linked_into_its_tenants_chain(ledger: FakeLedger) 
     assert [(r["tenant_id"], r["seq"]) for r in rows] == [("t", 1), ("u", 1), ("t", 2)]  # refused: no link
     first = chain.link(
         chain.GENESIS,
-        chain.canonical(
+        chain.canonical_v2(
             rows[0]["id"],
             "t",
             "sandbox",
@@ -878,11 +892,12 @@ async def test_every_entry_is_linked_into_its_tenants_chain(ledger: FakeLedger) 
             "tr_1",
             None,
             rows[0]["created_at"],
-            [("w1.available", D(-2)), ("w1.held", D(2))],
+            [("w1.available", "USDC", D(-2)), ("w1.held", "USDC", D(2))],
+            chain.transfer_text(TR_1),
         ),
     )
     assert rows[0]["hash"] == first and rows[2]["hash"] != first
-    deposit_link = chain.canonical(
+    deposit_link = chain.canonical_v2(
         rows[1]["id"],
         "u",
         "sandbox",
@@ -890,7 +905,8 @@ async def test_every_entry_is_linked_into_its_tenants_chain(ledger: FakeLedger) 
         None,
         "dep_9",
         rows[1]["created_at"],
-        [("ext.u.sandbox.USDC.deposits", D(-1)), ("w2.available", D(1))],
+        [("ext.u.sandbox.USDC.deposits", "USDC", D(-1)), ("w2.available", "USDC", D(1))],
+        None,
     )
     assert rows[1]["hash"] == chain.link(chain.GENESIS, deposit_link)
     assert 0 <= CHAIN_CPU._value.get() - cpu_before < 0.05  # seconds of CPU: small, never negative

@@ -1,0 +1,357 @@
+"""Issue 38, the anchored journal: canonical version 2 (currency and the transfer's terms in the
+hash), anchors signed with SLUICE_JOURNAL_ANCHOR_KEY, the publisher that anchors only chains
+that moved and still extend their anchor, and verify_journal against the newest anchor
+(``anchor_mismatch``, ``truncated_tail``, ``missing_head``, an untrusted record). The same
+tampering by SQL on the stack: tests/integration/test_journal_anchors.py."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from datetime import UTC, datetime
+from decimal import Decimal
+from types import SimpleNamespace
+from typing import Any
+
+import msgspec
+import pytest
+
+from common.contracts.anchors import ANCHORS, JournalAnchor
+from common.contracts.base import Ctx
+from common.contracts.commands import VerifyJournal
+from common.errors import ServiceError
+from common.settings import Settings
+from ledger import anchors, chain, verification
+from ledger.effects import LedgerConfig
+from tests.unit.test_journal_verification import SESSION, FakeJournal, entries, text_of
+
+pytestmark = pytest.mark.unit
+D = Decimal
+KEY = b"k" * 32
+T0 = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+TRANSFER = {
+    "kind": "transfer",
+    "route": "external",
+    "currency": "USDC",
+    "amount": D("12.5"),
+    "fee_amount": D("0.25"),
+    "source_wallet_id": "w_src",
+    "destination_wallet_id": None,
+    "destination": {"payment_rail": "ethereum", "currency": "USDC", "address": "0xabc", "chain": "ETH"},
+}
+
+
+def test_canonical_v2_is_the_documented_text() -> None:
+    legs = [("b", "USDC", D(5)), ("a", "EURC", D("-5.5"))]
+    text = chain.canonical_v2("je_1", "ten", "live", "transfer_hold", "tr_1", None, T0, legs, "TERMS")
+    assert text == (
+        "v2|je_1|ten|live|transfer_hold|tr_1||2026-01-02T03:04:05.000006Z"
+        "|a,EURC,debit,5.500000;b,USDC,credit,5.000000|TERMS"
+    )
+    assert chain.transfer_text(TRANSFER) == (
+        "transfer,external,USDC,12.500000,0.250000,w_src,,"
+        '{"address":"0xabc","chain":"ETH","currency":"USDC","payment_rail":"ethereum"}'
+    )
+    no_transfer = chain.canonical_v2("je_2", "ten", "live", "deposit", None, "dep_1", T0, [], None)
+    assert no_transfer.endswith("Z||") and no_transfer.startswith("v2|")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"destination": {**TRANSFER["destination"], "address": "0xdef"}},  # type: ignore[dict-item]
+        {"destination_wallet_id": "w_other"},
+        {"source_wallet_id": "w_other"},
+        {"amount": D("125")},
+        {"fee_amount": D("0")},
+        {"currency": "USDT"},
+        {"route": "book"},
+        {"kind": "payout"},
+    ],
+)
+def test_every_term_of_the_transfer_is_in_the_hash(change: dict[str, Any]) -> None:
+    before = chain.transfer_text(TRANSFER)
+    assert chain.transfer_text({**TRANSFER, **change}) != before
+
+
+def test_a_postings_currency_is_in_v2_and_was_not_in_v1() -> None:
+    usdc, eurc = [("a", "USDC", D(1)), ("b", "USDC", D(-1))], [("a", "EURC", D(1)), ("b", "EURC", D(-1))]
+    args = ("je", "t", "sandbox", "deposit", None, "d", T0)
+    assert chain.canonical_v2(*args, usdc, None) != chain.canonical_v2(*args, eurc, None)
+    assert chain.canonical(*args, [(a, x) for a, _, x in usdc]) == chain.canonical(
+        *args, [(a, x) for a, _, x in eurc]
+    )
+
+
+@pytest.fixture
+def journal(monkeypatch: pytest.MonkeyPatch) -> FakeJournal:
+    fake = FakeJournal(ten_a=5, ten_b=3)
+    for name in ("chain_heads", "chain_page", "headless_chains"):
+        monkeypatch.setattr(verification.repo, name, getattr(fake, name))
+    return fake
+
+
+# ---- anchors: signing ----
+
+
+def anchor(
+    tenant: str = "ten_a", seq: int = 3, head_hash: str = "ab" * 32, key: bytes = KEY
+) -> JournalAnchor:
+    made = JournalAnchor(
+        tenant_id=tenant, mode="sandbox", seq=seq, head_hash=head_hash, anchored_at="2026-01-02T03:04:05Z"
+    )
+    return anchors.sign(made, key)
+
+
+def test_an_anchor_is_signed_with_hmac_sha256_over_every_field() -> None:
+    a = anchor()
+    expected = hmac.new(
+        KEY, b"journal.anchor.v1|ten_a|sandbox|3|" + b"ab" * 32 + b"|2026-01-02T03:04:05Z", hashlib.sha256
+    )
+    assert a.signature == expected.hexdigest() and anchors.is_signed(a, KEY)
+    assert not anchors.is_signed(a, b"x" * 32)
+    for change in (
+        {"tenant_id": "ten_b"},
+        {"mode": "production"},
+        {"seq": 4},
+        {"head_hash": "cd" * 32},
+        {"anchored_at": "x"},
+    ):
+        assert not anchors.is_signed(msgspec.structs.replace(a, **change), KEY), change
+    wire = msgspec.json.encode(a)
+    assert msgspec.json.decode(wire)["type"] == "journal.anchor.v1" and ANCHORS.decode(wire) == a
+
+
+def test_the_newest_valid_anchor_of_each_chain_is_kept_and_the_rest_reported() -> None:
+    first, same_seq_later = anchor(seq=5, head_hash="11" * 32), anchor(seq=5, head_hash="22" * 32)
+    forged = anchor(seq=9, key=b"not the key" * 3)
+    records = [anchor(seq=2), first, same_seq_later, anchor("ten_b", 1), forged, anchor(seq=4)]
+    wire = [(0, n, msgspec.json.encode(r)) for n, r in enumerate(records)] + [(1, 0, b"{not json")]
+    found = anchors.newest_anchors(wire, KEY)
+    assert found.newest == {("ten_a", "sandbox"): first, ("ten_b", "sandbox"): records[3]}
+    assert found.untrusted == [
+        {
+            "partition": 0,
+            "offset": 4,
+            "tenant_id": "ten_a",
+            "mode": "sandbox",
+            "seq": 9,
+            "why": "bad signature",
+        },
+        {"partition": 1, "offset": 0, "why": "not an anchor"},
+    ]
+
+
+# ---- anchors: the publisher ----
+
+
+class Heads:
+    def __init__(self, journal: FakeJournal) -> None:
+        self.journal = journal
+        self.sent: list[tuple[bytes, JournalAnchor]] = []
+
+    async def publish(self, key: bytes, value: bytes) -> None:
+        self.sent.append((key, ANCHORS.decode(value)))
+
+    async def entry_hash_at(self, session: Any, tenant_id: str, mode: str, seq: int) -> str | None:
+        return next((e.hash for e, _ in self.journal.rows[tenant_id] if e.seq == seq), None)
+
+
+@pytest.fixture
+def heads(journal: FakeJournal, monkeypatch: pytest.MonkeyPatch) -> Heads:
+    found = Heads(journal)
+    monkeypatch.setattr(anchors.repo, "chain_heads", journal.chain_heads)
+    monkeypatch.setattr(anchors.repo, "entry_hash_at", found.entry_hash_at)
+    return found
+
+
+async def test_only_chains_whose_head_moved_are_anchored(journal: FakeJournal, heads: Heads) -> None:
+    anchored: dict[Any, tuple[int, str]] = {}
+    assert await anchors.anchor_moved(SESSION, heads.publish, KEY, anchored) == 2  # type: ignore[arg-type]
+    assert [(k, a.tenant_id, a.seq) for k, a in heads.sent] == [
+        (b"ten_a:sandbox", "ten_a", 5),
+        (b"ten_b:sandbox", "ten_b", 3),
+    ]
+    assert all(
+        anchors.is_signed(a, KEY) and a.head_hash == journal.heads[a.tenant_id].head_hash
+        for _, a in heads.sent
+    )
+    assert await anchors.anchor_moved(SESSION, heads.publish, KEY, anchored) == 0  # type: ignore[arg-type]
+    journal.rows["ten_b"] = entries("ten_b", 4)  # one more entry: the same chain, extended
+    journal.heads["ten_b"].seq, journal.heads["ten_b"].head_hash = 4, journal.rows["ten_b"][-1][0].hash
+    assert await anchors.anchor_moved(SESSION, heads.publish, KEY, anchored) == 1  # type: ignore[arg-type]
+    assert heads.sent[-1][1].seq == 4
+
+
+async def test_a_rewritten_chain_is_never_anchored(journal: FakeJournal, heads: Heads) -> None:
+    anchored: dict[Any, tuple[int, str]] = {}
+    await anchors.anchor_moved(SESSION, heads.publish, KEY, anchored)  # type: ignore[arg-type]
+    rewrite(journal, "ten_a", at=2, extra=1)  # rehashed end to end, head row moved to match
+    assert await anchors.anchor_moved(SESSION, heads.publish, KEY, anchored) == 0  # type: ignore[arg-type]
+    journal.heads["ten_b"].head_hash = "ff" * 32  # a head moved in place
+    assert await anchors.anchor_moved(SESSION, heads.publish, KEY, anchored) == 0  # type: ignore[arg-type]
+    assert anchored[("ten_a", "sandbox")][0] == 5 and len(heads.sent) == 2
+
+
+# ---- verify_journal against the anchors ----
+
+
+def rewrite(journal: FakeJournal, tenant: str, at: int, extra: int = 0) -> None:
+    """Double the amount of entry ``at`` and recompute every hash from there on, head row
+    included: the chain verifies against itself. ``extra`` entries are appended."""
+    rows = journal.rows[tenant]
+    e, legs = rows[at - 1]
+    rows[at - 1] = (e, [(legs[0][0], legs[0][1], legs[0][2] * 2), (legs[1][0], legs[1][1], legs[1][2] * 2)])
+    for n in range(extra):
+        template, tl = rows[-1]
+        rows.append((SimpleNamespace(**{**vars(template), "id": f"je_x{n}", "seq": template.seq + 1}), tl))
+    previous = rows[at - 2][0].hash if at > 1 else chain.GENESIS
+    for e, legs in rows[at - 1 :]:
+        e.hash = chain.link(previous, text_of(e, legs))
+        previous = e.hash
+    journal.heads[tenant].seq, journal.heads[tenant].head_hash = rows[-1][0].seq, previous
+
+
+async def verify(
+    journal: FakeJournal, published: list[JournalAnchor], tenant: str | None = None
+) -> dict[str, Any]:
+    async def read() -> anchors.Found:
+        return anchors.newest_anchors([(0, n, msgspec.json.encode(a)) for n, a in enumerate(published)], KEY)
+
+    cmd = VerifyJournal(
+        command_id="c", ctx=Ctx(request_id="r", tenant_id="", mode="sandbox"), target_tenant_id=tenant
+    )
+    effects = await verification.verify_journal(SESSION, cmd, LedgerConfig(read_anchors=read))  # type: ignore[arg-type]
+    return dict(effects.data)
+
+
+def anchors_of(journal: FakeJournal) -> list[JournalAnchor]:
+    return [anchor(t, h.seq, h.head_hash) for t, h in sorted(journal.heads.items())]
+
+
+async def test_intact_chains_agree_with_their_anchors(journal: FakeJournal) -> None:
+    found = await verify(journal, anchors_of(journal))
+    assert found == {"ok": True, "entries": 8, "head_hash": journal.heads["ten_b"].head_hash, "anchored": 2}
+    assert (await verify(journal, [], "ten_a"))["anchored"] == 0
+
+
+async def test_a_rewritten_middle_with_recomputed_hashes_is_an_anchor_mismatch(journal: FakeJournal) -> None:
+    published = anchors_of(journal)
+    rewrite(journal, "ten_a", at=2, extra=2)
+    assert (await verify(journal, []))["ok"] is True  # the chain alone holds: only the anchor knows
+    found = await verify(journal, published)
+    assert (found["ok"], found["reason"], found["first_bad_entry_id"], found["tenant_id"]) == (
+        False,
+        "anchor_mismatch",
+        "je_ten_a_5",
+        "ten_a",
+    )
+    assert found["anchor"]["seq"] == 5 and found["anchor"]["head_hash"] == published[0].head_hash
+
+
+async def test_a_truncated_tail_with_its_head_moved_back_is_found(journal: FakeJournal) -> None:
+    published = anchors_of(journal)
+    del journal.rows["ten_b"][1:]
+    journal.heads["ten_b"].seq, journal.heads["ten_b"].head_hash = 1, journal.rows["ten_b"][0][0].hash
+    found = await verify(journal, published, "ten_b")
+    assert (found["ok"], found["reason"], found["first_bad_entry_id"], found["entries"]) == (
+        False,
+        "truncated_tail",
+        None,
+        1,
+    )
+
+
+async def test_a_deleted_head_row_is_a_missing_head(journal: FakeJournal) -> None:
+    published = anchors_of(journal)
+    del journal.heads["ten_b"]
+    found = await verify(journal, published)
+    assert (found["ok"], found["reason"], found["tenant_id"], found["anchor"]["seq"]) == (
+        False,
+        "missing_head",
+        "ten_b",
+        3,
+    )
+    assert (await verify(journal, []))["reason"] == "missing_head"  # entries without a head, no anchor yet
+    journal.rows["ten_b"] = []  # the chain's entries gone too: only the anchor remembers it
+    assert (await verify(journal, published))["reason"] == "missing_head"
+    assert (await verify(journal, published, "ten_a"))["ok"] is True  # narrowed to another tenant
+
+
+async def test_a_record_that_is_not_a_valid_anchor_is_reported_not_trusted(journal: FakeJournal) -> None:
+    forged = anchor("ten_a", 5, "00" * 32, key=b"guessed" * 5)
+    found = await verify(journal, [*anchors_of(journal), forged])
+    assert (found["ok"], found["reason"], found["untrusted_anchor_count"]) == (
+        False,
+        "anchor_signature_invalid",
+        1,
+    )
+    assert found["untrusted_anchors"][0]["why"] == "bad signature"
+    assert (await verify(journal, [forged], "ten_b"))["ok"] is True  # another tenant's record
+
+
+async def test_v1_entries_still_verify_and_a_chain_never_goes_back_to_v1(journal: FakeJournal) -> None:
+    journal.rows["ten_a"] = entries("ten_a", 5, v1=3)
+    journal.heads["ten_a"].head_hash = journal.rows["ten_a"][-1][0].hash
+    assert (await verify(journal, [], "ten_a"))["ok"] is True
+    journal.rows["ten_a"] = rows = entries("ten_a", 5, v1=3)
+    e = rows[3][0]  # entry 4 is v2: rehash entry 5 in v1 (as a downgrade would)
+    rows[4][0].hash = chain.link(e.hash, text_of(rows[4][0], rows[4][1], "v1"))
+    journal.heads["ten_a"].head_hash = rows[4][0].hash
+    found = await verify(journal, [], "ten_a")
+    assert (found["ok"], found["first_bad_entry_id"], found["reason"]) == (
+        False,
+        "je_ten_a_5",
+        "entry_mismatch",
+    )
+
+
+async def test_a_changed_destination_breaks_the_chain_at_the_transfers_entry(journal: FakeJournal) -> None:
+    rows = journal.rows["ten_a"]
+    first = rows[0][0]
+    vars(first).update({f"t_{k}": v for k, v in TRANSFER.items()}, transfer_id="tr_1", deposit_id=None)
+    previous = chain.GENESIS
+    for e, legs in rows:
+        e.hash = previous = chain.link(previous, text_of(e, legs))
+    journal.heads["ten_a"].head_hash = previous
+    assert (await verify(journal, [], "ten_a"))["ok"] is True
+    first.t_destination = {**TRANSFER["destination"], "address": "0xattacker"}  # type: ignore[dict-item]
+    found = await verify(journal, [], "ten_a")
+    assert (found["ok"], found["first_bad_entry_id"]) == (False, "je_ten_a_1")
+
+
+async def test_anchors_that_cannot_be_read_refuse_the_verification(journal: FakeJournal) -> None:
+    """Kafka down or the topic deleted: 503, never ``ok`` for chains compared with nothing."""
+
+    async def unreadable() -> anchors.Found:
+        raise RuntimeError("topic sluice.journal.anchors does not exist")
+
+    cmd = VerifyJournal(command_id="c", ctx=Ctx(request_id="r", tenant_id="", mode="sandbox"))
+    with pytest.raises(ServiceError) as refused:
+        await verification.verify_journal(SESSION, cmd, LedgerConfig(read_anchors=unreadable))  # type: ignore[arg-type]
+    assert (refused.value.code, refused.value.details["reason"]) == (
+        "provider_unavailable",
+        "anchors_unreadable",
+    )
+
+
+def test_the_anchor_key_is_checked_like_every_secret_and_never_shown() -> None:
+    weak = "abcdefghijklmnopqrstuvwxyz0123456789"  # long enough, a run
+    found = Settings(env="production", journal_anchor_key=weak).weak_secrets()  # type: ignore[arg-type]
+    assert any(w.startswith("SLUICE_JOURNAL_ANCHOR_KEY (too predictable") for w in found), found
+    assert not any(weak in w for w in found)
+    assert Settings(env="development", journal_anchor_key="short").weak_secrets() == [  # type: ignore[arg-type]
+        "SLUICE_JOURNAL_ANCHOR_KEY (shorter than 32 characters; at least 32 random bytes,"
+        " e.g. `openssl rand -base64 32`)"
+    ]
+
+
+def test_a_production_ledger_refuses_to_start_without_the_anchor_key(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from ledger import app
+
+    with pytest.raises(SystemExit) as stopped:
+        app._anchors(Settings(env="production", journal_anchor_key=""), None)  # type: ignore[arg-type]
+    assert stopped.value.code == 2 and "SLUICE_JOURNAL_ANCHOR_KEY" in caplog.text
+    assert app._anchors(Settings(env="development", journal_anchor_key=""), None) is None  # type: ignore[arg-type]

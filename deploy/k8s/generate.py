@@ -40,6 +40,19 @@ SERVICES = {  # name: (port, http: takes outside traffic, consumer group topic o
 # Services whose /metrics are off their main port (the gateway's faces partners: contract 14.3).
 METRICS_PORTS = {"gateway": 8010}
 SECRETS = ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"]
+# Each pod mounts the secrets its process uses and no other (contract 14.3; the table of
+# common.settings.SERVICE_SECRETS, tests/unit/test_least_privilege.py), and its own database
+# role's URL: sluice-secrets' key SLUICE_DATABASE_URL_<ROLE> as the file SLUICE_DATABASE_URL
+# (common.privileges: one role per service; the migration Job's is the migrations role).
+POD_SECRETS = {
+    "gateway": ["SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"],
+    "admin": ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET"],
+    "ledger": [],
+    "compliance": [],
+    "webhooks": ["SLUICE_ENCRYPTION_KEYS"],
+    "migrate": [],
+}
+DATABASE_ROLE = {**{name: name for name in SERVICES}, "migrate": "migrations"}
 # The Secret ``sluice-secrets`` is mounted as files here, never passed as environment variables
 # (checkov CKV_K8S_35): common.settings reads SLUICE_SECRETS_DIR's files named after settings.
 SECRETS_DIR = "/run/secrets/sluice"
@@ -87,10 +100,16 @@ def _kafka_password(principal: str) -> dict[str, str]:
     return {"key": f"SLUICE_KAFKA_SASL_PASSWORD_{principal.upper()}", "path": "SLUICE_KAFKA_SASL_PASSWORD"}
 
 
-def _pod_volumes(kafka_user: str | None = None) -> list[dict[str, Any]]:
+def _database_url(pod: str) -> dict[str, str]:
+    """The Secret item that is ``pod``'s database URL (its role's), as the file settings read."""
+    return {"key": f"SLUICE_DATABASE_URL_{DATABASE_ROLE[pod].upper()}", "path": "SLUICE_DATABASE_URL"}
+
+
+def _pod_volumes(pod: str, kafka_user: str | None = None) -> list[dict[str, Any]]:
     secret_files = {
         "secretName": "sluice-secrets",
-        "items": [{"key": s, "path": s} for s in SECRETS]
+        "items": [{"key": s, "path": s} for s in POD_SECRETS[pod]]
+        + [_database_url(pod)]
         + ([_kafka_password(kafka_user)] if kafka_user else []),
         "defaultMode": 0o440,  # root and the pod's group (fsGroup) read them, nobody else
     }
@@ -179,7 +198,7 @@ def deployment(name: str, port: int) -> dict[str, Any]:
                     "terminationGracePeriodSeconds": 30,
                     "securityContext": _pod_security(UID),
                     "containers": [c],
-                    "volumes": _pod_volumes(name),
+                    "volumes": _pod_volumes(name, name),
                 },
             },
         },
@@ -386,7 +405,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
             "metadata": _meta("sluice-config", LABELS),
             "data": {
                 "SLUICE_ENV": "production",
-                "SLUICE_DATABASE_URL": "postgresql+asyncpg://sluice@postgres:5432/sluice",
+                # No SLUICE_DATABASE_URL: each pod's own role's is a secret file (POD_SECRETS).
                 "SLUICE_REDIS_URL": "redis://redis:6379/0",
                 "SLUICE_KAFKA_BOOTSTRAP": "kafka:9092",
                 **KAFKA_SASL,  # each Deployment adds its principal (SLUICE_KAFKA_SASL_USERNAME)
@@ -428,7 +447,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
                         "automountServiceAccountToken": False,
                         "securityContext": _pod_security(UID),
                         "containers": [job],
-                        "volumes": _pod_volumes(),
+                        "volumes": _pod_volumes("migrate"),
                     },
                 },
             },

@@ -29,6 +29,18 @@ SECRET_SETTINGS = {
     "onboarding_secret": "SLUICE_ONBOARDING_SECRET",  # a setting's name  # nosec B105
     "encryption_keys": "SLUICE_ENCRYPTION_KEYS",
 }
+# The secrets each service uses, and so requires and is given (contract 14.3); it never holds
+# another's: load_settings(service) blanks them. The gateway verifies access tokens, signs
+# onboarding links and seals webhook secrets; admin authenticates operators and issues access
+# tokens; webhooks opens the webhook secrets it signs with; the ledger alone signs the
+# journal's anchors; compliance uses none.
+SERVICE_SECRETS: dict[str, tuple[str, ...]] = {
+    "gateway": ("SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"),
+    "admin": ("SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET"),
+    "webhooks": ("SLUICE_ENCRYPTION_KEYS",),
+    "ledger": ("SLUICE_JOURNAL_ANCHOR_KEY",),
+    "compliance": (),
+}
 
 
 class Settings(BaseSettings):
@@ -179,10 +191,13 @@ class Settings(BaseSettings):
     def admin_tokens(self) -> list[str]:
         return [t.strip() for t in self.admin_token.get_secret_value().split(",") if t.strip()]
 
-    def missing_secrets(self) -> list[str]:
-        """The secret settings left unset (or unusable), by their environment names."""
+    def missing_secrets(self, service: str | None = None) -> list[str]:
+        """The secret settings left unset (or unusable), by their environment names: those
+        ``service`` uses (:data:`SERVICE_SECRETS`), or every one."""
         missing = []
         for attr, name in SECRET_SETTINGS.items():
+            if service is not None and name not in SERVICE_SECRETS[service]:
+                continue
             value: SecretStr = getattr(self, attr)
             if not value.get_secret_value().strip():
                 missing.append(name)
@@ -250,6 +265,21 @@ def _development_fill(settings: Settings, missing: list[str]) -> None:
     )
 
 
+def _drop_foreign_secrets(settings: Settings, service: str) -> None:
+    """Blank the secrets ``service`` does not use, so the process never holds them."""
+    given = []
+    for attr, name in SECRET_SETTINGS.items():
+        if name not in SERVICE_SECRETS[service] and getattr(settings, attr).get_secret_value():
+            given.append(name)
+            setattr(settings, attr, SecretStr(""))
+    if given:
+        logging.getLogger(__name__).warning(
+            "sluice: %s does not use %s: given, ignored (give each service only its own secrets)",
+            service,
+            ", ".join(given),
+        )
+
+
 def secrets_dir(environ: Mapping[str, str]) -> Path | None:
     """``SLUICE_SECRETS_DIR``: a directory of mounted secret files (deploy/k8s mounts the Secret
     ``sluice-secrets`` there), each named after its setting (``SLUICE_JWT_SECRET``, ...) and
@@ -260,15 +290,19 @@ def secrets_dir(environ: Mapping[str, str]) -> Path | None:
     return Path(value) if value else None
 
 
-def load_settings() -> Settings:
+def load_settings(service: str | None = None) -> Settings:
     """The process settings. Without its secrets a production service exits here (status 2)
-    with one message naming every missing setting; a development one gets random ones."""
+    with one message naming every missing setting; a development one gets random ones.
+    ``service``: only that service's secrets (:data:`SERVICE_SECRETS`) are required and kept;
+    any other given to it is blanked, and named (never shown) in a warning."""
     directory = secrets_dir(os.environ)
     if directory is not None and not directory.is_dir():
         _refuse(f"sluice: SLUICE_SECRETS_DIR={directory} is not a directory")
     # BaseSettings' own argument, which pydantic's mypy plugin leaves out of __init__.
     settings = Settings(_secrets_dir=directory)  # type: ignore[call-arg]  # upstream: pydantic mypy plugin
-    missing = settings.missing_secrets()
+    if service is not None:
+        _drop_foreign_secrets(settings, service)
+    missing = settings.missing_secrets(service)
     if missing and settings.env == "production":
         _refuse(
             "sluice: refusing to start in production (SLUICE_ENV=production): set "

@@ -123,6 +123,11 @@ class Stores:
     apache_kafka: bool = False  # the broker is Apache Kafka: idempotent producers, acks=all
     kafka_kind: str = ""  # "Apache Kafka 4.1.2 (embedded)", for the run's first lines
     kafka_nodes: list[Any] = field(default_factory=list)  # devstack.kafka_embedded.KafkaNode
+    # Each database role's URL (common.privileges): "gateway", ..., "migrations". Made for a
+    # database this instance names (``start(database=...)``); database_url stays the
+    # superuser's, for the tests and the tools.
+    role_urls: dict[str, str] = field(default_factory=dict)
+    role_prefix: str = ""
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _closers: list[Any] = field(default_factory=list)
 
@@ -160,16 +165,33 @@ class Stores:
             self.database_url = create_database(base, database) if database else base
         except Exception as exc:  # noqa: BLE001 - one line for a person, not a traceback
             raise StoreUnreachable("SLUICE_DATABASE_URL", _database_address(base), exc) from None
+        if database:
+            try:
+                self.role_urls = create_roles(self.database_url, database)
+                self.role_prefix = database
+            except Exception as exc:  # noqa: BLE001 - a server we may not create roles on
+                print(
+                    f"devstack: no database roles ({type(exc).__name__}: {exc}); every service"
+                    " connects as SLUICE_DATABASE_URL's user"
+                )
         return self
 
     def service_env(self) -> dict[str, str]:
-        """What every service needs to reach these stores (idempotent producers on Apache Kafka)."""
+        """What every service needs to reach these stores (idempotent producers on Apache Kafka).
+        With roles, each role's URL too: devstack.suite gives a process its own and no other."""
+        from devstack.suite import ROLE_URL
+
         env = {
             "SLUICE_DATABASE_URL": self.database_url,
             "SLUICE_REDIS_URL": self.redis_url,
             "SLUICE_KAFKA_BOOTSTRAP": self.kafka_bootstrap,
             "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true" if self.apache_kafka else "false",
         }
+        if self.role_urls:
+            from common.privileges import ROLE_PREFIX_SETTING
+
+            env[ROLE_PREFIX_SETTING] = self.role_prefix
+            env |= {ROLE_URL + who.upper(): url for who, url in self.role_urls.items()}
         if self.kafka_nodes:  # topics the services create survive a broker's loss on our cluster
             env["SLUICE_KAFKA_REPLICATION_FACTOR"] = str(min(3, len(self.kafka_nodes)))
         return env
@@ -381,11 +403,36 @@ def create_database(base_url: str, name: str) -> str:
     return url.set(database=name).render_as_string(hide_password=False)
 
 
-def drop_database(url_text: str) -> None:
+def create_roles(url_text: str, database: str) -> dict[str, str]:
+    """The roles of ``database`` (common.privileges, named after it, so sessions sharing a
+    server keep theirs apart), each with a fresh password: their URLs by role."""
+    import secrets
+
     from sqlalchemy.engine import make_url
+
+    from common.privileges import bootstrap, role_names
+
+    names = role_names(database)
+    passwords = {who: secrets.token_urlsafe(24) for who in names}
+    bootstrap(url_text, database, database, passwords)
+    url = make_url(url_text)
+    return {
+        who: url.set(username=names[who], password=passwords[who]).render_as_string(hide_password=False)
+        for who in names
+    }
+
+
+def drop_database(url_text: str) -> None:
+    """Drop the database, then the roles named after it (create_roles)."""
+    from sqlalchemy.engine import make_url
+
+    from common.privileges import role_names
 
     url = make_url(url_text)
     _on_server(url, f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)')
+    with contextlib.suppress(Exception):  # no roles of that name, or still in use elsewhere
+        roles = ", ".join(role_names(url.database or "").values())
+        _on_server(url, f"DROP ROLE IF EXISTS {roles}")
 
 
 def which(name: str) -> str | None:

@@ -17,7 +17,7 @@ import httpx
 from sluice import MIGRATED, SERVICES
 
 ROOT = Path(__file__).resolve().parents[2]
-__all__ = ["MIGRATED", "ROOT", "SERVICES", "Proc", "Suite", "migrate", "python_env"]
+__all__ = ["MIGRATED", "ROOT", "SERVICES", "Proc", "Suite", "migrate", "python_env", "scoped_env"]
 PORT_SETTING = {
     "gateway": "SLUICE_GATEWAY_PORT",
     "admin": "SLUICE_ADMIN_PORT",
@@ -72,17 +72,37 @@ def ephemeral_secrets(tag: str) -> dict[str, str]:
     }
 
 
+# devstack.stores hands each role's database URL under this prefix (``..._GATEWAY``, ...,
+# ``..._MIGRATIONS``); a process is given its own as SLUICE_DATABASE_URL and no other.
+ROLE_URL = "SLUICE_DATABASE_URL_FOR_"
+
+
+def scoped_env(who: str, env: dict[str, str]) -> dict[str, str]:
+    """What ``who`` (a service, or ``migrations``) is given of ``env`` (contract 14.3): only the
+    secrets it uses (common.settings.SERVICE_SECRETS) and only its own role's database URL."""
+    from common.settings import SECRET_SETTINGS, SERVICE_SECRETS
+
+    secret = set(SECRET_SETTINGS.values()).union(*SERVICE_SECRETS.values())
+    own = set(SERVICE_SECRETS.get(who, ()))
+    out = {k: v for k, v in env.items() if (k not in secret or k in own) and not k.startswith(ROLE_URL)}
+    if env.get(ROLE_URL + who.upper()):
+        out["SLUICE_DATABASE_URL"] = env[ROLE_URL + who.upper()]
+    return out
+
+
 def migrate(env: dict[str, str], log: Path | None = None) -> None:
-    """``python -m sluice migrate`` in a child process (alembic configures logging globally).
-    With ``log``, its JSON log lines (stderr) go to that file and only its one line per service
-    (stdout) reaches the console; a failure prints the log's tail."""
+    """``python -m sluice migrate`` in a child process (alembic configures logging globally),
+    as the migrations role when devstack made the roles. With ``log``, its JSON log lines
+    (stderr) go to that file and only its one line per service (stdout) reaches the console; a
+    failure prints the log's tail."""
     cmd = [sys.executable, "-m", "sluice", "migrate"]
+    child = scoped_env("migrations", python_env(env))
     if log is None:
-        subprocess.run(cmd, env=python_env(env), check=True, cwd=ROOT)
+        subprocess.run(cmd, env=child, check=True, cwd=ROOT)
         return
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as out:
-        done = subprocess.run(cmd, env=python_env(env), cwd=ROOT, stderr=out, check=False)
+        done = subprocess.run(cmd, env=child, cwd=ROOT, stderr=out, check=False)
     if done.returncode != 0:
         print(log.read_text(errors="replace")[-3000:], file=sys.stderr)
         raise subprocess.CalledProcessError(done.returncode, cmd)
@@ -119,13 +139,19 @@ class Suite:
         metrics_port = None
         if name == "gateway":  # a port of its own for /metrics, unless the caller chose one
             metrics_port = int(extra.setdefault("SLUICE_GATEWAY_METRICS_PORT", str(_free_port())))
-        env = python_env(
-            {
-                **self.env,
-                **extra,
-                PORT_SETTING[name]: str(port),
-                "SLUICE_INSTANCE_ID": instance or f"{name}-{port}",
-            }
+        base = dict(self.env)
+        if "SLUICE_DATABASE_URL" in extra:  # a database of the caller's own: not the role's
+            base.pop(ROLE_URL + name.upper(), None)
+        env = scoped_env(
+            name,
+            python_env(
+                {
+                    **base,
+                    **extra,
+                    PORT_SETTING[name]: str(port),
+                    "SLUICE_INSTANCE_ID": instance or f"{name}-{port}",
+                }
+            ),
         )
         self.logdir.mkdir(parents=True, exist_ok=True)
         log = self.logdir / f"{instance or name}-{port}.log"

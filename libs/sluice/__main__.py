@@ -4,6 +4,8 @@
   development dependency group (``uv sync`` installs it by default).
 - ``migrate [service ...]``: apply migrations to ``SLUICE_DATABASE_URL`` (all services by
   default); the production image runs this before the services start.
+- ``roles``: create the database roles, one per service and the migrations role, as a
+  superuser (``common.privileges``); ``migrate`` then grants each its own schema.
 - ``serve <service>``: run one service (same as ``python -m <service>``).
 - ``topics``: create or check every topic (partitions, replication, retention from settings);
   exit 1 when a topic's partition count differs from the setting (``common.provision``).
@@ -25,19 +27,58 @@ from collections.abc import Sequence
 from sluice import MIGRATED, SERVICES
 
 
+def _setting(name: str) -> str:
+    """``name`` from the environment, else from its file in ``SLUICE_SECRETS_DIR`` (deploy/k8s
+    mounts each pod's database URL there), else ""."""
+    from common.settings import secrets_dir
+
+    value = os.environ.get(name, "")
+    directory = secrets_dir(os.environ)
+    if not value and directory is not None and (directory / name).is_file():
+        value = (directory / name).read_text().strip()
+    return value
+
+
 def migrate(services: Sequence[str], url: str | None = None) -> int:
+    """Each service's migrations, then its grants (common.privileges): run as the migrations
+    role, which owns what it grants; a service role that does not exist is named and skipped."""
     from common.db import migrate as upgrade
     from common.logging import setup_logging
+    from common.privileges import DEFAULT_PREFIX, ROLE_PREFIX_SETTING, grant
 
     setup_logging("migrate")
-    url = url or os.environ.get("SLUICE_DATABASE_URL", "")
+    url = url or _setting("SLUICE_DATABASE_URL")
     if not url:
         print("SLUICE_DATABASE_URL is not set", file=sys.stderr)
         return 2
+    prefix = os.environ.get(ROLE_PREFIX_SETTING, "") or DEFAULT_PREFIX
     for svc in services:
         started = time.monotonic()
         upgrade(svc, url)
+        absent = grant(svc, url, prefix)
         print(f"  migrated {svc:<11} {time.monotonic() - started:5.2f}s", flush=True)
+        if absent:
+            print(f"  no role {', '.join(absent)}: not granted (python -m sluice roles)", flush=True)
+    return 0
+
+
+def roles() -> int:
+    """Create (or re-password) the database roles (common.privileges.bootstrap), connected as
+    a superuser by ``SLUICE_DATABASE_URL``; each role's password from
+    ``SLUICE_DATABASE_PASSWORD_<WHO>`` (``..._GATEWAY``, ..., ``..._MIGRATIONS``)."""
+    from sqlalchemy.engine import make_url
+
+    from common.privileges import DEFAULT_PREFIX, ROLE_PREFIX_SETTING, bootstrap, role_names
+
+    url = _setting("SLUICE_DATABASE_URL")
+    prefix = os.environ.get(ROLE_PREFIX_SETTING, "") or DEFAULT_PREFIX
+    names = {who: f"SLUICE_DATABASE_PASSWORD_{who.upper()}" for who in role_names(prefix)}
+    missing = [n for n in names.values() if not _setting(n)] + ([] if url else ["SLUICE_DATABASE_URL"])
+    if missing:
+        print(f"set {', '.join(missing)}", file=sys.stderr)
+        return 2
+    bootstrap(url, make_url(url).database or "", prefix, {who: _setting(n) for who, n in names.items()})
+    print(f"  roles {', '.join(role_names(prefix).values())}", flush=True)
     return 0
 
 
@@ -96,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     s = sub.add_parser("serve", help="run one service")
     s.add_argument("service", choices=SERVICES)
     sub.add_parser("topics", help="create or check every topic of the suite")
+    sub.add_parser("roles", help="create the database roles (as a superuser; common.privileges)")
     a = sub.add_parser("acls", help="create every service principal's Kafka ACLs (common.acls)")
     a.add_argument("--dry-run", action="store_true", help="print them, connect to nothing")
     sub.add_parser("bench", help="the benchmark (make bench)")
@@ -112,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "topics":
         return topics()
+    if args.command == "roles":
+        return roles()
     if args.command == "acls":
         return acls(args.dry_run)
     if args.command == "run":

@@ -9,7 +9,7 @@ if __name__ == "__main__":
     from common.service import serve
     from common.settings import load_settings
 
-    settings = load_settings()
+    settings = load_settings("admin")
     # A request waits up to its deadline for an answer: SIGTERM lets it have it.
     serve(
         create_app(settings), settings.admin_host, settings.admin_port, grace_s=settings.gateway_timeout_s + 2

@@ -9,5 +9,5 @@ if __name__ == "__main__":
     from common.settings import load_settings
     from compliance.app import create_app
 
-    settings = load_settings()
+    settings = load_settings("compliance")
     serve(create_app(settings), settings.compliance_host, settings.compliance_port)

@@ -10,7 +10,7 @@ if __name__ == "__main__":
     from gateway.app import create_app
     from gateway.door_protocol import door_protocol
 
-    settings = load_settings()
+    settings = load_settings("gateway")
     # A request waits up to its deadline for an answer: SIGTERM lets it have it.
     app = create_app(settings)
     serve(

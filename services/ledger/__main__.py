@@ -9,5 +9,5 @@ if __name__ == "__main__":
     from common.settings import load_settings
     from ledger.app import create_app
 
-    settings = load_settings()
+    settings = load_settings("ledger")
     serve(create_app(settings), settings.ledger_host, settings.ledger_port)

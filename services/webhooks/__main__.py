@@ -9,5 +9,5 @@ if __name__ == "__main__":
     from common.settings import load_settings
     from webhooks.app import create_app
 
-    settings = load_settings()
+    settings = load_settings("webhooks")
     serve(create_app(settings), settings.webhooks_host, settings.webhooks_port)

@@ -63,8 +63,8 @@ def test_compose_follows_the_compose_specification() -> None:
 def test_compose_deployment_rules() -> None:
     services = _compose()["services"]
     for name, svc in services.items():
-        if name == "migrate":  # a one-shot job; the services wait for it to complete
-            assert svc["command"] == ["migrate"]
+        if name in ("roles", "migrate"):  # one-shot jobs; the services wait for them to complete
+            assert svc["command"] == [name]
             continue
         assert svc.get("healthcheck", {}).get("test"), f"{name} has no healthcheck"
     kafka = services["kafka"]

@@ -1,0 +1,210 @@
+"""Least privilege without a stack (issue 38 item 3, contract 14.3): each service's settings
+require and keep only its own secrets; compose and deploy/k8s give each service only its own
+secrets and its own database role; the database plan grants what the table says. Any widening
+(a secret or a grant added in the code or a manifest) fails here until the table in
+tests/support/least_privilege.py is changed too; tests/integration/test_least_privilege.py reads
+the grants back from PostgreSQL's catalog."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from sqlalchemy.engine import make_url
+
+from common import privileges
+from common.keyring import new_key_setting
+from common.settings import SECRET_SETTINGS, SERVICE_SECRETS, load_settings
+from devstack.suite import ROLE_URL, scoped_env
+from tests.support.least_privilege import CORE_SECRETS, EXCEPTIONS, SCHEMA_OF, SECRETS_OF, SERVICES
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_each_service_uses_the_secrets_of_the_table() -> None:
+    assert {s: set(v) for s, v in SERVICE_SECRETS.items()} == SECRETS_OF
+    assert set(SECRET_SETTINGS.values()) == CORE_SECRETS
+
+
+def strong() -> dict[str, str]:
+    return {
+        "SLUICE_ADMIN_TOKEN": "ops=" + secrets.token_urlsafe(32),
+        "SLUICE_JWT_SECRET": secrets.token_urlsafe(32),
+        "SLUICE_ONBOARDING_SECRET": secrets.token_urlsafe(32),
+        "SLUICE_ENCRYPTION_KEYS": new_key_setting("k1"),
+    }
+
+
+@pytest.fixture
+def production(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for k in [k for k in os.environ if k.startswith("SLUICE_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("SLUICE_ENV", "production")
+    return monkeypatch
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_a_production_service_starts_with_its_own_secrets_alone(
+    service: str, production: pytest.MonkeyPatch
+) -> None:
+    values = strong()
+    for name in SECRETS_OF[service] & CORE_SECRETS:
+        production.setenv(name, values[name])
+    settings = load_settings(service)
+    for attr, name in SECRET_SETTINGS.items():
+        held = getattr(settings, attr).get_secret_value()
+        assert held == (values[name] if name in SECRETS_OF[service] else ""), (service, name)
+
+
+@pytest.mark.parametrize("service", SERVICES)
+def test_a_service_given_every_secret_keeps_only_its_own(
+    service: str, production: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    values = strong()
+    for name, value in values.items():
+        production.setenv(name, value)
+    with caplog.at_level(logging.WARNING):
+        settings = load_settings(service)
+    for attr, name in SECRET_SETTINGS.items():
+        held = getattr(settings, attr).get_secret_value()
+        assert held == (values[name] if name in SECRETS_OF[service] else ""), (service, name)
+    foreign = sorted(CORE_SECRETS - SECRETS_OF[service])
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert all(name in logged for name in foreign)  # named, so a deployment can be narrowed
+    assert not any(v in logged for v in values.values())  # never a value
+
+
+@pytest.mark.parametrize("service", ["gateway", "admin", "webhooks"])
+def test_a_service_without_its_secrets_refuses_naming_its_own_only(
+    service: str, production: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.CRITICAL), pytest.raises(SystemExit) as stop:
+        load_settings(service)
+    assert stop.value.code == 2
+    refusal = next(r.getMessage() for r in caplog.records if "refusing" in r.getMessage())
+    for name in CORE_SECRETS:
+        assert (name in refusal) == (name in SECRETS_OF[service]), (service, name, refusal)
+
+
+def test_devstack_gives_each_process_its_secrets_and_role_only() -> None:
+    env = {
+        **strong(),
+        "SLUICE_DATABASE_URL": "postgresql+asyncpg://postgres@/db",
+        "SLUICE_ENV": "development",
+    }
+    env |= {
+        ROLE_URL + who.upper(): f"postgresql+asyncpg://r_{who}:pw@/db" for who in (*SERVICES, "migrations")
+    }
+    for who in (*SERVICES, "migrations"):
+        got = scoped_env(who, env)
+        assert set(got) & CORE_SECRETS == SECRETS_OF.get(who, set()) & CORE_SECRETS, who
+        assert make_url(got["SLUICE_DATABASE_URL"]).username == f"r_{who}"
+        assert not [k for k in got if k.startswith(ROLE_URL)], who
+
+
+def test_the_grant_plan_is_the_table() -> None:
+    """common.privileges grants each role its own schema and, beyond it, only the table's
+    exceptions (append-only tables, the identity tables the gateway reads)."""
+    assert privileges.SCHEMA_OF == SCHEMA_OF
+    names = privileges.role_names("p")
+    existing = set(names.values())
+    for service in SERVICES:
+        schema = SCHEMA_OF[service]
+        statements = [s for owner in SERVICES for s in privileges.grant_statements(owner, "p", existing)]
+        mine = [s for s in statements if s.endswith(f" {names[service]}")]
+        outside = {s for s in mine if f" {schema}." not in s and f"SCHEMA {schema} " not in s}
+        expected_outside = {
+            f"GRANT SELECT ON {sch}.{table} TO {names[service]}"
+            for (sch, table), grants in EXCEPTIONS.get(service, {}).items()
+            if sch != schema and grants == {"SELECT"}
+        } | {
+            f"GRANT USAGE ON SCHEMA {sch} TO {names[service]}"
+            for sch, _ in EXCEPTIONS.get(service, {})
+            if sch != schema
+        }
+        assert outside == expected_outside, service
+        assert not [s for s in mine if "ALL PRIVILEGES" in s or "CREATE" in s or "TRUNCATE" in s]
+    # a role that does not exist is left out: it cannot log in
+    assert privileges.grant_statements("gateway", "p", set()) == []
+
+
+# ---- the manifests ----
+
+
+def _k8s() -> Any:
+    spec = importlib.util.spec_from_file_location("k8s_generate", ROOT / "deploy" / "k8s" / "generate.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _mounted(doc: dict[str, Any]) -> dict[str, str]:
+    """path -> Secret key of every secret file a workload's pod mounts."""
+    out = {}
+    for volume in doc["spec"]["template"]["spec"].get("volumes", []):
+        if "secret" in volume:
+            for item in volume["secret"].get("items", []):
+                out[item["path"]] = item["key"]
+    return out
+
+
+@pytest.mark.parametrize("overlay", ["base", "overlays/production"])
+def test_k8s_gives_each_pod_its_secrets_and_role_only(overlay: str) -> None:
+    gen = _k8s()
+    docs = gen.render(ROOT / "deploy" / "k8s" / overlay)
+    config = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "sluice-config")
+    assert "SLUICE_DATABASE_URL" not in config["data"]
+    assert not set(config["data"]) & (CORE_SECRETS | SECRETS_OF["ledger"])
+    seen = set()
+    for doc in docs:
+        if doc["kind"] not in ("Deployment", "Job") or doc["metadata"]["name"] == "sluice-kafka":
+            continue
+        name = doc["metadata"]["labels"]["app.kubernetes.io/name"]
+        mounted = _mounted(doc)
+        if name in SERVICES:
+            role = name
+        elif name == "migrate":
+            role = "migrations"
+        else:  # another Job (Kafka's ACLs): no application secret, no database
+            assert not set(mounted) & (CORE_SECRETS | {"SLUICE_DATABASE_URL"}), name
+            continue
+        seen.add(name)
+        own = SECRETS_OF.get(name, set()) & CORE_SECRETS
+        secret_files = {p for p in mounted if p in CORE_SECRETS | SECRETS_OF["ledger"]}
+        assert secret_files == own, name
+        assert mounted["SLUICE_DATABASE_URL"] == f"SLUICE_DATABASE_URL_{role.upper()}", name
+        others = set(mounted) - own - {"SLUICE_DATABASE_URL", "SLUICE_KAFKA_SASL_PASSWORD"}
+        assert others == set(), name
+        assert not [
+            k
+            for k in mounted.values()
+            if k.startswith("SLUICE_DATABASE_URL_") and k != mounted["SLUICE_DATABASE_URL"]
+        ]
+    assert seen == {*SERVICES, "migrate"}
+
+
+def test_compose_gives_each_service_its_secrets_and_role_only() -> None:
+    services = yaml.safe_load((ROOT / "compose.yaml").read_text())["services"]
+    passwords = {f"SLUICE_DATABASE_PASSWORD_{w.upper()}" for w in (*SERVICES, "migrations")}
+    for name in (*SERVICES, "migrate"):
+        env = services[name]["environment"]
+        own = SECRETS_OF.get(name, set()) & CORE_SECRETS
+        assert set(env) & (CORE_SECRETS | passwords) == own, name
+        role = "migrations" if name == "migrate" else name
+        url = env["SLUICE_DATABASE_URL"]
+        assert url.startswith(
+            f"postgresql+asyncpg://sluice_{role}:${{SLUICE_DATABASE_PASSWORD_{role.upper()}:?"
+        ), name
+        assert [p for p in passwords if p in url] == [f"SLUICE_DATABASE_PASSWORD_{role.upper()}"], name
+    roles = services["roles"]["environment"]
+    assert set(roles) == passwords | {"SLUICE_DATABASE_URL"}  # the superuser's, and nothing else
+    assert services["roles"]["command"] == ["roles"]

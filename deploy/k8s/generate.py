@@ -39,7 +39,13 @@ SERVICES = {  # name: (port, http: takes outside traffic, consumer group topic o
 }
 # Services whose /metrics are off their main port (the gateway's faces partners: contract 14.3).
 METRICS_PORTS = {"gateway": 8010}
-SECRETS = ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"]
+SECRETS = [
+    "SLUICE_ADMIN_TOKEN",
+    "SLUICE_JWT_SECRET",
+    "SLUICE_ONBOARDING_SECRET",
+    "SLUICE_ENCRYPTION_KEYS",
+    "SLUICE_JOURNAL_ANCHOR_KEY",
+]
 # Each pod mounts the secrets its process uses and no other (contract 14.3; the table of
 # common.settings.SERVICE_SECRETS, tests/unit/test_least_privilege.py), and its own database
 # role's URL: sluice-secrets' key SLUICE_DATABASE_URL_<ROLE> as the file SLUICE_DATABASE_URL
@@ -47,7 +53,7 @@ SECRETS = ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET"
 POD_SECRETS = {
     "gateway": ["SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"],
     "admin": ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET"],
-    "ledger": [],
+    "ledger": ["SLUICE_JOURNAL_ANCHOR_KEY"],  # signs the journal's anchors (issue 38 item 2)
     "compliance": [],
     "webhooks": ["SLUICE_ENCRYPTION_KEYS"],
     "migrate": [],

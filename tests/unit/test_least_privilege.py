@@ -22,7 +22,14 @@ from common import privileges
 from common.keyring import new_key_setting
 from common.settings import SECRET_SETTINGS, SERVICE_SECRETS, load_settings
 from devstack.suite import ROLE_URL, scoped_env
-from tests.support.least_privilege import CORE_SECRETS, EXCEPTIONS, SCHEMA_OF, SECRETS_OF, SERVICES
+from tests.support.least_privilege import (
+    CORE_SECRETS,
+    EVERY_SECRET,
+    EXCEPTIONS,
+    SCHEMA_OF,
+    SECRETS_OF,
+    SERVICES,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -178,8 +185,8 @@ def test_k8s_gives_each_pod_its_secrets_and_role_only(overlay: str) -> None:
             assert not set(mounted) & (CORE_SECRETS | {"SLUICE_DATABASE_URL"}), name
             continue
         seen.add(name)
-        own = SECRETS_OF.get(name, set()) & CORE_SECRETS
-        secret_files = {p for p in mounted if p in CORE_SECRETS | SECRETS_OF["ledger"]}
+        own = SECRETS_OF.get(name, set())
+        secret_files = {p for p in mounted if p in EVERY_SECRET}
         assert secret_files == own, name
         assert mounted["SLUICE_DATABASE_URL"] == f"SLUICE_DATABASE_URL_{role.upper()}", name
         others = set(mounted) - own - {"SLUICE_DATABASE_URL", "SLUICE_KAFKA_SASL_PASSWORD"}
@@ -197,8 +204,8 @@ def test_compose_gives_each_service_its_secrets_and_role_only() -> None:
     passwords = {f"SLUICE_DATABASE_PASSWORD_{w.upper()}" for w in (*SERVICES, "migrations")}
     for name in (*SERVICES, "migrate"):
         env = services[name]["environment"]
-        own = SECRETS_OF.get(name, set()) & CORE_SECRETS
-        assert set(env) & (CORE_SECRETS | passwords) == own, name
+        own = SECRETS_OF.get(name, set())
+        assert set(env) & (EVERY_SECRET | passwords) == own, name
         role = "migrations" if name == "migrate" else name
         url = env["SLUICE_DATABASE_URL"]
         assert url.startswith(

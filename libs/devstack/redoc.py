@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -26,8 +27,11 @@ def vendor() -> str:
     pinned = json.loads(MANIFEST.read_text())
     spec = f"{pinned['package']}@{pinned['version']}"
     with tempfile.TemporaryDirectory() as tmp:
-        run = subprocess.run(
-            ["npm", "pack", spec, "--silent", "--pack-destination", tmp],
+        npm = shutil.which("npm")
+        if npm is None:
+            raise SystemExit("redoc: npm is not on PATH (make setup installs Node 20's npm)")
+        run = subprocess.run(  # nosec B603 - npm by its resolved path, argv list
+            [npm, "pack", spec, "--silent", "--pack-destination", tmp],
             capture_output=True,
             text=True,
             check=False,

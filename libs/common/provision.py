@@ -14,6 +14,7 @@ from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
+from tenacity import AsyncRetrying, RetryError, retry_if_result, stop_after_delay, wait_fixed
 
 from common import kafka
 from common.broker import service_topics
@@ -40,8 +41,7 @@ async def provision(settings: Settings) -> tuple[int, list[str]]:
                 await admin.create_topics(
                     [NewTopic(n, want, rf, topic_configs=named.configs(n, config)) for n in missing]
                 )
-        described: list[dict[str, Any]] = await admin.describe_topics(names)
-        found = {d["topic"]: len(d.get("partitions", [])) for d in described}
+        found = await _partitions(admin, names, missing)
         for n in names:
             have = found.get(n, 0)
             if have != want:
@@ -52,3 +52,28 @@ async def provision(settings: Settings) -> tuple[int, list[str]]:
     finally:
         await admin.close()
     return status, lines
+
+
+async def _partitions(admin: AIOKafkaAdminClient, names: list[str], created: list[str]) -> dict[str, int]:
+    """Each topic's partition count. A topic just created reaches the broker's metadata a
+    moment after the controller answered (0 partitions, seen in CI): those are asked again for
+    up to 10 s; a topic that existed before is reported as it is."""
+
+    async def read() -> dict[str, int]:
+        described: list[dict[str, Any]] = await admin.describe_topics(names)
+        return {d["topic"]: len(d.get("partitions", [])) for d in described}
+
+    def unsettled(found: dict[str, int]) -> bool:
+        return any(found.get(n, 0) == 0 for n in created)
+
+    retrying = AsyncRetrying(
+        retry=retry_if_result(unsettled), stop=stop_after_delay(10), wait=wait_fixed(0.2), reraise=True
+    )
+    found: dict[str, int] = {}
+    with contextlib.suppress(RetryError):  # still missing after 10 s: reported as found
+        async for attempt in retrying:
+            with attempt:
+                found = await read()
+            if not attempt.retry_state.outcome or not attempt.retry_state.outcome.failed:
+                attempt.retry_state.set_result(found)
+    return found

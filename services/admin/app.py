@@ -46,7 +46,11 @@ def _requested_action(raw: bytes) -> str:
     except msgspec.DecodeError:
         return "unknown"
     action = body.get("action") if isinstance(body, dict) else None
-    return action[:64] if isinstance(action, str) and action else "unknown"
+    if not isinstance(action, str) or not action:
+        return "unknown"
+    # PostgreSQL text holds no NUL, and an audit row must not carry control characters: the
+    # fuzzer's action names with them left refusals unaudited ("could not audit a refused").
+    return "".join(c if c.isprintable() else "\ufffd" for c in action[:64])
 
 
 async def _after_commit(state: State, ctx: ActionContext, msgs: list[OutMessage]) -> None:

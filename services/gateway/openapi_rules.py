@@ -36,12 +36,20 @@ STABLE_AMOUNT = amount_pattern(6)
 FIAT_AMOUNT = amount_pattern(2)
 
 _OCTET = r"(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
-# https to any host, or http to a loopback host (onboarding_links.check_redirect).
+# https to a DNS name (an international one in its xn-- form), or http to a loopback host;
+# no user info, a port of 0-65535, and no space or control character anywhere (the URL becomes a
+# Location header). onboarding_links.check_redirect accepts exactly what this matches, so what
+# the schema calls valid is never refused, and every URL that matches splits, has its port and
+# encodes as IDNA.
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_PORT = r"(:([0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?"
 REDIRECT_URL = (
-    r"^([Hh][Tt][Tt][Pp][Ss]://([^/?#\s@]*@)?[^/?#\s@:\[\]]+"
-    r"|[Hh][Tt][Tt][Pp]://([^/?#\s@]*@)?([Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt]|127"
+    rf"^([Hh][Tt][Tt][Pp][Ss]://{_LABEL}(\.{_LABEL})*"
+    r"|[Hh][Tt][Tt][Pp]://([Ll][Oo][Cc][Aa][Ll][Hh][Oo][Ss][Tt]|127"
     + (r"\." + _OCTET) * 3
-    + r"|\[::1\]))(:[0-9]{0,5})?([/?#][^\s]*)?$"
+    + r"|\[::1\]))"
+    + _PORT
+    + r"([/?#][^\x00-\x20\x7f-\x9f]*)?$"
 )
 
 

@@ -355,3 +355,13 @@ def test_a_production_ledger_refuses_to_start_without_the_anchor_key(
         app._anchors(Settings(env="production", journal_anchor_key=""), None)  # type: ignore[arg-type]
     assert stopped.value.code == 2 and "SLUICE_JOURNAL_ANCHOR_KEY" in caplog.text
     assert app._anchors(Settings(env="development", journal_anchor_key=""), None) is None  # type: ignore[arg-type]
+
+
+async def test_a_head_anchored_at_genesis_is_extended_by_any_chain(journal: FakeJournal) -> None:
+    """A head row a refused command made (seq 0, no entry) can be anchored; that anchor is the
+    genesis, which the chain then and every longer chain extend (CI: reported truncated_tail)."""
+    genesis = [anchor(t, 0, chain.GENESIS) for t in sorted(journal.heads)]
+    found = await verify(journal, genesis)
+    assert (found["ok"], found["anchored"]) == (True, 2), found
+    found = await verify(journal, [anchor("ten_a", 0, "f" * 64)])  # a genesis anchor that lies
+    assert (found["ok"], found["reason"], found["first_bad_entry_id"]) == (False, "anchor_mismatch", None)

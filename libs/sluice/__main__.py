@@ -85,10 +85,18 @@ def roles() -> int:
 def topics() -> int:
     import asyncio
 
+    from common import kafka
     from common.provision import provision
-    from common.settings import load_settings
+    from common.settings import Settings, secrets_dir
 
-    status, lines = asyncio.run(provision(load_settings()))
+    # Not load_settings: making topics needs the broker's settings and no service secret (with
+    # load_settings() a production operator had to hold every service's secrets to run it).
+    settings = Settings(_secrets_dir=secrets_dir(os.environ))  # type: ignore[call-arg]  # upstream: pydantic mypy plugin
+    broken = kafka.problems(settings)
+    if broken:
+        print("sluice topics: Kafka client settings: " + "; ".join(broken), file=sys.stderr)
+        return 2
+    status, lines = asyncio.run(provision(settings))
     for line in lines:
         print(line, flush=True)
     return status

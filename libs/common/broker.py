@@ -32,6 +32,7 @@ from faststream.kafka import KafkaBroker
 from faststream.kafka.opentelemetry import KafkaTelemetryMiddleware
 from faststream.kafka.prometheus import KafkaPrometheusMiddleware
 from prometheus_client import REGISTRY
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from common import batchpoll, kafka
 from common.consume import Failure
@@ -136,21 +137,42 @@ def consumer_options(
 async def ensure_topics(settings: Settings, names: Iterable[str], partitions: int | None = None) -> None:
     """Create topics if missing (Apache Kafka may have auto-creation disabled), with the
     replication factor and retention of ``python -m sluice topics`` (common.provision)."""
+    names = list(names)
     admin = AIOKafkaAdminClient(**kafka.client_args(settings))
     await admin.start()
     try:
-        existing = set(await admin.list_topics())
-        missing = [n for n in names if n not in existing]
-        if missing:
-            config = {"retention.ms": str(settings.kafka_retention_ms)}
-            named = Topics(settings.topic_prefix)  # the anchors topic keeps its records forever
-            count, rf = partitions or settings.kafka_topic_partitions, settings.kafka_replication_factor
-            with contextlib.suppress(TopicAlreadyExistsError):  # another instance made them first
-                await admin.create_topics(
-                    [NewTopic(n, count, rf, topic_configs=named.configs(n, config)) for n in missing]
-                )
+        # The admin client sends each request to one broker it knows of; one that is down (a
+        # broker killed while a service restarts: make chaos, 2026-11-26) answers a retriable
+        # error (NodeNotReadyError) and the next attempt asks another. Non-retriable errors
+        # (authorization, a bad configuration) stop the start at once.
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception(lambda e: isinstance(e, KafkaError) and e.retriable),
+            stop=stop_after_delay(ENSURE_TOPICS_S),
+            wait=wait_exponential_jitter(multiplier=0.2, max=2.0),
+            reraise=True,
+        ):
+            with attempt:
+                await _create_missing(admin, settings, names, partitions)
     finally:
         await admin.close()
+
+
+ENSURE_TOPICS_S = 30.0
+
+
+async def _create_missing(
+    admin: AIOKafkaAdminClient, settings: Settings, names: list[str], partitions: int | None
+) -> None:
+    existing = set(await admin.list_topics())
+    missing = [n for n in names if n not in existing]
+    if missing:
+        config = {"retention.ms": str(settings.kafka_retention_ms)}
+        named = Topics(settings.topic_prefix)  # the anchors topic keeps its records forever
+        count, rf = partitions or settings.kafka_topic_partitions, settings.kafka_replication_factor
+        with contextlib.suppress(TopicAlreadyExistsError):  # another instance made them first
+            await admin.create_topics(
+                [NewTopic(n, count, rf, topic_configs=named.configs(n, config)) for n in missing]
+            )
 
 
 def service_topics(settings: Settings) -> list[str]:

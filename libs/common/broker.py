@@ -32,7 +32,6 @@ from faststream.kafka import KafkaBroker
 from faststream.kafka.opentelemetry import KafkaTelemetryMiddleware
 from faststream.kafka.prometheus import KafkaPrometheusMiddleware
 from prometheus_client import REGISTRY
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from common import batchpoll, kafka
 from common.consume import Failure
@@ -141,23 +140,10 @@ async def ensure_topics(settings: Settings, names: Iterable[str], partitions: in
     admin = AIOKafkaAdminClient(**kafka.client_args(settings))
     await admin.start()
     try:
-        # The admin client sends each request to one broker it knows of; one that is down (a
-        # broker killed while a service restarts: make chaos, 2026-11-26) answers a retriable
-        # error (NodeNotReadyError) and the next attempt asks another. Non-retriable errors
-        # (authorization, a bad configuration) stop the start at once.
-        async for attempt in AsyncRetrying(
-            retry=retry_if_exception(lambda e: isinstance(e, KafkaError) and e.retriable),
-            stop=stop_after_delay(ENSURE_TOPICS_S),
-            wait=wait_exponential_jitter(multiplier=0.2, max=2.0),
-            reraise=True,
-        ):
-            with attempt:
-                await _create_missing(admin, settings, names, partitions)
+        # a broker that is down is asked no more: another is (common.kafka.admin_retry)
+        await kafka.admin_retry(lambda: _create_missing(admin, settings, names, partitions))
     finally:
         await admin.close()
-
-
-ENSURE_TOPICS_S = 30.0
 
 
 async def _create_missing(

@@ -15,11 +15,15 @@ any (``common.settings.load_settings``).
 from __future__ import annotations
 
 import ssl
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
+from aiokafka.errors import KafkaError
 from faststream.security import BaseSecurity, SASLPlaintext, SASLScram256, SASLScram512
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+ADMIN_RETRY_S = 30.0
+T = TypeVar("T")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
@@ -101,7 +105,26 @@ async def partition_leaders(topic: str, **admin_args: Any) -> dict[int, int]:
     admin = AIOKafkaAdminClient(**admin_args)
     await admin.start()
     try:
-        found = await admin.describe_topics([topic])
+        found = await admin_retry(lambda: admin.describe_topics([topic]))
     finally:
         await admin.close()
     return {p["partition"]: p["leader"] for t in found if t["error_code"] == 0 for p in t["partitions"]}
+
+
+async def admin_retry(call: Callable[[], Awaitable[T]]) -> T:
+    """An admin client's request, asked again while its error is retriable. The admin client
+    sends each request to one broker it knows of; one that is down answers NodeNotReadyError
+    and the next attempt asks another (make chaos, 2026-11-26: a gateway restarted while a
+    broker of three was killed exited at start). Up to ``ADMIN_RETRY_S``; a non-retriable error
+    (authorization, a bad configuration) is raised at once."""
+    from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
+
+    async for attempt in AsyncRetrying(
+        retry=retry_if_exception(lambda e: isinstance(e, KafkaError) and e.retriable),
+        stop=stop_after_delay(ADMIN_RETRY_S),
+        wait=wait_exponential_jitter(multiplier=0.2, max=2.0),
+        reraise=True,
+    ):
+        with attempt:
+            return await call()
+    raise AssertionError("unreachable: tenacity re-raises the last error")  # pragma: no cover

@@ -144,7 +144,8 @@ class RpcClient:
         admin = AIOKafkaAdminClient(**kafka.client_args(self.settings))
         try:
             await admin.start()
-            stale = [t for t in await admin.list_topics() if t.startswith(self.reply_base + ".")]
+            found = await kafka.admin_retry(admin.list_topics)  # a broker may be down
+            stale = [t for t in found if t.startswith(self.reply_base + ".")]
         finally:
             await admin.close()
         if stale:

@@ -11,6 +11,7 @@ import pytest
 from aiokafka.errors import NodeNotReadyError, TopicAuthorizationFailedError
 
 import common.broker as broker
+from common import kafka
 from common.settings import Settings
 
 pytestmark = pytest.mark.unit
@@ -41,7 +42,7 @@ class FakeAdmin:
 
 def install(monkeypatch: pytest.MonkeyPatch, admin: FakeAdmin) -> None:
     monkeypatch.setattr(broker, "AIOKafkaAdminClient", lambda **_: admin)
-    monkeypatch.setattr(broker, "ENSURE_TOPICS_S", 5.0)
+    monkeypatch.setattr(kafka, "ADMIN_RETRY_S", 5.0)
 
 
 async def test_a_broker_that_is_down_is_asked_again(monkeypatch: pytest.MonkeyPatch) -> None:

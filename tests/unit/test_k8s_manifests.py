@@ -6,7 +6,6 @@ read-only security context; the base on disk is what the generator writes."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,8 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+
+from tests.support.k8s import generator
 
 pytestmark = pytest.mark.unit
 
@@ -27,15 +28,7 @@ KEDA_SCHEMAS = {
 }
 
 
-def _generator() -> Any:
-    spec = importlib.util.spec_from_file_location("k8s_generate", K8S / "generate.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-GEN = _generator()
+GEN = generator()
 
 
 def problems(doc: dict[str, Any]) -> list[str]:

@@ -4,16 +4,15 @@ the embedded broker's SASL node enforces ACLs (tests/integration/test_kafka_acls
 
 from __future__ import annotations
 
-import importlib.util
 import stat
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from common import acls
 from common.topics import Topic, Topics
 from devstack.kafka_embedded import BROKER_USER, KafkaNode
+from tests.support.k8s import generator
 
 pytestmark = pytest.mark.unit
 K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s"
@@ -97,16 +96,8 @@ def test_keda_only_describes() -> None:
     assert {p.name for p in keda.describe} >= {Topics().ledger_commands, Topics().events}
 
 
-def _generator() -> Any:
-    spec = importlib.util.spec_from_file_location("k8s_generate", K8S / "generate.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_deploy_k8s_runs_kafka_with_sasl_and_each_service_as_its_own_principal() -> None:
-    docs = _generator().render(K8S / "base")
+    docs = generator().render(K8S / "base")
     kafka = next(d for d in docs if d["kind"] == "StatefulSet")["spec"]["template"]["spec"]
     env = {e["name"]: e["value"] for e in kafka["containers"][0]["env"]}
     assert "PLAINTEXT://" not in env["KAFKA_LISTENERS"].replace("SASL_PLAINTEXT://", "")

@@ -7,10 +7,7 @@ the grants back from PostgreSQL's catalog."""
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import os
-import secrets
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +16,9 @@ import yaml
 from sqlalchemy.engine import make_url
 
 from common import privileges
-from common.keyring import new_key_setting
 from common.settings import SECRET_SETTINGS, SERVICE_SECRETS, load_settings
 from devstack.suite import ROLE_URL, scoped_env
+from tests.support.k8s import generator
 from tests.support.least_privilege import (
     CORE_SECRETS,
     EVERY_SECRET,
@@ -30,6 +27,7 @@ from tests.support.least_privilege import (
     SECRETS_OF,
     SERVICES,
 )
+from tests.support.secrets_env import production_env, strong_secrets
 
 pytestmark = pytest.mark.unit
 
@@ -41,28 +39,16 @@ def test_each_service_uses_the_secrets_of_the_table() -> None:
     assert set(SECRET_SETTINGS.values()) == CORE_SECRETS
 
 
-def strong() -> dict[str, str]:
-    return {
-        "SLUICE_ADMIN_TOKEN": "ops=" + secrets.token_urlsafe(32),
-        "SLUICE_JWT_SECRET": secrets.token_urlsafe(32),
-        "SLUICE_ONBOARDING_SECRET": secrets.token_urlsafe(32),
-        "SLUICE_ENCRYPTION_KEYS": new_key_setting("k1"),
-    }
-
-
 @pytest.fixture
 def production(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    for k in [k for k in os.environ if k.startswith("SLUICE_")]:
-        monkeypatch.delenv(k)
-    monkeypatch.setenv("SLUICE_ENV", "production")
-    return monkeypatch
+    return production_env(monkeypatch)
 
 
 @pytest.mark.parametrize("service", SERVICES)
 def test_a_production_service_starts_with_its_own_secrets_alone(
     service: str, production: pytest.MonkeyPatch
 ) -> None:
-    values = strong()
+    values = strong_secrets()
     for name in SECRETS_OF[service] & CORE_SECRETS:
         production.setenv(name, values[name])
     settings = load_settings(service)
@@ -75,7 +61,7 @@ def test_a_production_service_starts_with_its_own_secrets_alone(
 def test_a_service_given_every_secret_keeps_only_its_own(
     service: str, production: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    values = strong()
+    values = strong_secrets()
     for name, value in values.items():
         production.setenv(name, value)
     # The warning is read on its own logger: an earlier test's logging set-up (a disabled
@@ -113,7 +99,7 @@ def test_a_service_without_its_secrets_refuses_naming_its_own_only(
 
 def test_devstack_gives_each_process_its_secrets_and_role_only() -> None:
     env = {
-        **strong(),
+        **strong_secrets(),
         "SLUICE_DATABASE_URL": "postgresql+asyncpg://postgres@/db",
         "SLUICE_ENV": "development",
     }
@@ -156,14 +142,6 @@ def test_the_grant_plan_is_the_table() -> None:
 # ---- the manifests ----
 
 
-def _k8s() -> Any:
-    spec = importlib.util.spec_from_file_location("k8s_generate", ROOT / "deploy" / "k8s" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def _mounted(doc: dict[str, Any]) -> dict[str, str]:
     """path -> Secret key of every secret file a workload's pod mounts."""
     out = {}
@@ -176,7 +154,7 @@ def _mounted(doc: dict[str, Any]) -> dict[str, str]:
 
 @pytest.mark.parametrize("overlay", ["base", "overlays/production"])
 def test_k8s_gives_each_pod_its_secrets_and_role_only(overlay: str) -> None:
-    gen = _k8s()
+    gen = generator()
     docs = gen.render(ROOT / "deploy" / "k8s" / overlay)
     config = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "sluice-config")
     assert "SLUICE_DATABASE_URL" not in config["data"]

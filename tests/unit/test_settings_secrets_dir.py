@@ -12,28 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from common.keyring import new_key_setting
 from common.settings import SECRET_SETTINGS, load_settings, secrets_dir
+from tests.support.secrets_env import production_env, strong_secrets
 
 pytestmark = pytest.mark.unit
 
 
-def strong_secrets() -> dict[str, str]:
-    return {
-        "SLUICE_ADMIN_TOKEN": "ops=" + secrets.token_urlsafe(32),
-        "SLUICE_JWT_SECRET": secrets.token_urlsafe(32),
-        "SLUICE_ONBOARDING_SECRET": secrets.token_urlsafe(32),
-        "SLUICE_ENCRYPTION_KEYS": new_key_setting("k1"),
-    }
-
-
 @pytest.fixture
 def production(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    """A production environment with no SLUICE_ variable but SLUICE_ENV."""
-    for k in [k for k in os.environ if k.startswith("SLUICE_")]:
-        monkeypatch.delenv(k)
-    monkeypatch.setenv("SLUICE_ENV", "production")
-    return monkeypatch
+    return production_env(monkeypatch)
 
 
 def test_production_reads_every_secret_from_the_mounted_files(

@@ -1,0 +1,28 @@
+"""A production process environment for settings tests: every SLUICE_ variable removed but
+SLUICE_ENV, and a set of secrets strong enough for production."""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+import pytest
+
+from common.keyring import new_key_setting
+
+
+def strong_secrets() -> dict[str, str]:
+    return {
+        "SLUICE_ADMIN_TOKEN": "ops=" + secrets.token_urlsafe(32),
+        "SLUICE_JWT_SECRET": secrets.token_urlsafe(32),
+        "SLUICE_ONBOARDING_SECRET": secrets.token_urlsafe(32),
+        "SLUICE_ENCRYPTION_KEYS": new_key_setting("k1"),
+    }
+
+
+def production_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """A production environment with no SLUICE_ variable but SLUICE_ENV."""
+    for k in [k for k in os.environ if k.startswith("SLUICE_")]:
+        monkeypatch.delenv(k)
+    monkeypatch.setenv("SLUICE_ENV", "production")
+    return monkeypatch

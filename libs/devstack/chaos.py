@@ -49,6 +49,9 @@ from devstack.suite import Proc, Suite, ephemeral_secrets, migrate
 
 KILL_ORDER = ("gateway", "ledger", "compliance", "webhooks", "admin")
 TWICE = ("gateway", "ledger", "compliance", "webhooks")
+# A restarted service must answer /readyz within this (its start on a loaded machine, Kafka
+# group joins included, has taken up to 40 s); later, or exited, it fails the run.
+RESTART_READY_S = 120.0
 SCOPES = ["customers:write", "wallets:write", "virtual_accounts:write", "transfers:write", "webhooks:write"]
 
 
@@ -66,6 +69,7 @@ class Scenario:
         self.procs: dict[str, list[Proc]] = {}
         self.kills = 0
         self.restarting: list[tuple[Proc, float]] = []
+        self.restarts_not_ready = 0
         self.scaler: Scaler | None = None
 
     # ---- set-up ----
@@ -122,16 +126,20 @@ class Scenario:
 
     def poll_restarts(self) -> None:
         """Log when each restarted process answers /readyz (without holding up the next fault:
-        the restart happens on this thread, which the children's parent-death signal follows)."""
+        the restart happens on this thread, which the children's parent-death signal follows);
+        one that exits or is not ready within RESTART_READY_S is counted, and fails the run."""
         for proc, since in list(self.restarting):
             ready = False
             with contextlib.suppress(httpx.HTTPError):
                 ready = httpx.get(proc.url + "/readyz", timeout=0.5).status_code == 200
             waited = time.monotonic() - since
-            if ready or proc.popen.poll() is not None or waited > 120:
-                state = "ready" if ready else f"NOT ready (exit code {proc.popen.poll()})"
-                log(f"{proc.log.stem} {state} {waited:.1f} s after its restart")
-                self.restarting.remove((proc, since))
+            outcome = chaos_audit.restart_outcome(ready, proc.popen.poll(), waited, RESTART_READY_S)
+            if outcome is None:
+                continue
+            state = "ready" if outcome else f"NOT ready (exit code {proc.popen.poll()})"
+            log(f"{proc.log.stem} {state} {waited:.1f} s after its restart")
+            self.restarts_not_ready += not outcome
+            self.restarting.remove((proc, since))
 
     def pg_stop(self) -> None:
         log(f"fault: PostgreSQL stopped for {self.args.pg_stop_s:.0f} s")
@@ -336,6 +344,7 @@ class Scenario:
         found.reconcile_discrepancies = reconciled
         found.journal_chain_broken = chain_broken
         found.faults_missed = missed
+        found.restarts_not_ready = self.restarts_not_ready
         states = Counter(r["state"] for r in rows)
         log(
             f"answers: {found.ok} 2xx, {sum(found.refused.values()) + len(found.refused_unexpected)} "

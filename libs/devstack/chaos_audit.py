@@ -73,6 +73,7 @@ class Findings:
     reconcile_discrepancies: int = 0  # what admin's reconcile listed (contract 13.4); -1: it failed
     faults_missed: int = 0  # faults of the plan that never fired (the load ended first)
     journal_chain_broken: int = 0  # verify_journal (contract 13.5) not ok, or not every entry
+    restarts_not_ready: int = 0  # restarted services that exited or never answered /readyz
 
     @property
     def duplicated(self) -> int:
@@ -93,6 +94,7 @@ class Findings:
             or self.reconcile_discrepancies
             or self.faults_missed
             or self.journal_chain_broken
+            or self.restarts_not_ready
         )
 
     def lines(self) -> list[str]:
@@ -107,8 +109,20 @@ class Findings:
             f"duplicated_events {self.duplicated_events} invariant_violations "
             f"{self.invariant_violations} slow {self.slow}",
             f"chaos: dead_letters {self.dead_letters} reconcile_discrepancies {self.reconcile_discrepancies}"
-            f" journal_chain_broken {self.journal_chain_broken} faults_missed {self.faults_missed}",
+            f" journal_chain_broken {self.journal_chain_broken} faults_missed {self.faults_missed}"
+            f" restarts_not_ready {self.restarts_not_ready}",
         ]
+
+
+def restart_outcome(ready: bool, exit_code: int | None, waited_s: float, limit_s: float) -> bool | None:
+    """A restarted service's fate: True once it answers /readyz, False once it has exited or
+    ``limit_s`` has passed without an answer (a failure of the run, not a line to read past),
+    None while it may still come up."""
+    if ready:
+        return True
+    if exit_code is not None or waited_s > limit_s:
+        return False
+    return None
 
 
 def refusal_reason(error: str) -> str:

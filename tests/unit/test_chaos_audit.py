@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from devstack import chaos_audit
 from devstack.chaos_audit import audit
 from devstack.chaos_clients import Booking
 
@@ -142,16 +143,39 @@ def test_a_reconciliation_that_found_something_or_failed_is_not_clean(found: int
     assert not f.clean
     assert f.lines()[-1] == (
         f"chaos: dead_letters 0 reconcile_discrepancies {found} journal_chain_broken 0 faults_missed 0"
+        " restarts_not_ready 0"
     )
 
 
 def test_a_run_whose_load_ended_before_a_fault_is_not_clean() -> None:
     f = run()
     f.faults_missed = 1
-    assert not f.clean and f.lines()[-1].endswith("faults_missed 1")
+    assert not f.clean and "faults_missed 1" in f.lines()[-1]
 
 
 def test_a_broken_journal_chain_is_not_clean() -> None:
     f = run()
     f.journal_chain_broken = 1
     assert not f.clean and "journal_chain_broken 1" in f.lines()[-1]
+
+
+def test_a_restarted_service_that_never_became_ready_is_not_clean() -> None:
+    f = run()
+    f.restarts_not_ready = 1
+    assert not f.clean and f.lines()[-1].endswith("restarts_not_ready 1")
+
+
+@pytest.mark.parametrize(
+    ("ready", "exit_code", "waited", "outcome"),
+    [
+        (True, None, 3.0, True),  # answered /readyz
+        (False, None, 3.0, None),  # still starting: ask again later
+        (False, 3, 3.0, False),  # exited (the gateway's exit 3 at start, issue 35)
+        (False, None, 121.0, False),  # running but never ready within the bound
+        (False, None, 120.0, None),  # at the bound, not past it
+    ],
+)
+def test_a_restart_is_ready_failed_or_pending(
+    ready: bool, exit_code: int | None, waited: float, outcome: bool | None
+) -> None:
+    assert chaos_audit.restart_outcome(ready, exit_code, waited, 120.0) is outcome

@@ -141,14 +141,17 @@ async def ensure_topics(settings: Settings, names: Iterable[str], partitions: in
     await admin.start()
     try:
         # a broker that is down is asked no more: another is (common.kafka.admin_retry)
-        await kafka.admin_retry(lambda: _create_missing(admin, settings, names, partitions))
+        await kafka.admin_retry(lambda: create_missing(admin, settings, names, partitions))
     finally:
         await admin.close()
 
 
-async def _create_missing(
+async def create_missing(
     admin: AIOKafkaAdminClient, settings: Settings, names: list[str], partitions: int | None
-) -> None:
+) -> list[str]:
+    """Create those of ``names`` the cluster lacks (partitions, replication factor and
+    retention from the settings); the names it lacked. The one place topics are created:
+    services at start (``ensure_topics``) and ``python -m sluice topics`` (common.provision)."""
     existing = set(await admin.list_topics())
     missing = [n for n in names if n not in existing]
     if missing:
@@ -159,6 +162,7 @@ async def _create_missing(
             await admin.create_topics(
                 [NewTopic(n, count, rf, topic_configs=named.configs(n, config)) for n in missing]
             )
+    return missing
 
 
 def service_topics(settings: Settings) -> list[str]:

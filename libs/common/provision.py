@@ -12,14 +12,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-from aiokafka.errors import TopicAlreadyExistsError
+from aiokafka.admin import AIOKafkaAdminClient
 from tenacity import AsyncRetrying, RetryError, retry_if_result, stop_after_delay, wait_fixed
 
 from common import kafka
-from common.broker import service_topics
+from common.broker import create_missing, service_topics
 from common.settings import Settings
-from common.topics import Topics
 
 
 async def provision(settings: Settings) -> tuple[int, list[str]]:
@@ -31,16 +29,8 @@ async def provision(settings: Settings) -> tuple[int, list[str]]:
     want = settings.kafka_topic_partitions
     try:
         names = service_topics(settings)
-        existing = set(await admin.list_topics())
-        missing = [n for n in names if n not in existing]
-        if missing:
-            config = {"retention.ms": str(settings.kafka_retention_ms)}
-            named = Topics(settings.topic_prefix)  # the anchors topic keeps its records forever
-            rf = settings.kafka_replication_factor
-            with contextlib.suppress(TopicAlreadyExistsError):  # another instance made them first
-                await admin.create_topics(
-                    [NewTopic(n, want, rf, topic_configs=named.configs(n, config)) for n in missing]
-                )
+        # a broker that is down is asked no more: another is (common.kafka.admin_retry)
+        missing = await kafka.admin_retry(lambda: create_missing(admin, settings, names, None))
         found = await _partitions(admin, names, missing)
         for n in names:
             have = found.get(n, 0)

@@ -69,6 +69,7 @@ TESTS = [
     "tests/unit/test_client_keys.py",
     "tests/unit/test_event_clock.py",
     "tests/unit/test_journal_verification.py",
+    "tests/unit/test_journal_anchors.py",
     "tests/unit/test_reconcile.py",
     "tests/unit/test_states.py",
 ]

@@ -53,7 +53,7 @@ def test_canonical_v2_is_the_documented_text() -> None:
         '{"address":"0xabc","chain":"ETH","currency":"USDC","payment_rail":"ethereum"}'
     )
     no_transfer = chain.canonical_v2("je_2", "ten", "live", "deposit", None, "dep_1", T0, [], None)
-    assert no_transfer.endswith("Z||") and no_transfer.startswith("v2|")
+    assert no_transfer == "v2|je_2|ten|live|deposit||dep_1|2026-01-02T03:04:05.000006Z||"
 
 
 @pytest.mark.parametrize(
@@ -95,10 +95,10 @@ def journal(monkeypatch: pytest.MonkeyPatch) -> FakeJournal:
 
 
 def anchor(
-    tenant: str = "ten_a", seq: int = 3, head_hash: str = "ab" * 32, key: bytes = KEY
+    tenant: str = "ten_a", seq: int = 3, head_hash: str = "ab" * 32, key: bytes = KEY, mode: str = "sandbox"
 ) -> JournalAnchor:
     made = JournalAnchor(
-        tenant_id=tenant, mode="sandbox", seq=seq, head_hash=head_hash, anchored_at="2026-01-02T03:04:05Z"
+        tenant_id=tenant, mode=mode, seq=seq, head_hash=head_hash, anchored_at="2026-01-02T03:04:05Z"
     )
     return anchors.sign(made, key)
 
@@ -213,15 +213,19 @@ def rewrite(journal: FakeJournal, tenant: str, at: int, extra: int = 0) -> None:
 
 
 async def verify(
-    journal: FakeJournal, published: list[JournalAnchor], tenant: str | None = None
+    journal: FakeJournal, published: list[JournalAnchor], tenant: str | None = None, mode: str | None = None
 ) -> dict[str, Any]:
     async def read() -> anchors.Found:
         return anchors.newest_anchors([(0, n, msgspec.json.encode(a)) for n, a in enumerate(published)], KEY)
 
     cmd = VerifyJournal(
-        command_id="c", ctx=Ctx(request_id="r", tenant_id="", mode="sandbox"), target_tenant_id=tenant
+        command_id="c",
+        ctx=Ctx(request_id="r", tenant_id="", mode="sandbox"),
+        target_tenant_id=tenant,
+        mode=mode,
     )
     effects = await verification.verify_journal(SESSION, cmd, LedgerConfig(read_anchors=read))  # type: ignore[arg-type]
+    assert effects.status == 200 and effects.events == []
     return dict(effects.data)
 
 
@@ -365,3 +369,103 @@ async def test_a_head_anchored_at_genesis_is_extended_by_any_chain(journal: Fake
     assert (found["ok"], found["anchored"]) == (True, 2), found
     found = await verify(journal, [anchor("ten_a", 0, "f" * 64)])  # a genesis anchor that lies
     assert (found["ok"], found["reason"], found["first_bad_entry_id"]) == (False, "anchor_mismatch", None)
+
+
+# ---- the answers whole (a partner's operator reads every field; make mutate, issue 35) ----
+
+AT = "2026-01-02T03:04:05Z"
+
+
+def shown(a: JournalAnchor) -> dict[str, Any]:
+    return {"seq": a.seq, "head_hash": a.head_hash, "anchored_at": AT}
+
+
+async def test_a_broken_chains_answer_is_whole(journal: FakeJournal) -> None:
+    published = anchors_of(journal)
+    rewrite(journal, "ten_a", at=2, extra=2)
+    assert await verify(journal, published) == {
+        "ok": False,
+        "entries": 7,
+        "head_hash": journal.heads["ten_a"].head_hash,
+        "first_bad_entry_id": "je_ten_a_5",
+        "problem": f"entry 5 differs from its anchor of {AT}: the chain was rewritten",
+        "reason": "anchor_mismatch",
+        "anchor": shown(published[0]),
+        "tenant_id": "ten_a",
+        "mode": "sandbox",
+    }
+    del journal.rows["ten_b"][1:]
+    journal.heads["ten_b"].seq, journal.heads["ten_b"].head_hash = 1, journal.rows["ten_b"][0][0].hash
+    assert await verify(journal, published, "ten_b") == {
+        "ok": False,
+        "entries": 1,
+        "head_hash": journal.rows["ten_b"][0][0].hash,
+        "first_bad_entry_id": None,
+        "problem": f"the chain ends at entry 1, its anchor of {AT} names entry 3",
+        "reason": "truncated_tail",
+        "anchor": shown(published[1]),
+        "tenant_id": "ten_b",
+        "mode": "sandbox",
+    }
+
+
+async def test_a_missing_heads_answer_is_whole(journal: FakeJournal) -> None:
+    published = anchors_of(journal)
+    del journal.heads["ten_b"]
+    gone = {"ok": False, "head_hash": None, "first_bad_entry_id": None, "reason": "missing_head"}
+    assert await verify(journal, published) == {
+        **gone,
+        "problem": f"the chain's head row is gone; its anchor of {AT} names entry 3",
+        "anchor": shown(published[1]),
+        "entries": 5,
+        "tenant_id": "ten_b",
+        "mode": "sandbox",
+    }
+    assert await verify(journal, []) == {
+        **gone,
+        "problem": "the chain has entries but no head row",
+        "entries": 5,
+        "tenant_id": "ten_b",
+        "mode": "sandbox",
+    }
+
+
+async def test_a_narrowed_check_reads_only_its_tenant_and_mode(
+    journal: FakeJournal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[tuple[Any, ...]] = []
+
+    async def headless(session: Any, tenant_id: str | None, mode: str | None) -> list[Any]:
+        asked.append((tenant_id, mode))
+        return []
+
+    monkeypatch.setattr(verification.repo, "headless_chains", headless)
+    live = [anchor(t, 9, "cd" * 32, mode="production") for t in ("ten_a", "ten_b")]  # no such chains here
+    forged = anchor("ten_a", 9, "00" * 32, key=b"guessed" * 5, mode="production")
+    found = await verify(journal, [*anchors_of(journal), *live, forged], mode="sandbox")
+    assert (found["ok"], found["anchored"]) == (True, 2), found  # the sandbox anchors, and only them
+    assert asked == [(None, "sandbox")]
+    found = await verify(journal, [*anchors_of(journal), forged], "ten_a", "sandbox")
+    assert (found["ok"], found["anchored"], asked[-1]) == (True, 1, ("ten_a", "sandbox"))
+    found = await verify(journal, [*anchors_of(journal), forged], "ten_a")
+    assert (found["ok"], found["problem"]) == (
+        False,
+        "1 records of the anchors topic are not validly signed anchors",
+    )
+    found = await verify(journal, [*anchors_of(journal), *live])
+    assert (found["ok"], found["reason"], found["mode"]) == (False, "missing_head", "production")
+
+
+async def test_unreadable_anchors_are_logged_and_named(
+    journal: FakeJournal, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def unreadable() -> anchors.Found:
+        raise RuntimeError("topic gone")
+
+    cmd = VerifyJournal(command_id="c", ctx=Ctx(request_id="r", tenant_id="", mode="sandbox"))
+    with caplog.at_level("WARNING", logger=verification.log.name), pytest.raises(ServiceError) as refused:
+        await verification.verify_journal(SESSION, cmd, LedgerConfig(read_anchors=unreadable))  # type: ignore[arg-type]
+    assert refused.value.message == "the journal's anchors could not be read; verify_journal did not run"
+    assert [r.getMessage() for r in caplog.records] == [
+        "journal anchors unreadable: RuntimeError('topic gone')"
+    ]

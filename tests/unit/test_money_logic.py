@@ -564,6 +564,32 @@ async def test_release_gives_each_amount_back_once_and_never_below_zero(
     assert fake.locked == [] and fake.set == {}
 
 
+async def test_allot_batch_uses_the_rows_the_batch_locked_and_locks_only_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    day = date(2026, 1, 1)
+    key, other = ("a", "production", "USDC", day), ("b", "production", "USDC", day)
+    fake = FakeUsage({other: D(98)})
+    fake.install(monkeypatch)
+    assert await allowance.allot_batch(None, [], {key: D(0)}) == ({}, {}, [])  # type: ignore[arg-type]
+    assert fake.locked == []
+    session = object()
+    claims = [_claim(1, "10"), _claim(2, "0.01"), _claim(3, "2", tenant="b"), _claim(4, "0.5", tenant="b")]
+    refused, totals, holds = await allowance.allot_batch(session, claims, {key: D(90)})  # type: ignore[arg-type]
+    assert fake.sessions == [session] and fake.locked == [[other]]  # the batch locked ``key``
+    assert refused == {"c2": D(100), "c4": D(100)}
+    assert totals == {key: D(100), other: D(100)}
+    assert [(h["transfer_id"], h["amount"], h["tenant_id"]) for h in holds] == [
+        ("tr1", D(10), "a"),
+        ("tr3", D(2), "b"),
+    ]
+    assert fake.set == {} and fake.holds == []  # written by the batch's statement, not here
+    fake = FakeUsage({})
+    fake.install(monkeypatch)
+    refused, totals, holds = await allowance.allot_batch(None, [_claim(1, "5")], {key: D(1)})  # type: ignore[arg-type]
+    assert fake.locked == [] and refused == {} and totals == {key: D(6)} and len(holds) == 1
+
+
 def test_a_claim_within_the_cap_exactly_is_granted() -> None:
     refused, grown = allowance.allot([_claim(1, "100"), _claim(2, "0.000001")], {})
     assert refused == {"c2": D(100)} and list(grown.values()) == [D(100)]

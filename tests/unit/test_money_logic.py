@@ -472,6 +472,34 @@ async def test_the_sessions_journal_is_posted_applied_and_guarded(ledger: FakeLe
     assert ledger.balances["w1.held"] == 3
 
 
+async def test_a_twin_is_dropped_and_new_transfers_alone_are_still_inserted(ledger: FakeLedger) -> None:
+    j = journal.Journal()
+    twin = j.add([_hold("w1", "2")], refusable_for="w1")
+    kept = j.add([_hold("w1", "3")], refusable_for="w1")
+    j.drop(twin)  # a concurrent twin's movement: not this batch's
+    assert j.movements == [kept]
+    empty = journal.Journal()  # a batch whose commands posted nothing yet inserts its transfers
+    assert await empty.lock(SESSION, [{"id": "tr_9"}]) == {"tr_9"}  # type: ignore[arg-type]
+    assert ledger.locked == [[]]
+
+
+async def test_the_journal_refuses_out_of_order_use_and_says_why(ledger: FakeLedger) -> None:
+    j = journal.Journal()
+    j.add([_hold("w1", "1")], refusable_for="w1")
+    with pytest.raises(journal.UnappliedJournal) as unlocked:
+        j.check()
+    assert str(unlocked.value) == "1 journal movements were checked before being locked"
+    j.add([_hold("w1", "1")], refusable_for="w1")
+    await j.lock(SESSION)  # type: ignore[arg-type]
+    j.check()
+    with pytest.raises(journal.UnappliedJournal) as unwritten:
+        await j.lock(SESSION)  # type: ignore[arg-type]
+    assert str(unwritten.value) == "write what the journal checked before locking again"
+    with pytest.raises(ValueError) as half:
+        journal.entry(tenant_id="t", mode="sandbox", kind="transfer_hold", postings=[], transfer_id="tr_1")
+    assert str(half.value) == "transfer_hold: an entry of a transfer names the transfer's id and its row"
+
+
 # ---- the daily cap of a batch ----
 
 
@@ -718,6 +746,21 @@ async def test_a_key_in_flight_waits_then_answers_503_and_a_5xx_is_never_final(
     redis.data[name] = msgspec.json.encode(idempotency.Record(state="pending", fp="fp1"))
     redis.vanish_once.add(name)
     assert await store.begin(name, "fp1") is None  # expired meanwhile: this request owns it now
+
+
+async def test_the_key_lookups_claim_is_used_as_the_first_try(store: idempotency.IdempotencyStore) -> None:
+    """gateway.auth's script claims the key in the API key's round trip: ``begin`` starts from
+    what it found instead of asking Redis again."""
+    name = store.name("ten", "sandbox", "key12345")
+    assert await store.begin(name, "fp1", idempotency.Claimed(owned=True)) is None
+    assert name not in store.redis.data  # type: ignore[attr-defined]  # owned by the script
+    await store.complete(name, "fp1", 201, b"made")
+    found = idempotency.Claimed(owned=False, found=store.redis.data[name])  # type: ignore[attr-defined]
+    assert await store.begin(name, "fp1", found) == idempotency.Replay(201, b"made")
+    err = await _refused(store.begin(name, "fp2", found))
+    assert err.code == "idempotency_replay_mismatch"
+    gone = idempotency.Claimed(owned=False, found=None)  # expired between script and here
+    assert await store.begin(store.name("ten", "sandbox", "other123"), "fp1", gone) is None
 
 
 # ---- what the first `make mutate` left alive (issue 24) ----

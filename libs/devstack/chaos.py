@@ -45,7 +45,7 @@ from devstack.chaos_kafka import BrokerFaults
 from devstack.chaos_scale import Scaler
 from devstack.chaos_stores import OwnPostgres, OwnRedis
 from devstack.stores import Stores, free_port
-from devstack.suite import Proc, Suite, ephemeral_secrets, migrate
+from devstack.suite import Proc, Suite, answers_ready, ephemeral_secrets, migrate
 
 KILL_ORDER = ("gateway", "ledger", "compliance", "webhooks", "admin")
 TWICE = ("gateway", "ledger", "compliance", "webhooks")
@@ -131,7 +131,7 @@ class Scenario:
         for proc, since in list(self.restarting):
             ready = False
             with contextlib.suppress(httpx.HTTPError):
-                ready = httpx.get(proc.url + "/readyz", timeout=0.5).status_code == 200
+                ready = answers_ready(proc)
             waited = time.monotonic() - since
             outcome = chaos_audit.restart_outcome(ready, proc.popen.poll(), waited, RESTART_READY_S)
             if outcome is None:

@@ -24,7 +24,7 @@ import httpx
 
 from devstack.chaos_clients import Booking
 from devstack.stores import free_port
-from devstack.suite import Proc, Suite
+from devstack.suite import Proc, Suite, answers_ready
 
 SCALED = ("ledger", "compliance")
 SLOW_S = 30.0
@@ -68,7 +68,7 @@ class Scaler:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(proc.url + "/readyz", timeout=0.5).status_code == 200:
+                if answers_ready(proc):
                     break
             time.sleep(0.2)
         self.gateways.append(proc.url)  # the load balancer sends it traffic once it is ready

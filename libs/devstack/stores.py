@@ -21,11 +21,20 @@ from typing import Any
 
 from devstack.suite import die_with_parent
 
+_HANDED_OUT: set[int] = set()
+
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on now, never one this process handed out before. The kernel
+    may give a just-closed port again: make chaos (2026-11-26) gave ledger-1 and gateway-1 the
+    same port, the gateway could not bind, and its clients' requests reached the ledger."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def wait_port(host: str, port: int, timeout: float = 30.0) -> None:

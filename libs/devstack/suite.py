@@ -126,6 +126,19 @@ class Proc:
         return f"http://127.0.0.1:{self.metrics_port or self.port}"
 
 
+def answers_ready(proc: Proc, timeout: float = 0.5) -> bool:
+    """Whether ``proc``'s port answers ``/readyz`` 200 as ``proc``'s own service. Another
+    service answering there means ``proc`` could not bind its port: that raises, instead of
+    counting the other service's readiness as this one's."""
+    r = httpx.get(proc.url + "/readyz", timeout=timeout)
+    if r.status_code != 200:
+        return False
+    service = r.json().get("service")
+    if service != proc.name:
+        raise RuntimeError(f"{proc.url} is answered by {service!r}, not {proc.name}: see {proc.log}")
+    return True
+
+
 @dataclass
 class Suite:
     env: dict[str, str]
@@ -183,7 +196,7 @@ class Suite:
                         f"{proc.name} exited; see {proc.log}:\n" + proc.log.read_text()[-3000:]
                     )
                 with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(proc.url + "/readyz", timeout=2).status_code == 200:
+                    if answers_ready(proc, timeout=2):
                         if on_ready is not None:
                             on_ready(proc)
                         break

@@ -9,11 +9,10 @@ topics it creates. Reply topics are each gateway's and admin's own: they create 
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient
-from tenacity import AsyncRetrying, RetryError, retry_if_result, stop_after_delay, wait_fixed
+from tenacity import AsyncRetrying, retry_if_result, stop_after_delay, wait_fixed
 
 from common import kafka
 from common.broker import create_missing, service_topics
@@ -47,7 +46,8 @@ async def provision(settings: Settings) -> tuple[int, list[str]]:
 async def _partitions(admin: AIOKafkaAdminClient, names: list[str], created: list[str]) -> dict[str, int]:
     """Each topic's partition count. A topic just created reaches the broker's metadata a
     moment after the controller answered (0 partitions, seen in CI): those are asked again for
-    up to 10 s; a topic that existed before is reported as it is."""
+    up to 10 s; a topic that existed before is reported as it is, and after 10 s so is the
+    last answer (an error of the request is raised at once)."""
 
     async def read() -> dict[str, int]:
         described: list[dict[str, Any]] = await admin.describe_topics(names)
@@ -57,13 +57,10 @@ async def _partitions(admin: AIOKafkaAdminClient, names: list[str], created: lis
         return any(found.get(n, 0) == 0 for n in created)
 
     retrying = AsyncRetrying(
-        retry=retry_if_result(unsettled), stop=stop_after_delay(10), wait=wait_fixed(0.2), reraise=True
+        retry=retry_if_result(unsettled),
+        stop=stop_after_delay(10),
+        wait=wait_fixed(0.2),
+        retry_error_callback=lambda state: state.outcome.result() if state.outcome else {},
     )
-    found: dict[str, int] = {}
-    with contextlib.suppress(RetryError):  # still missing after 10 s: reported as found
-        async for attempt in retrying:
-            with attempt:
-                found = await read()
-            if not attempt.retry_state.outcome or not attempt.retry_state.outcome.failed:
-                attempt.retry_state.set_result(found)
+    found: dict[str, int] = await retrying(read)
     return found

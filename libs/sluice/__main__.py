@@ -23,8 +23,12 @@ import runpy
 import sys
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sluice import MIGRATED, SERVICES
+
+if TYPE_CHECKING:
+    from common.settings import Settings
 
 
 def _setting(name: str) -> str:
@@ -82,19 +86,32 @@ def roles() -> int:
     return 0
 
 
+def _broker_settings() -> Settings:
+    """The settings of a command that talks to the broker only (``topics``, ``acls``). Not
+    ``load_settings``: that requires a service's secrets, and an operator making topics or ACLs
+    in production must not need to hold them."""
+    from common.settings import Settings, secrets_dir
+
+    return Settings(_secrets_dir=secrets_dir(os.environ))  # type: ignore[call-arg]  # upstream: pydantic mypy plugin
+
+
+def _kafka_refused(command: str, settings: Settings) -> bool:
+    """Print what is wrong with the Kafka client settings, if anything (exit status 2 then)."""
+    from common import kafka
+
+    broken = kafka.problems(settings)
+    if broken:
+        print(f"sluice {command}: Kafka client settings: " + "; ".join(broken), file=sys.stderr)
+    return bool(broken)
+
+
 def topics() -> int:
     import asyncio
 
-    from common import kafka
     from common.provision import provision
-    from common.settings import Settings, secrets_dir
 
-    # Not load_settings: making topics needs the broker's settings and no service secret (with
-    # load_settings() a production operator had to hold every service's secrets to run it).
-    settings = Settings(_secrets_dir=secrets_dir(os.environ))  # type: ignore[call-arg]  # upstream: pydantic mypy plugin
-    broken = kafka.problems(settings)
-    if broken:
-        print("sluice topics: Kafka client settings: " + "; ".join(broken), file=sys.stderr)
+    settings = _broker_settings()
+    if _kafka_refused("topics", settings):
         return 2
     status, lines = asyncio.run(provision(settings))
     for line in lines:
@@ -107,18 +124,14 @@ def acls(dry_run: bool) -> int:
 
     from common import kafka
     from common.acls import apply, bindings, plan
-    from common.settings import Settings, secrets_dir
 
-    # Not load_settings: this Job holds the Kafka super user's password and no service secret.
-    settings = Settings(_secrets_dir=secrets_dir(os.environ))  # type: ignore[call-arg]  # upstream: pydantic mypy plugin
+    settings = _broker_settings()  # this Job holds the Kafka super user's password, nothing else
     wanted = list(bindings(plan(settings.topic_prefix)))
     for b in wanted:
         print(b, flush=True)
     if dry_run:
         return 0
-    broken = kafka.problems(settings)
-    if broken:
-        print("sluice acls: Kafka client settings: " + "; ".join(broken), file=sys.stderr)
+    if _kafka_refused("acls", settings):
         return 2
     failed = asyncio.run(apply(wanted, **kafka.client_args(settings)))
     for line in failed:

@@ -43,7 +43,9 @@ def test_a_port_the_kernel_gives_again_is_not_handed_out_twice(monkeypatch: pyte
 
 
 def proc(name: str) -> suite.Proc:
-    return suite.Proc(name, 41000, subprocess.Popen(["true"]), Path("/dev/null"))
+    done = subprocess.Popen(["true"])  # answers_ready reads the port only; a process that ended
+    done.wait()
+    return suite.Proc(name, 41000, done, Path("/dev/null"))
 
 
 @pytest.mark.parametrize(

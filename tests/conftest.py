@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 
+from common import authority
 from common.auth import ALL_SCOPES as SCOPES
 from common.keyring import new_key_setting
 from common.settings import Settings
@@ -30,6 +31,8 @@ from devstack.stores import Stores, drop_database, free_port
 from devstack.suite import Proc, Suite, migrate
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
+# Compliance's and admin's signing keys and the verification keys (contract 15.1), per session.
+AUTHORITY = authority.new_settings("test")
 ADMIN_TOKEN = "test-admin-token-" + uuid.uuid4().hex
 SECOND_ADMIN_TOKEN = "second-admin-token-" + uuid.uuid4().hex
 
@@ -77,6 +80,7 @@ def _base_env(stores: Stores) -> dict[str, str]:
         "SLUICE_ENCRYPTION_KEYS": _secret("SLUICE_ENCRYPTION_KEYS", new_key_setting("t1")),
         "SLUICE_JOURNAL_ANCHOR_KEY": _secret("SLUICE_JOURNAL_ANCHOR_KEY", secrets.token_urlsafe(32)),
         "SLUICE_JOURNAL_ANCHOR_INTERVAL_S": "0.5",
+        **AUTHORITY,
         **stores.service_env(),
         "SLUICE_ADMIN_TOKEN": f"ops={ADMIN_TOKEN},auditor={SECOND_ADMIN_TOKEN}",
         "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": "true",

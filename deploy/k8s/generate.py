@@ -45,6 +45,8 @@ SECRETS = [
     "SLUICE_ONBOARDING_SECRET",
     "SLUICE_ENCRYPTION_KEYS",
     "SLUICE_JOURNAL_ANCHOR_KEY",
+    "SLUICE_COMPLIANCE_SIGNING_KEY",
+    "SLUICE_ADMIN_SIGNING_KEY",
 ]
 # Each pod mounts the secrets its process uses and no other (contract 14.3; the table of
 # common.settings.SERVICE_SECRETS, tests/unit/test_least_privilege.py), and its own database
@@ -52,9 +54,9 @@ SECRETS = [
 # (common.privileges: one role per service; the migration Job's is the migrations role).
 POD_SECRETS = {
     "gateway": ["SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"],
-    "admin": ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET"],
+    "admin": ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ADMIN_SIGNING_KEY"],
     "ledger": ["SLUICE_JOURNAL_ANCHOR_KEY"],  # signs the journal's anchors (issue 38 item 2)
-    "compliance": [],
+    "compliance": ["SLUICE_COMPLIANCE_SIGNING_KEY"],  # signs its decisions (contract 15.1)
     "webhooks": ["SLUICE_ENCRYPTION_KEYS"],
     "migrate": [],
 }
@@ -411,6 +413,11 @@ def base() -> dict[str, list[dict[str, Any]]]:
             "metadata": _meta("sluice-config", LABELS),
             "data": {
                 "SLUICE_ENV": "production",
+                # The public keys the ledger and compliance verify compliance's and admin's
+                # signatures with (contract 15.1: kid:base64,...; `python -m sluice keys` prints
+                # them for the signing keys of sluice-secrets). Not secret; set in the overlay:
+                # empty, the ledger and compliance refuse to start.
+                "SLUICE_AUTHORITY_VERIFY_KEYS": "",
                 # No SLUICE_DATABASE_URL: each pod's own role's is a secret file (POD_SECRETS).
                 "SLUICE_REDIS_URL": "redis://redis:6379/0",
                 "SLUICE_KAFKA_BOOTSTRAP": "kafka:9092",

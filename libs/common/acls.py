@@ -48,8 +48,11 @@ JOURNAL_ANCHORS = "journal.anchors"
 PRODUCERS: dict[str, frozenset[str]] = {
     # gateway (partner commands), admin (operator commands, redrive), ledger (a cap's release)
     Topic.COMPLIANCE_COMMANDS: frozenset({"gateway", "admin", "ledger"}),
-    # gateway (reads of ledger resources, fees), admin (redrive), compliance (approved commands)
-    Topic.LEDGER_COMMANDS: frozenset({"gateway", "admin", "compliance"}),
+    # compliance (approved commands) and admin (operator commands, redrive), each signed
+    # (contract 15.1): the gateway may not write here, so it cannot approve its own transfers
+    Topic.LEDGER_COMMANDS: frozenset({"admin", "compliance"}),
+    # the gateway's reads of ledger resources and fees; admin (redrive)
+    Topic.LEDGER_READS: frozenset({"gateway", "admin"}),
     Topic.WEBHOOKS_COMMANDS: frozenset({"gateway", "admin"}),
     # the ledger's outbox; admin redrives a dead-lettered event to where it came from
     Topic.EVENTS: frozenset({"ledger", "admin"}),
@@ -65,12 +68,22 @@ PRODUCERS: dict[str, frozenset[str]] = {
 CONSUMERS: dict[str, dict[str, str | None]] = {
     Topic.COMPLIANCE_COMMANDS: {"compliance": "compliance"},
     Topic.LEDGER_COMMANDS: {"ledger": "ledger"},
+    Topic.LEDGER_READS: {"ledger": "ledger-reads"},
     Topic.WEBHOOKS_COMMANDS: {"webhooks": "webhooks-commands"},
     Topic.EVENTS: {"webhooks": "webhooks", "compliance": "compliance-usage"},
     Topic.CONTROL_EVENTS: {"gateway": None},
     Topic.DEAD_LETTERS: {"admin": "admin-dlq"},
     JOURNAL_ANCHORS: {"ledger": None},  # verify_journal reads them from the start
 }
+
+
+#: The topics a dead letter may be redriven to: each consumed by the service that gave up on it
+#: (admin checks the letter against the record at its origin first, admin.dead_letters).
+REDRIVABLE: tuple[str, ...] = tuple(
+    topic
+    for topic, readers in CONSUMERS.items()
+    if topic not in (Topic.DEAD_LETTERS, JOURNAL_ANCHORS) and readers
+)
 
 
 class Pattern(NamedTuple):
@@ -109,6 +122,8 @@ def plan(prefix: str = "sluice") -> dict[str, Access]:
         if svc in RESPONDERS:
             write.add(Pattern(t.replies(""), prefixed=True))
         read = {Pattern(t[topic]) for topic in Topic if svc in CONSUMERS.get(topic, {})}
+        if svc == ADMIN:  # a dead letter's origin is read back before it is redriven (15.1)
+            read |= {Pattern(f"{prefix}.{topic}") for topic in REDRIVABLE}
         groups = {t.group(g) for topic in Topic if (g := CONSUMERS.get(topic, {}).get(svc))}
         mine = frozenset({own_replies}) if svc in CALLERS else frozenset()
         out[principal(svc)] = Access(

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from common.broker import DeadLetter
-from common.contracts import ComplianceCommand, ControlEvent, LedgerCommand, Result, WebhooksCommand
+from common.contracts import ComplianceCommand, ControlEvent, LedgerRead, LedgerWrite, Result, WebhooksCommand
 from common.contracts.anchors import JournalAnchor
 from common.contracts.events import EventRecord
 from common.topics import Topics
@@ -33,7 +33,13 @@ def build_asyncapi(prefix: str = "sluice") -> dict[str, Any]:
             "Commands needing a policy decision",
             ComplianceCommand,
         ),
-        ("ledgerCommands", t.ledger_commands, "Approved commands and ledger reads", LedgerCommand),
+        (
+            "ledgerCommands",
+            t.ledger_commands,
+            "Commands the ledger applies, each signed by its decider (compliance or admin)",
+            LedgerWrite,
+        ),
+        ("ledgerReads", t.ledger_reads, "The gateway's reads of ledger resources", LedgerRead),
         ("webhooksCommands", t.webhooks_commands, "Webhook endpoint and delivery commands", WebhooksCommand),
         ("replies", t.replies("{instance}"), "Results, one topic per gateway/admin instance", Result),
         (

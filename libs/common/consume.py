@@ -2,7 +2,9 @@
 
 A handler receives a fetched batch of records. The runtime:
 
-1. decodes each record; one that cannot be decoded is **poison**: dead-lettered at once;
+1. decodes each record; one that cannot be decoded is **poison**: dead-lettered at once; so
+   is one that ``admit`` refuses (a command whose authority does not verify, common.authority):
+   it never reaches the handler, and the dead letter carries the refusal;
 2. runs the whole batch in one go (one transaction: the group commit that makes throughput);
 3. retries a **transient** failure (a store or the broker unreachable, see
    :func:`common.faults.is_transient`) with exponential backoff (tenacity), for as long as it
@@ -116,6 +118,7 @@ class BatchProcessor(Generic[M]):
         dead_letter: Callable[[Failure], Awaitable[None]],
         readiness: Readiness | None = None,
         handle_one: Callable[[M], Awaitable[None]] | None = None,
+        admit: Callable[[M], None] | None = None,
         attempts: int = 3,
         backoff_s: float = 0.05,
     ) -> None:
@@ -124,6 +127,8 @@ class BatchProcessor(Generic[M]):
         self.handle_batch = handle_batch
         self.handle_one = handle_one or (lambda m: handle_batch([m]))
         self.dead_letter = dead_letter
+        self.admit = admit
+        self.refused = 0
         self.readiness = readiness
         self.attempts = max(1, attempts)
         self.backoff_s = backoff_s
@@ -143,10 +148,22 @@ class BatchProcessor(Generic[M]):
         good: list[tuple[Record, M]] = []
         for rec in records:
             try:
-                good.append((rec, self.decode(rec.value or b"")))
+                msg = self.decode(rec.value or b"")
             except POISON as exc:
                 FAILED.labels(self.name, rec.topic).inc()
                 await self._give_up(Failure(rec, None, exc, 1))
+                continue
+            if self.admit is not None:
+                try:
+                    self.admit(msg)
+                except Exception as exc:  # noqa: BLE001 - refused: never handled, dead-lettered
+                    self.refused += 1
+                    log.error(
+                        "%s: refused %s[%d]@%d: %s", self.name, rec.topic, rec.partition, rec.offset, exc
+                    )
+                    await self._give_up(Failure(rec, msg, exc, 1))
+                    continue
+            good.append((rec, msg))
         if good:
             try:
                 await self._transient(lambda: self.handle_batch([m for _, m in good]))

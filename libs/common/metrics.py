@@ -45,6 +45,16 @@ PRODUCED = Counter(
     ["topic"],
 )
 DEAD_LETTERS = Counter("sluice_dead_letters_total", "Messages dead-lettered", ["service", "topic"])
+AUTHORITY_REFUSED = Counter(
+    "sluice_authority_refused_total",
+    "Commands refused because their authority did not verify (contract 15.1), by why",
+    ["service", "why"],
+)
+REDRIVE_REFUSED = Counter(
+    "sluice_redrive_refused_total",
+    "Dead letters admin refused to redrive (origin not verified, or never to be redriven), by reason",
+    ["reason"],
+)
 OUTBOX_BACKLOG = Gauge("sluice_outbox_backlog", "Outbox rows not yet published", ["schema"])
 TASK_RESTARTS = Counter("sluice_task_restarts_total", "Background task crashes (restarted)", ["task"])
 IDEMPOTENCY_REPLAYS = Counter("sluice_idempotency_replays_total", "Answers replayed for a same-key retry")

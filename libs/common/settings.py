@@ -17,6 +17,7 @@ from typing import Literal, NoReturn
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from common.authority import AuthorityError, Signer, SigningKey, VerifyKeys, new_signing_setting
 from common.clientaddr import Network, parse_networks
 from common.kafka import problems as kafka_problems
 from common.keyring import KeyRing, KeyRingError, new_key_setting
@@ -28,19 +29,25 @@ SECRET_SETTINGS = {
     "jwt_secret": "SLUICE_JWT_SECRET",  # a setting's name  # nosec B105
     "onboarding_secret": "SLUICE_ONBOARDING_SECRET",  # a setting's name  # nosec B105
     "encryption_keys": "SLUICE_ENCRYPTION_KEYS",
+    # Ed25519 signing keys of the two deciders (contract 15.1, common.authority)
+    "compliance_signing_key": "SLUICE_COMPLIANCE_SIGNING_KEY",  # a setting's name  # nosec B105
+    "admin_signing_key": "SLUICE_ADMIN_SIGNING_KEY",  # a setting's name  # nosec B105
 }
 # The secrets each service uses, and so requires and is given (contract 14.3); it never holds
 # another's: load_settings(service) blanks them. The gateway verifies access tokens, signs
 # onboarding links and seals webhook secrets; admin authenticates operators and issues access
 # tokens; webhooks opens the webhook secrets it signs with; the ledger alone signs the
-# journal's anchors; compliance uses none.
+# journal's anchors; compliance signs its decisions and admin its operator commands (15.1).
 SERVICE_SECRETS: dict[str, tuple[str, ...]] = {
     "gateway": ("SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"),
-    "admin": ("SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET"),
+    "admin": ("SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ADMIN_SIGNING_KEY"),
     "webhooks": ("SLUICE_ENCRYPTION_KEYS",),
     "ledger": ("SLUICE_JOURNAL_ANCHOR_KEY",),
-    "compliance": (),
+    "compliance": ("SLUICE_COMPLIANCE_SIGNING_KEY",),
 }
+# The services that verify a decider's signature (contract 15.1): they need
+# SLUICE_AUTHORITY_VERIFY_KEYS (public keys, not secrets) and refuse to start without them.
+AUTHORITY_VERIFIERS = ("ledger", "compliance")
 
 
 class Settings(BaseSettings):
@@ -180,6 +187,15 @@ class Settings(BaseSettings):
     journal_anchor_key: SecretStr = SecretStr("")
     journal_anchor_interval_s: float = 5.0
 
+    # Authority between services (contract 15.1, common.authority): compliance's and admin's
+    # Ed25519 signing keys (``kid:base64seed``, each held by its service alone), the public keys
+    # the ledger and compliance verify with (``kid:base64,...``: several while keys rotate), and
+    # how long a signed command stays valid (it is applied once: the ledger's inbox).
+    compliance_signing_key: SecretStr = SecretStr("")
+    admin_signing_key: SecretStr = SecretStr("")
+    authority_verify_keys: str = ""
+    authority_ttl_s: int = Field(default=900, ge=10, le=86400)
+
     sandbox_settle_s: float = 2.0
     sandbox_default_cap: Decimal = Field(default=Decimal("1000000"))
 
@@ -228,7 +244,31 @@ class Settings(BaseSettings):
                 KeyRing.parse(self.encryption_keys.get_secret_value())
             except KeyRingError as exc:
                 weak.append(f"SLUICE_ENCRYPTION_KEYS ({exc})")
+        signers: tuple[tuple[str, Signer], ...] = (
+            ("compliance_signing_key", "compliance"),
+            ("admin_signing_key", "admin"),
+        )
+        for attr, signer in signers:
+            if getattr(self, attr).get_secret_value():
+                try:
+                    self.signing_key(signer)
+                except AuthorityError as exc:
+                    weak.append(f"{SECRET_SETTINGS[attr]} ({exc})")
+        if self.authority_verify_keys.strip():
+            try:
+                VerifyKeys.parse(self.authority_verify_keys)
+            except AuthorityError as exc:
+                weak.append(f"SLUICE_AUTHORITY_VERIFY_KEYS ({exc})")
         return weak
+
+    def signing_key(self, signer: Signer) -> SigningKey:
+        """Compliance's or admin's signing key (the one its own service holds)."""
+        setting = self.compliance_signing_key if signer == "compliance" else self.admin_signing_key
+        return SigningKey.parse(setting.get_secret_value(), signer, self.authority_ttl_s)
+
+    @cached_property
+    def verify_keys(self) -> VerifyKeys:
+        return VerifyKeys.parse(self.authority_verify_keys)
 
     @cached_property
     def trusted_networks(self) -> tuple[Network, ...]:
@@ -256,6 +296,8 @@ def _development_fill(settings: Settings, missing: list[str]) -> None:
         "SLUICE_JWT_SECRET": ("jwt_secret", secrets.token_urlsafe(32)),
         "SLUICE_ONBOARDING_SECRET": ("onboarding_secret", secrets.token_urlsafe(32)),
         "SLUICE_ENCRYPTION_KEYS": ("encryption_keys", new_key_setting()),
+        "SLUICE_COMPLIANCE_SIGNING_KEY": ("compliance_signing_key", new_signing_setting("compliance", "dev")),
+        "SLUICE_ADMIN_SIGNING_KEY": ("admin_signing_key", new_signing_setting("admin", "dev")),
     }
     for name in missing:
         attr, value = fill[name]
@@ -327,6 +369,11 @@ def load_settings(service: str | None = None) -> Settings:
         _refuse(
             "sluice: refusing to start in production (SLUICE_ENV=production) with test-only "
             "settings: unset " + ", ".join(unsafe)
+        )
+    if service in AUTHORITY_VERIFIERS and not (settings.verify_keys.signers() >= {"compliance", "admin"}):
+        _refuse(
+            f"sluice: {service} verifies compliance's and admin's signatures (contract 15.1): set"
+            " SLUICE_AUTHORITY_VERIFY_KEYS to their public keys (kid:base64,...; make run generates them)"
         )
     return settings
 

@@ -11,8 +11,11 @@ class Topic(StrEnum):
 
     #: Everything that needs a policy decision, plus compliance's own admin commands.
     COMPLIANCE_COMMANDS = "compliance.commands"
-    #: Approved commands and reads of ledger resources.
+    #: Commands the ledger applies, each signed by its decider (contract 15.1): compliance's
+    #: approved commands and admin's operator commands; written by those two only.
     LEDGER_COMMANDS = "ledger.commands"
+    #: Partner reads of ledger resources (the gateway's): they change nothing, need no authority.
+    LEDGER_READS = "ledger.reads"
     WEBHOOKS_COMMANDS = "webhooks.commands"
     #: Domain events (contract section 7), produced by the ledger outbox.
     EVENTS = "events"
@@ -45,6 +48,7 @@ class Topics:
 
     compliance_commands = _Named(Topic.COMPLIANCE_COMMANDS)
     ledger_commands = _Named(Topic.LEDGER_COMMANDS)
+    ledger_reads = _Named(Topic.LEDGER_READS)
     webhooks_commands = _Named(Topic.WEBHOOKS_COMMANDS)
     events = _Named(Topic.EVENTS)
     control_events = _Named(Topic.CONTROL_EVENTS)

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from common.auth import ALL_SCOPES
+from common.authority import new_signing_setting, verify_setting
 from common.keyring import new_key_setting
 from devstack.stores import Stores, StoreUnreachable
 from devstack.suite import ROOT, Suite, migrate
@@ -68,6 +69,22 @@ def local_secrets() -> dict[str, str]:
         "SLUICE_JOURNAL_ANCHOR_KEY": _saved(
             "SLUICE_JOURNAL_ANCHOR_KEY", "journal_anchor_key", lambda: secrets.token_urlsafe(32)
         ),
+        **authority_keys(),
+    }
+
+
+def authority_keys() -> dict[str, str]:
+    """Compliance's and admin's signing keys (contract 15.1), each saved once per checkout, and
+    the verification keys the ledger and compliance hold (their public halves: not secrets)."""
+    compliance = _saved(
+        "SLUICE_COMPLIANCE_SIGNING_KEY", "compliance_signing_key", lambda: new_signing_setting("compliance")
+    )
+    admin = _saved("SLUICE_ADMIN_SIGNING_KEY", "admin_signing_key", lambda: new_signing_setting("admin"))
+    return {
+        "SLUICE_COMPLIANCE_SIGNING_KEY": compliance,
+        "SLUICE_ADMIN_SIGNING_KEY": admin,
+        "SLUICE_AUTHORITY_VERIFY_KEYS": os.environ.get("SLUICE_AUTHORITY_VERIFY_KEYS")
+        or verify_setting(compliance, admin),
     }
 
 

@@ -60,9 +60,11 @@ def ephemeral_secrets(tag: str) -> dict[str, str]:
     explicit and separate secrets, as production requires them (contract 12.3)."""
     import secrets
 
+    from common import authority
     from common.keyring import new_key_setting
 
     return {
+        **authority.new_settings(tag),
         "SLUICE_ENV": "development",
         "SLUICE_ADMIN_TOKEN": f"{tag}-" + secrets.token_urlsafe(24),
         "SLUICE_JWT_SECRET": secrets.token_urlsafe(32),

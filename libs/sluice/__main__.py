@@ -11,6 +11,9 @@
   exit 1 when a topic's partition count differs from the setting (``common.provision``).
 - ``acls [--dry-run]``: create every service principal's Kafka ACLs (``common.acls.plan``), as
   the configured principal (a super user); ``--dry-run`` prints them and connects to nothing.
+- ``keys [--verify]``: new Ed25519 signing keys for compliance and admin and the verification
+  keys for them (contract 15.1), as ``NAME=value`` lines; ``--verify`` prints only the
+  verification keys of the signing keys in the environment (for a rotation).
 - ``bench``: the benchmark (``make bench``); ``chaos``: the fault scenario (``devstack.chaos``).
 """
 
@@ -149,6 +152,23 @@ def _devstack(module: str) -> int:
     return int(result or 0)
 
 
+def keys(verify_only: bool) -> int:
+    """Print signing and verification keys (never logged: standard output only)."""
+    from common import authority
+
+    if verify_only:
+        given = [os.environ.get(n, "") for n in ("SLUICE_COMPLIANCE_SIGNING_KEY", "SLUICE_ADMIN_SIGNING_KEY")]
+        try:
+            print(f"SLUICE_AUTHORITY_VERIFY_KEYS={authority.verify_setting(*[g for g in given if g])}")
+        except authority.AuthorityError as exc:
+            print(f"sluice keys: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    for name, value in authority.new_settings(time.strftime("%Y%m%d")).items():
+        print(f"{name}={value}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sluice", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -161,6 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("roles", help="create the database roles (as a superuser; common.privileges)")
     a = sub.add_parser("acls", help="create every service principal's Kafka ACLs (common.acls)")
     a.add_argument("--dry-run", action="store_true", help="print them, connect to nothing")
+    k = sub.add_parser("keys", help="new signing keys for compliance and admin, and their verification keys")
+    k.add_argument(
+        "--verify", action="store_true", help="the verification keys of the signing keys in the env"
+    )
     sub.add_parser("bench", help="the benchmark (make bench)")
     sub.add_parser("chaos", help="the fault scenario (devstack.chaos)")
     args = parser.parse_args(argv)
@@ -179,6 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return roles()
     if args.command == "acls":
         return acls(args.dry_run)
+    if args.command == "keys":
+        return keys(args.verify)
     if args.command == "run":
         from devstack.__main__ import run
 

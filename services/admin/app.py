@@ -111,7 +111,16 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
         action = actions.action_of(raw)
         async with state.sm() as session:
             async with session.begin():
-                ctx = ActionContext(session, state.redis, state.settings, state.rpc, state.outbox, actor, rid)
+                ctx = ActionContext(
+                    session,
+                    state.redis,
+                    state.settings,
+                    state.rpc,
+                    state.outbox,
+                    actor,
+                    rid,
+                    signing=state.signing,
+                )
                 data = await actions.ACTIONS[action](ctx, raw)
                 await repo.append_audit(
                     session,
@@ -174,6 +183,7 @@ def create_app(settings: Settings) -> Litestar:
             rpc=rpc,
             outbox=outbox,
             operators=operators.parse_operators(settings.admin_tokens),
+            signing=settings.signing_key("admin"),
             failures=FailureLimiter(rt.redis, "admin", settings.auth_failure_limit_per_minute),
         )
         async with rt.serving():

@@ -15,6 +15,7 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from admin import repository as repo
+from common.authority import SigningKey
 from common.contracts import Ctx, Envelope, Result, encode
 from common.contracts.base import as_mode
 from common.contracts.events import ControlEvent
@@ -38,6 +39,7 @@ class ActionContext:
     target: str | None = None  # what the action touched, for the audit log
     details: dict[str, Any] = field(default_factory=dict)  # audit details (never secrets)
     stale_cache: list[str] = field(default_factory=list)
+    signing: SigningKey | None = None  # admin's key: every command it sends is signed (15.1)
 
     @property
     def topics(self) -> Topics:
@@ -80,7 +82,11 @@ class ActionContext:
         )
 
     async def call(self, topic: str, command: Envelope) -> Any:
-        """Send a command to the service owning the data and pass its answer through."""
+        """Send a command, signed by admin (contract 15.1), to the service owning the data and
+        pass its answer through."""
+        if self.signing is None:
+            raise ServiceError(ErrorCode.INTERNAL_ERROR, "admin has no signing key")
+        command = self.signing.sign(command)
         try:
             result = await self.rpc.call(topic, command, key=command.ctx.tenant_id or None)
         except TimeoutError:

@@ -19,8 +19,8 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from admin import origins, schemas
 from admin import repository as repo
-from admin import schemas
 from admin.context import ActionContext
 from common.broker import DeadLetter
 from common.consume import BatchProcessor, Failure
@@ -55,6 +55,7 @@ def view(row: Any) -> dict[str, Any]:
         "message_type": _command_type(bytes(row.payload)),
         "payload_bytes": len(row.payload),
         **columns(row, "dead_lettered_at", "redriven_at"),
+        "redrive_refused": row.redrive_refused,
     }
 
 
@@ -66,16 +67,23 @@ async def list_dead_letters(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
 
 
 async def redrive_dead_letters(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
+    """Redrive dead letters to where they came from, each only if its origin verifies
+    (admin.origins); the others are marked refused with their reason, never sent."""
     p = decode_body(raw, schemas.RedriveDeadLetters)
     if (p.dead_letter_ids is None) == (not p.all):
         raise invalid("dead_letter_ids", "give dead_letter_ids, or all: true (not both)")
-    rows = await repo.take_for_redrive(ctx.session, p.dead_letter_ids, ctx.actor, REDRIVE_LIMIT)
-    for r in rows:  # published after commit, in the order they were dead-lettered
+    rows = await repo.take_for_redrive(ctx.session, p.dead_letter_ids, REDRIVE_LIMIT)
+    refused = await origins.refusals(ctx.settings, rows)
+    sent = [r for r in rows if r.seq not in refused]
+    await repo.settle_redrive(ctx.session, ctx.actor, [r.seq for r in sent], refused)
+    for r in sent:  # published after commit, in the order they were dead-lettered
         ctx.outbox.add(ctx.session, OutMessage(r.topic, bytes(r.payload), key=r.key and bytes(r.key)))
     ctx.target = ",".join(r.dead_letter_id for r in rows[:20]) or None
-    ctx.details = {"redriven": len(rows), "all": p.all}
+    by_seq = {r.seq: r.dead_letter_id for r in rows}
+    ctx.details = {"redriven": len(sent), "refused": len(refused), "all": p.all}
     return {
-        "redriven": [r.dead_letter_id for r in rows],
+        "redriven": [r.dead_letter_id for r in sent],
+        "refused": [{"dead_letter_id": by_seq[seq], "reason": reason} for seq, reason in refused.items()],
         "remaining": len(rows) == REDRIVE_LIMIT,
     }
 

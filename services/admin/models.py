@@ -74,6 +74,8 @@ class DeadLetterRecord(SQLModel, table=True):
     dead_lettered_at: datetime = time_field()
     redriven_at: datetime | None = time_field(nullable=True)
     redriven_by: str | None = text_field(nullable=True)
+    # Why admin refused to redrive it (origin_mismatch, origin_missing, wrong_topic, never_redriven)
+    redrive_refused: str | None = text_field(nullable=True)
 
 
 audit_log = table_of(AuditEntry)

@@ -287,17 +287,32 @@ async def list_dead_letters(
     return list((await session.execute(q)).all())
 
 
-async def take_for_redrive(session: AsyncSession, ids: list[str] | None, actor: str, limit: int) -> list[Any]:
-    """Mark dead letters redriven (those not redriven yet) and return them: redriving twice
-    has one effect, because the second call finds nothing left to take."""
-    pick = select(DEAD_LETTERS.c.seq).where(DEAD_LETTERS.c.redriven_at.is_(None))
+async def take_for_redrive(session: AsyncSession, ids: list[str] | None, limit: int) -> list[Any]:
+    """The dead letters to redrive now, locked (those neither redriven nor refused yet; a
+    concurrent redrive skips them): :func:`settle_redrive` marks each afterwards, in the same
+    transaction, so redriving twice has one effect."""
+    pick = select(DEAD_LETTERS).where(
+        DEAD_LETTERS.c.redriven_at.is_(None), DEAD_LETTERS.c.redrive_refused.is_(None)
+    )
     if ids is not None:
         pick = pick.where(DEAD_LETTERS.c.dead_letter_id.in_(ids))
     pick = pick.order_by(DEAD_LETTERS.c.seq).limit(limit).with_for_update(skip_locked=True)
-    stmt = (
-        update(DEAD_LETTERS)
-        .where(DEAD_LETTERS.c.seq.in_(pick.scalar_subquery()))
-        .values(redriven_at=func.now(), redriven_by=actor)
-        .returning(DEAD_LETTERS)
-    )
-    return sorted((await session.execute(stmt)).all(), key=lambda r: r.seq)
+    return list((await session.execute(pick)).all())
+
+
+async def settle_redrive(
+    session: AsyncSession, actor: str, redriven: list[int], refused: dict[int, str]
+) -> None:
+    """Mark the letters redriven (by ``actor``, now) and the refused ones with their reason."""
+    if redriven:
+        await session.execute(
+            update(DEAD_LETTERS)
+            .where(DEAD_LETTERS.c.seq.in_(redriven))
+            .values(redriven_at=func.now(), redriven_by=actor)
+        )
+    for seq, reason in refused.items():
+        await session.execute(
+            update(DEAD_LETTERS)
+            .where(DEAD_LETTERS.c.seq == seq)
+            .values(redrive_refused=reason, redriven_by=actor)
+        )

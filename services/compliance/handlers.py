@@ -19,11 +19,13 @@ import msgspec
 from faststream.kafka import KafkaBroker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from common import authority
+from common.authority import AuthorityInvalid
 from common.broker import dead_letter
 from common.consume import BatchProcessor, Failure
-from common.contracts import ComplianceCommand, Result
+from common.contracts import Command, ComplianceCommand, Envelope, Result
 from common.contracts.base import ErrorBody
-from common.contracts.commands import COMPLIANCE_COMMANDS
+from common.contracts.commands import COMPLIANCE_COMMANDS, ReleaseAllowance
 from common.errors import HTTP_STATUS, ErrorCode
 from common.health import Readiness
 from common.outbox import Outbox
@@ -61,6 +63,26 @@ def undecided(command_id: str, request_id: str) -> Result:
     )
 
 
+def operator_signed(cmd: Envelope) -> tuple[str, ...]:
+    """Policy commands are admin's to give (contract 15.1): the gateway writes this topic too,
+    so a route, a cap or the screening list changes only on admin's signature. The commands
+    compliance decides need none: deciding them is its job."""
+    return () if type(cmd) in service.DECIDERS or isinstance(cmd, ReleaseAllowance) else ("admin",)
+
+
+def forged(cmd: Envelope, exc: AuthorityInvalid) -> Result:
+    return Result(
+        command_id=cmd.command_id,
+        request_id=cmd.ctx.request_id,
+        status=HTTP_STATUS[ErrorCode.FORBIDDEN],
+        error=ErrorBody(
+            code=ErrorCode.FORBIDDEN,
+            message="the command's authority did not verify, so compliance did not act on it",
+            details={"reason": authority.REASON, "why": exc.why},
+        ),
+    )
+
+
 @dataclass
 class ComplianceConsumer:
     settings: Settings
@@ -71,13 +93,19 @@ class ComplianceConsumer:
     decided: int = 0
     failed_closed: int = 0
 
+    def __post_init__(self) -> None:
+        self.signing_key = self.settings.signing_key("compliance")
+
+    def sign(self, cmd: Command) -> Command:
+        return self.signing_key.sign(cmd)
+
     async def run_batch(self, cmds: Sequence[ComplianceCommand]) -> None:
         snap = Snapshot(self.settings.sandbox_default_cap)
         # The decisions and what they publish commit together (the outbox); a redelivered
         # command finds its stored decision and stages the same outcome again.
         async with self.sm() as session:
             async with session.begin():
-                outs, writes = await service.decide_batch(session, snap, self.topics, cmds)
+                outs, writes = await service.decide_batch(session, snap, self.topics, cmds, self.sign)
                 msgs = await service.write(session, writes, outs, self.outbox)
             await self.outbox.dispatch(self.sm, msgs, Outbox.pruned(session))
         self.decided += len(cmds)
@@ -95,8 +123,11 @@ class ComplianceConsumer:
 
     def processor(self, readiness: Readiness | None = None) -> BatchProcessor[ComplianceCommand]:
         async def give_up(failure: Failure) -> None:
-            self.failed_closed += 1
             await dead_letter(self.broker, self.settings, "compliance", failure)
+            if isinstance(failure.error, AuthorityInvalid) and failure.message is not None:
+                await reply(self.broker, failure.message.ctx.reply_to, forged(failure.message, failure.error))
+                return
+            self.failed_closed += 1
             await self.answer_undecided(failure)
 
         return BatchProcessor(
@@ -104,6 +135,7 @@ class ComplianceConsumer:
             decode=COMPLIANCE_COMMANDS.decode,
             handle_batch=self.run_batch,
             dead_letter=give_up,
+            admit=authority.admit("compliance", self.settings.verify_keys, operator_signed),
             readiness=readiness,
             attempts=self.settings.consumer_max_attempts,
         )

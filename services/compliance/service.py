@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -40,6 +40,8 @@ from compliance.rules import PartyFacts, TransferFacts, Verdict
 from compliance.snapshot import Snapshot
 
 Decided = tuple[Verdict, dict[str, Any]]
+#: Compliance's signature on what it sends the ledger (``common.authority.SigningKey.sign``).
+Sign = Callable[[Command], Command]
 
 
 async def decide_customer(session: AsyncSession, snap: Snapshot, cmd: CreateCustomer) -> Decided:
@@ -211,28 +213,44 @@ def _reply(cmd: Command, result: Result) -> OutMessage:
     return OutMessage(cmd.ctx.reply_to or "", encode(result), partition=0, request_id=cmd.ctx.request_id)
 
 
-def readdressed(out: OutMessage, cmd: Command, topics: Topics) -> OutMessage:
+def readdressed(out: OutMessage, cmd: Command, topics: Topics, sign: Sign, fresh: bool = False) -> OutMessage:
     """The outcome already decided for ``cmd``'s command id, answered to ``cmd``'s reply address.
 
     A retry after a gateway died carries the same command id (derived from the
     Idempotency-Key) but the reply topic of the gateway that is waiting now: the decision is
-    the stored one, only the address is new.
+    the stored one, only the address is new. A stored decision sent to the ledger again is
+    signed again (``fresh`` False: it was decided earlier), so its grant has not expired
+    meanwhile; the signature never covers the reply address.
     """
     rid = cmd.ctx.request_id  # in the headers of what is published, with the request's trace
-    if not cmd.ctx.reply_to:
-        return dataclasses.replace(out, request_id=rid)
     if out.topic != topics.ledger_commands:  # a refusal or answer: to the caller
+        if not cmd.ctx.reply_to:
+            return dataclasses.replace(out, request_id=rid)
         return OutMessage(cmd.ctx.reply_to, out.payload, out.key, 0, request_id=rid)
-    stamped = msgspec.json.decode(out.payload, type=type(cmd))
-    if stamped.ctx.reply_to == cmd.ctx.reply_to:
+    if fresh and (not cmd.ctx.reply_to or cmd.ctx.reply_to == stamped_reply_to(out)):
         return dataclasses.replace(out, request_id=rid)
-    ctx = msgspec.structs.replace(stamped.ctx, reply_to=cmd.ctx.reply_to, request_id=rid)
-    payload = encode(msgspec.structs.replace(stamped, ctx=ctx))
+    stamped = msgspec.json.decode(out.payload, type=type(cmd))
+    ctx = msgspec.structs.replace(
+        stamped.ctx, reply_to=cmd.ctx.reply_to or stamped.ctx.reply_to, request_id=rid
+    )
+    payload = encode(sign(msgspec.structs.replace(stamped, ctx=ctx)))
     return OutMessage(out.topic, payload, out.key, out.partition, request_id=rid)
 
 
+def stamped_reply_to(out: OutMessage) -> str | None:
+    return msgspec.json.decode(out.payload, type=_Addressed).ctx.reply_to
+
+
+class _Reply(msgspec.Struct):
+    reply_to: str | None = None
+
+
+class _Addressed(msgspec.Struct):
+    ctx: _Reply
+
+
 async def decide_batch(
-    session: AsyncSession, snap: Snapshot, topics: Topics, cmds: Sequence[Command]
+    session: AsyncSession, snap: Snapshot, topics: Topics, cmds: Sequence[Command], sign: Sign
 ) -> tuple[list[OutMessage], repo.BatchWrite]:
     """Decide every command of a batch in the caller's transaction: what to publish, and what
     the batch's write statement writes (:func:`write`).
@@ -260,7 +278,7 @@ async def decide_batch(
                 prev.out_key and bytes(prev.out_key),
                 prev.out_partition,
             )
-            plan.append(readdressed(out, cmd, topics))
+            plan.append(readdressed(out, cmd, topics, sign))
             continue
         if cmd.command_id in decided:  # the same command twice in one batch
             plan.append(cmd)
@@ -280,10 +298,11 @@ async def decide_batch(
     for command_id, (cmd, verdict, inputs) in decided.items():
         if command_id in refused:
             verdict, inputs = _cap_refusal(by_command[command_id], refused[command_id], inputs)
-        outcomes[command_id], row = _record(cmd, verdict, inputs, topics)
+        outcomes[command_id], row = _record(cmd, verdict, inputs, topics, sign)
         rows.append(row)
     planned = [
-        p if isinstance(p, OutMessage) else readdressed(outcomes[p.command_id], p, topics) for p in plan
+        p if isinstance(p, OutMessage) else readdressed(outcomes[p.command_id], p, topics, sign, fresh=True)
+        for p in plan
     ]
     writes = repo.BatchWrite(usage=usage, holds=holds, parties=snap.take_parties(), decisions=rows)
     return [o for o in planned if o.topic], writes
@@ -305,21 +324,21 @@ async def write(
 
 
 def _record(
-    cmd: Command, verdict: Verdict, inputs: dict[str, Any], topics: Topics
+    cmd: Command, verdict: Verdict, inputs: dict[str, Any], topics: Topics, sign: Sign
 ) -> tuple[OutMessage, dict[str, Any]]:
     """What to publish for a decided command, and its decision row."""
     decision_id = new_id("dec")
     if verdict.refused:
         out = _reply(cmd, refusal_result(cmd, verdict))
     else:
-        stamped = msgspec.structs.replace(
-            cmd,
-            decision=Decision(
-                decision_id=decision_id,
-                outcome="review" if verdict.outcome == "review" else "allow",  # not refused here
-                rule=verdict.rule,
-            ),
+        decision = Decision(
+            decision_id=decision_id,
+            outcome="review" if verdict.outcome == "review" else "allow",  # not refused here
+            rule=verdict.rule,
         )
+        # Signed over the decision and everything it approves (contract 15.1): the ledger
+        # applies nothing compliance did not sign.
+        stamped = sign(msgspec.structs.replace(cmd, decision=decision, authority=None))
         out = OutMessage(topics.ledger_commands, encode(stamped), key=partition_key(cmd).encode())
     row = {
         "id": decision_id,

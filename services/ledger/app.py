@@ -36,6 +36,13 @@ def create_app(settings: Settings) -> AsgiFastStream:
         rt.topics.group("ledger"),
         runtime.processor(rt.readiness),
     )
+    subscribe(
+        rt.broker,
+        settings,
+        rt.topics.ledger_reads,
+        rt.topics.group("ledger-reads"),
+        runtime.reads_processor(rt.readiness),
+    )
     tasks: dict[str, Callable[[], Awaitable[None]]] = {
         "outbox-relay": lambda: outbox.relay_forever(rt.sm),
         "simulator": simulator.run_forever,

@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from faststream.kafka import KafkaBroker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from common.authority import AuthorityInvalid, VerifyKeys
 from common.broker import dead_letter
 from common.consume import BatchProcessor, Failure
 from common.contracts import LedgerCommand, Result, encode
 from common.contracts.base import ErrorBody
-from common.contracts.commands import LEDGER_COMMANDS
+from common.contracts.commands import LEDGER_COMMANDS, LEDGER_READS
 from common.errors import ErrorCode, ServiceError
 from common.failpoints import failpoint
 from common.health import Readiness
@@ -35,7 +36,7 @@ from common.rpc import reply
 from common.settings import Settings
 from common.topics import Topics
 from common.tracing import publish
-from ledger import journal, service
+from ledger import authority, journal, service
 from ledger.effects import Effects, LedgerConfig
 
 log = logging.getLogger(__name__)
@@ -178,18 +179,40 @@ class LedgerConsumer:
                 request_id=release.request_id,
             )
 
-    def processor(self, readiness: Readiness | None = None) -> BatchProcessor[LedgerCommand]:
-        async def give_up(failure: Failure) -> None:
-            await dead_letter(self.broker, self.settings, "ledger", failure)
-            if failure.message is not None:
-                await self.answer_failure(failure.message)
+    async def give_up(self, failure: Failure) -> None:
+        await dead_letter(self.broker, self.settings, "ledger", failure)
+        cmd = failure.message
+        if cmd is None:
+            return
+        if isinstance(failure.error, AuthorityInvalid):  # a forgery: answered, nothing given back
+            await reply(self.broker, cmd.ctx.reply_to, authority.refusal(cmd, failure.error))
+        else:
+            await self.answer_failure(cmd)
 
+    def processor(
+        self, readiness: Readiness | None = None, keys: VerifyKeys | None = None
+    ) -> BatchProcessor[LedgerCommand]:
+        """The consumer of ``ledger.commands``: every command's authority verified first (15.1)."""
         return BatchProcessor(
             name="ledger-commands",
             decode=LEDGER_COMMANDS.decode,
             handle_batch=self.run_batch,
             handle_one=self.run_single,
-            dead_letter=give_up,
+            dead_letter=self.give_up,
+            admit=authority.admission(keys or self.settings.verify_keys),
+            readiness=readiness,
+            attempts=self.settings.consumer_max_attempts,
+        )
+
+    def reads_processor(self, readiness: Readiness | None = None) -> BatchProcessor[LedgerCommand]:
+        """The consumer of ``ledger.reads``: the gateway's reads, decoded as reads only (a write
+        there cannot be decoded: poison, dead-lettered)."""
+        return BatchProcessor(
+            name="ledger-reads",
+            decode=LEDGER_READS.decode,
+            handle_batch=self.run_batch,
+            handle_one=self.run_single,
+            dead_letter=self.give_up,
             readiness=readiness,
             attempts=self.settings.consumer_max_attempts,
         )

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import asyncpg
 
-from common import failpoints
+from common import authority, failpoints
 from common.failpoints import FailpointCrash
 from common.settings import Settings
 from devstack.stores import create_database, drop_database
@@ -36,6 +36,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def replay_command(seed: int, steps: int) -> str:
     return f"make simulate SIMULATE_SEED={seed} SIMULATE_STEPS={steps}"
+
+
+# Compliance signs what it approves and the ledger verifies it, as in the suite (15.1).
+AUTHORITY = authority.new_settings("sim")
 
 
 @dataclass
@@ -112,7 +116,12 @@ class Simulation:
         failpoints.configure(FAULT_FREE)
         failpoints.seed(seed)
         net = Net(rng)
-        settings = Settings(env="development", topic_prefix="sim", sandbox_default_cap=DAILY_CAP)
+        settings = Settings(
+            env="development",
+            topic_prefix="sim",
+            sandbox_default_cap=DAILY_CAP,
+            **{k[len("SLUICE_") :].lower(): v for k, v in AUTHORITY.items()},  # type: ignore[arg-type]
+        )
         svc = Services(settings, self.engine.sm, net)
         client = Client(rng, net, svc.topics)
         out = Outcome(seed, steps)

@@ -8,14 +8,16 @@ from __future__ import annotations
 SERVICES = ("admin", "compliance", "gateway", "ledger", "webhooks")
 SECRETS_OF: dict[str, set[str]] = {
     "gateway": {"SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"},
-    "admin": {"SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET"},
+    "admin": {"SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ADMIN_SIGNING_KEY"},
     "webhooks": {"SLUICE_ENCRYPTION_KEYS"},
     "ledger": {"SLUICE_JOURNAL_ANCHOR_KEY"},
-    "compliance": set(),
+    "compliance": {"SLUICE_COMPLIANCE_SIGNING_KEY"},
 }
 EVERY_SECRET = set().union(*SECRETS_OF.values())
-# The four every deployment and the test stack set (common.settings.SECRET_SETTINGS).
+# The six every deployment and the test stack set (common.settings.SECRET_SETTINGS).
 CORE_SECRETS = {
+    "SLUICE_COMPLIANCE_SIGNING_KEY",
+    "SLUICE_ADMIN_SIGNING_KEY",
     "SLUICE_ADMIN_TOKEN",
     "SLUICE_JWT_SECRET",
     "SLUICE_ONBOARDING_SECRET",

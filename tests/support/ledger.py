@@ -21,7 +21,7 @@ import msgspec
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from common.broker import create_broker
-from common.contracts import Ctx, Decision, Result
+from common.contracts import Ctx, Decision, LedgerRead, Result
 from common.contracts.base import Command
 from common.contracts.commands import (
     CreateCustomer,
@@ -43,6 +43,7 @@ from common.topics import Topics
 from devstack.stores import free_port
 from devstack.suite import Proc
 from ledger import chain
+from ledger.authority import DECIDED_BY
 from tests.conftest import Stack
 from tests.support.db import pg_kwargs
 from tests.support.kafka import partitions
@@ -74,8 +75,17 @@ class LedgerKit:
         }
         return Ctx(**{**base, **over})
 
+    def signed(self, cmd: C) -> C:
+        """``cmd`` signed as its decider signs it (contract 15.1: compliance or admin)."""
+        return self.stack.settings().signing_key(DECIDED_BY[type(cmd)]).sign(cmd)
+
     async def send(self, cmd: Command, wait_s: float = 20) -> Result:
-        return await self.rpc.call(self.topics.ledger_commands, cmd, key=partition_key(cmd), timeout=wait_s)
+        """A read to ``ledger.reads``; anything else signed, to ``ledger.commands``."""
+        if isinstance(cmd, LedgerRead):
+            topic = self.topics.ledger_reads
+        else:
+            topic, cmd = self.topics.ledger_commands, self.signed(cmd)
+        return await self.rpc.call(topic, cmd, key=partition_key(cmd), timeout=wait_s)
 
     async def ok(self, cmd: Command) -> Any:
         r = await self.send(cmd)

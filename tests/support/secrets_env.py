@@ -8,11 +8,15 @@ import secrets
 
 import pytest
 
+from common import authority
 from common.keyring import new_key_setting
 
 
 def strong_secrets() -> dict[str, str]:
+    keys = authority.new_settings("prod")
     return {
+        "SLUICE_COMPLIANCE_SIGNING_KEY": keys["SLUICE_COMPLIANCE_SIGNING_KEY"],
+        "SLUICE_ADMIN_SIGNING_KEY": keys["SLUICE_ADMIN_SIGNING_KEY"],
         "SLUICE_ADMIN_TOKEN": "ops=" + secrets.token_urlsafe(32),
         "SLUICE_JWT_SECRET": secrets.token_urlsafe(32),
         "SLUICE_ONBOARDING_SECRET": secrets.token_urlsafe(32),
@@ -26,3 +30,10 @@ def production_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
         monkeypatch.delenv(k)
     monkeypatch.setenv("SLUICE_ENV", "production")
     return monkeypatch
+
+
+def verify_keys(values: dict[str, str]) -> str:
+    """The verification keys (not a secret) for the signing keys of ``values``."""
+    return authority.verify_setting(
+        values["SLUICE_COMPLIANCE_SIGNING_KEY"], values["SLUICE_ADMIN_SIGNING_KEY"]
+    )

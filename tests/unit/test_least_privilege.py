@@ -16,7 +16,7 @@ import yaml
 from sqlalchemy.engine import make_url
 
 from common import privileges
-from common.settings import SECRET_SETTINGS, SERVICE_SECRETS, load_settings
+from common.settings import AUTHORITY_VERIFIERS, SECRET_SETTINGS, SERVICE_SECRETS, load_settings
 from devstack.suite import ROLE_URL, scoped_env
 from tests.support.k8s import generator
 from tests.support.least_privilege import (
@@ -27,7 +27,7 @@ from tests.support.least_privilege import (
     SECRETS_OF,
     SERVICES,
 )
-from tests.support.secrets_env import production_env, strong_secrets
+from tests.support.secrets_env import production_env, strong_secrets, verify_keys
 
 pytestmark = pytest.mark.unit
 
@@ -51,6 +51,8 @@ def test_a_production_service_starts_with_its_own_secrets_alone(
     values = strong_secrets()
     for name in SECRETS_OF[service] & CORE_SECRETS:
         production.setenv(name, values[name])
+    if service in AUTHORITY_VERIFIERS:  # public keys, not a secret: given where they verify
+        production.setenv("SLUICE_AUTHORITY_VERIFY_KEYS", verify_keys(values))
     settings = load_settings(service)
     for attr, name in SECRET_SETTINGS.items():
         held = getattr(settings, attr).get_secret_value()
@@ -64,6 +66,7 @@ def test_a_service_given_every_secret_keeps_only_its_own(
     values = strong_secrets()
     for name, value in values.items():
         production.setenv(name, value)
+    production.setenv("SLUICE_AUTHORITY_VERIFY_KEYS", verify_keys(values))
     # The warning is read on its own logger: an earlier test's logging set-up (a disabled
     # logger, a raised level, logging.disable, propagation) must not hide it (it did, in the
     # full suite only).

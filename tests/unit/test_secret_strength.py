@@ -18,6 +18,7 @@ import secrets
 import pytest
 
 from admin.operators import authenticate, parse_operators
+from common import authority
 from common.keyring import new_key_setting
 from common.secret_strength import split_operator, token_bits, weakness
 from common.settings import Settings, load_settings
@@ -126,6 +127,8 @@ def test_the_refusal_log_line_never_holds_a_secret(
     monkeypatch.setenv("SLUICE_JWT_SECRET", jwt)
     monkeypatch.setenv("SLUICE_ONBOARDING_SECRET", openssl_base64_32())
     monkeypatch.setenv("SLUICE_ENCRYPTION_KEYS", new_key_setting("p1"))
+    for name, value in authority.new_settings("p").items():
+        monkeypatch.setenv(name, value)
     with caplog.at_level(logging.CRITICAL), pytest.raises(SystemExit) as done:
         load_settings()
     assert done.value.code == 2

@@ -53,11 +53,23 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
     rule: str
 
 
+class Authority(msgspec.Struct, frozen=True, kw_only=True):
+    """Who decided a command, signed (contract 15.1, ``common.authority``): the signer, its
+    key id, when the grant expires (Unix seconds) and the Ed25519 signature (base64url)."""
+
+    signer: Literal["compliance", "admin"]
+    kid: str
+    expires_at: int
+    sig: str
+
+
 class Envelope(msgspec.Struct, tag_field="type", kw_only=True):
-    """What every command carries: its id (the inbox key) and its context."""
+    """What every command carries: its id (the inbox key), its context and, for a command
+    that moves money or that only an operator may give, its signed authority."""
 
     command_id: str
     ctx: Ctx
+    authority: Authority | None = None
 
 
 class Command(Envelope, kw_only=True):

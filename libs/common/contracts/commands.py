@@ -291,21 +291,22 @@ class GetWebhookStatus(Command, tag="webhook.status.get.v1"):
     """Whether the tenant has a verified endpoint (one that answered a delivery with 2xx)."""
 
 
-LedgerCommand = (
+# What travels on ``ledger.commands``: each command signed by the service that decided it
+# (contract 15.1): compliance's approved commands, admin's operator commands.
+LedgerWrite = (
     CreateCustomer
     | CreateWallet
     | CreateVirtualAccount
     | CreateTransfer
     | SandboxDeposit
-    | GetResource
-    | ListResources
     | ReviewTransfer
-    | GetFeeBalances
-    | ListWalletTransactions
     | SettleTransfer
     | Reconcile
     | VerifyJournal
 )
+# What travels on ``ledger.reads``: the gateway's reads of ledger resources (no authority).
+LedgerRead = GetResource | ListResources | GetFeeBalances | ListWalletTransactions
+LedgerCommand = LedgerWrite | LedgerRead
 ComplianceCommand = (
     CreateCustomer
     | CreateWallet
@@ -340,7 +341,8 @@ WebhooksCommand = (
 
 # A consumer's commands decoded by one typed decoder each, built once: mypy takes a union
 # alias for a value, not a ``type[T]``, so ``decode(raw, LedgerCommand)`` needed an ignore.
-LEDGER_COMMANDS: msgspec.json.Decoder[LedgerCommand] = msgspec.json.Decoder(LedgerCommand)
+LEDGER_COMMANDS: msgspec.json.Decoder[LedgerWrite] = msgspec.json.Decoder(LedgerWrite)
+LEDGER_READS: msgspec.json.Decoder[LedgerRead] = msgspec.json.Decoder(LedgerRead)
 COMPLIANCE_COMMANDS: msgspec.json.Decoder[ComplianceCommand] = msgspec.json.Decoder(ComplianceCommand)
 WEBHOOKS_COMMANDS: msgspec.json.Decoder[WebhooksCommand] = msgspec.json.Decoder(WebhooksCommand)
 

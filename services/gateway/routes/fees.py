@@ -28,7 +28,7 @@ ENDPOINTS = [
         "/v1/wallets/{wallet_id}/transactions",
         "wallets:write",
         build_statement,
-        Topic.LEDGER_COMMANDS,
+        Topic.LEDGER_READS,
         summary="A wallet's statement: the movements of its available balance, newest first, each "
         "with balance_after (the newest one's equals available_balance)",
         response=WalletTransaction,
@@ -40,7 +40,7 @@ ENDPOINTS = [
         "/v1/fee-balances",
         "transfers:write",
         build,
-        Topic.LEDGER_COMMANDS,
+        Topic.LEDGER_READS,
         summary="The tenant's developer-fee balance per currency (every currency it has earned in)",
         response=FeeBalance,
         listing=True,

@@ -1,0 +1,233 @@
+"""Authority between services (contract 15.1): who decided a command travels with it, signed.
+
+A command that moves money, or that only an operator may give, carries an
+:class:`~common.contracts.base.Authority`: the signer (``compliance`` or ``admin``), the id of
+its key, an expiry and an Ed25519 signature over the command. The service that applies the
+command verifies it before it acts, with verification keys only (it can check a decision, never
+make one). So a compromised gateway, or anyone else who can write a topic, cannot approve its
+own transfer: whatever it forges does not verify, is dead-lettered with ``authority_invalid``,
+counted, and changes nothing.
+
+What is signed: the whole command except its ``authority`` and the two fields that only route
+the answer (``ctx.request_id`` and ``ctx.reply_to``: compliance readdresses a stored decision to
+the gateway waiting now), with the signer, key id and expiry in front. Every field that moves
+money or says where it goes (amounts, currencies, parties, the decision's outcome), the command
+id, the tenant and the mode are therefore covered. The bytes are msgspec's encoding of the
+command's struct, which both sides share from ``common.contracts``: a verifier that does not
+know a field the signer set re-encodes without it, and refuses (fail closed).
+
+Keys are settings of the form ``kid:base64``: a signing key is the 32-byte Ed25519 private
+seed, a verification key the 32-byte public key. A key id starts with its signer's name
+(``compliance-2026a``, ``admin-1``), so a verifier knows whose key it holds and admin's key can
+never stand in for a compliance decision. Several verification keys may be given
+(comma-separated): a new key is added to every verifier first, then the signer switches, then
+the old key is dropped.
+
+Replay: the command id is signed, and the ledger applies a command id once (its inbox); a copy
+of an applied command answers the stored result and moves nothing. The expiry bounds how long a
+captured command stays usable at all.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Literal, TypeVar
+
+import msgspec
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from common.contracts.base import Authority, Envelope, encode
+from common.metrics import AUTHORITY_REFUSED
+
+Signer = Literal["compliance", "admin"]
+SIGNERS: tuple[Signer, ...] = ("compliance", "admin")
+DOMAIN = b"sluice-authority-v1\x00"
+REASON = "authority_invalid"
+_KID = re.compile(r"^(compliance|admin)[-_.][A-Za-z0-9_.-]{1,40}$")
+
+E = TypeVar("E", bound=Envelope)
+
+
+class AuthorityError(ValueError):
+    """A malformed key setting (the message never echoes key material)."""
+
+
+class AuthorityInvalid(Exception):
+    """A command whose authority does not verify: refused, dead-lettered, never applied."""
+
+    reason = REASON
+
+    def __init__(self, why: str, detail: str) -> None:
+        super().__init__(f"{REASON}: {why}: {detail}")
+        self.why = why
+
+
+def _signer_of(kid: str) -> Signer:
+    if not _KID.match(kid):
+        raise AuthorityError(
+            f"key id {kid[:40]!r} must start with compliance- or admin- (its signer),"
+            " then 1-40 of A-Z a-z 0-9 _ . -"
+        )
+    name = re.split(r"[-_.]", kid, maxsplit=1)[0]
+    return "compliance" if name == "compliance" else "admin"
+
+
+def _entries(setting: str, what: str) -> list[tuple[str, bytes]]:
+    out = []
+    for n, entry in enumerate(e.strip() for e in setting.split(",") if e.strip()):
+        kid, sep, b64 = entry.partition(":")
+        if not sep:
+            raise AuthorityError(f"entry {n + 1} of {what} is not kid:base64")
+        try:
+            raw = base64.b64decode(b64, validate=True)
+        except (binascii.Error, ValueError):
+            raise AuthorityError(f"key {kid[:40]!r} of {what} is not valid base64") from None
+        if len(raw) != 32:
+            raise AuthorityError(f"key {kid[:40]!r} of {what} must be 32 bytes (Ed25519)")
+        _signer_of(kid)
+        out.append((kid, raw))
+    return out
+
+
+def signed_bytes(cmd: Envelope, signer: str, kid: str, expires_at: int) -> bytes:
+    """What the signature covers (see the module's docstring)."""
+    ctx = msgspec.structs.replace(cmd.ctx, request_id="", reply_to=None)
+    bare = msgspec.structs.replace(cmd, authority=None, ctx=ctx)
+    head = f"{signer}\x00{kid}\x00{expires_at}\x00".encode()
+    return DOMAIN + head + encode(bare)
+
+
+@dataclass(frozen=True)
+class SigningKey:
+    """A signer's private key (compliance's or admin's), used by that service alone."""
+
+    kid: str
+    signer: Signer
+    key: Ed25519PrivateKey
+    ttl_s: int = 900
+
+    @classmethod
+    def parse(cls, setting: str, signer: Signer, ttl_s: int = 900) -> SigningKey:
+        """From ``kid:base64seed`` (one key: the one that signs)."""
+        entries = _entries(setting, f"the {signer} signing key")
+        if len(entries) != 1:
+            raise AuthorityError(f"the {signer} signing key must be exactly one kid:base64 entry")
+        kid, seed = entries[0]
+        if _signer_of(kid) != signer:
+            raise AuthorityError(f"key id {kid!r} does not name {signer} as its signer")
+        return cls(kid, signer, Ed25519PrivateKey.from_private_bytes(seed), ttl_s)
+
+    def sign(self, cmd: E, now: float | None = None) -> E:
+        """``cmd`` with this signer's authority, valid for ``ttl_s`` from ``now``."""
+        expires_at = int(now if now is not None else time.time()) + self.ttl_s
+        sig = self.key.sign(signed_bytes(cmd, self.signer, self.kid, expires_at))
+        grant = Authority(
+            signer=self.signer,
+            kid=self.kid,
+            expires_at=expires_at,
+            sig=base64.urlsafe_b64encode(sig).decode(),
+        )
+        return msgspec.structs.replace(cmd, authority=grant)
+
+    def public_setting(self) -> str:
+        """This key's verification entry, ``kid:base64`` of the public key."""
+        raw = self.key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+        return f"{self.kid}:{base64.b64encode(raw).decode()}"
+
+
+@dataclass(frozen=True)
+class VerifyKeys:
+    """Verification keys by key id, each bound to its signer by the id's prefix."""
+
+    keys: Mapping[str, tuple[Signer, Ed25519PublicKey]]
+
+    @classmethod
+    def parse(cls, setting: str) -> VerifyKeys:
+        keys: dict[str, tuple[Signer, Ed25519PublicKey]] = {}
+        for kid, raw in _entries(setting, "SLUICE_AUTHORITY_VERIFY_KEYS"):
+            if kid in keys:
+                raise AuthorityError(f"key id {kid!r} appears twice in SLUICE_AUTHORITY_VERIFY_KEYS")
+            keys[kid] = (_signer_of(kid), Ed25519PublicKey.from_public_bytes(raw))
+        return cls(keys)
+
+    def signers(self) -> set[Signer]:
+        return {signer for signer, _ in self.keys.values()}
+
+    def verify(self, cmd: Envelope, allowed: Collection[str], now: float | None = None) -> Signer:
+        """The signer of ``cmd``, one of ``allowed``; raises :class:`AuthorityInvalid` (naming
+        why) when the command is unsigned, signed by another, with an unknown key, expired,
+        or its signature does not verify over the command as it is."""
+        grant = cmd.authority
+        if grant is None:
+            raise AuthorityInvalid("unsigned", f"{type(cmd).__name__} carries no authority")
+        if grant.signer not in allowed:
+            raise AuthorityInvalid("wrong_signer", f"{type(cmd).__name__} is not {grant.signer}'s to give")
+        known = self.keys.get(grant.kid)
+        if known is None or known[0] != grant.signer:
+            raise AuthorityInvalid("unknown_key", f"no {grant.signer} key {grant.kid[:40]!r}")
+        if (now if now is not None else time.time()) > grant.expires_at:
+            raise AuthorityInvalid("expired", f"expired at {grant.expires_at}")
+        try:
+            sig = base64.urlsafe_b64decode(grant.sig.encode())
+            known[1].verify(sig, signed_bytes(cmd, grant.signer, grant.kid, grant.expires_at))
+        except (InvalidSignature, binascii.Error, ValueError):
+            raise AuthorityInvalid(
+                "bad_signature", f"{type(cmd).__name__} does not match its signature"
+            ) from None
+        return grant.signer
+
+
+def admit(
+    service: str, keys: VerifyKeys, required: Callable[[Envelope], Collection[str]]
+) -> Callable[[Envelope], None]:
+    """A consumer's admission check (``common.consume.BatchProcessor(admit=...)``): a command
+    is admitted when its authority verifies for a signer ``required`` names for it (an empty
+    collection: no authority needed). A refusal is counted by service and why."""
+
+    def check(cmd: Envelope) -> None:
+        allowed = required(cmd)
+        if not allowed:
+            return
+        try:
+            keys.verify(cmd, allowed)
+        except AuthorityInvalid as exc:
+            AUTHORITY_REFUSED.labels(service, exc.why).inc()
+            raise
+
+    return check
+
+
+def new_signing_setting(signer: Signer, label: str = "1") -> str:
+    """A fresh signing key setting (``make run``, the tests): ``<signer>-<label>:base64seed``."""
+    key = Ed25519PrivateKey.generate()
+    seed = key.private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+    return f"{signer}-{label}:{base64.b64encode(seed).decode()}"
+
+
+def verify_setting(*signing_settings: str) -> str:
+    """The verification keys setting for the given signing key settings."""
+    out = []
+    for setting in signing_settings:
+        kid = setting.partition(":")[0]
+        out.append(SigningKey.parse(setting, _signer_of(kid)).public_setting())
+    return ",".join(out)
+
+
+def new_settings(label: str = "1") -> dict[str, str]:
+    """Fresh signing keys for compliance and admin, and the verification keys for both, as the
+    environment gives them (``make run``, the tests, bench and chaos)."""
+    compliance, admin = new_signing_setting("compliance", label), new_signing_setting("admin", label)
+    return {
+        "SLUICE_COMPLIANCE_SIGNING_KEY": compliance,
+        "SLUICE_ADMIN_SIGNING_KEY": admin,
+        "SLUICE_AUTHORITY_VERIFY_KEYS": verify_setting(compliance, admin),
+    }

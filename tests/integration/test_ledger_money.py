@@ -183,7 +183,8 @@ async def test_transfer_validation(kit: LedgerKit) -> None:
         assert (r.status, r.error and r.error.details.get("field")) == (status, field), (cmd, r)
     unstamped = msgspec.structs.replace(kit.book_cmd(a["wallet_id"], b["wallet_id"], "1"), decision=None)
     r = await kit.send(unstamped)
-    assert r.status == 403 and r.error.details["reason"] == "compliance_decision_missing"
+    # signed by compliance but without its decision: refused before the ledger plans anything
+    assert r.status == 403 and r.error.details == {"reason": "authority_invalid", "why": "no_decision"}
     assert await kit.balances(a["wallet_id"]) == (D("5.00"), D(0))
     assert (
         await kit.db.fetchval("SELECT count(*) FROM ledger.transfers WHERE tenant_id = $1", kit.tenant_id)

@@ -123,7 +123,7 @@ class Simulation:
             **{k[len("SLUICE_") :].lower(): v for k, v in AUTHORITY.items()},  # type: ignore[arg-type]
         )
         svc = Services(settings, self.engine.sm, net)
-        client = Client(rng, net, svc.topics)
+        client = Client(rng, net, svc.topics, admin=settings.signing_key("admin"))
         out = Outcome(seed, steps)
         layers = client.setup()
         if self.snapshot:

@@ -28,6 +28,7 @@ from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from common import failpoints
+from common.authority import SigningKey
 from common.consume import BatchProcessor
 from common.contracts import Command, encode
 from common.contracts.base import Ctx
@@ -47,7 +48,7 @@ from common.inbox import Inbox
 from common.outbox import Outbox
 from common.settings import Settings
 from common.topics import Topics
-from compliance.handlers import ComplianceConsumer
+from compliance.handlers import ComplianceConsumer, operator_signed
 from ledger.effects import LedgerConfig
 from ledger.handlers import LedgerConsumer
 from ledger.simulator import Simulator
@@ -144,6 +145,7 @@ class Client:
     wallets: list[Wallet] = field(default_factory=list)
     issued: dict[str, Command] = field(default_factory=dict)
     n: int = 0
+    admin: SigningKey | None = None  # signs the policy commands, as admin does (15.1)
 
     def ctx(self, tenant: str) -> Ctx:
         self.n += 1
@@ -156,6 +158,8 @@ class Client:
         return {"command_id": f"c{self.n}", "ctx": ctx}
 
     def send(self, cmd: Command) -> None:
+        if operator_signed(cmd) and self.admin is not None:
+            cmd = self.admin.sign(cmd)
         self.issued[cmd.command_id] = cmd
         key = partition_key(cmd).encode()
         self.net.put(self.topics.compliance_commands, encode(cmd), key, [])

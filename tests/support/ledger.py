@@ -79,12 +79,13 @@ class LedgerKit:
         """``cmd`` signed as its decider signs it (contract 15.1: compliance or admin)."""
         return self.stack.settings().signing_key(DECIDED_BY[type(cmd)]).sign(cmd)
 
-    async def send(self, cmd: Command, wait_s: float = 20) -> Result:
-        """A read to ``ledger.reads``; anything else signed, to ``ledger.commands``."""
+    async def send(self, cmd: Command, wait_s: float = 20, *, sign: bool = True) -> Result:
+        """A read to ``ledger.reads``; anything else to ``ledger.commands``, signed unless
+        ``sign`` is False (sent as it is: a forger's command)."""
         if isinstance(cmd, LedgerRead):
             topic = self.topics.ledger_reads
         else:
-            topic, cmd = self.topics.ledger_commands, self.signed(cmd)
+            topic, cmd = self.topics.ledger_commands, (self.signed(cmd) if sign else cmd)
         return await self.rpc.call(topic, cmd, key=partition_key(cmd), timeout=wait_s)
 
     async def ok(self, cmd: Command) -> Any:

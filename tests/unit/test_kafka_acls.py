@@ -27,6 +27,18 @@ def test_only_admin_may_write_the_control_topic(prefix: str) -> None:
         assert not any(p.prefixed and Topics(prefix).control_events.startswith(p.name) for p in a.write)
 
 
+@pytest.mark.parametrize("prefix", ["sluice", "staging"])
+def test_only_the_deciders_may_write_the_ledgers_commands(prefix: str) -> None:
+    """Topics follow authority (issue 43, contract 15.1): the ledger's commands topic is
+    written by compliance and admin alone (on main the gateway could, and so approve its own
+    transfers); the gateway's reads travel on ledger.reads."""
+    access, t = acls.plan(prefix), Topics(prefix)
+    assert acls.writers(access, t.ledger_commands) == {"User:compliance", "User:admin"}
+    assert acls.writers(access, t.ledger_reads) == {"User:gateway", "User:admin"}
+    # admin reads each topic a letter can be redriven to, to check the letter's origin first
+    assert {acls.Pattern(f"{prefix}.{x}") for x in acls.REDRIVABLE} <= access["User:admin"].read
+
+
 def test_every_topic_names_its_producers_and_consumers() -> None:
     """A topic added to common.topics without saying who writes and reads it fails here (its
     principals would be refused, or, worse, someone would widen a grant to make it work)."""

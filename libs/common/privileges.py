@@ -8,7 +8,8 @@ Every schema, table, sequence and function belongs to the migrations role
 - on the append-only tables (the journal's entries and postings, admin's audit log) select and
   insert only: append-only by privilege as well as by trigger;
 - select on ``alembic_version``, nothing more;
-- the gateway, select on the three identity tables it authenticates from (``READS``).
+- the gateway, select on the three identity tables it authenticates from (``READS``);
+  compliance and webhooks, select on ``identity.tenants`` (a disabled tenant, contract 15.1).
 
 Owning nothing, a service role cannot ALTER, DROP or TRUNCATE a table, nor disable its
 triggers. Two steps, two holders:
@@ -42,6 +43,10 @@ SCHEMA_OF = {
 # every request from admin's identity tables (common.identity).
 READS: dict[str, dict[str, tuple[str, ...]]] = {
     "gateway": {"identity": ("tenants", "api_keys", "access_tokens")},
+    # disable_tenant holds in every service (contract 15.1), read from where admin writes it:
+    # compliance refuses the tenant's new commands, webhooks holds its deliveries
+    "compliance": {"identity": ("tenants",)},
+    "webhooks": {"identity": ("tenants",)},
 }
 APPEND_ONLY: dict[str, tuple[str, ...]] = {
     "ledger": ("journal_entries", "postings"),

@@ -87,6 +87,12 @@ def refuse(rule: str, reason: str, message: str, **details: Any) -> Verdict:
     return Verdict("refuse", rule, reason, message, details)
 
 
+def tenant_disabled() -> Verdict:
+    """An operator disabled the tenant (disable_tenant, contract 15.1): nothing new is decided
+    for it; money arriving for it is still credited (deposits are not refused here)."""
+    return refuse("tenant_status", "tenant_disabled", "the tenant is disabled")
+
+
 def address_screened(address: str) -> Verdict:
     """The destination is on the operators' screening list (contract 12.4): fail closed."""
     return refuse(

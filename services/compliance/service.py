@@ -284,6 +284,10 @@ async def decide_batch(
             plan.append(cmd)
             continue
         decider = DECIDERS.get(type(cmd))
+        if decider is not None and cmd.ctx.tenant_id in read.disabled and not isinstance(cmd, SandboxDeposit):
+            decided[cmd.command_id] = (cmd, rules.tenant_disabled(), {"tenant_disabled": True})
+            plan.append(cmd)
+            continue
         if decider is None:
             plan.append(_reply(cmd, await policy_admin.handle(session, snap, cmd)))
             snap.usage.clear()  # it may have given cap back: the totals are read again below

@@ -8,6 +8,8 @@ it registers, policy commands it applies) are visible to the commands after them
 
 from __future__ import annotations
 
+import contextlib
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -60,6 +62,8 @@ class Snapshot:
         for cmd in cmds:
             t, m = cmd.ctx.tenant_id, cmd.ctx.mode
             w.command_ids.add(cmd.command_id)
+            with contextlib.suppress(ValueError):  # a tenant that is no UUID has no identity row
+                w.every_tenant.add(uuid.UUID(t))
             if isinstance(cmd, CreateWallet | CreateVirtualAccount | UpsertExternalAccount):
                 w.parties.add((t, m, cmd.customer_id))
             elif isinstance(cmd, SandboxDeposit):

@@ -33,6 +33,8 @@ EXCEPTIONS: dict[str, dict[tuple[str, str], set[str]]] = {
         ("ledger", "journal_entries"): {"SELECT", "INSERT"},
         ("ledger", "postings"): {"SELECT", "INSERT"},
     },
+    "compliance": {("identity", "tenants"): {"SELECT"}},
+    "webhooks": {("identity", "tenants"): {"SELECT"}},
     "gateway": {
         ("identity", "tenants"): {"SELECT"},
         ("identity", "api_keys"): {"SELECT"},

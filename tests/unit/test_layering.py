@@ -115,7 +115,9 @@ def test_no_service_names_another_services_tables(service: str) -> None:
     assert offences == []
 
 
-IDENTITY_READERS = {"admin", "gateway"}  # admin owns identity; the gateway authenticates from it
+# admin owns identity; the gateway authenticates from it; compliance and webhooks read whether
+# a tenant is disabled (contract 15.1: learned durably, from the source, by every service)
+IDENTITY_READERS = {"admin", "gateway", "compliance", "webhooks"}
 
 
 def _imported_modules(path: Path) -> set[str]:

@@ -16,6 +16,7 @@ connection.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -25,6 +26,7 @@ from typing import Any, NamedTuple
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.bulk import Statement, columns_of, fetch, pg_type, qualified
+from common.identity import tenants as identity_tenants
 from compliance.models import (
     cap_holds,
     cap_usage,
@@ -91,7 +93,9 @@ SELECT
     ARRAY(SELECT ROW(c.tenant_id, c.mode, c.per_transfer, c.daily, c.review_threshold)
           FROM {qualified(caps)} c
           JOIN {_tenants} ON c.tenant_id = k.tenant_id AND c.mode = k.mode) AS caps,
-    ARRAY(SELECT ROW(tenant_id, mode, currency, day, used) FROM usage) AS usage
+    ARRAY(SELECT ROW(tenant_id, mode, currency, day, used) FROM usage) AS usage,
+    ARRAY(SELECT t.id::text FROM {qualified(identity_tenants)} t
+          WHERE t.id = ANY({_read.param("tenant_ids", "UUID[]")}) AND t.disabled_at IS NOT NULL) AS disabled
 """
 
 
@@ -134,6 +138,8 @@ class Wanted:
     parties: set[Key] = field(default_factory=set)
     tenants: set[tuple[str, str]] = field(default_factory=set)
     usage: set[UsageKey] = field(default_factory=set)
+    # every tenant of the batch's commands: which of them an operator disabled (15.1)
+    every_tenant: set[uuid.UUID] = field(default_factory=set)
 
 
 @dataclass
@@ -145,6 +151,7 @@ class BatchRead:
     routes: list[tuple[str, str, str, str]]  # (tenant_id, mode, rail, currency)
     caps: list[tuple[str, str, Decimal, Decimal, Decimal | None]]
     usage: dict[UsageKey, Decimal]  # locked until the batch commits
+    disabled: set[str] = field(default_factory=set)  # tenants disabled by an operator
 
 
 def _columns(keys: Sequence[tuple[Any, ...]], prefix: str, names: Sequence[str]) -> dict[str, list[Any]]:
@@ -159,6 +166,7 @@ async def read_batch(session: AsyncSession, w: Wanted) -> BatchRead:
         **_columns(sorted(w.usage), "u", ("tenant_id", "mode", "currency", "day")),
         **_columns(sorted(w.tenants), "t", ("tenant_id", "mode")),
         "ids": sorted(w.command_ids),
+        "tenant_ids": sorted(w.every_tenant),
         "addresses": sorted(w.addresses),
     }
     [row] = await fetch(session, READ, _read.args(values))
@@ -170,6 +178,7 @@ async def read_batch(session: AsyncSession, w: Wanted) -> BatchRead:
         [(r[0], r[1], r[2], r[3]) for r in row["routes"]],
         [(r[0], r[1], r[2], r[3], r[4]) for r in row["caps"]],
         {(r[0], r[1], r[2], r[3]): Decimal(r[4]) for r in row["usage"]},
+        set(row["disabled"]),
     )
 
 

@@ -19,6 +19,7 @@ from sqlalchemy import and_, case, func, literal, literal_column, or_, select, u
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from common.identity import tenants as identity_tenants
 from webhooks.models import attempts, deliveries, endpoints, events
 from webhooks.repository.sql import ints, seconds, texts
 
@@ -66,7 +67,19 @@ def _due(d: Any) -> Any:
         d.c.status == "pending",
         d.c.next_attempt_at <= now,
         or_(d.c.lease_until.is_(None), d.c.lease_until < now),
+        _tenant_active(d.c.tenant_id),
     )
+
+
+UUID_TEXT = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+
+
+def _tenant_active(tenant_id: Any) -> Any:
+    """The endpoint's tenant is not disabled (contract 15.1): a disabled tenant's deliveries are
+    held, claimed by nobody so no attempt is spent, until enable_tenant (admin writes it)."""
+    t = identity_tenants.c
+    as_uuid = case((tenant_id.op("~*")(UUID_TEXT), func.cast(tenant_id, t.id.type)), else_=None)
+    return ~select(t.id).where(t.id == as_uuid, t.disabled_at.is_not(None)).exists()
 
 
 def _leased(d: Any) -> Any:
@@ -97,7 +110,7 @@ def _due_endpoints_statement(limit: int, per_endpoint: int) -> Any:
             e.tenant_id,
             func.row_number().over(partition_by=e.tenant_id, order_by=e.next_due_at).label("turn"),
         )
-        .where(e.enabled, e.next_due_at <= func.now())
+        .where(e.enabled, e.next_due_at <= func.now(), _tenant_active(e.tenant_id))
         .subquery("ranked")
     )
     mine, held = endpoints.alias("mine"), deliveries.alias("held")
@@ -116,7 +129,7 @@ def _due_endpoints_statement(limit: int, per_endpoint: int) -> Any:
                 in_flight, in_flight.c.tenant_id == ranked.c.tenant_id
             )
         )
-        .where(e.enabled, e.next_due_at <= func.now())
+        .where(e.enabled, e.next_due_at <= func.now(), _tenant_active(e.tenant_id))
         .order_by(share, e.next_due_at)
         .limit(limit)
         .with_for_update(key_share=True, skip_locked=True, of=endpoints)

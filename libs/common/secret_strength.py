@@ -29,6 +29,19 @@ OPERATOR_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")
 ADVICE = "at least 32 random bytes, e.g. `openssl rand -base64 32`"
 
 
+ROLES = ("viewer", "operator", "approver")
+_ROLE_SUFFIX = re.compile(r"^([A-Za-z][A-Za-z0-9_.-]{0,63}):(viewer|operator|approver)=")
+
+
+def split_role(entry: str) -> tuple[str, str]:
+    """``(entry without its role, role)`` of one ``SLUICE_ADMIN_TOKEN`` entry: ``name:role=token``
+    (contract 15.1); an entry without a role is an ``approver`` (what every token could do)."""
+    m = _ROLE_SUFFIX.match(entry)
+    if m is None:
+        return entry, "approver"
+    return f"{m.group(1)}={entry[m.end() :]}", m.group(2)
+
+
 def split_operator(entry: str) -> tuple[str | None, str]:
     """``(name, token)`` of one ``SLUICE_ADMIN_TOKEN`` entry; ``name`` is None for a bare token.
     ``name=token`` needs a valid name and a token that is more than base64 padding; anything
@@ -66,7 +79,7 @@ def weak_admin_tokens(entries: Sequence[str]) -> list[str]:
     """One line per weak operator token: its place in the list and, when named, the operator."""
     out = []
     for n, entry in enumerate(entries, start=1):
-        name, token = split_operator(entry)
+        name, token = split_operator(split_role(entry)[0])
         reason = weakness(token)
         if reason is not None:
             who = f"entry {n}, operator {name!r}" if name else f"entry {n}, a bare token"

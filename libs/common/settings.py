@@ -195,6 +195,9 @@ class Settings(BaseSettings):
     admin_signing_key: SecretStr = SecretStr("")
     authority_verify_keys: str = ""
     authority_ttl_s: int = Field(default=900, ge=10, le=86400)
+    # Four eyes on operator actions that move money or grant trust (admin.four_eyes): on by
+    # default in production, off in development; set to override.
+    admin_four_eyes: bool | None = None
 
     sandbox_settle_s: float = 2.0
     sandbox_default_cap: Decimal = Field(default=Decimal("1000000"))
@@ -202,6 +205,10 @@ class Settings(BaseSettings):
     @property
     def retry_schedule(self) -> list[float]:
         return [float(x) for x in self.webhooks_retry_schedule.split(",") if x.strip()]
+
+    @property
+    def four_eyes(self) -> bool:
+        return self.admin_four_eyes if self.admin_four_eyes is not None else self.env == "production"
 
     @property
     def admin_tokens(self) -> list[str]:

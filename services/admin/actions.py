@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from admin import dead_letters, keys, operations, policy, schemas, tenants
+from admin import dead_letters, four_eyes, keys, operations, policy, schemas, tenants
 from admin import repository as repo
 from admin.context import ActionContext
 from common.errors import ErrorCode, ServiceError
@@ -24,6 +24,10 @@ async def list_audit_log(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
     after = seq_cursor(p.after, "list_audit_log")
     rows = await repo.list_audit(ctx.session, p.limit, after, p.actor, p.audit_action, p.target)
     return page(rows, p.limit, repo.audit_dict)
+
+
+async def approve_action(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
+    return await four_eyes.approve_action(ctx, raw, ACTIONS.__getitem__)
 
 
 ACTIONS: dict[str, Action] = {
@@ -45,6 +49,8 @@ ACTIONS: dict[str, Action] = {
     "list_dead_letters": dead_letters.list_dead_letters,
     "redrive_dead_letters": dead_letters.redrive_dead_letters,
     **operations.RELAYED,
+    "approve_action": approve_action,
+    "list_pending_actions": four_eyes.list_pending_actions,
 }
 
 

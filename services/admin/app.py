@@ -8,6 +8,7 @@ Refusals are audited too, in a transaction of their own.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,7 +18,7 @@ import msgspec
 from litestar import Litestar, Request, Response, post
 from litestar.datastructures import State
 
-from admin import actions, dead_letters, operators
+from admin import actions, dead_letters, four_eyes, operators
 from admin import repository as repo
 from admin.context import UNKNOWN, ActionContext
 from admin.openapi import build_document
@@ -100,15 +101,20 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
             state.settings.trusted_networks,
             state.settings.client_ip_header,
         )
-        actor = await operators.authenticate_limited(
+        operator = await operators.authenticate_limited(
             state.failures, address, state.operators, request.headers.get("authorization")
         )
+        actor = operator.name
         # The body is read only once the operator is known (13.4), and its depth checked
         # before it is decoded: a deeply nested body is 400, never a RecursionError.
         raw = await request.body()
         check_nesting(raw)
         action = _requested_action(raw)
         action = actions.action_of(raw)
+        four_eyes.check_role(operator.role, action, raw)
+        run = actions.ACTIONS[action]
+        if four_eyes.needs_approval(state.settings.four_eyes, action, raw):
+            run = functools.partial(four_eyes.propose, action=action)
         async with state.sm() as session:
             async with session.begin():
                 ctx = ActionContext(
@@ -121,13 +127,13 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
                     rid,
                     signing=state.signing,
                 )
-                data = await actions.ACTIONS[action](ctx, raw)
+                data = await run(ctx, raw)
                 await repo.append_audit(
                     session,
                     actor=actor,
                     action=action,
                     request_id=rid,
-                    outcome="ok",
+                    outcome="proposed" if ctx.status == 202 else "ok",
                     target=ctx.target,
                     details=ctx.details,
                 )
@@ -150,10 +156,19 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
     except Exception:
         await _audit_refusal(state, actor, action, rid, f"failed:{ErrorCode.INTERNAL_ERROR}", ctx, {})
         raise
-    return Response({"success": True, "data": data}, status_code=200)
+    return Response({"success": True, "data": data}, status_code=ctx.status)
 
 
 def create_app(settings: Settings) -> Litestar:
+    roster = operators.parse_operators(settings.admin_tokens)
+    if settings.four_eyes and four_eyes.approvers([op.role for op in roster]) < 2:
+        setup_logging("admin")
+        log.critical(
+            "sluice: refusing to start admin with four eyes on and fewer than two approvers"
+            " (SLUICE_ADMIN_TOKEN entries name:approver=token; contract 15.1)"
+        )
+        raise SystemExit(2)
+
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         setup_logging("admin")
@@ -182,7 +197,7 @@ def create_app(settings: Settings) -> Litestar:
             broker=rt.broker,
             rpc=rpc,
             outbox=outbox,
-            operators=operators.parse_operators(settings.admin_tokens),
+            operators=roster,
             signing=settings.signing_key("admin"),
             failures=FailureLimiter(rt.redis, "admin", settings.auth_failure_limit_per_minute),
         )

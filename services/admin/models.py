@@ -23,11 +23,13 @@ __all__ = [
     "ApiKey",
     "AuditEntry",
     "DeadLetterRecord",
+    "PendingAction",
     "Tenant",
     "access_tokens",
     "api_keys",
     "audit_log",
     "outbox",
+    "pending_actions",
     "tenants",
 ]
 
@@ -78,5 +80,24 @@ class DeadLetterRecord(SQLModel, table=True):
     redrive_refused: str | None = text_field(nullable=True)
 
 
+class PendingAction(SQLModel, table=True):
+    """An operator action that moves money or changes trust, proposed by one approver and
+    waiting for another's (four eyes, contract 15.1); ``body`` is the request as proposed."""
+
+    __tablename__ = "pending_actions"
+    __table_args__ = (Index("pending_actions_state", "state", "proposed_at"), {"schema": SCHEMA})
+
+    id: str = text_field(primary_key=True)
+    action: str = text_field()
+    body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    proposed_by: str = text_field()
+    proposed_at: datetime = now_field()
+    expires_at: datetime = time_field()
+    state: str = text_field()  # pending_approval | approved | expired
+    decided_by: str | None = text_field(nullable=True)
+    decided_at: datetime | None = time_field(nullable=True)
+
+
 audit_log = table_of(AuditEntry)
+pending_actions = table_of(PendingAction)
 outbox = outbox_table(SCHEMA)

@@ -49,6 +49,8 @@ REQUESTS: dict[str, type] = {
     "add_screened_address": schemas.AddScreenedAddress,
     "remove_screened_address": schemas.ScreenedAddress,
     "list_screened_addresses": schemas.ListScreenedAddresses,
+    "approve_action": schemas.ApproveAction,
+    "list_pending_actions": schemas.ListPendingActions,
 }
 
 # Rules across fields that a struct cannot state, written into the action's schema so that a

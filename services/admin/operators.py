@@ -1,4 +1,6 @@
-"""Operator tokens: ``SLUICE_ADMIN_TOKEN`` is ``name=token`` (or a bare token), comma-separated.
+"""Operator tokens: ``SLUICE_ADMIN_TOKEN`` is ``name=token`` (or a bare token), comma-separated;
+``name:role=token`` gives the operator a role (``viewer``, ``operator``, ``approver``: contract
+15.1, admin.four_eyes), and an entry without one is an approver.
 
 A presented token is compared with every configured one, always all of them, through
 ``hmac.compare_digest`` on SHA-256 digests (equal lengths: nothing leaks through timing,
@@ -13,13 +15,14 @@ from dataclasses import dataclass
 
 from common.authfail import FailureLimiter
 from common.errors import ErrorCode, ServiceError
-from common.secret_strength import split_operator
+from common.secret_strength import split_operator, split_role
 
 
 @dataclass(frozen=True, slots=True)
 class Operator:
     name: str
     digest: bytes
+    role: str = "approver"
 
 
 def parse_operators(entries: list[str]) -> list[Operator]:
@@ -27,14 +30,20 @@ def parse_operators(entries: list[str]) -> list[Operator]:
     (the parser the start-up strength check uses too)."""
     out = []
     for entry in entries:
-        name, secret = split_operator(entry)
+        plain, role = split_role(entry)
+        name, secret = split_operator(plain)
         digest = hashlib.sha256(secret.encode()).digest()
-        out.append(Operator(name or "operator-" + hashlib.sha256(digest).hexdigest()[:8], digest))
+        out.append(Operator(name or "operator-" + hashlib.sha256(digest).hexdigest()[:8], digest, role))
     return out
 
 
 def authenticate(operators: list[Operator], authorization: str | None) -> str:
     """The acting operator's name; 401 for anything else (a partner API key included)."""
+    return authenticate_operator(operators, authorization).name
+
+
+def authenticate_operator(operators: list[Operator], authorization: str | None) -> Operator:
+    """The acting operator; 401 for anything else (a partner API key included)."""
     scheme, _, token = (authorization or "").partition(" ")
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
@@ -43,7 +52,7 @@ def authenticate(operators: list[Operator], authorization: str | None) -> str:
     actor = None
     for op in operators:
         if hmac.compare_digest(presented, op.digest) and actor is None:
-            actor = op.name
+            actor = op
     if actor is None:
         raise ServiceError(ErrorCode.UNAUTHORIZED, "invalid operator token")
     return actor
@@ -51,12 +60,12 @@ def authenticate(operators: list[Operator], authorization: str | None) -> str:
 
 async def authenticate_limited(
     failures: FailureLimiter, address: str | None, operators: list[Operator], authorization: str | None
-) -> str:
+) -> Operator:
     """:func:`authenticate`, refused with 429 once ``address`` failed too often this minute
     (before any token is compared), and each failure counted against ``address``."""
     await failures.check(address)
     try:
-        return authenticate(operators, authorization)
+        return authenticate_operator(operators, authorization)
     except ServiceError:
         await failures.record(address)
         raise

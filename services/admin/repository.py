@@ -10,7 +10,7 @@ from sqlalchemy import func, select, tuple_, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from admin.models import DeadLetterRecord, access_tokens, api_keys, audit_log, tenants
+from admin.models import DeadLetterRecord, access_tokens, api_keys, audit_log, pending_actions, tenants
 from common.tables import AnyRow, table_of
 from common.times import iso
 from common.views import columns
@@ -316,3 +316,36 @@ async def settle_redrive(
             .where(DEAD_LETTERS.c.seq == seq)
             .values(redrive_refused=reason, redriven_by=actor)
         )
+
+
+# ---- four eyes (contract 15.1) ----
+
+
+async def propose_action(session: AsyncSession, **values: Any) -> None:
+    await session.execute(pending_actions.insert().values(state="pending_approval", **values))
+
+
+async def lock_pending_action(session: AsyncSession, action_id: str) -> AnyRow | None:
+    """The proposal ``action_id``, locked until the approving transaction ends."""
+    q = select(pending_actions).where(pending_actions.c.id == action_id).with_for_update()
+    return (await session.execute(q)).first()
+
+
+async def decide_pending_action(session: AsyncSession, action_id: str, state: str, by: str | None) -> None:
+    await session.execute(
+        update(pending_actions)
+        .where(pending_actions.c.id == action_id)
+        .values(state=state, decided_by=by, decided_at=func.now())
+    )
+
+
+async def list_pending_actions(session: AsyncSession, limit: int) -> list[Any]:
+    """Proposals still waiting and not expired, oldest first."""
+    p = pending_actions.c
+    q = (
+        select(p.id, p.action, p.proposed_by, p.proposed_at, p.expires_at)
+        .where(p.state == "pending_approval", p.expires_at > func.now())
+        .order_by(p.proposed_at)
+        .limit(limit)
+    )
+    return list((await session.execute(q)).all())

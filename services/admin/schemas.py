@@ -270,3 +270,13 @@ class ListDeadLetters(SeqPage):
 class RedriveDeadLetters(Body):
     dead_letter_ids: Annotated[list[Label], msgspec.Meta(min_length=1, max_length=1000)] | None = None
     all: bool = False
+
+
+class ApproveAction(Body):
+    """A second approver carries out a proposal (four eyes, contract 15.1)."""
+
+    action_id: Id
+
+
+class ListPendingActions(Body):
+    limit: Limit = 50

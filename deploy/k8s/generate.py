@@ -3,7 +3,7 @@ an overlay (base + its strategic-merge patches, merged by kind and name, lists o
 merged by name) into one document stream, as ``kustomize build`` would, for environments
 without the kustomize binary (``python deploy/k8s/generate.py render production``).
 
-Resource figures come from measurement (README, Performance): peak RSS under load 110-140 MB
+Resource figures come from measurement (docs/performance): peak RSS under load 110-140 MB
 per service, CPU per request 0.5-1.5 ms; requests are set at the idle figure, limits at about
 twice the peak.
 

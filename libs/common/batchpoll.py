@@ -5,7 +5,7 @@ batch_timeout_ms)`` and, when that returns nothing, sleeps ``batch_timeout_ms`` 
 ``getmany`` already returns as soon as any record has been fetched, so the wait costs no
 latency; the sleep after it does: a record arriving during it waits. That is why the request
 path ran with a 5 ms timeout, and why an idle stack polled each request-path subscriber about
-100 times a second (the largest part of an idle stack's Python CPU, README Performance).
+100 times a second (the largest part of an idle stack's Python CPU, docs/performance).
 
 Here the poll waits up to ``batch_timeout_ms`` (500 on the request path now) for the first
 records and returns them at once; only a poll that came back empty *early* (no assignment

@@ -119,7 +119,7 @@ class Settings(BaseSettings):
     public_base_url: str = "http://127.0.0.1:8000"
     gateway_timeout_s: float = 10.0
     # Admission (contract 13.1, gateway.admission): commands in flight per gateway instance and
-    # per tenant; beyond, 503 overloaded at once. Sized from make bench (README, Performance).
+    # per tenant; beyond, 503 overloaded at once. Sized from make bench (docs/performance).
     max_in_flight: int = 128
     tenant_max_in_flight: int = 64
     # The door (contract 14.2, gateway.door): the bounds above are ceilings; under them the
@@ -132,7 +132,7 @@ class Settings(BaseSettings):
     admission_min_limit: int = 8
     admission_target_latency_s: float = 0.4
     # Gradient2's latency tolerance and growth step (Netflix: 1.5 and 4); a simulated 2x
-    # overload (README) kept latency within the target with more goodput at 2.0 and 8.
+    # overload (docs/performance/overload.md) kept latency within the target with more goodput at 2.0 and 8.
     admission_tolerance: float = 2.0
     admission_queue_size: float = 8.0
     admission_lag_target_s: float = 0.005

@@ -25,7 +25,7 @@ from common.auth import ALL_SCOPES
 from common.authority import new_signing_setting, verify_setting
 from common.keyring import new_key_setting
 from devstack.stores import Stores, StoreUnreachable
-from devstack.suite import ROOT, Suite, migrate
+from devstack.suite import ROOT, Proc, Suite, migrate
 
 # The embedded PostgreSQL's platformdirs lookup warns on machines without a login session;
 # make run prints one human line per step, not library warnings.
@@ -131,7 +131,56 @@ def _store_line(name: str, setting: str, value: str) -> str:
     return f"  {name:<10} {shown}  ({source})"
 
 
+def stop_quietly(*stops: Callable[[], None]) -> None:
+    """Run each stop in turn with Ctrl-C ignored. The terminal sends SIGINT to make, uv and this
+    process at once (and an impatient user presses it twice): an interrupt arriving while the
+    services and stores are being stopped would break the stop off half done and print a
+    KeyboardInterrupt traceback. The previous handler is put back afterwards."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        for stop in stops:
+            stop()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def addresses(procs: list[Proc], token: str, key: str) -> str:
+    """What ``make run`` prints once the suite is ready: every address, each service's
+    ``/metrics`` among them (the gateway's on a port of its own, never on the partner port),
+    the admin token and the sandbox key."""
+    by_name = {p.name: p for p in procs}
+    gateway, admin = by_name["gateway"].url, by_name["admin"].url
+    others = ", ".join(f"{p.name} {p.metrics_url}/metrics" for p in procs if p.name != "gateway")
+    return f"""
+Sluice is running (logs in {STATE / "logs"}).
+  gateway      {gateway}  (API reference at {gateway}/docs)
+  metrics      {by_name["gateway"].metrics_url}/metrics  (the gateway's, off the partner port)
+               {others}
+  admin        {admin}
+  admin token  {token}
+               (saved in {STATE / "admin_token"} unless SLUICE_ADMIN_TOKEN is set)
+  sandbox key  {key}
+
+Try:
+  curl -s {gateway}/v1/health -H 'Authorization: Bearer {key}'
+  curl -s {gateway}/v1/customers -H 'Authorization: Bearer {key}' \\
+       -H 'Content-Type: application/json' -H "Idempotency-Key: $(uuidgen || date +%s%N)" \\
+       -d '{{"account_type":"individual","email":"ada@example.com","country_code":"US",\
+            "service_user_id":"u-1","full_name":"Ada Lovelace"}}'
+
+Ctrl-C stops everything."""
+
+
 def run() -> int:
+    """``make run``; Ctrl-C at any step stops what was started, with no traceback."""
+    try:
+        return _run()
+    except KeyboardInterrupt:  # while the stores started: each dies with this process
+        print("\nstopped", flush=True)
+        return 0
+
+
+def _run() -> int:
     step = Steps()
     STATE.mkdir(parents=True, exist_ok=True)
     local = local_secrets()
@@ -192,8 +241,10 @@ def run() -> int:
             "admin": admin_port,
             "gateway": gw_port,
         }
+        metrics = {"SLUICE_GATEWAY_METRICS_PORT": os.environ.get("SLUICE_GATEWAY_METRICS_PORT", "8010")}
         for name, port in ports.items():
-            suite.start(name, int(os.environ.get(f"SLUICE_{name.upper()}_PORT", port)))
+            extra = metrics if name == "gateway" else None
+            suite.start(name, int(os.environ.get(f"SLUICE_{name.upper()}_PORT", port)), extra)
         step(f"services: starting {', '.join(ports)} (logs in {STATE / 'logs'})")
         try:
             suite.wait_ready(timeout=120, on_ready=lambda p: step(f"{p.name} ready on {p.url}"))
@@ -202,25 +253,7 @@ def run() -> int:
             print(f"cannot start: {first}", file=sys.stderr, flush=True)
             return 1
         key = sandbox_key(f"http://127.0.0.1:{admin_port}", _first_token(token))
-        print(
-            f"""
-Sluice is running (logs in {STATE / "logs"}).
-  gateway      http://127.0.0.1:{gw_port}
-  admin        http://127.0.0.1:{admin_port}
-  admin token  {_first_token(token)}
-               (saved in {STATE / "admin_token"} unless SLUICE_ADMIN_TOKEN is set)
-  sandbox key  {key}
-
-Try:
-  curl -s http://127.0.0.1:{gw_port}/v1/health -H 'Authorization: Bearer {key}'
-  curl -s http://127.0.0.1:{gw_port}/v1/customers -H 'Authorization: Bearer {key}' \\
-       -H 'Content-Type: application/json' -H "Idempotency-Key: $(uuidgen || date +%s%N)" \\
-       -d '{{"account_type":"individual","email":"ada@example.com","country_code":"US",\
-            "service_user_id":"u-1","full_name":"Ada Lovelace"}}'
-
-Ctrl-C stops everything.""",
-            flush=True,
-        )
+        print(addresses(suite.procs, _first_token(token), key), flush=True)
         while not stopping:
             for proc in suite.procs:
                 if proc.popen.poll() is not None:
@@ -234,8 +267,7 @@ Ctrl-C stops everything.""",
         return 0
     finally:
         print("stopping...", flush=True)
-        suite.stop()
-        stores.stop()
+        stop_quietly(suite.stop, stores.stop)
 
 
 def main(argv: list[str]) -> int:

@@ -12,19 +12,15 @@ import pytest
 from playwright.sync_api import Browser, Route, sync_playwright
 
 from tests.conftest import ARTIFACTS, Stack
+from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, REFUSED_BY_DESIGN
 
 pytestmark = pytest.mark.integration
-
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
-# Redoc's sidebar footer asks for the Redocly logo from its CDN; the page's CSP refuses it, so
-# the browser never sends that request (asserted below: it never reaches the network).
-REFUSED_BY_DESIGN = "https://cdn.redoc.ly/redoc/logo-mini.svg"
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=CHROMIUM_ARGS)
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             yield b
         finally:

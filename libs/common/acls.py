@@ -46,8 +46,10 @@ JOURNAL_ANCHORS = "journal.anchors"
 #: Who produces to each shared topic (grep ``publish``/``OutMessage`` in services/*); every
 #: topic of :class:`~common.topics.Topic` has its entry (tests/unit/test_kafka_acls.py).
 PRODUCERS: dict[str, frozenset[str]] = {
-    # gateway (partner commands), admin (operator commands, redrive), ledger (a cap's release)
-    Topic.COMPLIANCE_COMMANDS: frozenset({"gateway", "admin", "ledger"}),
+    # gateway (partner commands), admin (operator commands, redrive)
+    Topic.COMPLIANCE_COMMANDS: frozenset({"gateway", "admin"}),
+    # the ledger gives a refused transfer's allowance back; admin (redrive)
+    Topic.COMPLIANCE_RELEASES: frozenset({"ledger", "admin"}),
     # compliance (approved commands) and admin (operator commands, redrive), each signed
     # (contract 15.1): the gateway may not write here, so it cannot approve its own transfers
     Topic.LEDGER_COMMANDS: frozenset({"admin", "compliance"}),
@@ -67,6 +69,7 @@ PRODUCERS: dict[str, frozenset[str]] = {
 #: reader assigns itself every partition, no group).
 CONSUMERS: dict[str, dict[str, str | None]] = {
     Topic.COMPLIANCE_COMMANDS: {"compliance": "compliance"},
+    Topic.COMPLIANCE_RELEASES: {"compliance": "compliance-releases"},
     Topic.LEDGER_COMMANDS: {"ledger": "ledger"},
     Topic.LEDGER_READS: {"ledger": "ledger-reads"},
     Topic.WEBHOOKS_COMMANDS: {"webhooks": "webhooks-commands"},

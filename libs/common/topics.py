@@ -16,6 +16,9 @@ class Topic(StrEnum):
     LEDGER_COMMANDS = "ledger.commands"
     #: Partner reads of ledger resources (the gateway's): they change nothing, need no authority.
     LEDGER_READS = "ledger.reads"
+    #: Daily-cap allowance given back for a transfer the ledger refused or failed (the
+    #: ledger's; contract 15.1: off the commands topic the gateway may write).
+    COMPLIANCE_RELEASES = "compliance.releases"
     WEBHOOKS_COMMANDS = "webhooks.commands"
     #: Domain events (contract section 7), produced by the ledger outbox.
     EVENTS = "events"
@@ -47,6 +50,7 @@ class Topics:
     prefix: str = "sluice"
 
     compliance_commands = _Named(Topic.COMPLIANCE_COMMANDS)
+    compliance_releases = _Named(Topic.COMPLIANCE_RELEASES)
     ledger_commands = _Named(Topic.LEDGER_COMMANDS)
     ledger_reads = _Named(Topic.LEDGER_READS)
     webhooks_commands = _Named(Topic.WEBHOOKS_COMMANDS)

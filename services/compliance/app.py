@@ -22,6 +22,14 @@ def create_app(settings: Settings) -> AsgiFastStream:
     subscribe(
         rt.broker,
         settings,
+        rt.topics.compliance_releases,
+        f"{group}-releases",
+        runtime.releases_processor(rt.readiness),
+        background=True,
+    )
+    subscribe(
+        rt.broker,
+        settings,
         rt.topics.events,
         f"{group}-usage",
         runtime.usage_processor(rt.readiness),

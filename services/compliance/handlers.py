@@ -36,6 +36,7 @@ from compliance import service, usage
 from compliance.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
+RELEASES: msgspec.json.Decoder[ReleaseAllowance] = msgspec.json.Decoder(ReleaseAllowance)
 
 
 class _Addr(msgspec.Struct):
@@ -67,7 +68,7 @@ def operator_signed(cmd: Envelope) -> tuple[str, ...]:
     """Policy commands are admin's to give (contract 15.1): the gateway writes this topic too,
     so a route, a cap or the screening list changes only on admin's signature. The commands
     compliance decides need none: deciding them is its job."""
-    return () if type(cmd) in service.DECIDERS or isinstance(cmd, ReleaseAllowance) else ("admin",)
+    return () if type(cmd) in service.DECIDERS else ("admin",)
 
 
 def forged(cmd: Envelope, exc: AuthorityInvalid) -> Result:
@@ -136,6 +137,25 @@ class ComplianceConsumer:
             handle_batch=self.run_batch,
             dead_letter=give_up,
             admit=authority.admit("compliance", self.settings.verify_keys, operator_signed),
+            readiness=readiness,
+            attempts=self.settings.consumer_max_attempts,
+        )
+
+    def releases_processor(self, readiness: Readiness | None = None) -> BatchProcessor[ReleaseAllowance]:
+        """Allowance the ledger gives back (``compliance.releases``, written by the ledger alone:
+        on the commands topic the gateway could have forged it)."""
+
+        async def give_up(failure: Failure) -> None:
+            await dead_letter(self.broker, self.settings, "compliance", failure)
+
+        async def release(cmds: Sequence[ReleaseAllowance]) -> None:
+            await usage.release_given(self.sm, [(c.transfer_id, c.ctx.tenant_id) for c in cmds])
+
+        return BatchProcessor(
+            name="compliance-releases",
+            decode=RELEASES.decode,
+            handle_batch=release,
+            dead_letter=give_up,
             readiness=readiness,
             attempts=self.settings.consumer_max_attempts,
         )

@@ -52,6 +52,17 @@ def releases(raws: Sequence[bytes]) -> list[tuple[str, str]]:
     return out
 
 
+async def release_given(sm: async_sessionmaker[AsyncSession], holds: Sequence[tuple[str, str]]) -> int:
+    """Release the holds (transfer_id, tenant_id) the ledger gave back, each once."""
+    if not holds:
+        return 0
+    async with sm() as session, session.begin():
+        released = await allowance.release(session, holds)
+    for transfer_id, amount in released.items():
+        log.info("gave back %s of daily cap for refused transfer %s", amount, transfer_id)
+    return len(released)
+
+
 async def release_batch(sm: async_sessionmaker[AsyncSession], raws: Sequence[bytes]) -> int:
     todo = releases(raws)
     if not todo:

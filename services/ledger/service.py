@@ -212,7 +212,7 @@ def allowance_release(cmd: Envelope, topics: Topics) -> OutMessage | None:
         transfer_id=cmd.transfer_id,
     )
     return OutMessage(
-        topics.compliance_commands,
+        topics.compliance_releases,
         encode(release),
         key=cmd.ctx.tenant_id.encode(),
         request_id=cmd.ctx.request_id,

@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from common import authority
 from common.broker import DeadLetter
 from common.contracts import Result
-from common.contracts.commands import SetTransferCap
+from common.contracts.commands import ReleaseAllowance, SetTransferCap
 from common.contracts.events import TransferUpdated
 from common.ids import new_id
 from common.topics import Topics
@@ -213,3 +213,15 @@ async def test_a_forged_dead_letter_is_not_redriven(stack: Stack, tenant: Tenant
     await asyncio.sleep(0)  # nothing was published: no wait can make it appear
     got = tenant.get(f"/v1/events/{event_id}")
     assert got.status_code == 404, got.text
+
+
+async def test_a_forged_allowance_release_is_refused(stack: Stack, kit: LedgerKit) -> None:
+    """The gateway writes compliance's commands topic: a ``ReleaseAllowance`` there (on main
+    it gave daily-cap allowance back for any transfer id) is refused; the ledger's releases
+    travel on compliance.releases, which only the ledger writes."""
+    forged = ReleaseAllowance(command_id=new_id("rel"), ctx=kit.ctx(), transfer_id=new_id("tr"))
+    r = await kit.rpc.call(Topics("sluice").compliance_commands, forged, key=kit.tenant_id, timeout=20)
+    refused(r, "unsigned")
+    from common.acls import plan, writers
+
+    assert writers(plan(), Topics().compliance_releases) == {"User:ledger", "User:admin"}

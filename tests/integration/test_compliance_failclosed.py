@@ -109,6 +109,7 @@ class StoreProxy:
 def store(stack: Stack) -> Iterator[tuple[StoreProxy, str, str]]:
     base = make_url(stack.stores.database_url)
     direct = create_database(stack.stores.database_url, f"sluice_cfc_{uuid.uuid4().hex[:8]}")
+    migrate("admin", direct)  # identity.tenants: compliance reads whether a tenant is disabled
     migrate("compliance", direct)
     # the embedded PostgreSQL listens on a Unix socket only (pgserver): the proxy is the TCP side
     directory = str(base.query.get("host", ""))

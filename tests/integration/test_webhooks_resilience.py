@@ -75,6 +75,7 @@ def production_like_webhooks(stack: Stack):  # type: ignore[no-untyped-def]
     """A webhooks process with private targets disallowed, on its own database and topics."""
     prefix = "ssrf" + uuid.uuid4().hex[:8]
     url = create_database(stack.stores.database_url, "sluice_wh_" + uuid.uuid4().hex[:10])
+    migrate("admin", url)  # identity.tenants: webhooks holds a disabled tenant's deliveries
     migrate("webhooks", url)
     proc = stack.suite.start(
         "webhooks",

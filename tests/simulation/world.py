@@ -118,6 +118,7 @@ class Services:
         )
         self.compliance_commands = self.compliance.processor()
         self.usage = self.compliance.usage_processor()
+        self.releases = self.compliance.releases_processor()
 
     def consumers(self) -> list[tuple[str, str, BatchProcessor[Any]]]:
         t = self.topics
@@ -125,6 +126,7 @@ class Services:
             ("ledger", t.ledger_commands, self.ledger_commands),
             ("compliance", t.compliance_commands, self.compliance_commands),
             ("compliance", t.events, self.usage),
+            ("compliance", t.compliance_releases, self.releases),
         ]
 
     def crashed(self, service: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
+from common.authority import SigningKey
 from common.broker import ensure_topics, service_topics
 from common.contracts import Command, ComplianceCommand, Ctx, Result, decode, encode
 from common.contracts.commands import (
@@ -35,7 +36,7 @@ from common.settings import Settings
 from common.topics import Topics
 from devstack.stores import free_port
 from devstack.suite import Proc
-from tests.conftest import Stack
+from tests.conftest import AUTHORITY, Stack
 from tests.support.db import pg_connect
 
 
@@ -92,6 +93,12 @@ class Seen:
     def reason(self) -> str | None:
         r = self.reply
         return r.error.details.get("reason") if r.error else None
+
+
+def operator_signed(cmd: Command) -> bool:
+    from compliance.handlers import operator_signed as needs
+
+    return bool(needs(cmd))
 
 
 class Probe:
@@ -168,6 +175,8 @@ class Probe:
         )
 
     async def publish(self, cmd: Command, key: str | None = None) -> asyncio.Future[Seen]:
+        if operator_signed(cmd):  # a policy command: admin's to give, signed as admin signs it
+            cmd = SigningKey.parse(AUTHORITY["SLUICE_ADMIN_SIGNING_KEY"], "admin").sign(cmd)
         fut: asyncio.Future[Seen] = asyncio.get_running_loop().create_future()
         self.waiters[cmd.command_id] = fut
         await self.producer.send_and_wait(

@@ -316,6 +316,12 @@ class Stores:
         data = self.workdir / "pgdata"
         srv = pgserver.get_server(str(data), cleanup_mode="stop")
         self._closers.append(srv.cleanup)
+        # pgserver's initdb trusts every local connection: then a service role's password was
+        # never checked, and the per-service roles held on a laptop only by convention (issue
+        # 43). The superuser (devstack's own, never given to a service) keeps the socket's
+        # trust; every other role proves its password (scram-sha-256).
+        (data / "pg_hba.conf").write_text(HBA)
+        srv.psql("SELECT pg_reload_conf();")
         uri = srv.get_uri()  # postgresql://postgres:@/postgres?host=<socket dir>
         return uri.replace("postgresql://", "postgresql+asyncpg://", 1)
 
@@ -365,6 +371,16 @@ class Stores:
         self.apache_kafka = True
         self.kafka_kind = f"Apache Kafka {KAFKA_VERSION} (container {KAFKA_IMAGE})"
         return f"127.0.0.1:{port}"
+
+
+# The embedded PostgreSQL's client authentication (pg_hba.conf): passwords for the service roles.
+HBA = """\
+# devstack.stores: written after initdb (pgserver's is trust for every connection)
+local   all   postgres                 trust
+local   all   all                      scram-sha-256
+host    all   all        127.0.0.1/32  scram-sha-256
+host    all   all        ::1/128       scram-sha-256
+"""
 
 
 def embedded_postgres(workdir: Path) -> tuple[str, Any]:

@@ -266,3 +266,27 @@ def test_the_gateway_reads_identity_and_cannot_write_it(stack: Stack) -> None:
         )
     )
     assert list(answered.values()) == ["ok", "ok"] + ["InsufficientPrivilegeError"] * 4, answered
+
+
+def test_a_service_role_must_prove_its_password(stack: Stack) -> None:
+    """Issue 43: the embedded PostgreSQL (make run, the tests) trusted every local connection,
+    so any local process could log in as any service role and the per-service roles held by
+    convention only. Now every service role's password is checked (scram-sha-256): a wrong
+    one is refused, the role's own is accepted."""
+    url = make_url(service_url(stack, "ledger"))
+
+    async def connect(password: str | None) -> str:
+        kwargs = pg_kwargs(url.set(password=password).render_as_string(hide_password=False))
+        try:
+            conn = await asyncpg.connect(**kwargs)
+        except asyncpg.InvalidPasswordError:
+            return "refused"
+        await conn.close()
+        return "accepted"
+
+    assert run_async(connect("not-" + (url.password or ""))) == "refused"
+    assert run_async(connect(url.password)) == "accepted"
+    methods = catalog(
+        stack, "SELECT DISTINCT auth_method FROM pg_hba_file_rules WHERE 'all' = ANY(user_name)"
+    )
+    assert {r["auth_method"] for r in methods} == {"scram-sha-256"}

@@ -145,3 +145,16 @@ def test_reply_topics_belong_to_their_caller(sasl_kafka: Broker) -> None:
         }
 
     asyncio.run(check())
+
+
+def test_the_gateway_cannot_write_what_moves_money(sasl_kafka: Broker) -> None:
+    """Issue 43 finding 1, on a broker with SASL and ACLs: the gateway's principal may not
+    produce to the ledger's commands (on main it could: it sent its reads there) nor to the
+    ledger's allowance releases; its reads go to ledger.reads."""
+    topics = [TOPICS.ledger_reads, TOPICS.ledger_commands, TOPICS.compliance_releases]
+    found = asyncio.run(_publish(sasl_kafka.settings("gateway"), "gateway", topics))
+    assert found == {
+        TOPICS.ledger_reads: "ok",
+        TOPICS.ledger_commands: "TopicAuthorizationFailed",
+        TOPICS.compliance_releases: "TopicAuthorizationFailed",
+    }

@@ -206,3 +206,27 @@ def test_compose_gives_each_service_its_secrets_and_role_only() -> None:
     roles = services["roles"]["environment"]
     assert set(roles) == passwords | {"SLUICE_DATABASE_URL"}  # the superuser's, and nothing else
     assert services["roles"]["command"] == ["roles"]
+
+
+def test_compose_runs_kafka_with_sasl_and_acls_and_no_shared_superuser() -> None:
+    """Issue 43: compose ran Kafka without ACLs and gave PostgreSQL a built-in superuser
+    password. Now the broker takes SASL/PLAIN only and refuses what no ACL allows; each service
+    connects as its own principal; the superuser's password is a required variable that only
+    postgres and the roles job see."""
+    services = yaml.safe_load((ROOT / "compose.yaml").read_text())["services"]
+    kafka = services["kafka"]["environment"]
+    assert "PLAINTEXT://" not in kafka["KAFKA_LISTENERS"].replace("SASL_PLAINTEXT://", "")
+    assert kafka["KAFKA_AUTHORIZER_CLASS_NAME"].endswith("StandardAuthorizer")
+    assert str(kafka["KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND"]).lower() == "false"
+    assert kafka["KAFKA_SUPER_USERS"] == "User:broker"
+    for name in SERVICES:
+        env = services[name]["environment"]
+        assert env["SLUICE_KAFKA_SECURITY_PROTOCOL"] == "SASL_PLAINTEXT"
+        assert env["SLUICE_KAFKA_SASL_USERNAME"] == name
+        assert f"SLUICE_KAFKA_PASSWORD_{name.upper()}" in env["SLUICE_KAFKA_SASL_PASSWORD"]
+        assert "kafka-setup" in services[name]["depends_on"]
+    holders = {
+        n for n, svc in services.items() if "SLUICE_POSTGRES_PASSWORD" in str(svc.get("environment", ""))
+    }
+    assert holders == {"postgres", "roles"}
+    assert ":sluice@" not in (ROOT / "compose.yaml").read_text()  # no built-in password

@@ -37,6 +37,10 @@ SERVICES = {  # name: (port, http: takes outside traffic, consumer group topic o
     "compliance": (8012, False, "sluice.compliance.commands"),
     "webhooks": (8013, False, "sluice.events"),
 }
+# Where the operators' tools run (admin takes traffic from there only) and Prometheus (it scrapes
+# every service's /metrics): namespaces named by their kubernetes.io/metadata.name label.
+OPERATORS_NAMESPACE = "sluice-operators"
+MONITORING_NAMESPACE = "monitoring"
 # Services whose /metrics are off their main port (the gateway's faces partners: contract 14.3).
 METRICS_PORTS = {"gateway": 8010}
 SECRETS = [
@@ -536,29 +540,49 @@ def base() -> dict[str, list[dict[str, Any]]]:
         )
         for n in SERVICES
     ]
-    files["networkpolicy.yaml"] = [
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
-            "metadata": _meta("sluice-internal-only", LABELS),
-            "spec": {  # consumers take traffic only from inside the suite (metrics, health)
-                "podSelector": {"matchExpressions": [_not_http()]},
-                "policyTypes": ["Ingress"],
-                "ingress": [{"from": [{"podSelector": {"matchLabels": LABELS}}]}],
-            },
-        },
-        {
-            "apiVersion": "networking.k8s.io/v1",
-            "kind": "NetworkPolicy",
-            "metadata": _meta("sluice-http-ingress", LABELS),
-            "spec": {  # gateway and admin take traffic from outside, on their port only
-                "podSelector": {"matchExpressions": [{**_not_http(), "operator": "In"}]},
-                "policyTypes": ["Ingress"],
-                "ingress": [{"ports": [{"port": "http"}]}],
-            },
-        },
-    ]
+    files["networkpolicy.yaml"] = network_policies()
     return files
+
+
+def _from_namespace(name: str) -> dict[str, Any]:
+    return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
+
+
+def _only(name: str) -> dict[str, Any]:
+    return {"matchLabels": {"app.kubernetes.io/name": name}}
+
+
+def network_policies() -> list[dict[str, Any]]:
+    """Who may reach each pod (issue 43): the consumers only from the suite and Prometheus;
+    the gateway's partner port from anywhere and its metrics port (8010) from Prometheus and the
+    suite; admin from the operators' namespace only (and Prometheus, for its /metrics)."""
+    suite = {"podSelector": {"matchLabels": dict(LABELS)}}
+    prometheus = _from_namespace(MONITORING_NAMESPACE)
+    policy = [
+        ("sluice-internal-only", {"matchExpressions": [_not_http()]}, [{"from": [suite, prometheus]}]),
+        (
+            "sluice-gateway-ingress",
+            _only("gateway"),
+            [
+                {"ports": [{"port": "http"}]},
+                {"from": [prometheus, suite], "ports": [{"port": METRICS_PORTS["gateway"]}]},
+            ],
+        ),
+        (
+            "sluice-admin-ingress",
+            _only("admin"),
+            [{"from": [_from_namespace(OPERATORS_NAMESPACE), prometheus], "ports": [{"port": "http"}]}],
+        ),
+    ]
+    return [
+        {
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": _meta(name, LABELS),
+            "spec": {"podSelector": selector, "policyTypes": ["Ingress"], "ingress": ingress},
+        }
+        for name, selector, ingress in policy
+    ]
 
 
 def _not_http() -> dict[str, Any]:

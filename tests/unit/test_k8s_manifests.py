@@ -187,3 +187,31 @@ def test_the_base_on_disk_is_what_the_generator_writes() -> None:
     for name, docs in GEN.base().items():
         on_disk = [d for d in yaml.safe_load_all((K8S / "base" / name).read_text()) if d]
         assert on_disk == docs, f"deploy/k8s/base/{name} differs: run python deploy/k8s/generate.py"
+
+
+def _policy(docs: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    [found] = [d for d in docs if d["kind"] == "NetworkPolicy" and d["metadata"]["name"] == name]
+    spec: dict[str, Any] = found["spec"]
+    return spec
+
+
+def test_admin_is_reached_from_the_operators_namespace_and_prometheus_only(
+    production: list[dict[str, Any]],
+) -> None:
+    """Issue 43: the NetworkPolicy admitted anyone to admin, and kept Prometheus (in its own
+    namespace) off the gateway's metrics port and the consumers."""
+    spaces = lambda rule: {  # noqa: E731 - a small reading aid
+        p.get("namespaceSelector", {}).get("matchLabels", {}).get("kubernetes.io/metadata.name")
+        for p in rule.get("from", [])
+    }
+    admin = _policy(production, "sluice-admin-ingress")
+    assert admin["podSelector"] == {"matchLabels": {"app.kubernetes.io/name": "admin"}}
+    assert [spaces(r) for r in admin["ingress"]] == [{GEN.OPERATORS_NAMESPACE, GEN.MONITORING_NAMESPACE}]
+    assert all(r.get("from") for r in admin["ingress"])  # no rule open to everyone
+    gateway = _policy(production, "sluice-gateway-ingress")
+    metrics = [r for r in gateway["ingress"] if {"port": GEN.METRICS_PORTS["gateway"]} in r.get("ports", [])]
+    assert metrics and GEN.MONITORING_NAMESPACE in spaces(metrics[0])
+    open_rules = [r for r in gateway["ingress"] if not r.get("from")]
+    assert [r["ports"] for r in open_rules] == [[{"port": "http"}]]  # partners: the http port only
+    consumers = _policy(production, "sluice-internal-only")
+    assert GEN.MONITORING_NAMESPACE in spaces(consumers["ingress"][0])

@@ -5,7 +5,7 @@
 
 - ``clients/openapi.json``: the document itself, as the gateway serves it;
 - ``clients/python/sluice_api/``: openapi-python-client's package (PyPI, pinned in uv.lock);
-- ``clients/typescript/src/schema.d.ts``: openapi-typescript's types (npm, pinned in
+- ``clients/typescript/src/schema.ts``: openapi-typescript's types (npm, pinned in
   ``clients/typescript/package-lock.json``), used through openapi-fetch.
 
 ``python -m devstack.clients check`` generates the same into a temporary directory and exits 1
@@ -46,7 +46,7 @@ from devstack.suite import ROOT
 CLIENTS = ROOT / "clients"
 PY_PACKAGE = "sluice_api"
 TS_DIR = CLIENTS / "typescript"
-TS_SCHEMA = Path("typescript/src/schema.d.ts")
+TS_SCHEMA = Path("typescript/src/schema.ts")
 _MODE_REF = {"$ref": "#/components/schemas/ServiceMode"}
 
 
@@ -114,6 +114,9 @@ def _python(doc_path: Path, dest: Path) -> None:
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if run.returncode != 0:
         raise RuntimeError(f"openapi-python-client failed:\n{run.stdout}\n{run.stderr}")
+    # PEP 561: without the marker a partner's mypy skips the package ("missing library stubs")
+    # and every generated type is Any. `--meta none` writes no marker of its own.
+    (out / "py.typed").write_text("")
 
 
 def _typescript(doc_path: Path, dest: Path) -> None:

@@ -1,6 +1,7 @@
 """Sluice's Python SDK: the generated calls and models (``sluice_api``) behind a thin layer
 that calls them the right way. See ``clients/README.md``."""
 
+from sluice_sdk._version import __version__
 from sluice_sdk.client import AsyncSluice, Sluice, new_key
 from sluice_sdk.config import Config
 from sluice_sdk.errors import (
@@ -42,6 +43,7 @@ __all__ = [
     "Throttled",
     "Unauthorized",
     "WebhookRefused",
+    "__version__",
     "new_key",
     "verify_webhook",
 ]

@@ -29,11 +29,11 @@ import httpx
 from sluice_api.client import AuthenticatedClient
 from sluice_api.models.error_envelope import ErrorEnvelope
 from sluice_api.types import UNSET
+from sluice_sdk._version import __version__
 from sluice_sdk.config import GATEWAY_MODE, Config
 from sluice_sdk.errors import ConnectionFailed, SluiceError, Throttled, error_from_answer
 from sluice_sdk.retry import AdaptiveThrottle, Attempts, Stats
 
-__version__ = "0.1.0"
 T = TypeVar("T")
 S = TypeVar("S")
 T_co = TypeVar("T_co", covariant=True)

@@ -1,4 +1,4 @@
-// The thin layer over the generated types (schema.d.ts, through openapi-fetch): the same rules
+// The thin layer over the generated types (schema.ts, through openapi-fetch): the same rules
 // as the Python SDK's sluice_sdk/client.py. Every request goes through Sluice.send, the fetch
 // openapi-fetch is given: one idempotency key per logical operation (the body's
 // idempotency_key for transfers and payouts, else a new one), reused on every retry; bounded

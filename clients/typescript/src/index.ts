@@ -1,4 +1,4 @@
-// Sluice's TypeScript SDK: the generated types (schema.d.ts) through openapi-fetch, behind a
+// Sluice's TypeScript SDK: the generated types (schema.ts) through openapi-fetch, behind a
 // thin layer that calls them the right way. See clients/README.md.
 
 export { Sluice, configFromEnv, newKey, ok, pages, VERSION } from "./client.js";

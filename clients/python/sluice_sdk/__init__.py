@@ -1,11 +1,14 @@
-"""Sluice's Python SDK: the generated calls and models (``sluice_api``) behind a thin layer
-that calls them the right way. See ``clients/README.md``."""
+"""Sluice's Python SDK: resources (``sluice.customers.create(...)``) with typed parameters
+(``sluice_sdk.schemas``), over the generated calls and models (``sluice_api``). See
+``clients/README.md``."""
 
 from sluice_sdk._version import __version__
-from sluice_sdk.client import AsyncSluice, Sluice, new_key
+from sluice_sdk.client import AsyncSluice, Lenient, Sluice
 from sluice_sdk.config import Config
+from sluice_sdk.core import new_key
 from sluice_sdk.errors import (
     ConnectionFailed,
+    DeadlineExceeded,
     Forbidden,
     IdempotencyConflict,
     IdempotencyKeyRequired,
@@ -19,6 +22,7 @@ from sluice_sdk.errors import (
     Throttled,
     Unauthorized,
 )
+from sluice_sdk.options import RequestOptions
 from sluice_sdk.retry import AdaptiveThrottle, RetryPolicy, Stats
 from sluice_sdk.webhooks import WebhookRefused, verify_webhook
 
@@ -27,15 +31,18 @@ __all__ = [
     "AsyncSluice",
     "Config",
     "ConnectionFailed",
+    "DeadlineExceeded",
     "Forbidden",
     "IdempotencyConflict",
     "IdempotencyKeyRequired",
     "InternalError",
     "InvalidRequest",
+    "Lenient",
     "NotFound",
     "ProviderError",
     "ProviderUnavailable",
     "RateLimited",
+    "RequestOptions",
     "RetryPolicy",
     "Sluice",
     "SluiceError",

@@ -362,7 +362,9 @@ def typescript_resources(doc: dict[str, Any]) -> str:
             else:
                 body = "body" if op.body or op.resource == "routed" else "undefined"
                 q = "params" if query else "undefined"
-                extra = ', { "x-service-route": route }' if op.resource == "routed" else ""
+                extra = ', { headers: { "x-service-route": route } }' if op.resource == "routed" else ""
+                if op.key_in_body:
+                    extra = ", { keyInBody: true }"
                 out.append(f"  {camel(op.verb)}({', '.join(args)}): Promise<{answer}> {{")
                 send = f'"{op.method}", {url}, {body}, {q}, options{extra}'
                 out.append(f"    return this.core.request<{answer}>({send});")

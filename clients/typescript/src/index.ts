@@ -1,7 +1,9 @@
 // Sluice's TypeScript SDK: the generated types (schema.ts) through openapi-fetch, behind a
 // thin layer that calls them the right way. See clients/README.md.
 
-export { Sluice, configFromEnv, newKey, ok, pages, VERSION } from "./client.js";
+export { Sluice, configFromEnv, credentialMode, newKey, ok, pages, resolve, VERSION } from "./client.js";
+export type { Core, RequestOptions } from "./core.js";
+export * from "./resources.js";
 export type { Mode, SluiceConfig } from "./client.js";
 export * from "./errors.js";
 export { AdaptiveThrottle, DEFAULT_RETRY, delayMs, retryable } from "./retry.js";

@@ -65,7 +65,7 @@ export class Payouts {
   constructor(private readonly core: Core) {}
   /** POST /v1/payouts: Pay an approved external account (ACH, wire, SEPA, Faster Payments) */
   create(body: Omit<components["schemas"]["TransferCreate"], "idempotency_key"> & { idempotency_key?: string }, options: RequestOptions = {}): Promise<Schemas["TransferCreated"]> {
-    return this.core.request<Schemas["TransferCreated"]>("POST", `/v1/payouts`, body, undefined, options);
+    return this.core.request<Schemas["TransferCreated"]>("POST", `/v1/payouts`, body, undefined, options, { keyInBody: true });
   }
   /** GET /v1/payouts: List payouts, newest first (every page) */
   list(params: { limit?: number } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Transfer"]> {
@@ -81,7 +81,7 @@ export class Routed {
   constructor(private readonly core: Core) {}
   /** POST /: Routed form: any endpoint through POST / with x-service-route */
   send(route: string, body: Record<string, unknown>, options: RequestOptions = {}): Promise<Record<string, unknown>> {
-    return this.core.request<Record<string, unknown>>("POST", `/`, body, undefined, options, { "x-service-route": route });
+    return this.core.request<Record<string, unknown>>("POST", `/`, body, undefined, options, { headers: { "x-service-route": route } });
   }
 }
 
@@ -97,7 +97,7 @@ export class Transfers {
   constructor(private readonly core: Core) {}
   /** POST /v1/transfers: Move USDC or USDT between wallets the tenant owns */
   create(body: Omit<components["schemas"]["TransferCreate"], "idempotency_key"> & { idempotency_key?: string }, options: RequestOptions = {}): Promise<Schemas["TransferCreated"]> {
-    return this.core.request<Schemas["TransferCreated"]>("POST", `/v1/transfers`, body, undefined, options);
+    return this.core.request<Schemas["TransferCreated"]>("POST", `/v1/transfers`, body, undefined, options, { keyInBody: true });
   }
   /** GET /v1/transfers: List transfers, newest first (every page) */
   list(params: { limit?: number } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Transfer"]> {

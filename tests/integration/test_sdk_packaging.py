@@ -46,9 +46,9 @@ def _clean_env(**extra: str) -> dict[str, str]:
     return {**{k: v for k, v in os.environ.items() if k not in drop}, **extra}
 
 
-def _run(cmd: list[str], cwd: Path, timeout: float = 600, **env: str) -> subprocess.CompletedProcess[str]:
+def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        cmd, cwd=cwd, env=_clean_env(**env), capture_output=True, text=True, timeout=timeout, check=False
+        cmd, cwd=cwd, env=_clean_env(**(env or {})), capture_output=True, text=True, timeout=600, check=False
     )
 
 
@@ -189,10 +189,10 @@ def test_the_partner_scripts_run_from_the_artefacts_against_the_stack(
 ) -> None:
     env = {"SLUICE_API_URL": stack.gateway, "SLUICE_SANDBOX_KEY": tenant.key}
     script = _python_script(python_partner, "partner.py", (PARTNER / "partner.py").read_text())
-    out = _ok(_run([str(python_partner.python), script.name], python_partner.home, **env))
-    assert "customer True" in out.splitlines(), out
+    out = _ok(_run([str(python_partner.python), script.name], python_partner.home, env))
+    assert "customer True" in out.splitlines() and "event transfer.updated completed" in out.splitlines(), out
     home = node_partner.home
     (home / "partner.ts").write_text((PARTNER / "partner.ts").read_text())
     _ok(_run([str(home / "node_modules" / ".bin" / "tsc"), "-p", "."], cwd=home))
-    out = _ok(_run(["node", "out/partner.js"], home, **env))
-    assert "customer True" in out.splitlines(), out
+    out = _ok(_run(["node", "out/partner.js"], home, env))
+    assert "customer True" in out.splitlines() and "event transfer.updated completed" in out.splitlines(), out

@@ -205,3 +205,37 @@ def test_the_typescript_sdk_against_the_stack(stack: Stack, shedding: Proc) -> N
         assert proxy.dropped == 1
     assert "walkthrough" in report
     assert (TS / "dist" / "examples" / "walkthrough.js").exists()
+
+
+def test_secret_rotation_end_to_end_old_and_new_secret_verify_during_the_overlap(stack: Stack) -> None:
+    """Resources end to end: create an endpoint, rotate its secret, and a delivery made after the
+    rotation verifies with the old secret alone and with the new one alone (two signatures,
+    contract section 7). Broken when either secret stops verifying during the overlap."""
+    t = make_tenant(stack)
+    receiver = Receiver().start()
+    try:
+        sluice = Sluice(Config(api_key=t.key, base_url=stack.gateway))
+        hook = sluice.webhooks.create(endpoint_url=receiver.url)
+        rotated = sluice.webhooks.rotate_secret(hook["webhook_id"])
+        old, new = hook["signing_secret"], rotated["signing_secret"]
+        assert old != new and rotated["webhook_id"] == hook["webhook_id"]
+        cus = sluice.customers.create(
+            account_type="individual",
+            email="ada@example.com",
+            country_code="US",
+            service_user_id=new_key(),
+            full_name="Ada",
+        )
+        deadline = time.monotonic() + 60
+        while not receiver.received and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert receiver.received, "no delivery"
+        got = receiver.received[0]
+    finally:
+        receiver.stop()
+    assert len(got.headers["x-service-signature"].split()) == 2, got.headers
+    for secrets in (old, new, [new, old]):
+        event = verify_webhook(got.body, got.headers, secrets)
+        assert event["type"] == "customer.created" and event["data"]["customer_id"] == cus["customer_id"]
+    with pytest.raises(WebhookRefused):
+        verify_webhook(got.body, got.headers, "whsec_" + base64.b64encode(uuid.uuid4().bytes * 2).decode())

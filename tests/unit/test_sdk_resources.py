@@ -30,6 +30,9 @@ from sluice_sdk import (
     RetryPolicy,
     Sluice,
     Throttled,
+    WebhookRefused,
+    sign_test_event,
+    verify_webhook,
 )
 from sluice_sdk import core as sdk_core
 from sluice_sdk.retry import AdaptiveThrottle
@@ -355,3 +358,28 @@ def test_hooks_and_debug_logging_never_show_the_key(
     lines = [r.getMessage() for r in caplog.records if r.name == "sluice_sdk"]
     assert any("attempt 2: 200 request_id=req_9" in line for line in lines), lines
     assert not any(KEY in line for line in lines)
+
+
+SECRET = "whsec_" + base64.b64encode(b"k" * 32).decode()
+OTHER = "whsec_" + base64.b64encode(b"o" * 32).decode()
+
+
+def test_a_test_event_signed_by_the_helper_verifies_as_a_typed_event() -> None:
+    """Broken when the helper's delivery does not verify with the SDK's own check (header
+    names, signed content), or a stale signature time is not refused."""
+    transfer = {"transfer_id": "tr_1", "state": "completed", "previous_state": "pending"}
+    delivery = sign_test_event(SECRET, {"type": "transfer.updated", "data": transfer})
+    event = verify_webhook(delivery.body, delivery.headers, SECRET)
+    assert event["type"] == "transfer.updated" and event["id"].startswith("evt_test_")
+    if event["type"] == "transfer.updated":  # narrowed: data is TransferUpdatedData
+        assert event["data"]["previous_state"] == "pending"
+    both = sign_test_event([SECRET, OTHER], {"type": "customer.created", "data": {}})
+    assert len(both.headers["x-service-signature"].split()) == 2
+    assert verify_webhook(both.body, both.headers, OTHER)["type"] == "customer.created"
+    stale = sign_test_event(
+        SECRET, {"type": "customer.created", "data": {}}, at=datetime.now(UTC) - timedelta(minutes=10)
+    )
+    with pytest.raises(WebhookRefused):
+        verify_webhook(stale.body, stale.headers, SECRET)
+    with pytest.raises(WebhookRefused):
+        verify_webhook(delivery.body, delivery.headers, OTHER)

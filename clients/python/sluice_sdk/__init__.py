@@ -22,9 +22,10 @@ from sluice_sdk.errors import (
     Throttled,
     Unauthorized,
 )
+from sluice_sdk.events import WebhookEvent
 from sluice_sdk.options import RequestOptions
 from sluice_sdk.retry import AdaptiveThrottle, RetryPolicy, Stats
-from sluice_sdk.webhooks import WebhookRefused, verify_webhook
+from sluice_sdk.webhooks import SignedDelivery, WebhookRefused, sign_test_event, verify_webhook
 
 __all__ = [
     "AdaptiveThrottle",
@@ -44,13 +45,16 @@ __all__ = [
     "RateLimited",
     "RequestOptions",
     "RetryPolicy",
+    "SignedDelivery",
     "Sluice",
     "SluiceError",
     "Stats",
     "Throttled",
     "Unauthorized",
+    "WebhookEvent",
     "WebhookRefused",
     "__version__",
     "new_key",
+    "sign_test_event",
     "verify_webhook",
 ]

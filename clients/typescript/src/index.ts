@@ -8,5 +8,7 @@ export type { Mode, SluiceConfig } from "./client.js";
 export * from "./errors.js";
 export { AdaptiveThrottle, DEFAULT_RETRY, delayMs, retryable } from "./retry.js";
 export type { RetryPolicy, Stats, ThrottleOptions } from "./retry.js";
-export { HEADERS, WebhookRefused, standardHeaders, verifyWebhook } from "./webhooks.js";
+export { HEADERS, WebhookRefused, signTestEvent, standardHeaders, verifyWebhook } from "./webhooks.js";
+export type { SignedDelivery } from "./webhooks.js";
+export * from "./events.js";
 export type { components, operations, paths } from "./schema.js";

@@ -3,19 +3,27 @@ tests/integration/test_sdk_packaging.py: nothing of this repository is on its pa
 
 import os
 
-from sluice_api.api.customers import post_v1_customers
-from sluice_api.models import CustomerCreate, CustomerCreateAccountType
-from sluice_sdk import Config, Sluice, new_key
+from sluice_sdk import Config, Sluice, new_key, sign_test_event, verify_webhook
 
 config = Config(api_key=os.environ["SLUICE_SANDBOX_KEY"], base_url=os.environ["SLUICE_API_URL"])
 with Sluice(config) as sluice:
-    body = CustomerCreate(
-        account_type=CustomerCreateAccountType.INDIVIDUAL,
+    customer = sluice.customers.create(
+        account_type="individual",
         email="ada@example.com",
         country_code="US",
         service_user_id=new_key(),
         full_name="Ada",
+        options={"timeout": 60, "max_attempts": 4},
     )
-    customer = sluice.call(post_v1_customers.sync_detailed, body=body).data
-    name: str = customer.customer_id
-    print("customer", name.startswith("cus_"))
+    name: str = customer["customer_id"]
+    listed = [c["customer_id"] for c in sluice.customers.list(limit=100)]
+    print("customer", name.startswith("cus_") and name in listed)
+
+secret = "whsec_" + "a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2U="
+delivery = sign_test_event(
+    secret, {"type": "transfer.updated", "data": {"transfer_id": "tr_1", "state": "completed"}}
+)
+event = verify_webhook(delivery.body, delivery.headers, secret)
+if event["type"] == "transfer.updated":
+    state: str = event["data"]["state"]
+    print("event", event["type"], state)

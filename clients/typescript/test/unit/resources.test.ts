@@ -15,7 +15,10 @@ import {
   type SluiceConfig,
   Throttled,
   AdaptiveThrottle,
+  WebhookRefused,
   resolve,
+  signTestEvent,
+  verifyWebhook,
 } from "../../src/index.js";
 
 const KEY = "sk_test_" + "a".repeat(43);
@@ -238,4 +241,21 @@ test("hooks and debug lines, never the key", async () => {
   assert.deepEqual(seen, ["> GET /v1/health", "< 500", "> GET /v1/health", "< 200"]);
   assert.ok(lines.some((l) => l.includes("attempt 2: 200 request_id=req_9")), lines.join("\n"));
   assert.ok(!lines.some((l) => l.includes(KEY)));
+});
+
+test("a test event signed by the helper verifies as a typed event", () => {
+  const secret = "whsec_" + Buffer.from("k".repeat(32)).toString("base64");
+  const other = "whsec_" + Buffer.from("o".repeat(32)).toString("base64");
+  const data = { transfer_id: "tr_1", state: "completed", previous_state: "pending" };
+  const delivery = signTestEvent(secret, { type: "transfer.updated", data });
+  const event = verifyWebhook(delivery.body, delivery.headers, secret);
+  assert.match(event.id, /^evt_test_/);
+  if (event.type !== "transfer.updated") throw new Error(`not narrowed: ${event.type}`);
+  assert.equal(event.data.previous_state, "pending"); // typed: TransferUpdatedData
+  const both = signTestEvent([secret, other], { type: "customer.created", data: {} });
+  assert.equal(both.headers["x-service-signature"]?.split(" ").length, 2);
+  assert.equal(verifyWebhook(both.body, both.headers, other).type, "customer.created");
+  const stale = signTestEvent(secret, { type: "customer.created", data: {} }, { at: new Date(Date.now() - 600_000) });
+  assert.throws(() => verifyWebhook(stale.body, stale.headers, secret), WebhookRefused);
+  assert.throws(() => verifyWebhook(delivery.body, delivery.headers, other), WebhookRefused);
 });

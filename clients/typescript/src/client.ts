@@ -8,7 +8,7 @@
 import createClient, { type Client } from "openapi-fetch";
 
 import { type Core, type RequestOptions, Transport, VERSION, newKey } from "./core.js";
-import type { SluiceError } from "./errors.js";
+import { SluiceError } from "./errors.js";
 import { Resources } from "./resources.js";
 import { AdaptiveThrottle, DEFAULT_RETRY, type RetryPolicy, type Stats } from "./retry.js";
 import type { paths } from "./schema.js";
@@ -157,7 +157,6 @@ export class Sluice extends Resources {
 export async function ok<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   const { data, response } = await call;
   if (data === undefined) {
-    const { SluiceError } = await import("./errors.js");
     throw new SluiceError(`no body in a ${response.status} answer`, { status: response.status });
   }
   return data;

@@ -29,9 +29,10 @@ SANDBOX_URL = "http://127.0.0.1:8000"  # the sandbox default: a gateway on this 
 def credential_mode(api_key: str) -> Mode | None:
     """The mode an API key (``sk_test_``, ``sk_live_``) or a JWT (its ``mode`` claim, read
     without verification) is for; None when it says nothing."""
-    for mode, prefix in _PREFIX.items():
-        if api_key.startswith(prefix):
-            return mode  # type: ignore[return-value]
+    if api_key.startswith(_PREFIX["sandbox"]):
+        return "sandbox"
+    if api_key.startswith(_PREFIX["live"]):
+        return "live"
     parts = api_key.split(".")
     if len(parts) != 3:
         return None

@@ -7,10 +7,14 @@ import asyncio
 import base64
 import json
 import logging
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -383,3 +387,50 @@ def test_a_test_event_signed_by_the_helper_verifies_as_a_typed_event() -> None:
         verify_webhook(stale.body, stale.headers, SECRET)
     with pytest.raises(WebhookRefused):
         verify_webhook(delivery.body, delivery.headers, OTHER)
+
+
+TYPED_OK = """
+from sluice_sdk import Config, Sluice
+s = Sluice(Config(api_key="sk_test_x"))
+c = s.customers.create(account_type="individual", email="e", country_code="US", service_user_id="u")
+state: str = s.transfers.retrieve("tr_1")["state"]
+w = s.wallets.retrieve("w_1", options={"timeout": 5.0, "max_attempts": 2, "idempotency_key": "k"})
+"""
+TYPED_WRONG = {
+    "a misspelt field": 's.customers.create(account_type="individual", emial="e", country_code="US", '
+    'service_user_id="u")',
+    "an enum value the gateway refuses": 's.customers.create(account_type="person", email="e", '
+    'country_code="US", service_user_id="u")',
+    "a required field left out": 's.customers.create(account_type="individual", email="e", '
+    'country_code="US")',
+    "an id that is not a string": "s.wallets.retrieve(123)",
+    "an option that does not exist": 's.health.retrieve(options={"timeout_s": 5})',
+    "a misspelt answer field": 's.transfers.retrieve("tr_1")["stat"]',
+}
+
+
+def test_parameters_and_answers_are_typed_for_mypy_strict(tmp_path: Path) -> None:
+    """Broken when a resource takes **kwargs: Any (bodyy=, wallet=123 passed mypy --strict) or
+    answers Any: each wrong line must be an error, the right ones none."""
+    (tmp_path / "good.py").write_text(TYPED_OK)
+    for n, line in enumerate(TYPED_WRONG.values()):
+        (tmp_path / f"wrong_{n}.py").write_text(TYPED_OK.split("c = ")[0] + line + "\n")
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            *sorted(p.name for p in tmp_path.glob("*.py")),
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": str(clients.CLIENTS / "python")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    errors = {line.split(":")[0] for line in run.stdout.splitlines() if ": error:" in line}
+    assert "good.py" not in errors, run.stdout
+    missed = [why for n, why in enumerate(TYPED_WRONG) if f"wrong_{n}.py" not in errors]
+    assert missed == [], run.stdout

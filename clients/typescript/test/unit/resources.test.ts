@@ -259,3 +259,25 @@ test("a test event signed by the helper verifies as a typed event", () => {
   assert.throws(() => verifyWebhook(stale.body, stale.headers, secret), WebhookRefused);
   assert.throws(() => verifyWebhook(delivery.body, delivery.headers, other), WebhookRefused);
 });
+
+// Type-level: tsc (strict) compiles this file with the tests; each @ts-expect-error must meet an
+// error, so parameters that stopped being typed fail the build.
+test("parameters are typed: a misspelt or wrongly typed field does not compile", () => {
+  const { sluice } = scripted([]);
+  const calls = [
+    // @ts-expect-error a misspelt field
+    () => sluice.customers.create({ account_type: "individual", emial: "a@example.com", country_code: "US", service_user_id: "u" }),
+    // @ts-expect-error an enum value the gateway refuses
+    () => sluice.customers.create({ account_type: "person", email: "a@example.com", country_code: "US", service_user_id: "u" }),
+    // @ts-expect-error a wallet id is a string
+    () => sluice.wallets.retrieve(123),
+    // @ts-expect-error an option that does not exist
+    () => sluice.health.retrieve({ timeout: 5 }),
+    async () => {
+      const t = await sluice.transfers.retrieve("tr_1");
+      // @ts-expect-error a misspelt answer field
+      return t.stat;
+    },
+  ];
+  assert.equal(calls.length, 5);
+});

@@ -268,6 +268,7 @@ def python_resources(doc: dict[str, Any]) -> str:
         '    for c in sluice.customers.list(): ...  # every page\n"""\n',
         "from __future__ import annotations\n",
         "from collections.abc import AsyncIterator, Iterator, Mapping",
+        "from functools import cached_property",
         "from typing import TYPE_CHECKING, Any, Literal, Unpack, cast",
         "from urllib.parse import quote\n",
         "from sluice_sdk.options import RequestOptions",
@@ -288,11 +289,14 @@ def python_resources(doc: dict[str, Any]) -> str:
                 out.extend(_py_method(op, is_async))
                 out.append("")
         out.append(f"\nclass {prefix}Resources:")
-        out.append('    """Every resource of the API, as attributes of the client."""\n')
-        out.append(f"    def __init__(self, core: {core}) -> None:")
+        out.append(
+            f'    """Every resource of the API, as attributes of the client (a mixin of {core}\'s\n'
+            '    subclasses: the client is the core its resources send through)."""\n'
+        )
         for resource in by_resource:
-            out.append(f"        self.{resource} = {prefix}{pascal(resource)}(core)")
-        out.append("")
+            out.append("    @cached_property")
+            out.append(f"    def {resource}(self) -> {prefix}{pascal(resource)}:")
+            out.append(f'        return {prefix}{pascal(resource)}(cast("{core}", self))\n')
     return "\n".join(out) + "\n"
 
 

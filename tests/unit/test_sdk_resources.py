@@ -406,6 +406,7 @@ TYPED_WRONG = {
     "an id that is not a string": "s.wallets.retrieve(123)",
     "an option that does not exist": 's.health.retrieve(options={"timeout_s": 5})',
     "a misspelt answer field": 's.transfers.retrieve("tr_1")["stat"]',
+    "a misspelt client option": 'Sluice(Config(api_key="sk_test_x"), throtle=False)',
 }
 
 
@@ -434,3 +435,28 @@ def test_parameters_and_answers_are_typed_for_mypy_strict(tmp_path: Path) -> Non
     assert "good.py" not in errors, run.stdout
     missed = [why for n, why in enumerate(TYPED_WRONG) if f"wrong_{n}.py" not in errors]
     assert missed == [], run.stdout
+
+
+async def test_the_async_client_has_the_same_resources(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Broken when AsyncSluice's resources are not awaitable, or its list() is not an async
+    iterator over every page, or a retry sends another key."""
+    sleeps: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+
+    monkeypatch.setattr(sdk_core.asyncio, "sleep", sleep)
+    script = Script(
+        error("provider_unavailable", 503, {"Retry-After": "1"}),
+        envelope({"customer_id": "cus_1", "provider": "service"}, 201),
+        envelope({"items": [{"customer_id": "cus_1"}], "next_cursor": "cus_1"}),
+        envelope({"items": [{"customer_id": "cus_0"}], "next_cursor": None}),
+    )
+    cfg = Config(api_key=KEY, base_url="http://gw.test")
+    async with AsyncSluice(cfg, transport=httpx.MockTransport(script)) as s:
+        made = await s.customers.create(
+            account_type="business", email="e", country_code="US", service_user_id="u"
+        )
+        listed = [c["customer_id"] async for c in s.customers.list(limit=1)]
+    assert made["customer_id"] == "cus_1" and listed == ["cus_1", "cus_0"] and sleeps[0] >= 1
+    assert script.requests[0].headers["idempotency-key"] == script.requests[1].headers["idempotency-key"]

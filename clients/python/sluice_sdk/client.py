@@ -29,7 +29,6 @@ import httpx
 
 from sluice_api.models.error_envelope import ErrorEnvelope
 from sluice_api.types import UNSET
-from sluice_sdk.config import Config
 from sluice_sdk.core import AsyncCore, SyncCore, new_key, seen
 from sluice_sdk.errors import ConnectionFailed, SluiceError, Throttled, error_from_answer
 from sluice_sdk.resources import AsyncResources, Resources
@@ -177,10 +176,6 @@ class Sluice(SyncCore, Resources):
     one method per operation (``sluice_sdk.resources``). ``call`` is the lower level: a
     generated ``sync_detailed`` and its arguments, with the same keys and retries."""
 
-    def __init__(self, config: Config, **kwargs: Any) -> None:
-        SyncCore.__init__(self, config, **kwargs)
-        Resources.__init__(self, self)
-
     def call(self, op: Callable[..., Answer[ErrorEnvelope | S]], /, **kwargs: Any) -> S:
         kwargs = with_key(op, with_body(op, kwargs))
         attempts = self._attempts()
@@ -230,10 +225,6 @@ class Sluice(SyncCore, Resources):
 class AsyncSluice(AsyncCore, AsyncResources):
     """The asyncio client: the same resources and rules (``await sluice.customers.create(...)``,
     ``async for c in sluice.customers.list()``); ``call`` takes ``asyncio_detailed``."""
-
-    def __init__(self, config: Config, **kwargs: Any) -> None:
-        AsyncCore.__init__(self, config, **kwargs)
-        AsyncResources.__init__(self, self)
 
     async def call(self, op: Callable[..., Awaitable[Answer[ErrorEnvelope | S]]], /, **kwargs: Any) -> S:
         kwargs = with_key(op, with_body(op, kwargs))

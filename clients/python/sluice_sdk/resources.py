@@ -9,6 +9,7 @@ one method per operation (devstack.sdk_resources). Do not edit.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Unpack, cast
 from urllib.parse import quote
 
@@ -349,21 +350,56 @@ class Webhooks:
 
 
 class Resources:
-    """Every resource of the API, as attributes of the client."""
+    """Every resource of the API, as attributes of the client (a mixin of SyncCore's
+    subclasses: the client is the core its resources send through)."""
 
-    def __init__(self, core: SyncCore) -> None:
-        self.customers = Customers(core)
-        self.events = Events(core)
-        self.fee_balances = FeeBalances(core)
-        self.health = Health(core)
-        self.onboarding_authorizations = OnboardingAuthorizations(core)
-        self.payouts = Payouts(core)
-        self.routed = Routed(core)
-        self.sandbox_deposits = SandboxDeposits(core)
-        self.transfers = Transfers(core)
-        self.virtual_accounts = VirtualAccounts(core)
-        self.wallets = Wallets(core)
-        self.webhooks = Webhooks(core)
+    @cached_property
+    def customers(self) -> Customers:
+        return Customers(cast("SyncCore", self))
+
+    @cached_property
+    def events(self) -> Events:
+        return Events(cast("SyncCore", self))
+
+    @cached_property
+    def fee_balances(self) -> FeeBalances:
+        return FeeBalances(cast("SyncCore", self))
+
+    @cached_property
+    def health(self) -> Health:
+        return Health(cast("SyncCore", self))
+
+    @cached_property
+    def onboarding_authorizations(self) -> OnboardingAuthorizations:
+        return OnboardingAuthorizations(cast("SyncCore", self))
+
+    @cached_property
+    def payouts(self) -> Payouts:
+        return Payouts(cast("SyncCore", self))
+
+    @cached_property
+    def routed(self) -> Routed:
+        return Routed(cast("SyncCore", self))
+
+    @cached_property
+    def sandbox_deposits(self) -> SandboxDeposits:
+        return SandboxDeposits(cast("SyncCore", self))
+
+    @cached_property
+    def transfers(self) -> Transfers:
+        return Transfers(cast("SyncCore", self))
+
+    @cached_property
+    def virtual_accounts(self) -> VirtualAccounts:
+        return VirtualAccounts(cast("SyncCore", self))
+
+    @cached_property
+    def wallets(self) -> Wallets:
+        return Wallets(cast("SyncCore", self))
+
+    @cached_property
+    def webhooks(self) -> Webhooks:
+        return Webhooks(cast("SyncCore", self))
 
 
 class AsyncCustomers:
@@ -682,18 +718,53 @@ class AsyncWebhooks:
 
 
 class AsyncResources:
-    """Every resource of the API, as attributes of the client."""
+    """Every resource of the API, as attributes of the client (a mixin of AsyncCore's
+    subclasses: the client is the core its resources send through)."""
 
-    def __init__(self, core: AsyncCore) -> None:
-        self.customers = AsyncCustomers(core)
-        self.events = AsyncEvents(core)
-        self.fee_balances = AsyncFeeBalances(core)
-        self.health = AsyncHealth(core)
-        self.onboarding_authorizations = AsyncOnboardingAuthorizations(core)
-        self.payouts = AsyncPayouts(core)
-        self.routed = AsyncRouted(core)
-        self.sandbox_deposits = AsyncSandboxDeposits(core)
-        self.transfers = AsyncTransfers(core)
-        self.virtual_accounts = AsyncVirtualAccounts(core)
-        self.wallets = AsyncWallets(core)
-        self.webhooks = AsyncWebhooks(core)
+    @cached_property
+    def customers(self) -> AsyncCustomers:
+        return AsyncCustomers(cast("AsyncCore", self))
+
+    @cached_property
+    def events(self) -> AsyncEvents:
+        return AsyncEvents(cast("AsyncCore", self))
+
+    @cached_property
+    def fee_balances(self) -> AsyncFeeBalances:
+        return AsyncFeeBalances(cast("AsyncCore", self))
+
+    @cached_property
+    def health(self) -> AsyncHealth:
+        return AsyncHealth(cast("AsyncCore", self))
+
+    @cached_property
+    def onboarding_authorizations(self) -> AsyncOnboardingAuthorizations:
+        return AsyncOnboardingAuthorizations(cast("AsyncCore", self))
+
+    @cached_property
+    def payouts(self) -> AsyncPayouts:
+        return AsyncPayouts(cast("AsyncCore", self))
+
+    @cached_property
+    def routed(self) -> AsyncRouted:
+        return AsyncRouted(cast("AsyncCore", self))
+
+    @cached_property
+    def sandbox_deposits(self) -> AsyncSandboxDeposits:
+        return AsyncSandboxDeposits(cast("AsyncCore", self))
+
+    @cached_property
+    def transfers(self) -> AsyncTransfers:
+        return AsyncTransfers(cast("AsyncCore", self))
+
+    @cached_property
+    def virtual_accounts(self) -> AsyncVirtualAccounts:
+        return AsyncVirtualAccounts(cast("AsyncCore", self))
+
+    @cached_property
+    def wallets(self) -> AsyncWallets:
+        return AsyncWallets(cast("AsyncCore", self))
+
+    @cached_property
+    def webhooks(self) -> AsyncWebhooks:
+        return AsyncWebhooks(cast("AsyncCore", self))

@@ -156,10 +156,9 @@ export class Sluice extends Resources {
 /** The success envelope of an openapi-fetch call (errors were thrown by the transport). */
 export async function ok<T>(call: Promise<{ data?: T; error?: unknown; response: Response }>): Promise<T> {
   const { data, response } = await call;
-  if (data === undefined) {
-    throw new SluiceError(`no body in a ${response.status} answer`, { status: response.status });
-  }
-  return data;
+  if (data !== undefined) return data;
+  if (response.ok) return {} as T; // a 2xx without a body: the operation succeeded, never an error
+  throw new SluiceError(`no body in a ${response.status} answer`, { status: response.status });
 }
 
 interface Listing<T> {

@@ -187,7 +187,19 @@ export class Transport implements Core {
       }
       if (given === null) headers.set("Idempotency-Key", inBody ?? newKey());
     }
-    return this.run(this.prepare(method, request.url, headers, body, { signal: request.signal }));
+    const response = await this.run(this.prepare(method, request.url, headers, body, { signal: request.signal }));
+    const text = await response.text();
+    const init = { status: response.status, statusText: response.statusText, headers: response.headers };
+    if (text === "") return new Response(null, init);
+    try {
+      JSON.parse(text);
+      return new Response(text, init);
+    } catch {
+      // a 2xx whose body is not JSON (a proxy's page): the operation succeeded; never an error
+      const kept = new Headers(response.headers);
+      kept.set("content-type", "application/json");
+      return new Response("{}", { status: response.status, statusText: response.statusText, headers: kept });
+    }
   }
 
   private prepare(

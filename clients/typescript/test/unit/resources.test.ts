@@ -16,6 +16,7 @@ import {
   Throttled,
   AdaptiveThrottle,
   WebhookRefused,
+  ok,
   resolve,
   signTestEvent,
   verifyWebhook,
@@ -280,4 +281,11 @@ test("parameters are typed: a misspelt or wrongly typed field does not compile",
     },
   ];
   assert.equal(calls.length, 5);
+});
+
+test("sluice.api: a 2xx whose body is not JSON, or is empty, is returned, not thrown", async () => {
+  const { sluice } = scripted([new Response("<html>created</html>", { status: 201 }), new Response(null, { status: 204 })]);
+  const made = await ok(sluice.api.POST("/v1/customers", { body: { account_type: "individual", email: "e", country_code: "US", service_user_id: "u" } }));
+  assert.deepEqual(made, {});
+  assert.deepEqual(await ok(sluice.api.GET("/v1/health")), {});
 });

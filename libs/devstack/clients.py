@@ -5,8 +5,10 @@
 
 - ``clients/openapi.json``: the document itself, as the gateway serves it;
 - ``clients/python/sluice_api/``: openapi-python-client's package (PyPI, pinned in uv.lock);
-- ``clients/typescript/src/schema.d.ts``: openapi-typescript's types (npm, pinned in
-  ``clients/typescript/package-lock.json``), used through openapi-fetch.
+- ``clients/typescript/src/schema.ts``: openapi-typescript's types (npm, pinned in
+  ``clients/typescript/package-lock.json``), used through openapi-fetch;
+- the resource layers of both SDKs (``devstack.sdk_resources``): ``sluice_sdk/schemas.py``,
+  ``sluice_sdk/resources.py`` and ``src/resources.ts``, one method per operation.
 
 ``python -m devstack.clients check`` generates the same into a temporary directory and exits 1
 naming every file that differs from the committed one (``tests/unit/test_clients_drift.py``).
@@ -41,12 +43,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from devstack import sdk_resources
 from devstack.suite import ROOT
 
 CLIENTS = ROOT / "clients"
 PY_PACKAGE = "sluice_api"
 TS_DIR = CLIENTS / "typescript"
-TS_SCHEMA = Path("typescript/src/schema.d.ts")
+TS_SCHEMA = Path("typescript/src/schema.ts")
+TS_RESOURCES = Path("typescript/src/resources.ts")
+PY_SDK = Path("python/sluice_sdk")
+PY_RESOURCES = (PY_SDK / "schemas.py", PY_SDK / "resources.py")
 _MODE_REF = {"$ref": "#/components/schemas/ServiceMode"}
 
 
@@ -114,6 +120,9 @@ def _python(doc_path: Path, dest: Path) -> None:
     run = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     if run.returncode != 0:
         raise RuntimeError(f"openapi-python-client failed:\n{run.stdout}\n{run.stderr}")
+    # PEP 561: without the marker a partner's mypy skips the package ("missing library stubs")
+    # and every generated type is Any. `--meta none` writes no marker of its own.
+    (out / "py.typed").write_text("")
 
 
 def _typescript(doc_path: Path, dest: Path) -> None:
@@ -133,6 +142,19 @@ def _typescript(doc_path: Path, dest: Path) -> None:
         raise RuntimeError(f"openapi-typescript failed:\n{run.stdout}\n{run.stderr}")
 
 
+def _resources(doc: dict[str, Any], dest: Path) -> None:
+    """The resource layers (devstack.sdk_resources) from the generators' document."""
+    sdk = dest / PY_SDK
+    sdk.mkdir(parents=True, exist_ok=True)
+    (sdk / "schemas.py").write_text(sdk_resources.python_schemas(doc))
+    (sdk / "resources.py").write_text(sdk_resources.python_resources(doc))
+    ruff = Path(sys.executable).parent / "ruff"
+    for args in (["check", "--fix-only", "--select", "I,F401"], ["format"]):
+        cmd = [str(ruff), *args, "--isolated", "--no-cache", "--line-length", "110", "--quiet"]
+        subprocess.run([*cmd, "schemas.py", "resources.py"], cwd=sdk, check=True)
+    (dest / TS_RESOURCES).write_text(sdk_resources.typescript_resources(doc))
+
+
 def generate(dest: Path) -> None:
     """Everything ``make clients`` writes, under ``dest`` (laid out as ``clients/``)."""
     doc = document()
@@ -144,12 +166,15 @@ def generate(dest: Path) -> None:
     normalised.write_text(_dump(for_generators(doc)))
     _python(normalised, dest)
     _typescript(normalised, dest)
+    _resources(for_generators(doc), dest)
     shutil.rmtree(work)
 
 
 def _files(root: Path) -> dict[str, bytes]:
     """The generated files under ``root`` by relative path (caches left out)."""
     found = {"openapi.json": root / "openapi.json", str(TS_SCHEMA): root / TS_SCHEMA}
+    for generated in (TS_RESOURCES, *PY_RESOURCES):
+        found[str(generated)] = root / generated
     package = root / "python" / PY_PACKAGE
     if package.exists():
         for p in package.rglob("*"):
@@ -172,7 +197,8 @@ def write() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         generate(Path(tmp))
         shutil.copyfile(Path(tmp) / "openapi.json", CLIENTS / "openapi.json")
-        shutil.copyfile(Path(tmp) / TS_SCHEMA, CLIENTS / TS_SCHEMA)
+        for generated in (TS_SCHEMA, TS_RESOURCES, *PY_RESOURCES):
+            shutil.copyfile(Path(tmp) / generated, CLIENTS / generated)
         shutil.rmtree(CLIENTS / "python" / PY_PACKAGE, ignore_errors=True)
         shutil.copytree(Path(tmp) / "python" / PY_PACKAGE, CLIENTS / "python" / PY_PACKAGE)
 

@@ -29,7 +29,17 @@ from sluice_api.api.customers import post_v1_customers
 from sluice_api.api.transfers import post_v1_transfers
 from sluice_api.api.wallets import get_v1_wallets_by_wallet_id
 from sluice_api.api.webhooks import post_v1_webhooks
-from sluice_sdk import Config, RetryPolicy, Sluice, SluiceError, WebhookRefused, new_key, verify_webhook
+from sluice_sdk import (
+    Config,
+    IdempotencyConflict,
+    RateLimited,
+    RetryPolicy,
+    Sluice,
+    SluiceError,
+    WebhookRefused,
+    new_key,
+    verify_webhook,
+)
 from tests.conftest import Stack, Tenant, customer_body, make_tenant
 from tests.support.admin import db
 from tests.support.dropping_proxy import DroppingProxy
@@ -205,3 +215,70 @@ def test_the_typescript_sdk_against_the_stack(stack: Stack, shedding: Proc) -> N
         assert proxy.dropped == 1
     assert "walkthrough" in report
     assert (TS / "dist" / "examples" / "walkthrough.js").exists()
+
+
+def test_secret_rotation_end_to_end_old_and_new_secret_verify_during_the_overlap(stack: Stack) -> None:
+    """Resources end to end: create an endpoint, rotate its secret, and a delivery made after the
+    rotation verifies with the old secret alone and with the new one alone (two signatures,
+    contract section 7). Broken when either secret stops verifying during the overlap."""
+    t = make_tenant(stack)
+    receiver = Receiver().start()
+    try:
+        sluice = Sluice(Config(api_key=t.key, base_url=stack.gateway))
+        hook = sluice.webhooks.create(endpoint_url=receiver.url)
+        rotated = sluice.webhooks.rotate_secret(hook["webhook_id"])
+        old, new = hook["signing_secret"], rotated["signing_secret"]
+        assert old != new and rotated["webhook_id"] == hook["webhook_id"]
+        cus = sluice.customers.create(
+            account_type="individual",
+            email="ada@example.com",
+            country_code="US",
+            service_user_id=new_key(),
+            full_name="Ada",
+        )
+        deadline = time.monotonic() + 60
+        while not receiver.received and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert receiver.received, "no delivery"
+        got = receiver.received[0]
+    finally:
+        receiver.stop()
+    assert len(got.headers["x-service-signature"].split()) == 2, got.headers
+    for secrets in (old, new, [new, old]):
+        event = verify_webhook(got.body, got.headers, secrets)
+        assert event["type"] == "customer.created" and event["data"]["customer_id"] == cus["customer_id"]
+    with pytest.raises(WebhookRefused):
+        verify_webhook(got.body, got.headers, "whsec_" + base64.b64encode(uuid.uuid4().bytes * 2).decode())
+
+
+def test_resources_replay_by_key_and_raise_409_and_429_typed(stack: Stack) -> None:
+    """Against the gateway: a per-call idempotency key replays the first answer, the same key
+    with another body is IdempotencyConflict (not retried), and a tenant over its rate limit
+    gets RateLimited carrying Retry-After and the request id. Broken when the per-call key is
+    not sent (a second customer is made) or a 409 is retried."""
+    t = make_tenant(stack, rate_limit=6)
+    sluice = Sluice(Config(api_key=t.key, base_url=stack.gateway, retry=RetryPolicy(max_attempts=3)))
+    key = new_key()
+
+    def create(user: str) -> str:
+        made = sluice.customers.create(
+            account_type="individual",
+            email="ada@example.com",
+            country_code="US",
+            service_user_id=user,
+            full_name="Ada",
+            options={"idempotency_key": key},
+        )
+        return made["customer_id"]
+
+    assert create("u-same") == create("u-same")  # the second is the first's answer, replayed
+    attempts = sluice.stats.attempts
+    with pytest.raises(IdempotencyConflict) as conflict:
+        create("u-other")
+    assert sluice.stats.attempts == attempts + 1 and conflict.value.status == 409
+    assert len(list(sluice.customers.list(options={"max_attempts": 1}))) == 1
+    with pytest.raises(RateLimited) as limited:
+        for _ in range(12):
+            sluice.health.retrieve(options={"max_attempts": 1})
+    assert limited.value.retry_after is not None and 0 <= limited.value.retry_after <= 60
+    assert limited.value.request_id and limited.value.status == 429

@@ -5,6 +5,8 @@ place only fails here."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,3 +28,18 @@ def test_the_readme_shows_the_examples_that_run() -> None:
         assert (lang, (ROOT / path).read_text()) in blocks, (
             f"README.md's block for {path} differs from the file"
         )
+
+
+def test_the_python_examples_type_check_strictly() -> None:
+    """The walk-through calls resources with typed parameters (issue 46): mypy --strict checks
+    every field it sends and reads (the TypeScript examples are compiled strictly by tsc with
+    the SDK's tests, tests/support/node.py)."""
+    files = [str(ROOT / path) for lang, path in EXAMPLES if lang == "python"]
+    run = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", *files],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr

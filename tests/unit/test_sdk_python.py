@@ -218,10 +218,10 @@ def test_pages_follow_next_cursor(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_sandbox_and_live_keys_by_configuration() -> None:
-    env = {"SLUICE_SANDBOX_KEY": KEY, "SLUICE_LIVE_KEY": "sk_live_" + "b" * 43, "SLUICE_API_URL": "http://x"}
+    env = {"SLUICE_SANDBOX_KEY": KEY, "SLUICE_LIVE_KEY": "sk_live_" + "b" * 43, "SLUICE_API_URL": "https://x"}
     assert Config.from_env(env).api_key == KEY
     live = Config.from_env({**env, "SLUICE_MODE": "live"})
-    assert live.mode == "live" and live.api_key.startswith("sk_live_") and live.base_url == "http://x"
+    assert live.mode == "live" and live.api_key.startswith("sk_live_") and live.base_url == "https://x"
     with pytest.raises(ValueError):
         Config(api_key=KEY, mode="live")
     with pytest.raises(ValueError):

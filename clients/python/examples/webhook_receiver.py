@@ -3,10 +3,10 @@ from typing import Any
 
 from litestar import Litestar, Request, Response, post
 
-from sluice_sdk import WebhookRefused, verify_webhook
+from sluice_sdk import WebhookEvent, WebhookRefused, verify_webhook
 
 
-def receiver(secret: str, handle: Callable[[Any], None]) -> Litestar:
+def receiver(secret: str, handle: Callable[[WebhookEvent], None]) -> Litestar:
     @post("/hooks")
     async def hooks(request: Request[Any, Any, Any]) -> Response[str]:
         try:

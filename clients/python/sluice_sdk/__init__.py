@@ -1,10 +1,14 @@
-"""Sluice's Python SDK: the generated calls and models (``sluice_api``) behind a thin layer
-that calls them the right way. See ``clients/README.md``."""
+"""Sluice's Python SDK: resources (``sluice.customers.create(...)``) with typed parameters
+(``sluice_sdk.schemas``), over the generated calls and models (``sluice_api``). See
+``clients/README.md``."""
 
-from sluice_sdk.client import AsyncSluice, Sluice, new_key
+from sluice_sdk._version import __version__
+from sluice_sdk.client import AsyncSluice, Lenient, Sluice
 from sluice_sdk.config import Config
+from sluice_sdk.core import new_key
 from sluice_sdk.errors import (
     ConnectionFailed,
+    DeadlineExceeded,
     Forbidden,
     IdempotencyConflict,
     IdempotencyKeyRequired,
@@ -18,30 +22,39 @@ from sluice_sdk.errors import (
     Throttled,
     Unauthorized,
 )
+from sluice_sdk.events import WebhookEvent
+from sluice_sdk.options import RequestOptions
 from sluice_sdk.retry import AdaptiveThrottle, RetryPolicy, Stats
-from sluice_sdk.webhooks import WebhookRefused, verify_webhook
+from sluice_sdk.webhooks import SignedDelivery, WebhookRefused, sign_test_event, verify_webhook
 
 __all__ = [
     "AdaptiveThrottle",
     "AsyncSluice",
     "Config",
     "ConnectionFailed",
+    "DeadlineExceeded",
     "Forbidden",
     "IdempotencyConflict",
     "IdempotencyKeyRequired",
     "InternalError",
     "InvalidRequest",
+    "Lenient",
     "NotFound",
     "ProviderError",
     "ProviderUnavailable",
     "RateLimited",
+    "RequestOptions",
     "RetryPolicy",
+    "SignedDelivery",
     "Sluice",
     "SluiceError",
     "Stats",
     "Throttled",
     "Unauthorized",
+    "WebhookEvent",
     "WebhookRefused",
+    "__version__",
     "new_key",
+    "sign_test_event",
     "verify_webhook",
 ]

@@ -1,14 +1,17 @@
-"""The thin layer over the generated calls (``sluice_api``): one idempotency key per logical
-operation, reused on every retry; bounded retries that honour ``Retry-After``; the adaptive
-throttle; typed errors; page iterators.
+"""The clients: :class:`Sluice` and :class:`AsyncSluice`, whose resources
+(``sluice.customers.create(...)``, generated in ``sluice_sdk.resources``) send every operation
+through ``sluice_sdk.core`` (one idempotency key per operation, retries, deadline, throttle,
+typed errors, lenient success).
 
-    from sluice_api.api.customers import post_v1_customers
-    sluice = Sluice(Config.from_env())
+Lower level, for the generated calls themselves (``sluice_api``)::
+
     customer = sluice.call(post_v1_customers.sync_detailed, body=CustomerCreate(...)).data
 
 ``call`` takes any generated ``sync_detailed`` (``AsyncSluice.call``: ``asyncio_detailed``)
-and its arguments without ``client``; it returns the parsed success envelope or raises a
-:class:`~sluice_sdk.errors.SluiceError`.
+and its arguments without ``client``, with the same keys and retries; it returns the parsed
+success envelope (a 2xx the model cannot read: :class:`Lenient`) or raises a
+:class:`~sluice_sdk.errors.SluiceError`. Calling a generated function directly bypasses all of
+this: do not.
 """
 
 from __future__ import annotations
@@ -16,24 +19,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import random
+import json
 import time
 import typing
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
 from typing import Any, Protocol, TypeVar, cast
 
 import httpx
 
-from sluice_api.client import AuthenticatedClient
 from sluice_api.models.error_envelope import ErrorEnvelope
 from sluice_api.types import UNSET
-from sluice_sdk.config import GATEWAY_MODE, Config
+from sluice_sdk.core import AsyncCore, SyncCore, new_key, seen
 from sluice_sdk.errors import ConnectionFailed, SluiceError, Throttled, error_from_answer
-from sluice_sdk.retry import AdaptiveThrottle, Attempts, Stats
+from sluice_sdk.resources import AsyncResources, Resources
 
-__version__ = "0.1.0"
 T = TypeVar("T")
 S = TypeVar("S")
 T_co = TypeVar("T_co", covariant=True)
@@ -62,11 +61,6 @@ class Page(Protocol[T_co]):
 class Listing(Protocol[T_co]):
     @property
     def data(self) -> Page[T_co]: ...
-
-
-def new_key() -> str:
-    """A fresh idempotency key: one per logical operation (a transfer body carries it)."""
-    return "sdk_" + uuid.uuid4().hex
 
 
 @functools.lru_cache(maxsize=512)
@@ -112,73 +106,75 @@ def with_key(op: Callable[..., Any], kwargs: dict[str, Any]) -> dict[str, Any]:
 def outcome(answer: Answer[Any]) -> tuple[Any, SluiceError | None]:
     """(parsed success, None) for a 2xx answer, else (None, its typed error)."""
     status = int(answer.status_code)
-    if 200 <= status < 300 and answer.parsed is not None and not isinstance(answer.parsed, ErrorEnvelope):
-        return answer.parsed, None
+    if 200 <= status < 300:  # never an error: a 2xx the model did not read is returned as it is
+        if answer.parsed is not None and not isinstance(answer.parsed, ErrorEnvelope):
+            return answer.parsed, None
+        return _lenient_body(answer.content), None
     return None, error_from_answer(status, answer.headers, answer.content)
+
+
+def _lenient_body(content: bytes) -> Any:
+    try:
+        body = json.loads(content)
+    except ValueError:
+        body = {}
+    return _lenient(body if isinstance(body, Mapping) else {"data": body})
 
 
 def _transport_error(exc: httpx.TransportError) -> ConnectionFailed:
     return ConnectionFailed(f"{type(exc).__name__}: {exc}")
 
 
-# The last answer this thread or task received: when a generated parser cannot read an answer
-# (a proxy's HTML 503, say), the error is built from the raw answer instead.
-_seen: ContextVar[httpx.Response | None] = ContextVar("sluice_sdk_seen", default=None)
 _UNPARSEABLE = (ValueError, KeyError, TypeError)
 
 
-def _see(response: httpx.Response) -> None:
-    _seen.set(response)
+class Lenient:
+    """A 2xx answer the generated model could not read (a field or an enum value newer than
+    this SDK): the operation succeeded, so its JSON is returned, read by attribute as the model
+    would be (``created.data.transfer_id``); unknown values are kept as they came."""
+
+    def __init__(self, value: Mapping[str, Any]) -> None:
+        self._value = dict(value)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            item = self._value[name]
+        except KeyError:
+            raise AttributeError(name) from None
+        return _lenient(item)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self._value)
+
+    def __repr__(self) -> str:
+        return f"Lenient({self._value!r})"
 
 
-async def _see_async(response: httpx.Response) -> None:
-    _seen.set(response)
+def _lenient(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return Lenient(value)
+    if isinstance(value, list):
+        return [_lenient(v) for v in value]
+    return value
 
 
-def _unparsed(exc: Exception) -> SluiceError:
-    raw = _seen.get()
+def _unparsed(exc: Exception) -> tuple[Any, SluiceError | None]:
+    """The outcome of an answer the generated parser could not read: a 2xx is the operation's
+    success (:class:`Lenient`), never an error; anything else its typed error."""
+    raw = seen.get()
     if raw is None:
         raise exc
-    return error_from_answer(raw.status_code, raw.headers, raw.content)
+    if 200 <= raw.status_code < 300:
+        return _lenient_body(raw.content), None
+    return None, error_from_answer(raw.status_code, raw.headers, raw.content)
 
 
-class _Base:
-    def __init__(
-        self,
-        config: Config,
-        *,
-        throttle: AdaptiveThrottle | None = None,
-        rng: random.Random | None = None,
-        on_retry: Callable[[SluiceError, int, float], None] | None = None,
-        transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self.config = config
-        self.throttle = throttle or AdaptiveThrottle()
-        self.stats = Stats()
-        self.rng = rng or random.Random()  # retry jitter, not a secret  # nosec B311
-        self.on_retry = on_retry
-        self.api = AuthenticatedClient(
-            base_url=config.base_url,
-            token=config.api_key,
-            timeout=httpx.Timeout(config.timeout_s),
-            headers={
-                "x-service-mode": GATEWAY_MODE[config.mode],
-                "User-Agent": f"sluice-sdk-python/{__version__}",
-            },
-            httpx_args={
-                "event_hooks": {"response": [self._hook]},
-                **({"transport": transport} if transport is not None else {}),
-            },
-        )
+class Sluice(SyncCore, Resources):
+    """A synchronous client; safe to share between threads (one throttle, one pool).
 
-    _hook: Callable[[httpx.Response], Any] = staticmethod(_see)
-
-    def _attempts(self) -> Attempts:
-        return Attempts(self.config.retry, self.throttle, self.stats, self.rng, self.on_retry)
-
-
-class Sluice(_Base):
-    """A synchronous client; safe to share between threads (one throttle, one pool)."""
+    Resources: ``sluice.customers.create(...)``, ``.retrieve(id)``, ``.list()`` (every page),
+    one method per operation (``sluice_sdk.resources``). ``call`` is the lower level: a
+    generated ``sync_detailed`` and its arguments, with the same keys and retries."""
 
     def call(self, op: Callable[..., Answer[ErrorEnvelope | S]], /, **kwargs: Any) -> S:
         kwargs = with_key(op, with_body(op, kwargs))
@@ -187,12 +183,12 @@ class Sluice(_Base):
             try:
                 attempts.start()
                 try:
-                    _seen.set(None)
+                    seen.set(None)
                     answer = op(client=self.api, **kwargs)
                 except httpx.TransportError as exc:
                     failure: SluiceError | None = _transport_error(exc)
                 except _UNPARSEABLE as exc:
-                    parsed, failure = None, _unparsed(exc)
+                    parsed, failure = _unparsed(exc)
                 else:
                     parsed, failure = outcome(answer)
                 attempts.finish(failure)
@@ -226,10 +222,9 @@ class Sluice(_Base):
         self.close()
 
 
-class AsyncSluice(_Base):
-    """The asyncio client: the same rules, with ``asyncio_detailed`` calls."""
-
-    _hook = staticmethod(_see_async)
+class AsyncSluice(AsyncCore, AsyncResources):
+    """The asyncio client: the same resources and rules (``await sluice.customers.create(...)``,
+    ``async for c in sluice.customers.list()``); ``call`` takes ``asyncio_detailed``."""
 
     async def call(self, op: Callable[..., Awaitable[Answer[ErrorEnvelope | S]]], /, **kwargs: Any) -> S:
         kwargs = with_key(op, with_body(op, kwargs))
@@ -238,12 +233,12 @@ class AsyncSluice(_Base):
             try:
                 attempts.start()
                 try:
-                    _seen.set(None)
+                    seen.set(None)
                     answer = await op(client=self.api, **kwargs)
                 except httpx.TransportError as exc:
                     failure: SluiceError | None = _transport_error(exc)
                 except _UNPARSEABLE as exc:
-                    parsed, failure = None, _unparsed(exc)
+                    parsed, failure = _unparsed(exc)
                 else:
                     parsed, failure = outcome(answer)
                 attempts.finish(failure)

@@ -109,6 +109,14 @@ class ConnectionFailed(SluiceError):
     code = "connection_failed"
 
 
+class DeadlineExceeded(SluiceError):
+    """The operation's overall deadline (``options={"timeout": ...}``) passed before it
+    completed; the last attempt's failure is ``__cause__``. An operation with an idempotency key
+    may still have been done: repeat it with the same key to learn its outcome."""
+
+    code = "deadline_exceeded"
+
+
 class Throttled(SluiceError):
     """Refused by this client's adaptive throttle: the gateway has been refusing most requests."""
 

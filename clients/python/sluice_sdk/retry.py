@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from sluice_sdk.errors import ConnectionFailed, SluiceError, Throttled
 
 # Answers worth another attempt with the same idempotency key: shed or timed out (503), rate
-# limited (429), an internal error (500). Everything else is the request's own answer.
-RETRYABLE_STATUS = frozenset({429, 500, 503})
+# limited (429), an internal error (500), and a load balancer's bad gateway or gateway timeout
+# (502, 504). Every operation the SDK sends is safe to repeat: reads, and writes that carry
+# their idempotency key. Everything else is the request's own answer.
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,7 @@ class Attempts:
     """The bookkeeping one logical operation shares between the sync and async clients."""
 
     policy: RetryPolicy
-    throttle: AdaptiveThrottle
+    throttle: AdaptiveThrottle | None  # None: the throttle is switched off
     stats: Stats
     rng: random.Random
     on_retry: Callable[[SluiceError, int, float], None] | None = None
@@ -148,7 +150,7 @@ class Attempts:
     def start(self) -> None:
         """Begin an attempt; raises :class:`Throttled` when the throttle refuses it."""
         self.attempt += 1
-        admitted = self.throttle.admit(self.rng)
+        admitted = self.throttle is None or self.throttle.admit(self.rng)
         self.stats.add("attempts")
         if not admitted:
             self.stats.add("throttled")
@@ -157,7 +159,8 @@ class Attempts:
     def finish(self, failure: SluiceError | None) -> None:
         """Record the answer of an attempt that was sent."""
         refused = rejected(failure)
-        self.throttle.record(accepted=not refused)
+        if self.throttle is not None:
+            self.throttle.record(accepted=not refused)
         if refused:
             self.stats.add("refused")
 

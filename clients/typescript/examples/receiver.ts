@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
-import { WebhookRefused, verifyWebhook } from "@sluice/sdk";
+import { WebhookRefused, type WebhookEvent, verifyWebhook } from "@sluice/sdk";
 
-export const receiver = (secret: string, handle: (event: unknown) => void) =>
+export const receiver = (secret: string, handle: (event: WebhookEvent) => void) =>
   createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (chunk: Buffer) => chunks.push(chunk));

@@ -6,6 +6,7 @@
 
 export interface ErrorInit {
   code?: string;
+  cause?: unknown;
   status?: number;
   details?: Record<string, unknown>;
   requestId?: string;
@@ -20,7 +21,7 @@ export class SluiceError extends Error {
   readonly retryAfterMs: number | undefined;
 
   constructor(message: string, init: ErrorInit = {}) {
-    super(message);
+    super(message, init.cause === undefined ? undefined : { cause: init.cause });
     this.name = new.target.name;
     this.code = init.code ?? (new.target as unknown as { CODE?: string }).CODE ?? "error";
     this.status = init.status;
@@ -55,6 +56,9 @@ export class ProviderError extends SluiceError { static CODE = "provider_error";
 export class ProviderUnavailable extends SluiceError { static CODE = "provider_unavailable"; }
 export class ConnectionFailed extends SluiceError { static CODE = "connection_failed"; }
 export class Throttled extends SluiceError { static CODE = "client_throttled"; }
+/** The operation's overall deadline (RequestOptions.timeoutMs) passed; the last failure is
+ * `cause`. An operation with an idempotency key may have been done: repeat it with that key. */
+export class DeadlineExceeded extends SluiceError { static CODE = "deadline_exceeded"; }
 
 const BY_CODE: Record<string, new (message: string, init?: ErrorInit) => SluiceError> = Object.fromEntries(
   [

@@ -3,8 +3,9 @@
 
 import { ConnectionFailed, SluiceError, Throttled } from "./errors.js";
 
-/** Answers worth another attempt with the same idempotency key. */
-export const RETRYABLE_STATUS: ReadonlySet<number> = new Set([429, 500, 503]);
+/** Answers worth another attempt with the same idempotency key: 429, 500, 503, and a load
+ * balancer's 502 and 504. Every operation sent is safe to repeat (reads; writes with their key). */
+export const RETRYABLE_STATUS: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 
 /**
  * `maxAttempts` counts every attempt, the first included (1 = never retry). The wait before

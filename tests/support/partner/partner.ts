@@ -1,0 +1,21 @@
+// A partner's script, type-checked (tsc --strict, no skipLibCheck) and run from the installed
+// npm tarball by tests/integration/test_sdk_packaging.py.
+import { Sluice, newKey, signTestEvent, verifyWebhook } from "@sluice/sdk";
+
+const sluice = new Sluice({ apiKey: process.env["SLUICE_SANDBOX_KEY"] ?? "", baseUrl: process.env["SLUICE_API_URL"] ?? "" });
+const customer = await sluice.customers.create(
+  { account_type: "individual", email: "ada@example.com", country_code: "US", service_user_id: newKey(), full_name: "Ada" },
+  { timeoutMs: 60_000, maxAttempts: 4 },
+);
+const name: string = customer.customer_id;
+const listed: string[] = [];
+for await (const c of sluice.customers.list({ limit: 100 })) listed.push(c.customer_id);
+console.log("customer", name.startsWith("cus_") && listed.includes(name) ? "True" : "False");
+
+const secret = "whsec_" + "a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2U=";
+const delivery = signTestEvent(secret, { type: "transfer.updated", data: { transfer_id: "tr_1", state: "completed" } });
+const event = verifyWebhook(delivery.body, delivery.headers, secret);
+if (event.type === "transfer.updated") {
+  const state: string = event.data.state;
+  console.log("event", event.type, state);
+}

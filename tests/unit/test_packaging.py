@@ -66,6 +66,9 @@ def test_compose_deployment_rules() -> None:
         if name in ("roles", "migrate"):  # one-shot jobs; the services wait for them to complete
             assert svc["command"] == [name]
             continue
+        if name == "kafka-setup":  # one-shot: the topics, then every principal's ACLs (issue 43)
+            assert svc["command"] == ["python -m sluice topics && python -m sluice acls"]
+            continue
         assert svc.get("healthcheck", {}).get("test"), f"{name} has no healthcheck"
     kafka = services["kafka"]
     assert str(kafka["environment"]["KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS"]) == "0"

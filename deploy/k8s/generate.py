@@ -464,11 +464,15 @@ KAFKA_SCRAM_DIR = "/run/secrets/kafka"  # one file per user, named after it
 # INTERNAL), then one SCRAM-SHA-512 credential per user with kafka-configs.sh. Passwords are
 # read from the mounted files into files under /tmp (memory, mode 0600) and never put on a
 # command line, in the environment or in the log: printf is the shell's own; sed escapes them
-# for a Java properties file (backslash) and, in the JAAS value, for its quoted string too.
+# for a Java properties file (backslash) and, in the JAAS value, for its quoted string too. An
+# empty password file stops it before anything is changed.
 KAFKA_SCRAM_SCRIPT = f"""set -eu
 umask 077
 props() {{ sed -e 's/\\\\/\\\\\\\\/g' "$1" | tr -d '\\n'; }}
 jaas() {{ sed -e 's/\\\\/\\\\\\\\\\\\\\\\/g' -e 's/"/\\\\\\\\"/g' "$1" | tr -d '\\n'; }}
+for user in {" ".join(KAFKA_SCRAM_USERS)}; do  # an empty file would be an empty password
+  grep -q . "{KAFKA_SCRAM_DIR}/$user" || {{ echo "sluice-kafka-scram: no password for $user" >&2; exit 1; }}
+done
 {{
   echo 'security.protocol=SASL_SSL'
   echo 'sasl.mechanism=PLAIN'

@@ -255,8 +255,8 @@ KAFKA_UID = 1000  # appuser, who owns /opt/kafka in the image
 # with SCRAM-SHA-512 only; INTERNAL (broker to broker, and the SCRAM Job) and CONTROLLER (the
 # KRaft quorum) take the brokers' own principal with PLAIN, over TLS. Why PLAIN there: SCRAM
 # credentials live in the cluster's metadata log, which the controllers serve, so the controller
-# listener cannot take SCRAM (Kafka supports PLAIN, GSSAPI or OAUTHBEARER there), and SCRAM
-# between brokers would need the brokers' credential bootstrapped at storage format
+# listener cannot authenticate with SCRAM (KRaft's quorum must talk before any credential is
+# read), and SCRAM between brokers would need the brokers' credential bootstrapped at storage format
 # (`kafka-storage format --add-scram`), which the image's start script does not do and which a
 # persistent volume, formatted once, never does again. PLAIN over TLS sends the password
 # encrypted to a peer whose certificate is checked; the brokers' users are the JAAS file's.
@@ -300,7 +300,7 @@ KAFKA_KEYSTORE = "/etc/kafka/keystore/keystore.pem"  # assembled at start, in me
 KAFKA_START = f"""set -eu
 umask 077
 if ! grep -q -- '-----BEGIN PRIVATE KEY-----' {KAFKA_TLS_DIR}/tls.key; then
-  echo '{KAFKA_TLS_SECRET}: tls.key must be an unencrypted PKCS#8 key' \
+  echo '{KAFKA_TLS_SECRET}: tls.key must be an unencrypted PKCS#8 key' \\
     '(cert-manager: privateKey.encoding: PKCS8)' >&2
   exit 1
 fi

@@ -41,6 +41,7 @@ SERVICES = {  # name: (port, http: takes outside traffic, consumer group topic o
 # every service's /metrics): namespaces named by their kubernetes.io/metadata.name label.
 OPERATORS_NAMESPACE = "sluice-operators"
 MONITORING_NAMESPACE = "monitoring"
+KEDA_NAMESPACE = "keda"  # KEDA's operator: its Kafka scaler reads the consumer groups' lag
 # Services whose /metrics are off their main port (the gateway's faces partners: contract 14.3).
 METRICS_PORTS = {"gateway": 8010}
 SECRETS = [
@@ -68,14 +69,27 @@ DATABASE_ROLE = {**{name: name for name in SERVICES}, "migrate": "migrations"}
 # The Secret ``sluice-secrets`` is mounted as files here, never passed as environment variables
 # (checkov CKV_K8S_35): common.settings reads SLUICE_SECRETS_DIR's files named after settings.
 SECRETS_DIR = "/run/secrets/sluice"
-# Kafka with SASL/PLAIN and ACLs (contract 14.3, common.acls): each service connects as its own
-# principal, User:<service>, with its own password, sluice-secrets' key
-# SLUICE_KAFKA_SASL_PASSWORD_<SERVICE> mounted as the file SLUICE_KAFKA_SASL_PASSWORD (no pod sees
-# another's). The brokers take their users from the Secret sluice-kafka-jaas; the Job
-# sluice-kafka-acls creates every ACL as the brokers' own principal (the only super user).
-KAFKA_SASL = {"SLUICE_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT", "SLUICE_KAFKA_SASL_MECHANISM": "PLAIN"}
+# Kafka over TLS with SASL/SCRAM-SHA-512 and ACLs (contract 14.3, common.acls; issue 43: no
+# password in clear): each service connects as its own principal, User:<service>, with its own
+# password, sluice-secrets' key SLUICE_KAFKA_SASL_PASSWORD_<SERVICE> mounted as the file
+# SLUICE_KAFKA_SASL_PASSWORD (no pod sees another's), and checks the brokers' certificate against
+# the CA of the Secret sluice-kafka-tls (its ca.crt alone is mounted: never tls.key). The Job
+# sluice-kafka-scram turns those passwords into SCRAM credentials; the Job sluice-kafka-acls then
+# creates every ACL as the brokers' own principal (the only super user).
+KAFKA_SASL = {
+    "SLUICE_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+    "SLUICE_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+}
 KAFKA_BROKER_USER = "broker"  # devstack.kafka_embedded.BROKER_USER
+KAFKA_SCALER_USER = "keda"  # common.acls.SCALER: KEDA's lag scaler
 KAFKA_JAAS_DIR = "/etc/kafka/jaas"
+# The brokers' certificate, its key and its CA, as cert-manager writes a Certificate's Secret
+# (type kubernetes.io/tls: tls.crt, tls.key, ca.crt); cert-manager or the platform's operator
+# provides it (docs/operations.md). Its names must cover KAFKA_TLS_DNS_NAMES.
+KAFKA_TLS_SECRET = "sluice-kafka-tls"
+KAFKA_TLS_DIR = "/etc/kafka/tls"  # the brokers' and the SCRAM Job's mount of it
+KAFKA_CA_DIR = "/etc/sluice/kafka"  # the clients' mount: ca.crt alone
+KAFKA_CA_FILE = f"{KAFKA_CA_DIR}/ca.crt"
 UID = 10001  # the image's user (Dockerfile)
 LABELS = {"app.kubernetes.io/part-of": "sluice"}
 # The application image's tag is fixed, its digest is not known before CI builds it.
@@ -117,6 +131,19 @@ def _database_url(pod: str) -> dict[str, str]:
     return {"key": f"SLUICE_DATABASE_URL_{DATABASE_ROLE[pod].upper()}", "path": "SLUICE_DATABASE_URL"}
 
 
+def _kafka_ca_volume() -> dict[str, Any]:
+    """The brokers' CA from the Secret sluice-kafka-tls: its ca.crt and nothing else (a Kafka
+    client never sees the brokers' key), as SLUICE_KAFKA_SSL_CAFILE names it."""
+    items = [{"key": "ca.crt", "path": "ca.crt"}]
+    return {
+        "name": "kafka-ca",
+        "secret": {"secretName": KAFKA_TLS_SECRET, "items": items, "defaultMode": 0o440},
+    }
+
+
+KAFKA_CA_MOUNT = {"name": "kafka-ca", "mountPath": KAFKA_CA_DIR, "readOnly": True}
+
+
 def _pod_volumes(pod: str, kafka_user: str | None = None) -> list[dict[str, Any]]:
     secret_files = {
         "secretName": "sluice-secrets",
@@ -125,7 +152,8 @@ def _pod_volumes(pod: str, kafka_user: str | None = None) -> list[dict[str, Any]
         + ([_kafka_password(kafka_user)] if kafka_user else []),
         "defaultMode": 0o440,  # root and the pod's group (fsGroup) read them, nobody else
     }
-    return [{"name": "tmp", "emptyDir": {}}, {"name": "secrets", "secret": secret_files}]
+    volumes = [{"name": "tmp", "emptyDir": {}}, {"name": "secrets", "secret": secret_files}]
+    return volumes + ([_kafka_ca_volume()] if kafka_user else [])
 
 
 def _env(name: str, port: int) -> list[dict[str, Any]]:
@@ -190,6 +218,7 @@ def _manifest(
 def deployment(name: str, port: int) -> dict[str, Any]:
     c = _container(name, port, ["serve", name])
     c["env"].append({"name": "SLUICE_KAFKA_SASL_USERNAME", "value": name})  # User:<service>
+    c["volumeMounts"].append(KAFKA_CA_MOUNT)  # SLUICE_KAFKA_SSL_CAFILE
     c["livenessProbe"] = {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10}
     c["readinessProbe"] = {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 5}
     c["startupProbe"] = {"httpGet": {"path": "/healthz", "port": "http"}, "failureThreshold": 30}
@@ -222,40 +251,98 @@ def deployment(name: str, port: int) -> dict[str, Any]:
 KAFKA_IMAGE = "apache/kafka:4.1.2"
 KAFKA_NODES = 3
 KAFKA_UID = 1000  # appuser, who owns /opt/kafka in the image
+# The listeners, every one SASL over TLS (issue 43): CLIENT takes the services, the Jobs and KEDA
+# with SCRAM-SHA-512 only; INTERNAL (broker to broker, and the SCRAM Job) and CONTROLLER (the
+# KRaft quorum) take the brokers' own principal with PLAIN, over TLS. Why PLAIN there: SCRAM
+# credentials live in the cluster's metadata log, which the controllers serve, so the controller
+# listener cannot authenticate with SCRAM (KRaft's quorum must talk before any credential is
+# read), and SCRAM between brokers would need the brokers' credential bootstrapped at storage format
+# (`kafka-storage format --add-scram`), which the image's start script does not do and which a
+# persistent volume, formatted once, never does again. PLAIN over TLS sends the password
+# encrypted to a peer whose certificate is checked; the brokers' users are the JAAS file's.
+KAFKA_PORTS = {"CLIENT": 9092, "CONTROLLER": 9093, "INTERNAL": 9094}
+KAFKA_DOMAIN = f"kafka-nodes.{NAMESPACE}.svc"  # each node's name: kafka-<i>.<this>
+
+
+def kafka_node(i: int) -> str:
+    """Node ``i``'s address, as the others, the clients and KEDA (from its own namespace) dial it."""
+    return f"kafka-{i}.{KAFKA_DOMAIN}"
+
+
+# Every name a client or a node dials on TLS (hostname verification): the certificate of
+# sluice-kafka-tls must carry them all as DNS names (docs/operations.md lists them).
+KAFKA_TLS_DNS_NAMES = [
+    "kafka",  # the ConfigMap's bootstrap, in the namespace
+    f"kafka.{NAMESPACE}.svc",  # KEDA's bootstrap, from its own namespace
+    *(kafka_node(i) for i in range(KAFKA_NODES)),  # what each node advertises; the voters
+]
 # What checkov asks of the broker that its image cannot give, and why (docker/resources in
 # apache/kafka: the start script refuses to run unless /opt/kafka/config is writable).
-KAFKA_SKIPS = (
+KAFKA_DIGEST_SKIP = (
     "CKV_K8S_43=the digest of apache/kafka:4.1.2 was not looked up (no registry access where this"
     " was written); pin it as apache/kafka:4.1.2@sha256:<digest> from"
     " `docker buildx imagetools inspect apache/kafka:4.1.2`, keeping the tag that"
-    " tests/unit/test_kafka_version.py reads",
+    " tests/unit/test_kafka_version.py reads"
+)
+KAFKA_SKIPS = (
+    KAFKA_DIGEST_SKIP,
     "CKV_K8S_22=the image's start script (/etc/kafka/docker/configure) writes server.properties"
     " and the log4j files into /opt/kafka/config and exits when it is not writable; Kafka also"
     " logs under /opt/kafka/logs. A read-only root needs those paths on volumes, untested here",
     "CKV_K8S_40=the image's files (/opt/kafka, its config directory included) belong to its user"
     " appuser, uid 1000, and are not group-writable: under another uid the start script exits",
 )
+KAFKA_KEYSTORE = "/etc/kafka/keystore/keystore.pem"  # assembled at start, in memory (emptyDir)
+# The node's start: its PEM keystore (the key, PKCS#8 as Kafka reads it, then the certificate
+# chain) assembled from the TLS Secret, readable by its user alone; node.id and the advertised
+# addresses from the pod's ordinal (kafka-0 -> 0). The listener names carry no "SSL://": the
+# image's configure script would then ask for a JKS keystore and its password files.
+KAFKA_START = f"""set -eu
+umask 077
+if ! grep -q -- '-----BEGIN PRIVATE KEY-----' {KAFKA_TLS_DIR}/tls.key; then
+  echo '{KAFKA_TLS_SECRET}: tls.key must be an unencrypted PKCS#8 key' \\
+    '(cert-manager: privateKey.encoding: PKCS8)' >&2
+  exit 1
+fi
+cat {KAFKA_TLS_DIR}/tls.key {KAFKA_TLS_DIR}/tls.crt > {KAFKA_KEYSTORE}
+host="${{HOSTNAME}}.{KAFKA_DOMAIN}"
+export KAFKA_NODE_ID="${{HOSTNAME##*-}}"
+export KAFKA_ADVERTISED_LISTENERS="CLIENT://${{host}}:{KAFKA_PORTS["CLIENT"]},INTERNAL://${{host}}:{KAFKA_PORTS["INTERNAL"]}"
+exec /etc/kafka/docker/run
+"""
 
 
 def kafka() -> list[dict[str, Any]]:
     """Three KRaft nodes (broker and controller each), replication 3, min.insync.replicas 2:
     the cluster `make chaos` kills, pauses and restarts on one machine (devstack.chaos_kafka)."""
-    voters = ",".join(f"{i}@kafka-{i}.kafka-nodes:9093" for i in range(KAFKA_NODES))
+    voters = ",".join(f"{i}@{kafka_node(i)}:{KAFKA_PORTS['CONTROLLER']}" for i in range(KAFKA_NODES))
     env = {
         "KAFKA_PROCESS_ROLES": "broker,controller",
-        # Every listener takes SASL/PLAIN and every request needs an ACL (common.acls), as on
-        # devstack.kafka_embedded's SASL node (tests/integration/test_kafka_acls.py)
-        "KAFKA_LISTENERS": "SASL_PLAINTEXT://:9092,CONTROLLER://:9093",
+        # Every listener takes SASL over TLS and every request needs an ACL (common.acls)
+        "KAFKA_LISTENERS": ",".join(f"{name}://:{port}" for name, port in KAFKA_PORTS.items()),
+        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": ",".join(f"{name}:SASL_SSL" for name in KAFKA_PORTS),
         "KAFKA_CONTROLLER_LISTENER_NAMES": "CONTROLLER",
-        "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP": "CONTROLLER:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT",
-        "KAFKA_INTER_BROKER_LISTENER_NAME": "SASL_PLAINTEXT",
+        "KAFKA_INTER_BROKER_LISTENER_NAME": "INTERNAL",
+        # PLAIN on INTERNAL and CONTROLLER (the brokers' own principal); SCRAM-SHA-512 alone on
+        # CLIENT, whose login module holds no password (the credentials are the cluster's)
         "KAFKA_SASL_ENABLED_MECHANISMS": "PLAIN",
+        "KAFKA_LISTENER_NAME_CLIENT_SASL_ENABLED_MECHANISMS": "SCRAM-SHA-512",
+        "KAFKA_LISTENER_NAME_CLIENT_SCRAM___SHA___512_SASL_JAAS_CONFIG": (
+            "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        ),
         "KAFKA_SASL_MECHANISM_INTER_BROKER_PROTOCOL": "PLAIN",
         "KAFKA_SASL_MECHANISM_CONTROLLER_PROTOCOL": "PLAIN",
+        # TLS: the node's key and certificate (KAFKA_START), the CA it checks its peers against;
+        # every connection checks the peer's name (KAFKA_TLS_DNS_NAMES)
+        "KAFKA_SSL_KEYSTORE_TYPE": "PEM",
+        "KAFKA_SSL_KEYSTORE_LOCATION": KAFKA_KEYSTORE,
+        "KAFKA_SSL_TRUSTSTORE_TYPE": "PEM",
+        "KAFKA_SSL_TRUSTSTORE_LOCATION": f"{KAFKA_TLS_DIR}/ca.crt",
+        "KAFKA_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM": "https",
         "KAFKA_AUTHORIZER_CLASS_NAME": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "KAFKA_SUPER_USERS": f"User:{KAFKA_BROKER_USER}",
         "KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND": "false",
-        # the users (user_<name>="<password>") and the node's own login: a file from a Secret
+        # the node's own PLAIN login and user (username, password, user_broker): a file from a Secret
         "KAFKA_OPTS": f"-Djava.security.auth.login.config={KAFKA_JAAS_DIR}/kafka_server_jaas.conf",
         "KAFKA_CONTROLLER_QUORUM_VOTERS": voters,
         "KAFKA_DEFAULT_REPLICATION_FACTOR": "3",
@@ -272,15 +359,14 @@ def kafka() -> list[dict[str, Any]]:
         "name": "kafka",
         "image": KAFKA_IMAGE,
         "imagePullPolicy": "Always",
-        # node.id and the advertised address from the pod's ordinal (kafka-0 -> 0)
         "command": ["sh", "-c"],
-        "args": [
-            'export KAFKA_NODE_ID="${HOSTNAME##*-}"'
-            ' KAFKA_ADVERTISED_LISTENERS="SASL_PLAINTEXT://${HOSTNAME}.kafka-nodes:9092";'
-            " exec /etc/kafka/docker/run"
-        ],
+        "args": [KAFKA_START],
         "env": [{"name": k, "value": v} for k, v in env.items()],
-        "ports": [{"name": "kafka", "containerPort": 9092}, {"name": "controller", "containerPort": 9093}],
+        "ports": [
+            {"name": "kafka", "containerPort": KAFKA_PORTS["CLIENT"]},
+            {"name": "controller", "containerPort": KAFKA_PORTS["CONTROLLER"]},
+            {"name": "internal", "containerPort": KAFKA_PORTS["INTERNAL"]},
+        ],
         "readinessProbe": {"tcpSocket": {"port": "kafka"}, "periodSeconds": 5},
         "livenessProbe": {"tcpSocket": {"port": "controller"}, "periodSeconds": 10},
         "resources": {
@@ -297,6 +383,8 @@ def kafka() -> list[dict[str, Any]]:
         "volumeMounts": [
             {"name": "data", "mountPath": "/var/lib/kafka/data"},
             {"name": "jaas", "mountPath": KAFKA_JAAS_DIR, "readOnly": True},
+            {"name": "tls", "mountPath": KAFKA_TLS_DIR, "readOnly": True},
+            {"name": "keystore", "mountPath": KAFKA_KEYSTORE.rsplit("/", 1)[0]},
         ],
     }
     jaas = {
@@ -304,19 +392,31 @@ def kafka() -> list[dict[str, Any]]:
         "items": [{"key": "kafka_server_jaas.conf", "path": "kafka_server_jaas.conf"}],
         "defaultMode": 0o440,
     }
+    tls = {
+        "secretName": KAFKA_TLS_SECRET,
+        "items": [{"key": k, "path": k} for k in ("tls.crt", "tls.key", "ca.crt")],
+        "defaultMode": 0o440,
+    }
     labels = _labels("kafka")
+    node_ports = [{"name": n.lower(), "port": p} for n, p in KAFKA_PORTS.items()]
     return [
         {
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": _meta("kafka-nodes", labels),
-            "spec": {"clusterIP": "None", "selector": labels, "ports": [{"name": "kafka", "port": 9092}]},
+            # the nodes find each other (the quorum) before any of them is ready
+            "spec": {
+                "clusterIP": "None",
+                "publishNotReadyAddresses": True,
+                "selector": labels,
+                "ports": node_ports,
+            },
         },
         {
             "apiVersion": "v1",
             "kind": "Service",
             "metadata": _meta("kafka", labels),
-            "spec": {"selector": labels, "ports": [{"name": "kafka", "port": 9092}]},
+            "spec": {"selector": labels, "ports": [{"name": "kafka", "port": KAFKA_PORTS["CLIENT"]}]},
         },
         {
             "apiVersion": "apps/v1",
@@ -333,7 +433,12 @@ def kafka() -> list[dict[str, Any]]:
                         "automountServiceAccountToken": False,
                         "securityContext": _pod_security(KAFKA_UID),
                         "containers": [container],
-                        "volumes": [{"name": "jaas", "secret": jaas}],
+                        "volumes": [
+                            {"name": "jaas", "secret": jaas},
+                            {"name": "tls", "secret": tls},
+                            # the key in clear: memory, never the node's disk
+                            {"name": "keystore", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}},
+                        ],
                     },
                 },
                 "volumeClaimTemplates": [
@@ -350,14 +455,135 @@ def kafka() -> list[dict[str, Any]]:
     ]
 
 
+# Who gets a SCRAM credential, and where the Job reads each password: every service principal
+# and the brokers' own (the ACL Job's login on CLIENT) from sluice-secrets, KEDA's from the
+# Secret its TriggerAuthentication reads, so that it is written once.
+KAFKA_SCRAM_USERS = [*SERVICES, KAFKA_BROKER_USER, KAFKA_SCALER_USER]
+KAFKA_SCRAM_DIR = "/run/secrets/kafka"  # one file per user, named after it
+# The Job's script: a client configuration as the brokers' principal (PLAIN over TLS, on
+# INTERNAL), then one SCRAM-SHA-512 credential per user with kafka-configs.sh. Passwords are
+# read from the mounted files into files under /tmp (memory, mode 0600) and never put on a
+# command line, in the environment or in the log: printf is the shell's own; sed escapes them
+# for a Java properties file (backslash) and, in the JAAS value, for its quoted string too. An
+# empty password file stops it before anything is changed.
+KAFKA_SCRAM_SCRIPT = f"""set -eu
+umask 077
+props() {{ sed -e 's/\\\\/\\\\\\\\/g' "$1" | tr -d '\\n'; }}
+jaas() {{ sed -e 's/\\\\/\\\\\\\\\\\\\\\\/g' -e 's/"/\\\\\\\\"/g' "$1" | tr -d '\\n'; }}
+for user in {" ".join(KAFKA_SCRAM_USERS)}; do  # an empty file would be an empty password
+  grep -q . "{KAFKA_SCRAM_DIR}/$user" || {{ echo "sluice-kafka-scram: no password for $user" >&2; exit 1; }}
+done
+{{
+  echo 'security.protocol=SASL_SSL'
+  echo 'sasl.mechanism=PLAIN'
+  echo 'ssl.truststore.type=PEM'
+  echo 'ssl.truststore.location={KAFKA_TLS_DIR}/ca.crt'
+  printf 'sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required'
+  printf ' username="{KAFKA_BROKER_USER}" password="%s";\\n' "$(jaas {KAFKA_SCRAM_DIR}/{KAFKA_BROKER_USER})"
+}} > /tmp/client.properties
+for user in {" ".join(KAFKA_SCRAM_USERS)}; do
+  printf 'SCRAM-SHA-512=password=%s\\n' "$(props "{KAFKA_SCRAM_DIR}/$user")" > /tmp/scram.properties
+  /opt/kafka/bin/kafka-configs.sh --bootstrap-server "$KAFKA_BOOTSTRAP" \\
+    --command-config /tmp/client.properties --alter --entity-type users --entity-name "$user" \\
+    --add-config-file /tmp/scram.properties
+done
+rm -f /tmp/client.properties /tmp/scram.properties
+"""
+
+
+def kafka_scram_job() -> dict[str, Any]:
+    """SCRAM-SHA-512 credentials for every principal (KAFKA_SCRAM_USERS), stored by the brokers
+    in the cluster's metadata, made with kafka-configs.sh (the AlterUserScramCredentials request)
+    as the brokers' own principal. A Job rather than `kafka-storage format --add-scram`: the
+    brokers' volumes persist and are formatted once, so a credential given at format time could
+    never be added for a new principal or changed for a new password; this Job is idempotent
+    (each run sets each credential again) and runs again after a password changes. Apply it
+    after the StatefulSet and before sluice-kafka-acls and the Deployments (docs/operations.md):
+    until it has run, their logins are refused and they retry (the Jobs by their backoff, the
+    Deployments by restarting: common.kafka's clients fail their start)."""
+    bootstrap = ",".join(f"{kafka_node(i)}:{KAFKA_PORTS['INTERNAL']}" for i in range(KAFKA_NODES))
+    # sluice-secrets' SLUICE_KAFKA_SASL_PASSWORD_<USER> as the file <user>; KEDA's its own Secret's
+    passwords = {
+        "name": "sluice-secrets",
+        "items": [
+            {"key": f"SLUICE_KAFKA_SASL_PASSWORD_{u.upper()}", "path": u}
+            for u in KAFKA_SCRAM_USERS
+            if u != KAFKA_SCALER_USER
+        ],
+    }
+    scaler = {"name": "sluice-keda-kafka", "items": [{"key": "password", "path": KAFKA_SCALER_USER}]}
+    container = {
+        "name": "kafka-scram",
+        "image": KAFKA_IMAGE,
+        "imagePullPolicy": "Always",
+        "command": ["sh", "-c"],
+        "args": [KAFKA_SCRAM_SCRIPT],
+        "env": [
+            {"name": "KAFKA_BOOTSTRAP", "value": bootstrap},
+            {"name": "LOG_DIR", "value": "/tmp/logs"},  # kafka-run-class.sh's, off the read-only root
+            {"name": "KAFKA_HEAP_OPTS", "value": "-Xmx256m"},
+        ],
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "256Mi"},
+            "limits": {"cpu": "1", "memory": "512Mi"},
+        },
+        # a client only: it reads the image's files (world-readable) and writes /tmp alone
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": UID,
+            "readOnlyRootFilesystem": True,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "volumeMounts": [
+            {"name": "tmp", "mountPath": "/tmp"},  # nosec B108 - an emptyDir
+            {"name": "passwords", "mountPath": KAFKA_SCRAM_DIR, "readOnly": True},
+            {"name": "tls", "mountPath": KAFKA_TLS_DIR, "readOnly": True},
+        ],
+    }
+    return _manifest(
+        "batch/v1",
+        "Job",
+        "kafka-scram",
+        {
+            "backoffLimit": 10,  # the brokers may still be electing a controller
+            "template": {
+                "metadata": {"labels": _labels("kafka-scram")},
+                "spec": {
+                    "restartPolicy": "OnFailure",
+                    "automountServiceAccountToken": False,
+                    "securityContext": _pod_security(UID),
+                    "containers": [container],
+                    "volumes": [
+                        {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
+                        {
+                            "name": "passwords",
+                            "projected": {
+                                "sources": [{"secret": passwords}, {"secret": scaler}],
+                                "defaultMode": 0o440,
+                            },
+                        },
+                        {"name": "tls", "secret": _kafka_ca_volume()["secret"]},  # ca.crt alone
+                    ],
+                },
+            },
+        },
+        _skips(KAFKA_DIGEST_SKIP),
+    )
+
+
 def kafka_acls_job() -> dict[str, Any]:
     """``python -m sluice acls`` as the brokers' own principal: every service's ACLs
-    (common.acls.plan). Idempotent; apply it with the StatefulSet, before the Deployments
-    (they are refused until it completes: `kubectl wait --for=condition=complete
-    job/sluice-kafka-acls`). Its pod holds the super user's password and nothing else."""
+    (common.acls.plan), on the CLIENT listener with SCRAM-SHA-512 over TLS like every other
+    client (its credential is sluice-kafka-scram's). Idempotent; apply it after
+    sluice-kafka-scram and before the Deployments (they are refused until it completes: `kubectl
+    wait --for=condition=complete job/sluice-kafka-acls`). Its pod holds the super user's
+    password and the brokers' CA, nothing else."""
     c = _container("kafka-acls", 8000, ["acls"])
     c.pop("ports")
     c["env"].append({"name": "SLUICE_KAFKA_SASL_USERNAME", "value": KAFKA_BROKER_USER})
+    c["volumeMounts"].append(KAFKA_CA_MOUNT)
     broker_password = {"secretName": "sluice-secrets", "items": [_kafka_password(KAFKA_BROKER_USER)]}
     return _manifest(
         "batch/v1",
@@ -375,6 +601,7 @@ def kafka_acls_job() -> dict[str, Any]:
                     "volumes": [
                         {"name": "tmp", "emptyDir": {}},
                         {"name": "secrets", "secret": {**broker_password, "defaultMode": 0o440}},
+                        _kafka_ca_volume(),
                     ],
                 },
             },
@@ -385,9 +612,12 @@ def kafka_acls_job() -> dict[str, Any]:
 
 def keda_kafka_auth() -> dict[str, Any]:
     """KEDA's Kafka scaler connects as ``User:keda`` (DESCRIBE on the consumed topics and
-    their groups, common.acls): its SASL mode, user and password from the Secret
-    sluice-keda-kafka (keys sasl=plaintext, username=keda, password)."""
-    refs = [{"parameter": k, "name": "sluice-keda-kafka", "key": k} for k in ("sasl", "username", "password")]
+    their groups, common.acls) with SCRAM-SHA-512 over TLS, from the Secret sluice-keda-kafka
+    (in this namespace; KEDA's operator reads that Secret alone): sasl=scram_sha512, tls=enable,
+    ca (the brokers' CA, sluice-kafka-tls' ca.crt), username=keda, password (the credential
+    sluice-kafka-scram creates from it)."""
+    keys = ("sasl", "tls", "ca", "username", "password")
+    refs = [{"parameter": k, "name": "sluice-keda-kafka", "key": k} for k in keys]
     return {
         "apiVersion": "keda.sh/v1alpha1",
         "kind": "TriggerAuthentication",
@@ -424,8 +654,9 @@ def base() -> dict[str, list[dict[str, Any]]]:
                 "SLUICE_AUTHORITY_VERIFY_KEYS": "",
                 # No SLUICE_DATABASE_URL: each pod's own role's is a secret file (POD_SECRETS).
                 "SLUICE_REDIS_URL": "redis://redis:6379/0",
-                "SLUICE_KAFKA_BOOTSTRAP": "kafka:9092",
+                "SLUICE_KAFKA_BOOTSTRAP": f"kafka:{KAFKA_PORTS['CLIENT']}",
                 **KAFKA_SASL,  # each Deployment adds its principal (SLUICE_KAFKA_SASL_USERNAME)
+                "SLUICE_KAFKA_SSL_CAFILE": KAFKA_CA_FILE,  # the kafka-ca volume of each client
                 "SLUICE_KAFKA_FETCH_MAX_WAIT_MS": "100",
                 "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true",  # Apache Kafka: acks=all, no duplicate on retry
                 "SLUICE_KAFKA_TOPIC_PARTITIONS": str(PARTITIONS),
@@ -470,6 +701,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
             },
         }
     ]
+    files["kafka-scram-job.yaml"] = [kafka_scram_job()]
     files["kafka-acls-job.yaml"] = [kafka_acls_job()]
     files["deployments.yaml"] = [deployment(n, p) for n, (p, _, _) in SERVICES.items()]
     files["services.yaml"] = [
@@ -518,7 +750,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
                         "type": "kafka",
                         "metadata": {
                             # KEDA's operator connects from its own namespace
-                            "bootstrapServers": f"kafka.{NAMESPACE}.svc:9092",
+                            "bootstrapServers": f"kafka.{NAMESPACE}.svc:{KAFKA_PORTS['CLIENT']}",
                             "consumerGroup": f"sluice-{n}",
                             "topic": topic,
                             "lagThreshold": "100",
@@ -555,11 +787,36 @@ def _only(name: str) -> dict[str, Any]:
 def network_policies() -> list[dict[str, Any]]:
     """Who may reach each pod (issue 43): the consumers only from the suite and Prometheus;
     the gateway's partner port from anywhere and its metrics port (8010) from Prometheus and the
-    suite; admin from the operators' namespace only (and Prometheus, for its /metrics)."""
+    suite; admin from the operators' namespace only (and Prometheus, for its /metrics). Kafka:
+    its CLIENT listener from the suite and KEDA's operator, its INTERNAL and CONTROLLER
+    listeners from the brokers (and INTERNAL from the SCRAM Job) alone."""
     suite = {"podSelector": {"matchLabels": dict(LABELS)}}
     prometheus = _from_namespace(MONITORING_NAMESPACE)
+    not_kafka = {"key": "app.kubernetes.io/name", "operator": "NotIn", "values": ["kafka"]}
+    brokers_only = [
+        {
+            "from": [{"podSelector": _only("kafka")}],
+            "ports": [{"port": KAFKA_PORTS[n]} for n in ("CONTROLLER", "INTERNAL")],
+        },
+        {"from": [{"podSelector": _only("kafka-scram")}], "ports": [{"port": KAFKA_PORTS["INTERNAL"]}]},
+    ]
     policy = [
-        ("sluice-internal-only", {"matchExpressions": [_not_http()]}, [{"from": [suite, prometheus]}]),
+        (
+            "sluice-internal-only",
+            {"matchExpressions": [_not_http(), not_kafka]},
+            [{"from": [suite, prometheus]}],
+        ),
+        (
+            "sluice-kafka-ingress",
+            _only("kafka"),
+            [
+                {
+                    "from": [suite, _from_namespace(KEDA_NAMESPACE)],
+                    "ports": [{"port": KAFKA_PORTS["CLIENT"]}],
+                },
+                *brokers_only,
+            ],
+        ),
         (
             "sluice-gateway-ingress",
             _only("gateway"),

@@ -112,13 +112,14 @@ def test_deploy_k8s_runs_kafka_with_sasl_and_each_service_as_its_own_principal()
     docs = generator().render(K8S / "base")
     kafka = next(d for d in docs if d["kind"] == "StatefulSet")["spec"]["template"]["spec"]
     env = {e["name"]: e["value"] for e in kafka["containers"][0]["env"]}
-    assert "PLAINTEXT://" not in env["KAFKA_LISTENERS"].replace("SASL_PLAINTEXT://", "")
+    protocols = dict(x.split(":") for x in env["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].split(","))
+    assert set(protocols.values()) == {"SASL_SSL"}  # every listener (tests/unit/test_k8s_kafka_tls.py)
     assert env["KAFKA_ALLOW_EVERYONE_IF_NO_ACL_FOUND"] == "false"
     assert env["KAFKA_SUPER_USERS"] == f"User:{BROKER_USER}"
     assert env["KAFKA_AUTHORIZER_CLASS_NAME"].endswith("StandardAuthorizer")
-    assert "SASL_PLAINTEXT://" in kafka["containers"][0]["args"][0]  # what it advertises
+    assert "CLIENT://" in kafka["containers"][0]["args"][0]  # what it advertises
     config = next(d for d in docs if d["kind"] == "ConfigMap")["data"]
-    assert config["SLUICE_KAFKA_SECURITY_PROTOCOL"] == "SASL_PLAINTEXT"
+    assert config["SLUICE_KAFKA_SECURITY_PROTOCOL"] == "SASL_SSL"
     for dep in (d for d in docs if d["kind"] == "Deployment"):
         name = dep["metadata"]["name"].removeprefix("sluice-")
         pod = dep["spec"]["template"]["spec"]

@@ -149,6 +149,10 @@ def _mounted(doc: dict[str, Any]) -> dict[str, str]:
     """path -> Secret key of every secret file a workload's pod mounts."""
     out = {}
     for volume in doc["spec"]["template"]["spec"].get("volumes", []):
+        if volume.get("secret", {}).get("secretName") == "sluice-kafka-tls":
+            # the brokers' CA (SLUICE_KAFKA_SSL_CAFILE): public, and nothing else of that Secret
+            assert volume["secret"]["items"] == [{"key": "ca.crt", "path": "ca.crt"}], doc["metadata"]
+            continue
         if "secret" in volume:
             for item in volume["secret"].get("items", []):
                 out[item["path"]] = item["key"]

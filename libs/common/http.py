@@ -228,13 +228,27 @@ def http_app(
 
 
 @asynccontextmanager
-async def serve_metrics(host: str, port: int) -> AsyncIterator[None]:
+async def serve_metrics(
+    host: str, port: int, setting: str = "SLUICE_GATEWAY_METRICS_PORT"
+) -> AsyncIterator[None]:
     """``GET /metrics`` (the default registry) on ``host:port``, in a thread of its own, for
     as long as the block runs: a service whose main port faces partners serves its metrics
-    here instead (contract 14.3). A port that is taken stops the start with the OS error."""
+    here instead (contract 14.3). A port that is taken stops the start, naming ``setting``
+    (two gateways on one host each need their own, issue 45)."""
     from prometheus_client import start_http_server
 
-    server, thread = start_http_server(port, host)
+    try:
+        server, thread = start_http_server(port, host)
+    except OSError as exc:
+        log.critical(
+            "metrics port %s:%d cannot be served (%s): another process holds it; give this"
+            " instance a port of its own with %s",
+            host,
+            port,
+            exc.strerror or exc,
+            setting,
+        )
+        raise
     log.info("metrics served on %s:%d", host, server.server_port)
     try:
         yield

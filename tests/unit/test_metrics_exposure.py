@@ -8,6 +8,7 @@ tenant). Now the gateway serves them on ``SLUICE_GATEWAY_METRICS_PORT`` only.
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 
 import httpx
@@ -57,3 +58,16 @@ async def test_metrics_are_served_on_their_own_port_while_the_block_runs() -> No
         assert r.status_code == 200 and "sluice_admission_limit" in r.text
     with pytest.raises(httpx.ConnectError):
         await asyncio.to_thread(httpx.get, f"http://127.0.0.1:{port}/metrics", timeout=2)
+
+
+async def test_a_taken_metrics_port_names_the_setting_to_change(caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 45: a second gateway on one host failed with only 'Application startup failed';
+    the refusal now names SLUICE_GATEWAY_METRICS_PORT."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = int(taken.getsockname()[1])
+        with caplog.at_level(logging.CRITICAL), pytest.raises(OSError):
+            async with serve_metrics("127.0.0.1", port):
+                pass
+    assert "SLUICE_GATEWAY_METRICS_PORT" in caplog.text and str(port) in caplog.text

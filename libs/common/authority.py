@@ -44,6 +44,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from common.contracts.base import Authority, Envelope, encode
+from common.keyring import key_entries
 from common.metrics import AUTHORITY_REFUSED
 
 Signer = Literal["compliance", "admin"]
@@ -80,19 +81,11 @@ def _signer_of(kid: str) -> Signer:
 
 
 def _entries(setting: str, what: str) -> list[tuple[str, bytes]]:
-    out = []
-    for n, entry in enumerate(e.strip() for e in setting.split(",") if e.strip()):
-        kid, sep, b64 = entry.partition(":")
-        if not sep:
-            raise AuthorityError(f"entry {n + 1} of {what} is not kid:base64")
-        try:
-            raw = base64.b64decode(b64, validate=True)
-        except (binascii.Error, ValueError):
-            raise AuthorityError(f"key {kid[:40]!r} of {what} is not valid base64") from None
+    out = key_entries(setting, what, AuthorityError)
+    for kid, raw in out:
         if len(raw) != 32:
             raise AuthorityError(f"key {kid[:40]!r} of {what} must be 32 bytes (Ed25519)")
         _signer_of(kid)
-        out.append((kid, raw))
     return out
 
 

@@ -29,6 +29,23 @@ class KeyRingError(ValueError):
     """A malformed key ring setting, or a ciphertext that does not open."""
 
 
+def key_entries(setting: str, what: str, error: type[ValueError]) -> list[tuple[str, bytes]]:
+    """The ``(kid, key bytes)`` of a ``kid:base64,...`` setting (the key ring's, the signing and
+    verification keys' of common.authority), in order; ``error`` names ``what`` is malformed and
+    never echoes key material."""
+    out = []
+    for n, entry in enumerate(e.strip() for e in setting.split(",") if e.strip()):
+        kid, sep, b64 = entry.partition(":")
+        if not sep:
+            raise error(f"entry {n + 1} of {what} is not kid:base64")
+        try:
+            key = base64.b64decode(b64, validate=True)
+        except (binascii.Error, ValueError):
+            raise error(f"key {kid[:32]!r} of {what} is not valid base64") from None
+        out.append((kid, key))
+    return out
+
+
 class KeyRing:
     def __init__(self, keys: list[tuple[str, bytes]]) -> None:
         if not keys:
@@ -47,17 +64,7 @@ class KeyRing:
     @classmethod
     def parse(cls, setting: str) -> KeyRing:
         """From ``kid:base64key,...``; the error never echoes key material."""
-        keys = []
-        for n, entry in enumerate(e.strip() for e in setting.split(",") if e.strip()):
-            kid, sep, b64 = entry.partition(":")
-            if not sep:
-                raise KeyRingError(f"entry {n + 1} of the key ring is not kid:base64key")
-            try:
-                key = base64.b64decode(b64, validate=True)
-            except (binascii.Error, ValueError):
-                raise KeyRingError(f"key {kid[:32]!r} is not valid base64") from None
-            keys.append((kid, key))
-        return cls(keys)
+        return cls(key_entries(setting, "the key ring", KeyRingError))
 
     @property
     def kids(self) -> list[str]:

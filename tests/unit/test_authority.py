@@ -1,0 +1,172 @@
+"""common.authority (issue 43, contract 15.1): what a signature covers, whose key may sign what,
+expiry, rotation, and settings that never echo key material."""
+
+from __future__ import annotations
+
+import base64
+
+import msgspec
+import pytest
+
+from common import authority
+from common.authority import AuthorityError, AuthorityInvalid, SigningKey, VerifyKeys
+from common.contracts.base import Ctx, Decision
+from common.contracts.commands import CreateTransfer, Party, ReviewTransfer
+
+pytestmark = pytest.mark.unit
+
+KEYS = authority.new_settings("u")
+COMPLIANCE = SigningKey.parse(KEYS["SLUICE_COMPLIANCE_SIGNING_KEY"], "compliance")
+ADMIN = SigningKey.parse(KEYS["SLUICE_ADMIN_SIGNING_KEY"], "admin")
+VERIFY = VerifyKeys.parse(KEYS["SLUICE_AUTHORITY_VERIFY_KEYS"])
+
+
+def transfer(**over: object) -> CreateTransfer:
+    fields: dict[str, object] = {
+        "command_id": "cmd_1",
+        "ctx": Ctx(request_id="req_1", tenant_id="ten_1", mode="sandbox", reply_to="replies.a"),
+        "transfer_id": "tr_1",
+        "kind": "transfer",
+        "source": Party(payment_rail="provider_wallet", currency="USDC", provider_wallet_id="wal_a"),
+        "destination": Party(payment_rail="provider_wallet", currency="USDC", provider_wallet_id="wal_b"),
+        "amount": "10.00",
+        "currency": "USDC",
+        "idempotency_key": "k" * 16,
+        "decision": Decision(decision_id="dec_1", outcome="allow", rule="r"),
+        **over,
+    }
+    return CreateTransfer(**fields)  # type: ignore[arg-type]
+
+
+def review_cmd() -> ReviewTransfer:
+    ctx = Ctx(request_id="r", tenant_id="t", mode="sandbox")
+    return ReviewTransfer(command_id="cmd_r", ctx=ctx, decision="approve", transfer_id="tr")
+
+
+def why(cmd: object, allowed: tuple[str, ...] = ("compliance",), now: float | None = None) -> str:
+    with pytest.raises(AuthorityInvalid) as refused:
+        VERIFY.verify(cmd, allowed, now=now)  # type: ignore[arg-type]
+    return refused.value.why
+
+
+def test_a_signed_command_verifies_and_survives_the_wire() -> None:
+    signed = COMPLIANCE.sign(transfer())
+    assert VERIFY.verify(signed, ("compliance",)) == "compliance"
+    back = msgspec.json.decode(msgspec.json.encode(signed), type=CreateTransfer)
+    assert VERIFY.verify(back, ("compliance",)) == "compliance"
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"amount": "10.01"},
+        {"currency": "EURC"},
+        {"transfer_id": "tr_2"},
+        {"command_id": "cmd_2"},
+        {"destination": Party(payment_rail="provider_wallet", currency="USDC", provider_wallet_id="wal_c")},
+        {"decision": Decision(decision_id="dec_1", outcome="review", rule="r")},
+        {"ctx": Ctx(request_id="req_1", tenant_id="ten_2", mode="sandbox", reply_to="replies.a")},
+        {"ctx": Ctx(request_id="req_1", tenant_id="ten_1", mode="production", reply_to="replies.a")},
+        {
+            "ctx": Ctx(
+                request_id="req_1", tenant_id="ten_1", mode="sandbox", live_enabled=True, reply_to="replies.a"
+            )
+        },
+    ],
+    ids=lambda c: next(iter(c)),
+)
+def test_every_field_that_moves_money_or_names_the_owner_is_covered(change: dict[str, object]) -> None:
+    signed = COMPLIANCE.sign(transfer())
+    assert why(msgspec.structs.replace(signed, **change)) == "bad_signature"
+
+
+def test_the_reply_address_and_request_id_are_not_covered() -> None:
+    """Compliance readdresses a stored decision to the gateway waiting now."""
+    signed = COMPLIANCE.sign(transfer())
+    moved = msgspec.structs.replace(
+        signed, ctx=msgspec.structs.replace(signed.ctx, reply_to="replies.b", request_id="req_9")
+    )
+    assert VERIFY.verify(moved, ("compliance",)) == "compliance"
+
+
+def test_whose_key_may_sign_what() -> None:
+    assert why(transfer()) == "unsigned"
+    assert why(ADMIN.sign(transfer())) == "wrong_signer"  # admin cannot stand in for compliance
+    review = ReviewTransfer(
+        command_id="cmd_r",
+        ctx=Ctx(request_id="r", tenant_id="t", mode="sandbox"),
+        decision="approve",
+        transfer_id="tr",
+    )
+    assert why(COMPLIANCE.sign(review), ("admin",)) == "wrong_signer"
+    assert VERIFY.verify(ADMIN.sign(review), ("admin",)) == "admin"
+    other = SigningKey.parse(authority.new_signing_setting("compliance", "other"), "compliance")
+    assert why(other.sign(transfer())) == "unknown_key"
+    # a grant that claims compliance under admin's key id is refused: the id names the signer
+    forged = msgspec.structs.replace(
+        ADMIN.sign(transfer()),
+        authority=msgspec.structs.replace(ADMIN.sign(transfer()).authority, signer="compliance"),  # type: ignore[arg-type]
+    )
+    assert why(forged) == "unknown_key"
+
+
+def test_a_grant_expires() -> None:
+    signed = COMPLIANCE.sign(transfer(), now=1_000_000)
+    assert signed.authority is not None and signed.authority.expires_at == 1_000_000 + COMPLIANCE.ttl_s
+    assert VERIFY.verify(signed, ("compliance",), now=1_000_000 + COMPLIANCE.ttl_s) == "compliance"
+    assert why(signed, now=1_000_001 + COMPLIANCE.ttl_s) == "expired"
+
+
+def test_rotation_verifies_old_and_new_keys_while_both_are_listed() -> None:
+    new = authority.new_signing_setting("compliance", "2")
+    both = VerifyKeys.parse(KEYS["SLUICE_AUTHORITY_VERIFY_KEYS"] + "," + authority.verify_setting(new))
+    fresh = SigningKey.parse(new, "compliance")
+    assert both.verify(COMPLIANCE.sign(transfer()), ("compliance",)) == "compliance"
+    assert both.verify(fresh.sign(transfer()), ("compliance",)) == "compliance"
+    assert why(fresh.sign(transfer())) == "unknown_key"  # not yet added to the old list
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("compliance-1", "entry 1 of SLUICE_AUTHORITY_VERIFY_KEYS is not kid:base64"),
+        ("compliance-1:***", "key 'compliance-1' of SLUICE_AUTHORITY_VERIFY_KEYS is not valid base64"),
+        ("compliance-1:" + base64.b64encode(b"short").decode(), "must be 32 bytes"),
+        ("gateway-1:" + base64.b64encode(bytes(32)).decode(), "must start with compliance- or admin-"),
+    ],
+)
+def test_malformed_keys_are_refused_without_echoing_them(setting: str, message: str) -> None:
+    with pytest.raises(AuthorityError) as refused:
+        VerifyKeys.parse(setting)
+    assert message in str(refused.value)
+    assert setting.partition(":")[2] not in str(refused.value) or not setting.partition(":")[2]
+
+
+def test_a_signing_key_must_name_its_own_signer() -> None:
+    with pytest.raises(AuthorityError, match="does not name admin"):
+        SigningKey.parse(KEYS["SLUICE_COMPLIANCE_SIGNING_KEY"], "admin")
+    with pytest.raises(AuthorityError, match="exactly one"):
+        SigningKey.parse(
+            KEYS["SLUICE_COMPLIANCE_SIGNING_KEY"] + "," + KEYS["SLUICE_COMPLIANCE_SIGNING_KEY"], "compliance"
+        )
+
+
+def test_admission_counts_each_refusal_and_passes_what_needs_no_authority() -> None:
+    from common.metrics import AUTHORITY_REFUSED
+
+    check = authority.admit(
+        "test", VERIFY, lambda cmd: () if isinstance(cmd, ReviewTransfer) else ("compliance",)
+    )
+    before = AUTHORITY_REFUSED.labels("test", "unsigned")._value.get()
+    with pytest.raises(AuthorityInvalid):
+        check(transfer())
+    assert AUTHORITY_REFUSED.labels("test", "unsigned")._value.get() == before + 1
+    check(COMPLIANCE.sign(transfer()))
+    check(
+        ReviewTransfer(
+            command_id="c",
+            ctx=Ctx(request_id="r", tenant_id="t", mode="sandbox"),
+            decision="approve",
+            transfer_id="x",
+        )
+    )

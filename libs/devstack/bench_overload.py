@@ -37,9 +37,20 @@ from urllib.parse import urlsplit
 import asyncpg
 import httpx
 
+from devstack.answers import Outcome, reason_of
 from devstack.bench_transfers import provision
 from devstack.load import Conn, transfer_body
-from devstack.overload_report import Audit, Phases, generator_line, line, missed, pct, seconds_line, summarize
+from devstack.overload_report import (
+    Audit,
+    Phases,
+    generator_line,
+    kind,
+    line,
+    missed,
+    pct,
+    seconds_line,
+    summarize,
+)
 from devstack.suite import ROOT, python_env
 
 OVERLOAD_S = float(os.environ.get("BENCH_OVERLOAD_S", "30"))
@@ -149,6 +160,8 @@ async def drive(plan: dict[str, Any]) -> dict[str, Any]:
         rec["sent_lag"] = time.perf_counter() - rec["at"]
         try:
             rec["status"] = await asyncio.wait_for(c.request(raw), timeout)
+            if rec["status"] >= 500:  # only a 503 overloaded is shed (contract 15.3)
+                rec["reason"] = reason_of(c.body)
         except (
             OSError,
             asyncio.IncompleteReadError,
@@ -381,10 +394,10 @@ def _one_run(
             flush=True,
         )
     over = [r for r in reqs if r["phase"] == "overload"]
-    others = sorted({r["status"] for r in over} - {201, 503})
+    others = sorted({r["status"] for r in over} - {201})
     print(
         f"{label}: heavy tenant {sum(1 for r in over if r['tenant'] == 0)} sent, "
-        f"{sum(1 for r in over if r['tenant'] == 0 and r['status'] == 503)} shed; other answers "
+        f"{sum(1 for r in over if r['tenant'] == 0 and kind(r) is Outcome.SHED)} shed; answers "
         f"{ {st: sum(1 for r in over if r['status'] == st) for st in others} } (0: no answer, -1: still "
         f"running); {_door_line(door_before, door_after)} "
         f"[load avg {os.getloadavg()[0]:.1f}]",

@@ -2,7 +2,9 @@
 pure, so the honesty rules are unit-tested (tests/unit/test_overload_report.py).
 
 Every request the schedule offered is a record, whatever became of it: ``status`` is the HTTP
-status, ``0`` for no answer (``cause`` names it: client timeout, connection refused, reset,
+status (a 5xx with the ``reason`` its body named: only ``overloaded`` is shed, any other 5xx is
+a failure of admitted work, in the admitted p99 at its time and never goodput; see
+devstack.answers), ``0`` for no answer (``cause`` names it: client timeout, connection refused, reset,
 ...), ``-1`` for a request still running when the driver stopped waiting. ``s`` is its latency
 from its intended send time (the schedule's, not the moment a connection was free).
 
@@ -22,6 +24,9 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+
+from devstack.answers import Outcome, label, outcome
+from devstack.answers import admitted as is_admitted
 
 QUIET_TENANT = 1
 
@@ -46,24 +51,31 @@ class Audit:
 @dataclass(slots=True)
 class Summary:
     offered: float
-    admitted: float
-    shed: float
-    admitted_p99: float
+    admitted: float  # requests/s the door let in (everything not shed), whatever became of them
+    shed: float  # 503 overloaded per second: the only refusals for overload
+    admitted_p99: float  # over every admitted request: a failure at its time, no answer at its wait
     shed_p99: float
     quiet_p99: float
     quiet_refused: int
-    goodput: float
+    goodput: float  # 2xx answers per second over the capacity
     recovered_s: float  # inf: never recovered within the phase
     no_answer: Counter[str]
     running: int
     audit: Audit
     missed: list[str] = field(default_factory=list)
+    failed: Counter[str] = field(default_factory=Counter)  # admitted work's 5xx, by status and reason
+    done: float = 0.0  # 2xx answers per second
 
 
 def pct(xs: list[float], p: float) -> float:
     """The ``p`` quantile in ms (``inf`` if any counted sample is)."""
     xs = sorted(xs)
     return 1000 * xs[min(len(xs) - 1, int(len(xs) * p))] if xs else 0.0
+
+
+def kind(r: dict[str, Any]) -> Outcome:
+    """What became of a request (devstack.answers): only a 503 ``overloaded`` is shed."""
+    return outcome(int(r["status"]), r.get("reason"))
 
 
 def ok(r: dict[str, Any]) -> bool:
@@ -98,8 +110,9 @@ def seconds_line(reqs: list[dict[str, Any]], end: float, seconds: float) -> str:
 def summarize(reqs: list[dict[str, Any]], phases: Phases, audit: Audit) -> Summary:
     secs = phases.overload_s
     over = [r for r in reqs if r["phase"] == "overload"]
-    admitted = [r for r in over if ok(r)]
-    shed = [r for r in over if r["status"] == 503]
+    admitted = [r for r in over if is_admitted(kind(r))]
+    done = [r for r in over if ok(r)]
+    shed = [r for r in over if kind(r) is Outcome.SHED]
     quiet_phase = [r["s"] for r in reqs if r["phase"] == "quiet" and ok(r)]
     quiet_tenant = [r for r in over if r["tenant"] == QUIET_TENANT]
     end = phases.overload_start + secs
@@ -112,31 +125,35 @@ def summarize(reqs: list[dict[str, Any]], phases: Phases, audit: Audit) -> Summa
         shed_p99=pct([r["s"] for r in shed], 0.99),
         quiet_p99=pct([r["s"] for r in quiet_tenant if ok(r)], 0.99),
         quiet_refused=sum(1 for r in quiet_tenant if not ok(r)),
-        goodput=len(admitted) / secs / max(phases.capacity, 1.0),
+        goodput=len(done) / secs / max(phases.capacity, 1.0),
         recovered_s=recovered_after(after, end, phases.after_s, pct(quiet_phase, 0.99)),
         no_answer=Counter(str(r.get("cause") or "unknown") for r in reqs if r["status"] == 0),
         running=sum(1 for r in reqs if r["status"] == -1),
         audit=audit,
+        failed=Counter(label(int(r["status"]), r.get("reason")) for r in reqs if kind(r) is Outcome.FAILED),
+        done=len(done) / secs,
     )
 
 
 def missed(s: Summary, factor: float) -> list[str]:
-    """The targets of issue 37 this run missed: all of them at 2x, the admitted latency and
-    goodput at more; nothing lost, duplicated or undecided, ever."""
+    """The targets this run missed (issue 44 part B), at 2x and 4x alike: admitted p99, shed p99,
+    goodput, the quiet tenant, nothing lost, duplicated, undecided or unanswered (no answer and
+    still running are failures at every load); at 2x also issue 37's quiet-tenant latency and
+    recovery."""
     checks = [
-        ("admitted p99 <= 1000 ms", s.admitted_p99 <= 1000),
-        (f"goodput >= {0.9 if factor <= 2 else 0.8}", s.goodput >= (0.9 if factor <= 2 else 0.8)),
+        ("admitted p99 <= 500 ms", s.admitted_p99 <= 500),
+        ("shed p99 <= 20 ms", s.shed_p99 <= 20),
+        ("goodput >= 0.9", s.goodput >= 0.9),
+        ("quiet-tenant refused 0", s.quiet_refused == 0),
         ("lost 0", s.audit.lost == 0),
         ("duplicated 0", s.audit.duplicated == 0),
         ("undecided 0", s.audit.undecided == 0),
+        ("no answer 0", not s.no_answer),
+        ("still running 0", s.running == 0),
     ]
     if factor <= 2:
         checks += [
-            ("shed p99 <= 20 ms", s.shed_p99 <= 20),
             ("quiet-tenant p99 <= 1000 ms", s.quiet_p99 <= 1000),
-            ("quiet-tenant refused 0", s.quiet_refused == 0),
-            ("no answer 0", not s.no_answer),
-            ("still running 0", s.running == 0),
             ("recovered_s <= 5", s.recovered_s <= 5),
         ]
     return [name for name, met in checks if not met]
@@ -145,9 +162,11 @@ def missed(s: Summary, factor: float) -> list[str]:
 def line(s: Summary, label: str = "bench-overload") -> str:
     recovered = "never" if math.isinf(s.recovered_s) else f"{s.recovered_s:.0f}"
     causes = ", ".join(f"{cause} {n}" for cause, n in sorted(s.no_answer.items()))
+    failed = ", ".join(f"{why} {n}" for why, n in sorted(s.failed.items()))
     a = s.audit
     text = (
-        f"{label}: offered {s.offered:.0f}/s admitted {s.admitted:.0f}/s shed {s.shed:.0f}/s "
+        f"{label}: offered {s.offered:.0f}/s admitted {s.admitted:.0f}/s (2xx {s.done:.0f}/s) "
+        f"shed {s.shed:.0f}/s failed {sum(s.failed.values())}{f' ({failed})' if failed else ''} "
         f"admitted p99 {s.admitted_p99:.0f} ms shed p99 {s.shed_p99:.0f} ms "
         f"quiet-tenant p99 {s.quiet_p99:.0f} ms quiet-tenant refused {s.quiet_refused} "
         f"goodput {s.goodput:.2f} recovered_s {recovered} "

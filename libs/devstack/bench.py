@@ -33,8 +33,9 @@ from devstack.measure import (
     run_load,
     steal_pct,
 )
-from devstack.profile import idle_cpu
+from devstack.profile import idle_shares, shares_line
 from devstack.suite import Proc
+from devstack.targets import Results, exit_code, verdict
 
 DURATION = float(os.environ.get("BENCH_DURATION_S", "10"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "64"))
@@ -87,7 +88,9 @@ def baseline(kind: str, dsn: str) -> dict[str, float]:
 PARTS = set(os.environ.get("BENCH_PARTS", "customers,transfers,overload").split(","))
 
 
-def customers_e2e(procs: dict[str, Proc], token: str, pids: dict[str, int], mono: dict[str, float]) -> str:
+def customers_e2e(
+    procs: dict[str, Proc], token: str, pids: dict[str, int], mono: dict[str, float], results: Results
+) -> str:
     admin = procs["admin"].url
     auth = {"Authorization": f"Bearer {token}"}
     t = httpx.post(
@@ -111,6 +114,7 @@ def customers_e2e(procs: dict[str, Proc], token: str, pids: dict[str, int], mono
     url = procs["gateway"].url + "/v1/customers"
     if not settle(url, headers):
         print("pipeline NOT SETTLED: single customer creates did not answer quickly within 90 s", flush=True)
+        results.errors.append("customers: the pipeline did not settle (single creates not quick within 90 s)")
         return "bench: NOT SETTLED"
     load(url, headers, duration=3, unique=True)  # warm-up: pools, caches, batch sizes
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
@@ -133,6 +137,8 @@ def customers_e2e(procs: dict[str, Proc], token: str, pids: dict[str, int], mono
         flush=True,
     )
     ratio = e2e["ok_rps"] / mono["ok_rps"] if mono["ok_rps"] else 0.0
+    results.customers_ratio = ratio
+    results.half_load["customers"] = paced
     return (
         f"bench: e2e {e2e['ok_rps']:.0f} req/s p99 {paced['p99_ms']:.0f} ms; "
         f"monolith {mono['ok_rps']:.0f} req/s; bare {mono['bare_rps']:.0f} req/s; "
@@ -143,6 +149,7 @@ def customers_e2e(procs: dict[str, Proc], token: str, pids: dict[str, int], mono
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="sluice-bench-"))
     started = cpu_times()
+    results = Results(frozenset(PARTS | ({"idle"} if os.environ.get("BENCH_IDLE_S", "30") != "0" else set())))
     with bench_stack(work) as stack:
         stores, procs, pids, token = stack.stores, stack.procs, stack.pids, stack.token
         print(
@@ -150,9 +157,10 @@ def main() -> int:
             f"kafka {stores.kafka_bootstrap} ({stores.kafka_kind})",
             flush=True,
         )
-        if os.environ.get("BENCH_IDLE_S", "30") != "0":
+        if "idle" in results.parts:
             idle_s = float(os.environ.get("BENCH_IDLE_S", "30"))
-            idle = idle_cpu(pids, idle_s)  # issue 34: an idle stack <= 5 % of one core
+            results.idle = idle_shares(pids, idle_s)  # issue 34: an idle stack <= 5 % of one core
+            idle = shares_line(results.idle)
             print(f"idle stack, share of one core over {idle_s:.0f} s with no request: {idle}", flush=True)
         dsn = stack.asyncpg_dsn
         settings = pg_settings(dsn)
@@ -177,7 +185,7 @@ def main() -> int:
         transfer_base = bench_transfers.baselines(dsn) if "transfers" in PARTS else {}
         lines = []
         if "customers" in PARTS:
-            lines.append(customers_e2e(procs, token, pids, mono))
+            lines.append(customers_e2e(procs, token, pids, mono, results))
         capacity = 0.0
         if "transfers" in PARTS:
             line, capacity = bench_transfers.e2e(
@@ -188,17 +196,24 @@ def main() -> int:
                 transfer_base,
                 procs["ledger"].url,
                 stack.uncounted,
+                results,
             )
             lines.append(line)
         if "transfers" not in PARTS:
             # Tuning the door (issue 37): the overload part alone, at a capacity measured before
             # by a full run. The figures that count come from a run that measured it itself.
             capacity = float(os.environ.get("BENCH_OVERLOAD_CAPACITY", "0"))
-        if "overload" in PARTS and capacity > 0:
-            gw = procs["gateway"]
-            lines.append(
-                bench_overload.run(gw.url, procs["admin"].url, token, pids, dsn, capacity, gw.metrics_url)
+        if "overload" in PARTS and capacity <= 0:
+            results.errors.append(
+                "overload: no capacity to load against (the transfers part did not measure one, or "
+                "BENCH_PARTS=overload without BENCH_OVERLOAD_CAPACITY)"
             )
+        elif "overload" in PARTS:
+            gw = procs["gateway"]
+            text, results.overload = bench_overload.run(
+                gw.url, procs["admin"].url, token, pids, dsn, capacity, gw.metrics_url
+            )
+            lines.append(text)
         for name, proc in procs.items():
             print(f"peak RSS {name:<10} {peak_rss_mb(proc.popen.pid):6.1f} MB", flush=True)
         print(
@@ -210,8 +225,11 @@ def main() -> int:
             print(line, flush=True)
         data, png = plot.write(Path(os.environ.get("BENCH_OUT", ".sluice/bench")))
         print(f"results: {data}" + (f", plot: {png}" if png else " (no matplotlib: no plot)"), flush=True)
-        # A part that did not settle, or an overload target missed (issue 37): the run fails.
-        return 0 if all("NOT SETTLED" not in line and "MISSED:" not in line for line in lines) else 1
+        # Every missed target on a MISSED: line, every part asked for but not measured on an
+        # ERROR: line; either fails the run (issue 44 item 9, devstack.targets).
+        for line in verdict(results):
+            print(line, flush=True)
+        return exit_code(results)
 
 
 if __name__ == "__main__":

@@ -347,7 +347,7 @@ def _one_run(
     factor: float,
     label: str,
     metrics_url: str | None,
-) -> str:
+) -> tuple[str, list[str]]:
     plan = {
         "url": url,
         "tenants": tenants,
@@ -406,7 +406,7 @@ def _one_run(
     print(generator_line(res["generator"]).replace("overload generator", f"{label} generator"), flush=True)
     end = phases.overload_start + phases.overload_s
     print(f"{label} recovery, second by second: {seconds_line(reqs, end, QUIET_S)}", flush=True)
-    return line(summary, label)
+    return line(summary, label), summary.missed
 
 
 def run(
@@ -417,33 +417,40 @@ def run(
     dsn: str,
     capacity: float,
     metrics_url: str | None = None,
-) -> str:
+) -> tuple[str, dict[str, list[str]]]:
     """Every factor of ``BENCH_OVERLOAD_FACTORS``, then the 2x run beside a CPU hog if
-    ``BENCH_OVERLOAD_HOG``: one summary line each (newline-separated)."""
+    ``BENCH_OVERLOAD_HOG``: one summary line each (newline-separated), and each run's missed
+    targets by its label."""
     tenants = []
     for share in SHARES:
         key, wallets = asyncio.run(provision(gateway, admin, token, WALLETS_PER_TENANT, funding="1000.00"))
         tenants.append({"key": key, "wallets": wallets, "share": share})
     url = gateway + "/v1/transfers"
-    lines = []
+    lines: list[str] = []
+    missed_by_run: dict[str, list[str]] = {}
     os.setpriority(os.PRIO_PROCESS, pids["gateway"], GATEWAY_NICE)
     print(f"overload part: gateway at nice {GATEWAY_NICE}, driver at nice {DRIVER_NICE}", flush=True)
     try:
         for factor in FACTORS:
             label = "bench-overload" if factor == 2 else f"bench-overload-{factor:g}x"
-            lines.append(_one_run(url, tenants, pids, dsn, capacity, factor, label, metrics_url))
+            text, missed_by_run[label] = _one_run(
+                url, tenants, pids, dsn, capacity, factor, label, metrics_url
+            )
+            lines.append(text)
         if HOG > 0:
             hog = _hog(HOG)
             try:
-                lines.append(
-                    _one_run(url, tenants, pids, dsn, capacity, 2, "bench-overload-hog", metrics_url)
+                label = "bench-overload-hog"
+                text, missed_by_run[label] = _one_run(
+                    url, tenants, pids, dsn, capacity, 2, label, metrics_url
                 )
+                lines.append(text)
             finally:
                 hog.kill()
                 hog.wait()
     finally:
         os.setpriority(os.PRIO_PROCESS, pids["gateway"], 0)
-    return "\n".join(lines)
+    return "\n".join(lines), missed_by_run
 
 
 if __name__ == "__main__":

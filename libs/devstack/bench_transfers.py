@@ -33,6 +33,7 @@ from devstack import bench_abab, plot, wrk
 from devstack.load import transfer
 from devstack.measure import baseline_process, cpu_seconds, not_2xx, peak_rss_mb, per_request, run_load
 from devstack.suite import ROOT, python_env
+from devstack.targets import Results
 
 WALLETS = int(os.environ.get("BENCH_WALLETS", "10000"))
 DURATION = float(os.environ.get("BENCH_DURATION_S", "10"))
@@ -293,9 +294,12 @@ def e2e(
     base: dict[str, Any],
     ledger: str | None = None,
     uncounted: list[str] | None = None,
+    results: Results | None = None,
 ) -> tuple[str, float]:
-    """Set up, measure the suite, print the figures; returns the ``bench-transfers:`` line and
-    the closed-loop capacity (2xx transfers/s, uniform mix)."""
+    """Set up, measure the suite, print the figures (and keep those judged against a target in
+    ``results``); returns the ``bench-transfers:`` line and the closed-loop capacity (2xx
+    transfers/s, uniform mix)."""
+    results = results if results is not None else Results(frozenset({"transfers"}))
     t0 = time.monotonic()
     key, wallets = asyncio.run(provision(gateway, admin, token, WALLETS))
     print(
@@ -305,9 +309,13 @@ def e2e(
     t0 = time.monotonic()
     if not settle(url, key, wallets):
         print(f"pipeline NOT SETTLED after set-up: {time.monotonic() - t0:.0f} s", flush=True)
+        results.errors.append(
+            f"transfers: the pipeline did not settle after set-up ({time.monotonic() - t0:.0f} s)"
+        )
         return "bench-transfers: NOT SETTLED", 0.0
     print(f"pipeline settled after set-up in {time.monotonic() - t0:.0f} s", flush=True)
     seq = sequential(url, key, wallets)
+    results.sequential = seq if seq["ok"] else None  # none answered 201: not measured
     print(
         f"transfers sequential (one client, idle stack): {seq['ok']:.0f} of 200 answered 201, "
         f"p50 {seq['p50_ms']:.1f} ms p99 {seq['p99_ms']:.1f} ms",
@@ -324,6 +332,8 @@ def e2e(
         print(line.replace("(closed loop, uniform,", "(the ABAB suite runs, uniform,"), flush=True)
     capacity = statistics.median(p.suite_rps for p in pairs)
     mono = statistics.median(p.mono_rps for p in pairs)
+    results.transfers_ratio = statistics.median(p.ratio for p in pairs)
+    results.cpu_multiple = statistics.median(p.cpu_multiple for p in pairs)
     time.sleep(2)
     hot = wrk.run(url, wallets=wallets, auth=auth, hot=HOT, duration=DURATION, connections=CONNECTIONS)
     plot.record("transfers", f"suite e2e hot ({HOT:.0%} one wallet)", hot)
@@ -332,6 +342,7 @@ def e2e(
     time.sleep(2)
     paced = open_loop(url, key, wallets, half)
     plot.record("transfers", "suite e2e at half the monolith's rate", paced)
+    results.half_load["transfers"] = paced
     print(
         f"transfers e2e at half the monolith's rate ({half:.0f} req/s, open loop): achieved "
         f"{paced['ok_rps']:.0f} req/s 2xx, p50 {paced['p50_ms']:.1f} ms p99 {paced['p99_ms']:.1f} ms "

@@ -5,7 +5,9 @@ quiet one 2 %, four share the rest); then at half the capacity again to see how 
 latency recovers; then every request that did not get a 2xx is retried with its key until it
 does (or counted undecided), and the database is audited: a 2xx whose transfer has no row is
 lost, more than one row or journal entry per key is duplicated. ``BENCH_OVERLOAD_HOG`` (a share
-of one core, e.g. 0.5) runs the 2x load once more with a busy process beside the stack.
+of one core, e.g. 0.5) runs the 2x load once more with a busy process beside the stack. Every
+judged run has the gateway, the driver and the hog at nice 0 (devstack.overload_plan);
+``BENCH_OVERLOAD_RENICE=-5,-10`` adds reniced runs afterwards, labelled and judged on nothing.
 
 The driver runs in its own process (``python -m devstack.bench_overload drive``) with raw
 keep-alive connections (devstack.load.Conn), opened as the offered rate needs them, so the
@@ -40,6 +42,7 @@ import httpx
 from devstack.answers import Outcome, reason_of
 from devstack.bench_transfers import provision
 from devstack.load import Conn, transfer_body
+from devstack.overload_plan import Run, parse_renice, plan
 from devstack.overload_report import (
     Audit,
     Phases,
@@ -56,13 +59,11 @@ from devstack.suite import ROOT, python_env
 OVERLOAD_S = float(os.environ.get("BENCH_OVERLOAD_S", "30"))
 FACTORS = [float(f) for f in os.environ.get("BENCH_OVERLOAD_FACTORS", "2,4").split(",") if f.strip()]
 HOG = float(os.environ.get("BENCH_OVERLOAD_HOG", "0"))  # share of one core; 0: no hog run
-# CPU priority (nice) of the gateway and of the driver during this part. In a deployment the
-# gateway has CPU of its own (its pod's request) and the clients are other machines; here all
-# share two cores with the consumers, the stores and the broker, and a refusal written at once
-# still waits for the scheduler behind them. A lower nice is what a CPU request is (a cgroup
-# weight). 0 and 0 measure the door with no priority at all.
-GATEWAY_NICE = int(os.environ.get("BENCH_OVERLOAD_GATEWAY_NICE", "-5"))
-DRIVER_NICE = int(os.environ.get("BENCH_OVERLOAD_DRIVER_NICE", "-10"))
+# Every judged run has the gateway and the driver at the stack's priority (nice 0): the capacity
+# they are measured against was. BENCH_OVERLOAD_RENICE=GATEWAY,DRIVER (e.g. -5,-10: what a CPU
+# request is in a deployment) adds those runs again afterwards, labelled, judged on nothing
+# (devstack.overload_plan).
+RENICE = parse_renice(os.environ.get("BENCH_OVERLOAD_RENICE", ""))
 QUIET_S = 8.0
 # Tenant 0 heavy; tenant 1 the quiet one we watch. Quiet means under its fair share: at 2x it
 # sends 4 % of the capacity, at 4x 8 %, under the 1/6 an equal split of six tenants gives. (A
@@ -344,11 +345,11 @@ def _one_run(
     pids: dict[str, int],
     dsn: str,
     capacity: float,
-    factor: float,
-    label: str,
+    run: Run,
     metrics_url: str | None,
 ) -> tuple[str, list[str]]:
-    plan = {
+    factor, label = run.factor, run.label
+    spec = {
         "url": url,
         "tenants": tenants,
         "capacity": capacity,
@@ -358,7 +359,7 @@ def _one_run(
     door_before = _door(metrics_url)
     with tempfile.TemporaryDirectory(prefix="sluice-overload-") as tmp:
         pfile, ofile = Path(tmp) / "plan.json", Path(tmp) / "out.json"
-        pfile.write_text(json.dumps(plan))
+        pfile.write_text(json.dumps(spec))
         quiet_rss = _rss(pids)
         peaks: dict[str, float] = {}
         stop = threading.Event()
@@ -367,7 +368,7 @@ def _one_run(
         argv = [sys.executable, "-m", "devstack.bench_overload", "drive", str(pfile), str(ofile)]
         subprocess.run(  # nosec B603 - our own driver, argv list
             argv,
-            preexec_fn=lambda: os.nice(DRIVER_NICE),  # relative to ours (0): the driver's priority
+            preexec_fn=lambda: os.nice(run.driver_nice),  # relative to ours (0): the driver's priority
             env=python_env({}),
             cwd=ROOT,
             check=True,
@@ -428,28 +429,24 @@ def run(
     url = gateway + "/v1/transfers"
     lines: list[str] = []
     missed_by_run: dict[str, list[str]] = {}
-    os.setpriority(os.PRIO_PROCESS, pids["gateway"], GATEWAY_NICE)
-    print(f"overload part: gateway at nice {GATEWAY_NICE}, driver at nice {DRIVER_NICE}", flush=True)
-    try:
-        for factor in FACTORS:
-            label = "bench-overload" if factor == 2 else f"bench-overload-{factor:g}x"
-            text, missed_by_run[label] = _one_run(
-                url, tenants, pids, dsn, capacity, factor, label, metrics_url
-            )
-            lines.append(text)
-        if HOG > 0:
-            hog = _hog(HOG)
-            try:
-                label = "bench-overload-hog"
-                text, missed_by_run[label] = _one_run(
-                    url, tenants, pids, dsn, capacity, 2, label, metrics_url
-                )
-                lines.append(text)
-            finally:
+    for run in plan(FACTORS, HOG, RENICE):
+        print(
+            f"{run.label}: {run.factor:g}x the capacity; gateway at nice {run.gateway_nice}, driver at nice "
+            f"{run.driver_nice}{f', a hog of {run.hog:.0%} of one core at nice 0' if run.hog else ''}",
+            flush=True,
+        )
+        hog = _hog(run.hog) if run.hog > 0 else None
+        os.setpriority(os.PRIO_PROCESS, pids["gateway"], run.gateway_nice)
+        try:
+            text, missed = _one_run(url, tenants, pids, dsn, capacity, run, metrics_url)
+        finally:
+            os.setpriority(os.PRIO_PROCESS, pids["gateway"], 0)
+            if hog is not None:
                 hog.kill()
                 hog.wait()
-    finally:
-        os.setpriority(os.PRIO_PROCESS, pids["gateway"], 0)
+        lines.append(text)
+        if run.judged:
+            missed_by_run[run.label] = missed
     return "\n".join(lines), missed_by_run
 
 

@@ -182,7 +182,7 @@ def main() -> int:
                 f"p99 {mono['p99_ms']:.1f} ms errors {mono['errors']:.0f}",
                 flush=True,
             )
-        transfer_base = bench_transfers.baselines(dsn) if "transfers" in PARTS else {}
+        transfer_base = bench_transfers.baselines(dsn, pids) if "transfers" in PARTS else {}
         lines = []
         if "customers" in PARTS:
             lines.append(customers_e2e(procs, token, pids, mono, results))

@@ -105,6 +105,8 @@ def open_loop(answers: list[Answer], elapsed: float) -> dict[str, float]:
         "ok_rps": len(ok) / secs,
         "p50_ms": quantile_ms(ok, 0.50),
         "p99_ms": quantile_ms(ok, 0.99),
+        # every admitted request (not shed): a failure at its time, none at its wait so far
+        "admitted_p99_ms": quantile_ms((a.s for a in answers if admitted(outcome(a.status, a.reason))), 0.99),
     }
 
 

@@ -1,12 +1,16 @@
 """``make bench``: end-to-end throughput and latency of POST /v1/customers and of
 POST /v1/transfers (devstack.bench_transfers) beside two baselines each, measured in the same
-run on the same machine, on a fresh embedded stack. ``BENCH_PARTS=customers`` or
-``=transfers`` runs one part; the last line is the transfers summary when that part runs.
+run on the same machine, on a fresh embedded stack. ``BENCH_PARTS`` (customers, transfers,
+overload) picks the parts; ``BENCH_IDLE_S=0`` skips the idle measurement.
 
-1. bare: a Litestar endpoint that answers at once; 2. monolith: Litestar doing the same
-single INSERT synchronously with asyncpg; 3. e2e: the suite (gateway -> compliance -> ledger
--> gateway over Kafka), one process per service. Load comes from a separate process
-(devstack.load). e2e latency is measured open-loop at half the monolith's throughput.
+1. bare: a Litestar endpoint that answers at once; 2. monolith: Litestar doing the same work
+synchronously with asyncpg; 3. e2e: the suite (gateway -> compliance -> ledger -> gateway over
+Kafka), one process per service. Load comes from separate processes (devstack.load, wrk, the
+overload driver). One capacity (issue 44 item 1, devstack.bench_capacity): the highest
+open-loop rate with p99 <= 500 ms and at most 1 % not 2xx, searched the same way for the
+monolith and the suite; the ratios are capacity over capacity, and the half load, 2x and 4x
+are multiples of the suite's. The last lines are the verdict (devstack.targets): a ``MISSED:``
+line per missed target, an ``ERROR:`` line per part not measured; either exits 1.
 """
 
 from __future__ import annotations
@@ -17,18 +21,19 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-from devstack import bench_overload, bench_transfers, plot
+from devstack import bench_capacity, bench_overload, bench_transfers, plot
 from devstack.benchstack import bench_stack, pg_settings
 from devstack.measure import (
     baseline_process,
     cpu_report,
     cpu_seconds,
     cpu_times,
-    not_2xx,
     peak_rss_mb,
     run_load,
     steal_pct,
@@ -89,7 +94,13 @@ PARTS = set(os.environ.get("BENCH_PARTS", "customers,transfers,overload").split(
 
 
 def customers_e2e(
-    procs: dict[str, Proc], token: str, pids: dict[str, int], mono: dict[str, float], results: Results
+    procs: dict[str, Proc],
+    token: str,
+    pids: dict[str, int],
+    mono: dict[str, float],
+    results: Results,
+    dsn: str,
+    between: Callable[[], None],
 ) -> str:
     admin = procs["admin"].url
     auth = {"Authorization": f"Bearer {token}"}
@@ -128,22 +139,11 @@ def customers_e2e(
     )
     served = e2e["requests"] - e2e["errors"]  # answered 2xx: a refusal is no customer created
     print("cpu per 2xx answer (closed loop): " + cpu_report(pids, cpu_before, served), flush=True)
-    half = max(1.0, mono["ok_rps"] / 2)
-    paced = load(url, headers, rate=half, unique=True)
-    plot.record("customers", "suite e2e at half the monolith's rate", paced)
-    print(
-        f"e2e at half the monolith's rate ({half:.0f} req/s): achieved {paced['ok_rps']:.0f} req/s 2xx "
-        f"p50 {paced['p50_ms']:.1f} ms p99 {paced['p99_ms']:.1f} ms over the 2xx answers; {not_2xx(paced)}",
-        flush=True,
-    )
-    ratio = e2e["ok_rps"] / mono["ok_rps"] if mono["ok_rps"] else 0.0
-    results.customers_ratio = ratio
-    results.half_load["customers"] = paced
-    return (
-        f"bench: e2e {e2e['ok_rps']:.0f} req/s p99 {paced['p99_ms']:.0f} ms; "
-        f"monolith {mono['ok_rps']:.0f} req/s; bare {mono['bare_rps']:.0f} req/s; "
-        f"ratio e2e/monolith {ratio:.2f}"
-    )
+    hints = {"suite": e2e["ok_rps"], "monolith": mono["ok_rps"]}  # where the searches start
+    suite = bench_capacity.customers(procs["gateway"].url, dsn, headers, BODY, hints, results, between)
+    ratio = f"{results.customers_ratio:.2f}" if results.customers_ratio is not None else "-"
+    closed = f"e2e {e2e['ok_rps']:.0f}, monolith {mono['ok_rps']:.0f}, bare {mono['bare_rps']:.0f} req/s"
+    return f"bench: customers capacity {suite:.0f} req/s, ratio over the monolith's {ratio}; closed {closed}"
 
 
 def main() -> int:
@@ -184,21 +184,25 @@ def main() -> int:
             )
         transfer_base = bench_transfers.baselines(dsn, pids) if "transfers" in PARTS else {}
         lines = []
+
+        def between() -> None:  # a turn starts when the last one has finished
+            time.sleep(2)
+
         if "customers" in PARTS:
-            lines.append(customers_e2e(procs, token, pids, mono, results))
+            lines.append(customers_e2e(procs, token, pids, mono, results, dsn, between))
         capacity = 0.0
+        gw, admin = procs["gateway"], procs["admin"].url
+        tenants: list[dict[str, Any]] | None = None
         if "transfers" in PARTS:
-            line, capacity = bench_transfers.e2e(
-                procs["gateway"].url,
-                procs["admin"].url,
-                token,
-                pids,
-                transfer_base,
-                procs["ledger"].url,
-                stack.uncounted,
-                results,
+            line, hints = bench_transfers.e2e(
+                gw.url, admin, token, pids, transfer_base, procs["ledger"].url, stack.uncounted, results
             )
             lines.append(line)
+            if hints:  # one capacity (issue 44 item 1): ratio, half load, 2x and 4x use it
+                tenants = bench_overload.provision_tenants(gw.url, admin, token)
+                capacity = bench_capacity.transfers(
+                    gw.url, tenants, dsn, transfer_base["seeded"], hints, results, between
+                )
         if "transfers" not in PARTS:
             # Tuning the door (issue 37): the overload part alone, at a capacity measured before
             # by a full run. The figures that count come from a run that measured it itself.
@@ -209,9 +213,8 @@ def main() -> int:
                 "BENCH_PARTS=overload without BENCH_OVERLOAD_CAPACITY)"
             )
         elif "overload" in PARTS:
-            gw = procs["gateway"]
             text, results.overload = bench_overload.run(
-                gw.url, procs["admin"].url, token, pids, dsn, capacity, gw.metrics_url
+                gw.url, admin, token, pids, dsn, capacity, gw.metrics_url, tenants
             )
             lines.append(text)
         for name, proc in procs.items():

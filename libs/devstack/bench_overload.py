@@ -142,8 +142,21 @@ class Pool:
             self.available.notify()
 
 
+def phases(plan: dict[str, Any]) -> list[tuple[str, float, float]]:
+    """(name, rate, seconds) of each phase: the plan's own ``phases`` (a capacity step is one),
+    else ``quiet`` (half capacity), ``overload`` (``factor`` x), ``after`` (half)."""
+    if plan.get("phases"):
+        return [(str(n), float(r), float(s)) for n, r, s in plan["phases"]]
+    quiet_s = plan.get("quiet_s", QUIET_S)
+    return [
+        ("quiet", plan["capacity"] / 2, quiet_s),
+        ("overload", plan["capacity"] * plan["factor"], plan["overload_s"]),
+        ("after", plan["capacity"] / 2, quiet_s),
+    ]
+
+
 async def drive(plan: dict[str, Any]) -> dict[str, Any]:
-    """Open loop: phase ``quiet`` (half capacity), ``overload`` (``factor`` x), ``after`` (half)."""
+    """Open loop through :func:`phases`; every offered request is a record."""
     _raise_fd_limit()
     url, tenants = plan["url"], plan["tenants"]
     parts = urlsplit(url)
@@ -176,14 +189,10 @@ async def drive(plan: dict[str, Any]) -> dict[str, Any]:
             await pool.put(c)
         rec["s"] = time.perf_counter() - rec["at"]
 
-    quiet_s = plan.get("quiet_s", QUIET_S)
+    schedule = phases(plan)
     start = time.perf_counter()
     t0 = start
-    for phase, rate, secs in (
-        ("quiet", plan["capacity"] / 2, quiet_s),
-        ("overload", plan["capacity"] * plan["factor"], plan["overload_s"]),
-        ("after", plan["capacity"] / 2, quiet_s),
-    ):
+    for phase, rate, secs in schedule:
         n = int(rate * secs)
         for i in range(n):
             at = t0 + i / rate
@@ -207,8 +216,8 @@ async def drive(plan: dict[str, Any]) -> dict[str, Any]:
     return {
         "requests": out,
         "started": start,
-        "overload_start": start + quiet_s,
-        "overload_s": plan["overload_s"],
+        "overload_start": start + schedule[0][2],
+        "overload_s": plan.get("overload_s", 0.0),
         "generator": {
             "connections": pool.opened,
             "waited_for_connection": pool.waited,
@@ -218,6 +227,53 @@ async def drive(plan: dict[str, Any]) -> dict[str, Any]:
             "send_lag_max_ms": 1000 * max(sent, default=0.0),
         },
     }
+
+
+def run_driver(pfile: Path, ofile: Path, seconds: float, nice: int = 0) -> None:
+    """The driver in its own process, on the plan in ``pfile``; its records go to ``ofile``."""
+    argv = [sys.executable, "-m", "devstack.bench_overload", "drive", str(pfile), str(ofile)]
+    subprocess.run(  # nosec B603 - our own driver, argv list
+        argv,
+        preexec_fn=(lambda: os.nice(nice)) if nice else None,  # relative to ours (0)
+        env=python_env({}),
+        cwd=ROOT,
+        check=True,
+        timeout=seconds + DRAIN_S + CLIENT_TIMEOUT_S + 120,
+    )
+
+
+def drive_once(plan: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """:func:`drive` in its own process (the driver shares the cores, not the interpreter)."""
+    with tempfile.TemporaryDirectory(prefix="sluice-driver-") as tmp:
+        pfile, ofile = Path(tmp) / "plan.json", Path(tmp) / "out.json"
+        pfile.write_text(json.dumps(plan))
+        run_driver(pfile, ofile, seconds)
+        return dict(json.loads(ofile.read_text()))
+
+
+def provision_tenants(gateway: str, admin: str, token: str) -> list[dict[str, Any]]:
+    """The six tenants of :data:`SHARES`, ``WALLETS_PER_TENANT`` funded wallets each."""
+    tenants = []
+    for share in SHARES:
+        key, wallets = asyncio.run(provision(gateway, admin, token, WALLETS_PER_TENANT, funding="1000.00"))
+        tenants.append({"key": key, "wallets": wallets, "share": share})
+    return tenants
+
+
+def same_shape(wallets: list[str], key: str = "none") -> list[dict[str, Any]]:
+    """The six tenants' shape over other wallets (the monolith's seeded ones): the same shares,
+    ``WALLETS_PER_TENANT`` wallets each, so both systems get the same load."""
+    need = len(SHARES) * WALLETS_PER_TENANT
+    if len(wallets) < need:
+        raise ValueError(f"{need} wallets needed for the six tenants, {len(wallets)} given")
+    return [
+        {
+            "key": key,
+            "wallets": wallets[i * WALLETS_PER_TENANT : (i + 1) * WALLETS_PER_TENANT],
+            "share": share,
+        }
+        for i, share in enumerate(SHARES)
+    ]
 
 
 def _rss(pids: dict[str, int]) -> dict[str, float]:
@@ -365,15 +421,7 @@ def _one_run(
         stop = threading.Event()
         sampler = threading.Thread(target=_rss_sampler, args=(pids, stop, peaks), daemon=True)
         sampler.start()
-        argv = [sys.executable, "-m", "devstack.bench_overload", "drive", str(pfile), str(ofile)]
-        subprocess.run(  # nosec B603 - our own driver, argv list
-            argv,
-            preexec_fn=lambda: os.nice(run.driver_nice),  # relative to ours (0): the driver's priority
-            env=python_env({}),
-            cwd=ROOT,
-            check=True,
-            timeout=OVERLOAD_S + 2 * QUIET_S + DRAIN_S + CLIENT_TIMEOUT_S + 120,
-        )
+        run_driver(pfile, ofile, OVERLOAD_S + 2 * QUIET_S, run.driver_nice)
         stop.set()
         res = json.loads(ofile.read_text())
         if os.environ.get("BENCH_OVERLOAD_KEEP"):  # every request's record, for a closer look
@@ -385,8 +433,8 @@ def _one_run(
     answered = [r["key"] for r in reqs if 200 <= r["status"] < 300 or r.get("retried_ok")]
     undecided = [r["key"] for r in refused if not r.get("retried_ok")]
     audit = asyncio.run(_audit(dsn, answered, undecided))
-    phases = Phases(res["overload_start"], res["overload_s"], QUIET_S, capacity, factor)
-    summary = summarize(reqs, phases, audit)
+    timing = Phases(res["overload_start"], res["overload_s"], QUIET_S, capacity, factor)
+    summary = summarize(reqs, timing, audit)
     summary.missed = missed(summary, factor)
     for name in pids:
         print(
@@ -405,7 +453,7 @@ def _one_run(
         flush=True,
     )
     print(generator_line(res["generator"]).replace("overload generator", f"{label} generator"), flush=True)
-    end = phases.overload_start + phases.overload_s
+    end = timing.overload_start + timing.overload_s
     print(f"{label} recovery, second by second: {seconds_line(reqs, end, QUIET_S)}", flush=True)
     return line(summary, label), summary.missed
 
@@ -418,14 +466,12 @@ def run(
     dsn: str,
     capacity: float,
     metrics_url: str | None = None,
+    tenants: list[dict[str, Any]] | None = None,
 ) -> tuple[str, dict[str, list[str]]]:
     """Every factor of ``BENCH_OVERLOAD_FACTORS``, then the 2x run beside a CPU hog if
     ``BENCH_OVERLOAD_HOG``: one summary line each (newline-separated), and each run's missed
     targets by its label."""
-    tenants = []
-    for share in SHARES:
-        key, wallets = asyncio.run(provision(gateway, admin, token, WALLETS_PER_TENANT, funding="1000.00"))
-        tenants.append({"key": key, "wallets": wallets, "share": share})
+    tenants = tenants or provision_tenants(gateway, admin, token)
     url = gateway + "/v1/transfers"
     lines: list[str] = []
     missed_by_run: dict[str, list[str]] = {}

@@ -3,10 +3,11 @@ provider_wallet, 0.01 USDC) end to end, beside a bare endpoint and a one-process
 the same work (devstack.baselines), measured in the same run on the same machine.
 
 Closed-loop throughput comes from wrk (devstack.wrk), whose own CPU use is printed to show it
-had headroom; latency at half the monolith's rate comes from the open-loop driver
-(devstack.load, its own process). Two mixes: uniform over all funded wallets, and hot (half
-the transfers from one wallet). The suite's wallets are set up through the real API: a tenant
-via admin, customers, wallets, virtual accounts and sandbox deposits through the gateway.
+had headroom; it is where the capacity search starts (devstack.bench_capacity measures both
+capacities, their ratio and the half load, open loop). Two mixes: uniform over all funded
+wallets, and hot (half the transfers from one wallet). The suite's wallets are set up through
+the real API: a tenant via admin, customers, wallets, virtual accounts and sandbox deposits
+through the gateway.
 
 Settings: ``BENCH_WALLETS`` (10000), ``BENCH_DURATION_S`` (10), ``BENCH_CONNECTIONS`` (64),
 ``BENCH_SETUP_CONCURRENCY`` (48), ``BENCH_WRK_THREADS`` (1).
@@ -19,11 +20,9 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -35,10 +34,8 @@ from devstack.measure import (
     baseline_process,
     cpu_seconds,
     cpu_used,
-    not_2xx,
     peak_rss_mb,
     per_request,
-    run_load,
 )
 from devstack.suite import ROOT, python_env
 from devstack.targets import Results
@@ -249,24 +246,6 @@ def sequential(url: str, key: str, wallets: list[str], n: int = 200) -> dict[str
     }
 
 
-def open_loop(url: str, key: str, wallets: list[str], rate: float, hot: float = 0.0) -> dict[str, float]:
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        f.write("\n".join(wallets))
-    try:
-        args = ["--wallets", f.name, "--hot", str(hot), "--duration", str(DURATION)]
-        args += [
-            "--connections",
-            str(CONNECTIONS * 4),
-            "--rate",
-            str(rate),
-            "--grace",
-            str(max(10.0, DURATION)),
-        ]
-        return run_load(url, *args, headers=[f"Authorization: Bearer {key}"])
-    finally:
-        Path(f.name).unlink()
-
-
 def cpu_lines(
     used: dict[str, float],
     res: dict[str, float],
@@ -307,10 +286,11 @@ def e2e(
     ledger: str | None = None,
     uncounted: list[str] | None = None,
     results: Results | None = None,
-) -> tuple[str, float]:
+) -> tuple[str, dict[str, float]]:
     """Set up, measure the suite, print the figures (and keep those judged against a target in
-    ``results``); returns the ``bench-transfers:`` line and the closed-loop capacity (2xx
-    transfers/s, uniform mix)."""
+    ``results``); returns the ``bench-transfers:`` line and the closed-loop throughputs (2xx
+    transfers/s, uniform mix) of the suite and the monolith, where the capacity search starts
+    (empty: the pipeline did not settle)."""
     results = results if results is not None else Results(frozenset({"transfers"}))
     t0 = time.monotonic()
     key, wallets = asyncio.run(provision(gateway, admin, token, WALLETS))
@@ -324,7 +304,7 @@ def e2e(
         results.errors.append(
             f"transfers: the pipeline did not settle after set-up ({time.monotonic() - t0:.0f} s)"
         )
-        return "bench-transfers: NOT SETTLED", 0.0
+        return "bench-transfers: NOT SETTLED", {}
     print(f"pipeline settled after set-up in {time.monotonic() - t0:.0f} s", flush=True)
     seq = sequential(url, key, wallets)
     results.sequential = seq if seq["ok"] else None  # none answered 201: not measured
@@ -342,29 +322,19 @@ def e2e(
     runs = {k: sum(p.run[k] for p in pairs) for k in ("requests", "non2xx")}
     for line in cpu_lines(used, runs, (chain_before, chain_after) if ledger is not None else None):
         print(line.replace("(closed loop, uniform,", "(the ABAB suite runs, uniform,"), flush=True)
-    capacity = statistics.median(p.suite_rps for p in pairs)
+    closed = statistics.median(p.suite_rps for p in pairs)
     mono = statistics.median(p.mono_rps for p in pairs)
-    results.transfers_ratio = statistics.median(p.ratio for p in pairs)
     results.cpu_multiple = statistics.median(p.cpu_multiple for p in pairs)
     time.sleep(2)
     hot = wrk.run(url, wallets=wallets, auth=auth, hot=HOT, duration=DURATION, connections=CONNECTIONS)
     plot.record("transfers", f"suite e2e hot ({HOT:.0%} one wallet)", hot)
     print(_fmt("transfers e2e hot:", hot) + f" ({HOT:.0%} from one wallet)", flush=True)
-    half = max(1.0, mono / 2)
-    time.sleep(2)
-    paced = open_loop(url, key, wallets, half)
-    plot.record("transfers", "suite e2e at half the monolith's rate", paced)
-    results.half_load["transfers"] = paced
-    print(
-        f"transfers e2e at half the monolith's rate ({half:.0f} req/s, open loop): achieved "
-        f"{paced['ok_rps']:.0f} req/s 2xx, p50 {paced['p50_ms']:.1f} ms p99 {paced['p99_ms']:.1f} ms "
-        f"over the 2xx answers; {not_2xx(paced)}",
-        flush=True,
-    )
     hot_ratio = hot["ok_rps"] / mono if mono else 0.0
+    # The closed loops are starting points for the capacity search (devstack.bench_capacity),
+    # which gives the ratio, the half load and the overload part's capacity.
     return (
-        f"bench-transfers: e2e {capacity:.0f} req/s (median of {len(pairs)}); at half load p99 "
-        f"{paced['p99_ms']:.0f} ms; monolith {mono:.0f} req/s; {bench_abab.summary(pairs)}; "
-        f"hot ratio {hot_ratio:.2f}; sequential p50 {seq['p50_ms']:.1f} ms "
+        f"bench-transfers: closed loop e2e {closed:.0f} req/s (median of {len(pairs)}); monolith "
+        f"{mono:.0f} req/s; {bench_abab.summary(pairs)}; hot ratio {hot_ratio:.2f} (closed loops); "
+        f"sequential p50 {seq['p50_ms']:.1f} ms p99 {seq['p99_ms']:.1f} ms "
         f"[load avg {os.getloadavg()[0]:.1f}]"
-    ), float(capacity)
+    ), {"suite": float(closed), "monolith": float(mono)}

@@ -28,7 +28,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from devstack.answers import NO_ANSWER, STILL_RUNNING, Answer, failed_by_reason, open_loop, reason_of
+from devstack.answers import (
+    NO_ANSWER,
+    STILL_RUNNING,
+    Answer,
+    failed_by_reason,
+    open_loop,
+    quantile_ms,
+    reason_of,
+)
 
 MAX_OPEN_CONNECTIONS = 8192  # open loop: connections opened as the rate needs them, up to this
 IDLE_REOPEN_S = 2.0  # a connection idle this long is reopened before its next request
@@ -127,6 +135,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             await one(conn, time.perf_counter())
 
     start = time.perf_counter()
+    lag: list[float] = []
     if args.rate <= 0:
         await asyncio.gather(*(closed(c) for c in conns))
     else:
@@ -135,6 +144,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             free.put_nowait(c)
         tasks: dict[asyncio.Task[None], float] = {}
         interval = 1.0 / args.rate
+        # how late each request left against its schedule: ``lag``
         n = 0
         while True:
             scheduled = start + n * interval
@@ -143,6 +153,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             delay = scheduled - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
+            lag.append(max(0.0, time.perf_counter() - scheduled))
 
             async def fire(s: float = scheduled) -> None:
                 nonlocal opened
@@ -167,7 +178,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     elapsed = time.perf_counter() - start
     # p50/p99 over the 2xx answers only; refusals (503 overloaded), failures by reason, no
     # answer and still running counted apart (devstack.answers).
-    return {**open_loop(out, elapsed), "connections": opened, "failed_by_reason": failed_by_reason(out)}
+    return {
+        **open_loop(out, elapsed),
+        "connections": opened,
+        "failed_by_reason": failed_by_reason(out),
+        "schedule_lag_p99_ms": quantile_ms(lag, 0.99),  # the driver's own lag (open loop only)
+    }
 
 
 def main() -> None:

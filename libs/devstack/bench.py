@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from devstack import bench_capacity, bench_overload, bench_transfers, plot
+from devstack import bench_capacity, bench_overload, bench_transfers, plot, quiesce
 from devstack.benchstack import bench_stack, pg_settings
 from devstack.measure import (
     baseline_process,
@@ -40,7 +40,7 @@ from devstack.measure import (
 )
 from devstack.profile import idle_shares, shares_line
 from devstack.suite import Proc
-from devstack.targets import Results, exit_code, verdict
+from devstack.targets import IDLE_STACK_MAX, Results, exit_code, verdict
 
 DURATION = float(os.environ.get("BENCH_DURATION_S", "10"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "64"))
@@ -185,8 +185,19 @@ def main() -> int:
         transfer_base = bench_transfers.baselines(dsn, pids) if "transfers" in PARTS else {}
         lines = []
 
-        def between() -> None:  # a turn starts when the last one has finished
-            time.sleep(2)
+        idle_total = sum(results.idle.values()) if results.idle is not None else IDLE_STACK_MAX
+        metrics_urls = [proc.metrics_url for proc in procs.values()]
+        turns = 0
+
+        def between() -> None:
+            """A turn starts when the last one has finished (issue 44 item 6): consumer lag 0,
+            outboxes empty, the stack's CPU back at idle; printed, and an error if not."""
+            nonlocal turns
+            turns += 1
+            ok, text = quiesce.wait(pids, metrics_urls, dsn, idle_total)
+            print(f"before turn {turns}: {text}", flush=True)
+            if not ok:
+                results.errors.append(f"turn {turns} started before the stack was quiet: {text}")
 
         if "customers" in PARTS:
             lines.append(customers_e2e(procs, token, pids, mono, results, dsn, between))
@@ -195,7 +206,15 @@ def main() -> int:
         tenants: list[dict[str, Any]] | None = None
         if "transfers" in PARTS:
             line, hints = bench_transfers.e2e(
-                gw.url, admin, token, pids, transfer_base, procs["ledger"].url, stack.uncounted, results
+                gw.url,
+                admin,
+                token,
+                pids,
+                transfer_base,
+                procs["ledger"].url,
+                stack.uncounted,
+                results,
+                between,
             )
             lines.append(line)
             if hints:  # one capacity (issue 44 item 1): ratio, half load, 2x and 4x use it
@@ -214,7 +233,7 @@ def main() -> int:
             )
         elif "overload" in PARTS:
             text, results.overload = bench_overload.run(
-                gw.url, admin, token, pids, dsn, capacity, gw.metrics_url, tenants
+                gw.url, admin, token, pids, dsn, capacity, gw.metrics_url, tenants, between
             )
             lines.append(text)
         for name, proc in procs.items():

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from devstack import wrk
@@ -92,8 +93,10 @@ def run(
     dsn: str,
     seeded: list[str],
     uncounted: list[str],
+    between: Callable[[], None] = lambda: time.sleep(2),
 ) -> list[Pair]:
-    """``PAIRS`` alternating runs, monolith first; prints one line per run and the summary."""
+    """``PAIRS`` alternating runs, monolith first; prints one line per run and the summary.
+    ``between`` runs before each turn (the wait for a quiet stack, devstack.quiesce)."""
     if uncounted:
         print(f"CPU not counted (stores given by URL, not visible here): {', '.join(uncounted)}", flush=True)
     pairs: list[Pair] = []
@@ -108,7 +111,7 @@ def run(
             m = wrk.run(mono_url, wallets=seeded, duration=duration(), connections=wrk_connections())
             mono_used = cpu_used(mono_pids, mono_before)
             mono_cpu_ms = cpu_ms(mono_used, wrk.answered(m))
-            time.sleep(2)  # what wrk abandoned at its end finishes
+            between()  # what wrk abandoned at its end finishes, and the stack is quiet again
             before = {name: cpu_seconds(pid) for name, pid in pids.items()}
             s = wrk.run(url, wallets=wallets, auth=auth, duration=duration(), connections=wrk_connections())
             used = cpu_used(pids, before)
@@ -132,7 +135,7 @@ def run(
                 f"{per_request(used, done)}) -> ratio {pair.ratio:.2f} [load avg {load:.1f}]",
                 flush=True,
             )
-            time.sleep(2)
+            between()
     print(summary(pairs), flush=True)
     return pairs
 

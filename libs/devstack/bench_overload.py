@@ -32,6 +32,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -467,6 +468,7 @@ def run(
     capacity: float,
     metrics_url: str | None = None,
     tenants: list[dict[str, Any]] | None = None,
+    between: Callable[[], None] | None = None,
 ) -> tuple[str, dict[str, list[str]]]:
     """Every factor of ``BENCH_OVERLOAD_FACTORS``, then the 2x run beside a CPU hog if
     ``BENCH_OVERLOAD_HOG``: one summary line each (newline-separated), and each run's missed
@@ -476,6 +478,8 @@ def run(
     lines: list[str] = []
     missed_by_run: dict[str, list[str]] = {}
     for run in plan(FACTORS, HOG, RENICE):
+        if between is not None:  # the last run's retries and audit done, the stack quiet again
+            between()
         print(
             f"{run.label}: {run.factor:g}x the capacity; gateway at nice {run.gateway_nice}, driver at nice "
             f"{run.driver_nice}{f', a hog of {run.hog:.0%} of one core at nice 0' if run.hog else ''}",

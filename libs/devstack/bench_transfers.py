@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -286,6 +287,7 @@ def e2e(
     ledger: str | None = None,
     uncounted: list[str] | None = None,
     results: Results | None = None,
+    between: Callable[[], None] = lambda: time.sleep(2),
 ) -> tuple[str, dict[str, float]]:
     """Set up, measure the suite, print the figures (and keep those judged against a target in
     ``results``); returns the ``bench-transfers:`` line and the closed-loop throughputs (2xx
@@ -314,9 +316,9 @@ def e2e(
         flush=True,
     )
     wrk.run(url, wallets=wallets, auth=auth, duration=3, connections=CONNECTIONS)  # warm-up
-    time.sleep(2)  # what wrk abandoned at its end is still in flight (and admitted): let it finish
+    between()  # what wrk abandoned at its end is still in flight (and admitted): let it finish
     chain_before = chain_counters(ledger)
-    pairs = bench_abab.run(url, auth, wallets, pids, base["dsn"], base["seeded"], uncounted or [])
+    pairs = bench_abab.run(url, auth, wallets, pids, base["dsn"], base["seeded"], uncounted or [], between)
     chain_after = chain_counters(ledger)
     used = {name: sum(p.used.get(name, 0.0) for p in pairs) for name in pids}
     runs = {k: sum(p.run[k] for p in pairs) for k in ("requests", "non2xx")}
@@ -325,7 +327,7 @@ def e2e(
     closed = statistics.median(p.suite_rps for p in pairs)
     mono = statistics.median(p.mono_rps for p in pairs)
     results.cpu_multiple = statistics.median(p.cpu_multiple for p in pairs)
-    time.sleep(2)
+    between()
     hot = wrk.run(url, wallets=wallets, auth=auth, hot=HOT, duration=DURATION, connections=CONNECTIONS)
     plot.record("transfers", f"suite e2e hot ({HOT:.0%} one wallet)", hot)
     print(_fmt("transfers e2e hot:", hot) + f" ({HOT:.0%} from one wallet)", flush=True)

@@ -19,7 +19,7 @@ import httpx
 
 from devstack.measure import cpu_seconds
 
-OUTBOXES = ("ledger", "compliance", "webhooks", "admin")  # the schemas with an outbox
+OUTBOXES = ("ledger", "compliance", "webhooks", "identity")  # the schemas with an outbox (admin: identity)
 CPU_MARGIN = 0.05  # a quiet stack uses at most its idle share plus this much of one core
 SAMPLE_S = 1.0
 _LAG = re.compile(r"^sluice_consumer_lag\{([^}]*)\} ([0-9.e+]+)$", re.M)

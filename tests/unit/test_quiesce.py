@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from devstack.quiesce import Reading, line, parse_lag, quiet
+from devstack.quiesce import OUTBOXES, Reading, line, parse_lag, quiet
 
 pytestmark = pytest.mark.unit
 
@@ -39,3 +39,13 @@ def test_lag_is_read_from_each_consumers_gauges() -> None:
         "sluice_other 7\n"
     )
     assert parse_lag(text) == {"ledger-commands": 5.0, "webhooks-events": 0.0}
+
+
+def test_every_outbox_is_watched() -> None:
+    from admin.models import outbox as admin_outbox
+    from compliance.models import outbox as compliance_outbox
+    from ledger.models import outbox as ledger_outbox
+    from webhooks.models import outbox as webhooks_outbox
+
+    schemas = {t.schema for t in (admin_outbox, compliance_outbox, ledger_outbox, webhooks_outbox)}
+    assert schemas == set(OUTBOXES)

@@ -5,7 +5,9 @@ quiet one 2 %, four share the rest); then at half the capacity again to see how 
 latency recovers; then every request that did not get a 2xx is retried with its key until it
 does (or counted undecided), and the database is audited: a 2xx whose transfer has no row is
 lost, more than one row or journal entry per key is duplicated. ``BENCH_OVERLOAD_HOG`` (a share
-of one core, e.g. 0.5) runs the 2x load once more with a busy process beside the stack. Every
+of one core, e.g. 0.5) runs the 2x load once more with a busy process beside the stack, started
+a third into the overload phase at the stack's priority; the door's limit must come down by a
+quarter within 5 s of it (sampled every 0.25 s), and the admitted p99 stay within 1 s. Every
 judged run has the gateway, the driver and the hog at nice 0 (devstack.overload_plan);
 ``BENCH_OVERLOAD_RENICE=-5,-10`` adds reniced runs afterwards, labelled and judged on nothing.
 
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
+import math
 import os
 import random
 import re
@@ -49,6 +52,7 @@ from devstack.overload_report import (
     Phases,
     generator_line,
     kind,
+    limit_down_s,
     line,
     missed,
     pct,
@@ -387,6 +391,39 @@ def _door_line(before: dict[str, float], after: dict[str, float]) -> str:
     )
 
 
+HOG_AT = 1 / 3  # the hog starts this far into the overload phase, the door having settled
+
+
+class HogWatch:
+    """Samples the door's command limit every 0.25 s and starts the hog at ``start_at``
+    (time.monotonic()), at the stack's priority; :meth:`stop` ends it."""
+
+    def __init__(self, metrics_url: str | None, share: float, start_at: float, done: threading.Event) -> None:
+        self.metrics_url, self.share, self.start_at, self.done = metrics_url, share, start_at, done
+        self.limits: list[tuple[float, float]] = []  # (time.monotonic(), limit)
+        self.started = 0.0
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def watch(self) -> None:
+        while not self.done.is_set():
+            now = time.monotonic()
+            limit = _door(self.metrics_url).get('limit{scope="instance"}')
+            if limit is not None:
+                self.limits.append((now, limit))
+            if self.proc is None and now >= self.start_at:
+                self.proc, self.started = _hog(self.share), time.monotonic()
+            self.done.wait(0.25)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def line(self) -> str:
+        after = [f"{t - self.started:+.1f}s {v:.0f}" for t, v in self.limits if t >= self.started - 1.0]
+        return ", ".join(after[:40]) or "no sample"
+
+
 def _hog(share: float) -> subprocess.Popen[bytes]:
     """A process that keeps ``share`` of one core busy (busy, then asleep, every 100 ms)."""
     code = (
@@ -422,8 +459,17 @@ def _one_run(
         stop = threading.Event()
         sampler = threading.Thread(target=_rss_sampler, args=(pids, stop, peaks), daemon=True)
         sampler.start()
-        run_driver(pfile, ofile, OVERLOAD_S + 2 * QUIET_S, run.driver_nice)
-        stop.set()
+        hog = HogWatch(metrics_url, run.hog, time.monotonic() + QUIET_S + OVERLOAD_S * HOG_AT, stop)
+        watcher = threading.Thread(target=hog.watch, daemon=True)
+        if run.hog > 0:
+            watcher.start()
+        try:
+            run_driver(pfile, ofile, OVERLOAD_S + 2 * QUIET_S, run.driver_nice)
+        finally:
+            stop.set()
+            if run.hog > 0:
+                watcher.join()
+            hog.stop()
         res = json.loads(ofile.read_text())
         if os.environ.get("BENCH_OVERLOAD_KEEP"):  # every request's record, for a closer look
             Path(os.environ["BENCH_OVERLOAD_KEEP"] + f".{label}.json").write_text(ofile.read_text())
@@ -436,7 +482,10 @@ def _one_run(
     audit = asyncio.run(_audit(dsn, answered, undecided))
     timing = Phases(res["overload_start"], res["overload_s"], QUIET_S, capacity, factor)
     summary = summarize(reqs, timing, audit)
-    summary.missed = missed(summary, factor)
+    if run.hog > 0:
+        summary.limit_down_s = limit_down_s(hog.limits, hog.started) if hog.started else math.inf
+        print(f"{label}: door limit every 0.25 s from the hog's start: {hog.line()}", flush=True)
+    summary.missed = missed(summary, factor, hog=run.hog > 0)
     for name in pids:
         print(
             f"{label} RSS {name:<10} quiet {quiet_rss.get(name, 0):6.1f} MB "
@@ -485,15 +534,11 @@ def run(
             f"{run.driver_nice}{f', a hog of {run.hog:.0%} of one core at nice 0' if run.hog else ''}",
             flush=True,
         )
-        hog = _hog(run.hog) if run.hog > 0 else None
         os.setpriority(os.PRIO_PROCESS, pids["gateway"], run.gateway_nice)
         try:
             text, missed = _one_run(url, tenants, pids, dsn, capacity, run, metrics_url)
         finally:
             os.setpriority(os.PRIO_PROCESS, pids["gateway"], 0)
-            if hog is not None:
-                hog.kill()
-                hog.wait()
         lines.append(text)
         if run.judged:
             missed_by_run[run.label] = missed

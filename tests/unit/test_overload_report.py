@@ -20,6 +20,7 @@ from devstack.overload_report import (
     Phases,
     Summary,
     generator_line,
+    limit_down_s,
     line,
     missed,
     recovered_after,
@@ -300,3 +301,20 @@ def test_the_door_line_shows_the_limit_and_the_refusals_of_this_run() -> None:
         "command limit 20 before, 41 after the load; shed by bound instance 120, queue 3"
     )
     assert _door_line({}, {}) == "command limit nan before, nan after the load; shed by bound none"
+
+
+def test_beside_the_hog_the_limit_must_come_down_a_quarter_within_5_s() -> None:
+    """Issue 44 item 7: on today's harness the hog run had the overload targets of any 2x run,
+    and whether the door's limit came down beside the hog was printed, not judged."""
+    samples = [(t / 4, 40.0) for t in range(40)] + [(10.0 + t / 4, 40.0 - 2 * t) for t in range(12)]
+    assert limit_down_s(samples, hog_start=10.0) == pytest.approx(1.25)  # 30 <= 0.75 * 40
+    assert limit_down_s([(t / 4, 40.0) for t in range(80)], hog_start=10.0) == math.inf
+    assert limit_down_s([(11.0, 10.0)], hog_start=10.0) == math.inf  # no limit known at the start
+    s = summary(healthy())
+    s.limit_down_s = 7.0
+    assert missed(s, 2.0, hog=True) == ["limit down 25% within 5 s of the hog"]
+    s.limit_down_s, s.admitted_p99 = 4.0, 900.0
+    assert missed(s, 2.0, hog=True) == []  # within 1 s beside the hog
+    s.admitted_p99 = 1100.0
+    assert missed(s, 2.0, hog=True) == ["admitted p99 <= 1000 ms"]
+    assert "limit down a quarter after the hog 4.0 s" in line(s)

@@ -46,7 +46,7 @@ import httpx
 from devstack.answers import Outcome, reason_of
 from devstack.bench_transfers import provision
 from devstack.load import Conn, transfer_body
-from devstack.overload_plan import Run, parse_renice, plan
+from devstack.overload_plan import Run, parse_renice, plan, shares
 from devstack.overload_report import (
     Audit,
     Phases,
@@ -70,11 +70,10 @@ HOG = float(os.environ.get("BENCH_OVERLOAD_HOG", "0"))  # share of one core; 0: 
 # (devstack.overload_plan).
 RENICE = parse_renice(os.environ.get("BENCH_OVERLOAD_RENICE", ""))
 QUIET_S = 8.0
-# Tenant 0 heavy; tenant 1 the quiet one we watch. Quiet means under its fair share: at 2x it
-# sends 4 % of the capacity, at 4x 8 %, under the 1/6 an equal split of six tenants gives. (A
-# tenth of the load, as before, is a fifth of the capacity at 2x: over its equal share, so a fair
-# door may refuse it, and did.)
-SHARES = (0.5, 0.02, 0.12, 0.12, 0.12, 0.12)
+# Tenant 0 heavy (half the load); tenant 1 quiet (2 % of it: 0 refused); tenant 2 at exactly
+# its fair share of the capacity, a sixth (at most 1 % refused); three others split the rest
+# (devstack.overload_plan.shares). The capacity is searched with the shares at 1x.
+SHARES = shares(1.0)
 WALLETS_PER_TENANT = 20
 CLIENT_TIMEOUT_S = 30.0  # a request with no answer by then is counted "client timeout"
 DRAIN_S = 60.0  # after the schedule: requests still running then are counted as such
@@ -443,6 +442,7 @@ def _one_run(
     metrics_url: str | None,
 ) -> tuple[str, list[str]]:
     factor, label = run.factor, run.label
+    tenants = [{**t, "share": share} for t, share in zip(tenants, shares(factor), strict=True)]
     spec = {
         "url": url,
         "tenants": tenants,

@@ -12,6 +12,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+HEAVY, QUIET, FAIR = 0, 1, 2  # tenant indices: the one sending half, the two watched
+QUIET_SHARE = 0.02  # of the offered load
+
+
+def shares(factor: float) -> tuple[float, ...]:
+    """Each of the six tenants' share of the offered load at ``factor`` x the capacity (issue
+    44 item 8): the heavy one half; the quiet one 2 %; the fair one exactly its fair share of
+    the capacity, a sixth (1 / (6 x factor) of the load); three others split the rest."""
+    fair = 1 / (6 * factor)
+    rest = (1 - 0.5 - QUIET_SHARE - fair) / 3
+    return (0.5, QUIET_SHARE, fair, rest, rest, rest)
+
 
 @dataclass(frozen=True, slots=True)
 class Run:

@@ -27,8 +27,11 @@ from typing import Any
 
 from devstack.answers import Outcome, label, outcome
 from devstack.answers import admitted as is_admitted
+from devstack.overload_plan import FAIR, QUIET
 
-QUIET_TENANT = 1
+QUIET_TENANT = QUIET  # 2 % of the load
+FAIR_TENANT = FAIR  # a sixth of the capacity: its fair share
+FAIR_REFUSED_MAX = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +69,8 @@ class Summary:
     failed: Counter[str] = field(default_factory=Counter)  # admitted work's 5xx, by status and reason
     done: float = 0.0  # 2xx answers per second
     limit_down_s: float | None = None  # the hog run: seconds until the door's limit fell a quarter
+    fair_sent: int = 0  # the tenant at its fair share: requests in the overload phase
+    fair_refused: int = 0  # ... of which without a 2xx
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -133,6 +138,8 @@ def summarize(reqs: list[dict[str, Any]], phases: Phases, audit: Audit) -> Summa
         audit=audit,
         failed=Counter(label(int(r["status"]), r.get("reason")) for r in reqs if kind(r) is Outcome.FAILED),
         done=len(done) / secs,
+        fair_sent=sum(1 for r in over if r["tenant"] == FAIR_TENANT),
+        fair_refused=sum(1 for r in over if r["tenant"] == FAIR_TENANT and not ok(r)),
     )
 
 
@@ -180,6 +187,7 @@ def missed(s: Summary, factor: float, hog: bool = False) -> list[str]:
         ("shed p99 <= 20 ms", s.shed_p99 <= 20),
         ("goodput >= 0.9", s.goodput >= 0.9),
         ("quiet-tenant refused 0", s.quiet_refused == 0),
+        ("fair-share tenant refused <= 1%", s.fair_refused <= FAIR_REFUSED_MAX * s.fair_sent),
         *integrity,
     ]
     if factor <= 2:
@@ -200,6 +208,7 @@ def line(s: Summary, label: str = "bench-overload") -> str:
         f"shed {s.shed:.0f}/s failed {sum(s.failed.values())}{f' ({failed})' if failed else ''} "
         f"admitted p99 {s.admitted_p99:.0f} ms shed p99 {s.shed_p99:.0f} ms "
         f"quiet-tenant p99 {s.quiet_p99:.0f} ms quiet-tenant refused {s.quiet_refused} "
+        f"fair-share tenant refused {s.fair_refused}/{s.fair_sent} "
         f"goodput {s.goodput:.2f} recovered_s {recovered} "
         f"no-answer {sum(s.no_answer.values())}{f' ({causes})' if causes else ''} "
         f"still-running {s.running} lost {a.lost} undecided {a.undecided} (done {a.undecided_done}) "

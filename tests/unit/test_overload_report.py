@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from devstack.bench_overload import Pool, _door_line, cause, drive
+from devstack.overload_plan import shares
 from devstack.overload_report import (
     Audit,
     Phases,
@@ -318,3 +319,27 @@ def test_beside_the_hog_the_limit_must_come_down_a_quarter_within_5_s() -> None:
     s.admitted_p99 = 1100.0
     assert missed(s, 2.0, hog=True) == ["admitted p99 <= 1000 ms"]
     assert "limit down a quarter after the hog 4.0 s" in line(s)
+
+
+def test_the_tenant_at_its_fair_share_may_lose_at_most_1_percent() -> None:
+    """Issue 44 item 8: the quiet tenant is watched at 2 % of the load (0 refused) and a tenant
+    at exactly its fair share of the capacity, a sixth (at most 1 % refused); on today's harness
+    only the 2 % tenant was watched."""
+    reqs = healthy()
+    fair = [rec("overload", 10.0 + i / 200, 201, 0.1, tenant=2) for i in range(200)]
+    for r in fair[:2]:
+        r.update(status=503, reason="overloaded", s=0.005)
+    s = summary(reqs + fair)
+    assert (s.fair_refused, s.fair_sent) == (2, 200) and "fair-share tenant refused <= 1%" not in s.missed
+    fair[2].update(status=503, reason="overloaded", s=0.005)
+    s = summary(reqs + fair)
+    assert "fair-share tenant refused <= 1%" in s.missed
+    assert "fair-share tenant refused 3/200" in line(s)
+
+
+def test_the_shares_put_the_fair_tenant_at_a_sixth_of_the_capacity() -> None:
+    for factor in (1.0, 2.0, 4.0):
+        shares_at = shares(factor)
+        assert sum(shares_at) == pytest.approx(1.0) and len(shares_at) == 6
+        assert shares_at[0] == 0.5 and shares_at[1] == 0.02
+        assert shares_at[2] * factor == pytest.approx(1 / 6)  # of the capacity, at any factor

@@ -63,6 +63,7 @@ def test_redis_stalled_requests_answered_503_within_2s_then_served(
             slowest = max(slowest, time.monotonic() - started)
             assert r.status_code == 503, r.text
             assert r.json()["error"]["code"] == "provider_unavailable"
+            assert r.json()["error"]["details"]["reason"] == "store_unavailable"  # contract 15.3
             assert r.headers["Retry-After"] == "1"
         assert slowest < 2.0, slowest
         ready = httpx.get(url + "/readyz", timeout=10)

@@ -96,3 +96,46 @@ async def test_a_driven_phase_and_a_paced_load_report_what_a_step_needs() -> Non
     assert res["generator"]["schedule_lag_p99_ms"] >= 0
     assert fig["requests"] == 20 and fig["errors"] == 0
     assert fig["admitted_p99_ms"] > 0 and fig["schedule_lag_p99_ms"] >= 0
+
+
+class ThreadedServer:
+    """The scripted server on a loop of its own, for the steps that block on a subprocess."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.loop = asyncio.new_event_loop()
+        self.ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.server = self.loop.run_until_complete(asyncio.start_server(_server, "127.0.0.1", 0))
+        self.port = self.server.sockets[0].getsockname()[1]
+        self.ready.set()
+        self.loop.run_forever()
+
+    def __enter__(self) -> int:
+        self.thread.start()
+        self.ready.wait(10)
+        return int(self.port)
+
+    def __exit__(self, *exc: object) -> None:
+        self.loop.call_soon_threadsafe(self.server.close)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def test_each_kind_of_step_runs_its_driver_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The transfers step through the overload driver's process, the customers step through the
+    load generator's: a half-second step (too short to be valid) against a server that
+    answers 201."""
+    monkeypatch.setattr(bench_capacity, "STEP_S", 0.5)
+    with ThreadedServer() as port:
+        base = f"http://127.0.0.1:{port}"
+        tenants = same_shape([f"w{i}" for i in range(120)])
+        transfers = bench_capacity.transfers_step(base + "/v1/transfers", tenants)(40.0)
+        customers = bench_capacity.customers_step(base + "/v1/customers", [], "{}")(40.0)
+    for st in (transfers, customers):
+        assert st.offered == 20 and st.not_ok == 0 and st.p99_ms > 0
+        assert not st.valid  # shorter than 10 s

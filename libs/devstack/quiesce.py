@@ -30,11 +30,14 @@ class Reading:
     lag: dict[str, float]  # consumer -> messages behind, over its partitions
     outbox: dict[str, int]  # schema -> rows not yet published
     cpu: float  # the stack's share of one core over the last sample
+    unreadable: tuple[str, ...] = ()  # /metrics that did not answer: their lag is unknown
 
 
 def quiet(r: Reading, idle_cpu: float, margin: float = CPU_MARGIN) -> bool:
-    """Every consumer caught up, every outbox empty, the stack's CPU back at idle."""
-    return not any(r.lag.values()) and not any(r.outbox.values()) and r.cpu <= idle_cpu + margin
+    """Every consumer caught up (and every lag known), every outbox empty, the stack's CPU back
+    at idle."""
+    caught_up = not r.unreadable and not any(r.lag.values())
+    return caught_up and not any(r.outbox.values()) and r.cpu <= idle_cpu + margin
 
 
 def line(r: Reading, idle_cpu: float, waited_s: float) -> str:
@@ -45,7 +48,7 @@ def line(r: Reading, idle_cpu: float, waited_s: float) -> str:
     return (
         f"{state} after {waited_s:.0f} s: consumer lag {lag:.0f} (behind: {behind}), outbox rows "
         f"{sum(r.outbox.values())} (pending: {pending}), stack CPU {r.cpu:.1%} of one core "
-        f"(idle {idle_cpu:.1%})"
+        f"(idle {idle_cpu:.1%})" + (f"; lag unknown: {', '.join(r.unreadable)}" if r.unreadable else "")
     )
 
 
@@ -59,16 +62,18 @@ def parse_lag(metrics: str) -> dict[str, float]:
     return out
 
 
-def _lag(metrics_urls: list[str]) -> dict[str, float]:
+def _lag(metrics_urls: list[str]) -> tuple[dict[str, float], tuple[str, ...]]:
     out: dict[str, float] = {}
+    unreadable = []
     for url in metrics_urls:
         try:
             text = httpx.get(url + "/metrics", timeout=5).text
         except httpx.HTTPError:
+            unreadable.append(url)
             continue
         for name, value in parse_lag(text).items():
             out[name] = out.get(name, 0.0) + value
-    return out
+    return out, tuple(unreadable)
 
 
 async def _outboxes(dsn: str) -> dict[str, int]:
@@ -85,7 +90,8 @@ def read(pids: dict[str, int], metrics_urls: list[str], dsn: str) -> Reading:
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     time.sleep(SAMPLE_S)
     cpu = sum(cpu_seconds(pid) - before[name] for name, pid in pids.items()) / SAMPLE_S
-    return Reading(_lag(metrics_urls), asyncio.run(_outboxes(dsn)), cpu)
+    lag, unreadable = _lag(metrics_urls)
+    return Reading(lag, asyncio.run(_outboxes(dsn)), cpu, unreadable)
 
 
 def wait(

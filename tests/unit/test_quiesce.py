@@ -19,6 +19,9 @@ def test_quiet_needs_no_lag_no_outbox_rows_and_idle_cpu() -> None:
     assert not quiet(Reading(QUIET.lag, {"ledger": 0, "compliance": 12}, 0.03), 0.02)
     assert not quiet(Reading(QUIET.lag, QUIET.outbox, 0.40), 0.02)  # still busy
     assert quiet(Reading(QUIET.lag, QUIET.outbox, 0.07), 0.02)  # within the margin of idle
+    unknown = Reading(QUIET.lag, QUIET.outbox, 0.03, ("http://127.0.0.1:9/metrics",))
+    assert not quiet(unknown, 0.02)  # a lag that could not be read is not 0
+    assert line(unknown, 0.02, 1.0).endswith("; lag unknown: http://127.0.0.1:9/metrics")
 
 
 def test_each_reading_is_printed() -> None:

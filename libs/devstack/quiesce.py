@@ -67,11 +67,13 @@ def _lag(metrics_urls: list[str]) -> tuple[dict[str, float], tuple[str, ...]]:
     unreadable = []
     for url in metrics_urls:
         try:
-            text = httpx.get(url + "/metrics", timeout=5).text
+            r = httpx.get(url + "/metrics", timeout=5)
         except httpx.HTTPError:
+            r = None
+        if r is None or r.status_code != 200:
             unreadable.append(url)
             continue
-        for name, value in parse_lag(text).items():
+        for name, value in parse_lag(r.text).items():
             out[name] = out.get(name, 0.0) + value
     return out, tuple(unreadable)
 

@@ -90,6 +90,7 @@ def baseline(kind: str, dsn: str) -> dict[str, float]:
         return res
 
 
+QUIET_TIMEOUT_S = float(os.environ.get("BENCH_QUIET_TIMEOUT_S", "300"))  # the wait between turns
 PARTS = set(os.environ.get("BENCH_PARTS", "customers,transfers,overload").split(","))
 
 
@@ -194,7 +195,7 @@ def main() -> int:
             outboxes empty, the stack's CPU back at idle; printed, and an error if not."""
             nonlocal turns
             turns += 1
-            ok, text = quiesce.wait(pids, metrics_urls, dsn, idle_total)
+            ok, text = quiesce.wait(pids, metrics_urls, dsn, idle_total, QUIET_TIMEOUT_S)
             print(f"before turn {turns}: {text}", flush=True)
             if not ok:
                 results.errors.append(f"turn {turns} started before the stack was quiet: {text}")

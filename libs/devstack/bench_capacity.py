@@ -16,9 +16,10 @@ from collections.abc import Callable
 from typing import Any
 
 from devstack.answers import Answer, failed_by_reason, open_loop
-from devstack.bench_overload import drive_once, same_shape
+from devstack.bench_overload import same_shape
 from devstack.capacity import MIN_STEP_S, Search, Step, capacity, gave_up, line, next_rate, step_of
 from devstack.measure import baseline_process, not_2xx, run_load
+from devstack.overload_driver import drive_once
 from devstack.targets import Results
 
 STEP_S = max(MIN_STEP_S, float(os.environ.get("BENCH_STEP_S", "10")))

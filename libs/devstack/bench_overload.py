@@ -1,7 +1,8 @@
-"""The overload part of ``make bench`` (issues 23 and 37, contract 14.2): offered a multiple of
-the capacity the transfers part just measured (``BENCH_OVERLOAD_FACTORS``, 2 and 4), open
-loop, for ``BENCH_OVERLOAD_S`` (30) seconds, from six tenants (one sends half the load, a
-quiet one 2 %, four share the rest); then at half the capacity again to see how fast
+"""The overload part of ``make bench`` (issues 23, 37 and 44, contract 14.2): offered a multiple
+of the suite's capacity (``BENCH_OVERLOAD_FACTORS``, 2 and 4; the capacity searched open loop,
+devstack.bench_capacity), open loop, for ``BENCH_OVERLOAD_S`` (30) seconds, from six tenants
+(devstack.overload_plan.shares: one sends half the load, a quiet one 2 %, one exactly its fair
+share of the capacity, three split the rest); then at half the capacity again to see how fast
 latency recovers; then every request that did not get a 2xx is retried with its key until it
 does (or counted undecided), and the database is audited: a 2xx whose transfer has no row is
 lost, more than one row or journal entry per key is duplicated. ``BENCH_OVERLOAD_HOG`` (a share
@@ -11,41 +12,36 @@ quarter within 5 s of it (sampled every 0.25 s), and the admitted p99 stay withi
 judged run has the gateway, the driver and the hog at nice 0 (devstack.overload_plan);
 ``BENCH_OVERLOAD_RENICE=-5,-10`` adds reniced runs afterwards, labelled and judged on nothing.
 
-The driver runs in its own process (``python -m devstack.bench_overload drive``) with raw
-keep-alive connections (devstack.load.Conn), opened as the offered rate needs them, so the
-suite, not the client, is the queue: latency counts from each request's intended send time, and
-the generator's own lag is printed. Every offered request is accounted for: answered, without
-an answer (and why), or still running at the end (``devstack.overload_report``). A missed
-target is named after ``MISSED:`` and the run exits non-zero.
+The driver runs in its own process (devstack.overload_driver) with raw keep-alive connections,
+opened as the offered rate needs them, so the suite, not the client, is the queue: latency
+counts from each request's intended send time, and the generator's own lag is printed. Every
+offered request is accounted for: answered (a 5xx by its reason), without an answer (and why),
+or still running at the end (``devstack.overload_report``). A missed target is named after
+``MISSED:`` and the run exits non-zero.
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
 import json
 import math
 import os
-import random
 import re
-import resource
 import subprocess  # devstack starts local processes  # nosec B404
 import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import asyncpg
 import httpx
 
-from devstack.answers import Outcome, reason_of
+from devstack.answers import Outcome
 from devstack.bench_transfers import provision
-from devstack.load import Conn, transfer_body
+from devstack.overload_driver import QUIET_S, raw_request, run_driver
 from devstack.overload_plan import Run, parse_renice, plan, shares
 from devstack.overload_report import (
     Audit,
@@ -55,11 +51,9 @@ from devstack.overload_report import (
     limit_down_s,
     line,
     missed,
-    pct,
     seconds_line,
     summarize,
 )
-from devstack.suite import ROOT, python_env
 
 OVERLOAD_S = float(os.environ.get("BENCH_OVERLOAD_S", "30"))
 FACTORS = [float(f) for f in os.environ.get("BENCH_OVERLOAD_FACTORS", "2,4").split(",") if f.strip()]
@@ -69,190 +63,11 @@ HOG = float(os.environ.get("BENCH_OVERLOAD_HOG", "0"))  # share of one core; 0: 
 # request is in a deployment) adds those runs again afterwards, labelled, judged on nothing
 # (devstack.overload_plan).
 RENICE = parse_renice(os.environ.get("BENCH_OVERLOAD_RENICE", ""))
-QUIET_S = 8.0
 # Tenant 0 heavy (half the load); tenant 1 quiet (2 % of it: 0 refused); tenant 2 at exactly
 # its fair share of the capacity, a sixth (at most 1 % refused); three others split the rest
 # (devstack.overload_plan.shares). The capacity is searched with the shares at 1x.
 SHARES = shares(1.0)
 WALLETS_PER_TENANT = 20
-CLIENT_TIMEOUT_S = 30.0  # a request with no answer by then is counted "client timeout"
-DRAIN_S = 60.0  # after the schedule: requests still running then are counted as such
-MAX_CONNECTIONS = 8192
-
-
-def _request(url: str, key: str, wallets: list[str], idem: str) -> bytes:
-    body = transfer_body(wallets, 0.0, idem)
-    parts = urlsplit(url)
-    head = (
-        f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\nConnection: keep-alive\r\n"
-        f"Authorization: Bearer {key}\r\nContent-Type: application/json\r\nIdempotency-Key: {idem}\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    )
-    return head.encode() + body
-
-
-def cause(exc: BaseException) -> str:
-    """Why a request got no answer, in words a reader of the bench line can act on."""
-    if isinstance(exc, TimeoutError):
-        return "client timeout"
-    if isinstance(exc, ConnectionRefusedError):
-        return "connection refused"
-    if isinstance(exc, ConnectionResetError | BrokenPipeError | asyncio.IncompleteReadError):
-        return "reset"
-    if isinstance(exc, OSError) and exc.errno is not None:
-        return f"os error {errno.errorcode.get(exc.errno, exc.errno)}"
-    return f"bad answer {type(exc).__name__}"
-
-
-def _raise_fd_limit() -> None:
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft < hard:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-
-class Pool:
-    """Keep-alive connections, a new one whenever none is free (up to ``limit``): at an open
-    loop's rate the client must not queue requests behind its own connections. The most
-    recently used is taken first (a connection idle too long reopens itself: devstack.load)."""
-
-    def __init__(self, host: str, port: int, limit: int) -> None:
-        self.host, self.port, self.limit = host, port, limit
-        self.free: list[Conn] = []
-        self.opened = 0
-        self.waited = 0
-        self.available = asyncio.Condition()
-
-    def _take(self) -> Conn:
-        return self.free.pop()
-
-    async def get(self) -> Conn:
-        if self.free:
-            return self._take()
-        if self.opened < self.limit:
-            self.opened += 1
-            return Conn(self.host, self.port)
-        self.waited += 1
-        async with self.available:
-            await self.available.wait_for(lambda: bool(self.free))
-            return self._take()
-
-    async def put(self, c: Conn, broken: bool = False) -> None:
-        if broken:  # reconnects on its next request
-            if c.writer is not None:
-                c.writer.close()
-            c.writer = None
-        self.free.append(c)
-        async with self.available:
-            self.available.notify()
-
-
-def phases(plan: dict[str, Any]) -> list[tuple[str, float, float]]:
-    """(name, rate, seconds) of each phase: the plan's own ``phases`` (a capacity step is one),
-    else ``quiet`` (half capacity), ``overload`` (``factor`` x), ``after`` (half)."""
-    if plan.get("phases"):
-        return [(str(n), float(r), float(s)) for n, r, s in plan["phases"]]
-    quiet_s = plan.get("quiet_s", QUIET_S)
-    return [
-        ("quiet", plan["capacity"] / 2, quiet_s),
-        ("overload", plan["capacity"] * plan["factor"], plan["overload_s"]),
-        ("after", plan["capacity"] / 2, quiet_s),
-    ]
-
-
-async def drive(plan: dict[str, Any]) -> dict[str, Any]:
-    """Open loop through :func:`phases`; every offered request is a record."""
-    _raise_fd_limit()
-    url, tenants = plan["url"], plan["tenants"]
-    parts = urlsplit(url)
-    pool = Pool(parts.hostname or "127.0.0.1", parts.port or 80, plan.get("max_connections", MAX_CONNECTIONS))
-    timeout = plan.get("client_timeout_s", CLIENT_TIMEOUT_S)
-    out: list[dict[str, Any]] = []
-    tasks: list[asyncio.Task[None]] = []
-    schedule_lag: list[float] = []
-    weights = [t["share"] for t in tenants]
-
-    async def one(rec: dict[str, Any]) -> None:
-        t = tenants[rec["tenant"]]
-        raw = _request(url, t["key"], t["wallets"], rec["key"])
-        c = await pool.get()
-        rec["sent_lag"] = time.perf_counter() - rec["at"]
-        try:
-            rec["status"] = await asyncio.wait_for(c.request(raw), timeout)
-            if rec["status"] >= 500:  # only a 503 overloaded is shed (contract 15.3)
-                rec["reason"] = reason_of(c.body)
-        except (
-            OSError,
-            asyncio.IncompleteReadError,
-            asyncio.LimitOverrunError,
-            ValueError,
-            TimeoutError,
-        ) as exc:
-            rec["status"], rec["cause"] = 0, cause(exc)
-            await pool.put(c, broken=True)
-        else:
-            await pool.put(c)
-        rec["s"] = time.perf_counter() - rec["at"]
-
-    schedule = phases(plan)
-    start = time.perf_counter()
-    t0 = start
-    for phase, rate, secs in schedule:
-        n = int(rate * secs)
-        for i in range(n):
-            at = t0 + i / rate
-            delay = at - time.perf_counter()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            schedule_lag.append(max(0.0, time.perf_counter() - at))
-            t = random.choices(range(len(tenants)), weights)[0]
-            rec = {"phase": phase, "tenant": t, "key": uuid.uuid4().hex, "at": at, "status": -1, "s": None}
-            out.append(rec)
-            tasks.append(asyncio.create_task(one(rec)))
-        t0 += secs
-    _, pending = await asyncio.wait(tasks, timeout=plan.get("drain_s", DRAIN_S))
-    now = time.perf_counter()
-    for task in pending:
-        task.cancel()
-    for rec in out:
-        if rec["status"] == -1:  # still running: counted, with its wait so far
-            rec["s"], rec["cause"] = now - rec["at"], "still running at the end"
-    sent = [r["sent_lag"] for r in out if r.get("sent_lag") is not None]
-    return {
-        "requests": out,
-        "started": start,
-        "overload_start": start + schedule[0][2],
-        "overload_s": plan.get("overload_s", 0.0),
-        "generator": {
-            "connections": pool.opened,
-            "waited_for_connection": pool.waited,
-            "schedule_lag_p99_ms": pct(schedule_lag, 0.99),
-            "schedule_lag_max_ms": 1000 * max(schedule_lag, default=0.0),
-            "send_lag_p99_ms": pct(sent, 0.99),
-            "send_lag_max_ms": 1000 * max(sent, default=0.0),
-        },
-    }
-
-
-def run_driver(pfile: Path, ofile: Path, seconds: float, nice: int = 0) -> None:
-    """The driver in its own process, on the plan in ``pfile``; its records go to ``ofile``."""
-    argv = [sys.executable, "-m", "devstack.bench_overload", "drive", str(pfile), str(ofile)]
-    subprocess.run(  # nosec B603 - our own driver, argv list
-        argv,
-        preexec_fn=(lambda: os.nice(nice)) if nice else None,  # relative to ours (0)
-        env=python_env({}),
-        cwd=ROOT,
-        check=True,
-        timeout=seconds + DRAIN_S + CLIENT_TIMEOUT_S + 120,
-    )
-
-
-def drive_once(plan: dict[str, Any], seconds: float) -> dict[str, Any]:
-    """:func:`drive` in its own process (the driver shares the cores, not the interpreter)."""
-    with tempfile.TemporaryDirectory(prefix="sluice-driver-") as tmp:
-        pfile, ofile = Path(tmp) / "plan.json", Path(tmp) / "out.json"
-        pfile.write_text(json.dumps(plan))
-        run_driver(pfile, ofile, seconds)
-        return dict(json.loads(ofile.read_text()))
 
 
 def provision_tenants(gateway: str, admin: str, token: str) -> list[dict[str, Any]]:
@@ -311,7 +126,7 @@ async def _retry_refused(url: str, tenants: list[dict[str, Any]], refused: list[
         t = tenants[r["tenant"]]
         async with sem:
             for _ in range(30):
-                raw = _request(url, t["key"], t["wallets"], r["key"]).split(b"\r\n\r\n", 1)[1]
+                raw = raw_request(url, t["key"], t["wallets"], r["key"]).split(b"\r\n\r\n", 1)[1]
                 try:
                     res = await c.post(
                         url,
@@ -543,9 +358,3 @@ def run(
         if run.judged:
             missed_by_run[run.label] = missed
     return "\n".join(lines), missed_by_run
-
-
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["drive"]:
-        plan = json.loads(Path(sys.argv[2]).read_text())
-        Path(sys.argv[3]).write_text(json.dumps(asyncio.run(drive(plan))))

@@ -12,8 +12,9 @@ import asyncio
 import pytest
 
 from devstack import bench_capacity, load
-from devstack.bench_overload import SHARES, WALLETS_PER_TENANT, drive, phases, same_shape
+from devstack.bench_overload import SHARES, WALLETS_PER_TENANT, same_shape
 from devstack.capacity import Step
+from devstack.overload_driver import drive, phases
 
 pytestmark = pytest.mark.unit
 

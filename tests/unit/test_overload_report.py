@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from devstack.bench_overload import Pool, _door_line, cause, drive
+from devstack.bench_overload import _door_line
+from devstack.overload_driver import Pool, cause, drive
 from devstack.overload_plan import shares
 from devstack.overload_report import (
     Audit,

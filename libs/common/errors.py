@@ -45,6 +45,16 @@ class Reason(StrEnum):
     INSUFFICIENT_FUNDS = "insufficient_funds"
 
 
+class Unavailable(StrEnum):
+    """``details.reason`` of every 503 the gateway sends (contract 15.3). Only ``overloaded`` is
+    a refusal for overload (nothing was taken); the others are failures of admitted work."""
+
+    OVERLOADED = "overloaded"  # the door: no place in the lane
+    UPSTREAM_TIMEOUT = "upstream_timeout"  # no answer within the gateway timeout
+    STORE_UNAVAILABLE = "store_unavailable"  # Redis, PostgreSQL or the broker did not answer
+    IN_FLIGHT = "in_flight"  # the same Idempotency-Key is being decided
+
+
 class ServiceError(Exception):
     """A refusal that names its reason; rendered as the error envelope."""
 
@@ -75,6 +85,16 @@ def forbidden(reason: str, message: str, **details: Any) -> ServiceError:
 
 def not_found(what: str) -> ServiceError:
     return ServiceError(ErrorCode.NOT_FOUND, f"{what} not found")
+
+
+def unavailable(reason: Unavailable, message: str, retry_after_s: int = 1) -> ServiceError:
+    """A 503 ``provider_unavailable`` naming its ``details.reason``, with ``Retry-After``."""
+    return ServiceError(
+        ErrorCode.PROVIDER_UNAVAILABLE,
+        message,
+        details={"reason": str(reason)},
+        headers={"Retry-After": str(retry_after_s)},
+    )
 
 
 def envelope(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -1,12 +1,16 @@
 """``make bench``: end-to-end throughput and latency of POST /v1/customers and of
 POST /v1/transfers (devstack.bench_transfers) beside two baselines each, measured in the same
-run on the same machine, on a fresh embedded stack. ``BENCH_PARTS=customers`` or
-``=transfers`` runs one part; the last line is the transfers summary when that part runs.
+run on the same machine, on a fresh embedded stack. ``BENCH_PARTS`` (customers, transfers,
+overload) picks the parts; ``BENCH_IDLE_S=0`` skips the idle measurement.
 
-1. bare: a Litestar endpoint that answers at once; 2. monolith: Litestar doing the same
-single INSERT synchronously with asyncpg; 3. e2e: the suite (gateway -> compliance -> ledger
--> gateway over Kafka), one process per service. Load comes from a separate process
-(devstack.load). e2e latency is measured open-loop at half the monolith's throughput.
+1. bare: a Litestar endpoint that answers at once; 2. monolith: Litestar doing the same work
+synchronously with asyncpg; 3. e2e: the suite (gateway -> compliance -> ledger -> gateway over
+Kafka), one process per service. Load comes from separate processes (devstack.load, wrk, the
+overload driver). One capacity (issue 44 item 1, devstack.bench_capacity): the highest
+open-loop rate with p99 <= 500 ms and at most 1 % not 2xx, searched the same way for the
+monolith and the suite; the ratios are capacity over capacity, and the half load, 2x and 4x
+are multiples of the suite's. The last lines are the verdict (devstack.targets): a ``MISSED:``
+line per missed target, an ``ERROR:`` line per part not measured; either exits 1.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-from devstack import bench_overload, bench_transfers, plot
+from devstack import bench_capacity, bench_overload, bench_transfers, plot, quiesce
 from devstack.benchstack import bench_stack, pg_settings
 from devstack.measure import (
     baseline_process,
@@ -32,8 +38,9 @@ from devstack.measure import (
     run_load,
     steal_pct,
 )
-from devstack.profile import idle_cpu
+from devstack.profile import idle_shares, shares_line
 from devstack.suite import Proc
+from devstack.targets import IDLE_STACK_MAX, Results, exit_code, verdict
 
 DURATION = float(os.environ.get("BENCH_DURATION_S", "10"))
 CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "64"))
@@ -83,10 +90,19 @@ def baseline(kind: str, dsn: str) -> dict[str, float]:
         return res
 
 
+QUIET_TIMEOUT_S = float(os.environ.get("BENCH_QUIET_TIMEOUT_S", "300"))  # the wait between turns
 PARTS = set(os.environ.get("BENCH_PARTS", "customers,transfers,overload").split(","))
 
 
-def customers_e2e(procs: dict[str, Proc], token: str, pids: dict[str, int], mono: dict[str, float]) -> str:
+def customers_e2e(
+    procs: dict[str, Proc],
+    token: str,
+    pids: dict[str, int],
+    mono: dict[str, float],
+    results: Results,
+    dsn: str,
+    between: Callable[[], None],
+) -> str:
     admin = procs["admin"].url
     auth = {"Authorization": f"Bearer {token}"}
     t = httpx.post(
@@ -110,6 +126,7 @@ def customers_e2e(procs: dict[str, Proc], token: str, pids: dict[str, int], mono
     url = procs["gateway"].url + "/v1/customers"
     if not settle(url, headers):
         print("pipeline NOT SETTLED: single customer creates did not answer quickly within 90 s", flush=True)
+        results.errors.append("customers: the pipeline did not settle (single creates not quick within 90 s)")
         return "bench: NOT SETTLED"
     load(url, headers, duration=3, unique=True)  # warm-up: pools, caches, batch sizes
     cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()}
@@ -123,25 +140,17 @@ def customers_e2e(procs: dict[str, Proc], token: str, pids: dict[str, int], mono
     )
     served = e2e["requests"] - e2e["errors"]  # answered 2xx: a refusal is no customer created
     print("cpu per 2xx answer (closed loop): " + cpu_report(pids, cpu_before, served), flush=True)
-    half = max(1.0, mono["ok_rps"] / 2)
-    paced = load(url, headers, rate=half, unique=True)
-    plot.record("customers", "suite e2e at half the monolith's rate", paced)
-    print(
-        f"e2e at half the monolith's rate ({half:.0f} req/s): achieved {paced['ok_rps']:.0f} req/s 2xx "
-        f"p50 {paced['p50_ms']:.1f} ms p99 {paced['p99_ms']:.1f} ms errors {paced['errors']:.0f}",
-        flush=True,
-    )
-    ratio = e2e["ok_rps"] / mono["ok_rps"] if mono["ok_rps"] else 0.0
-    return (
-        f"bench: e2e {e2e['ok_rps']:.0f} req/s p99 {paced['p99_ms']:.0f} ms; "
-        f"monolith {mono['ok_rps']:.0f} req/s; bare {mono['bare_rps']:.0f} req/s; "
-        f"ratio e2e/monolith {ratio:.2f}"
-    )
+    hints = {"suite": e2e["ok_rps"], "monolith": mono["ok_rps"]}  # where the searches start
+    suite = bench_capacity.customers(procs["gateway"].url, dsn, headers, BODY, hints, results, between)
+    ratio = f"{results.customers_ratio:.2f}" if results.customers_ratio is not None else "-"
+    closed = f"e2e {e2e['ok_rps']:.0f}, monolith {mono['ok_rps']:.0f}, bare {mono['bare_rps']:.0f} req/s"
+    return f"bench: customers capacity {suite:.0f} req/s, ratio over the monolith's {ratio}; closed {closed}"
 
 
 def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="sluice-bench-"))
     started = cpu_times()
+    results = Results(frozenset(PARTS | ({"idle"} if os.environ.get("BENCH_IDLE_S", "30") != "0" else set())))
     with bench_stack(work) as stack:
         stores, procs, pids, token = stack.stores, stack.procs, stack.pids, stack.token
         print(
@@ -149,9 +158,10 @@ def main() -> int:
             f"kafka {stores.kafka_bootstrap} ({stores.kafka_kind})",
             flush=True,
         )
-        if os.environ.get("BENCH_IDLE_S", "30") != "0":
+        if "idle" in results.parts:
             idle_s = float(os.environ.get("BENCH_IDLE_S", "30"))
-            idle = idle_cpu(pids, idle_s)  # issue 34: an idle stack <= 5 % of one core
+            results.idle = idle_shares(pids, idle_s)  # issue 34: an idle stack <= 5 % of one core
+            idle = shares_line(results.idle)
             print(f"idle stack, share of one core over {idle_s:.0f} s with no request: {idle}", flush=True)
         dsn = stack.asyncpg_dsn
         settings = pg_settings(dsn)
@@ -173,31 +183,60 @@ def main() -> int:
                 f"p99 {mono['p99_ms']:.1f} ms errors {mono['errors']:.0f}",
                 flush=True,
             )
-        transfer_base = bench_transfers.baselines(dsn) if "transfers" in PARTS else {}
+        transfer_base = bench_transfers.baselines(dsn, pids) if "transfers" in PARTS else {}
         lines = []
+
+        idle_total = sum(results.idle.values()) if results.idle is not None else IDLE_STACK_MAX
+        metrics_urls = [proc.metrics_url for proc in procs.values()]
+        turns = 0
+
+        def between() -> None:
+            """A turn starts when the last one has finished (issue 44 item 6): consumer lag 0,
+            outboxes empty, the stack's CPU back at idle; printed, and an error if not."""
+            nonlocal turns
+            turns += 1
+            ok, text = quiesce.wait(pids, metrics_urls, dsn, idle_total, QUIET_TIMEOUT_S)
+            print(f"before turn {turns}: {text}", flush=True)
+            if not ok:
+                results.errors.append(f"turn {turns} started before the stack was quiet: {text}")
+
         if "customers" in PARTS:
-            lines.append(customers_e2e(procs, token, pids, mono))
+            lines.append(customers_e2e(procs, token, pids, mono, results, dsn, between))
         capacity = 0.0
+        gw, admin = procs["gateway"], procs["admin"].url
+        tenants: list[dict[str, Any]] | None = None
         if "transfers" in PARTS:
-            line, capacity = bench_transfers.e2e(
-                procs["gateway"].url,
-                procs["admin"].url,
+            line, hints = bench_transfers.e2e(
+                gw.url,
+                admin,
                 token,
                 pids,
                 transfer_base,
                 procs["ledger"].url,
                 stack.uncounted,
+                results,
+                between,
             )
             lines.append(line)
+            if hints:  # one capacity (issue 44 item 1): ratio, half load, 2x and 4x use it
+                tenants = bench_overload.provision_tenants(gw.url, admin, token)
+                capacity = bench_capacity.transfers(
+                    gw.url, tenants, dsn, transfer_base["seeded"], hints, results, between
+                )
         if "transfers" not in PARTS:
             # Tuning the door (issue 37): the overload part alone, at a capacity measured before
             # by a full run. The figures that count come from a run that measured it itself.
             capacity = float(os.environ.get("BENCH_OVERLOAD_CAPACITY", "0"))
-        if "overload" in PARTS and capacity > 0:
-            gw = procs["gateway"]
-            lines.append(
-                bench_overload.run(gw.url, procs["admin"].url, token, pids, dsn, capacity, gw.metrics_url)
+        if "overload" in PARTS and capacity <= 0:
+            results.errors.append(
+                "overload: no capacity to load against (the transfers part did not measure one, or "
+                "BENCH_PARTS=overload without BENCH_OVERLOAD_CAPACITY)"
             )
+        elif "overload" in PARTS:
+            text, results.overload = bench_overload.run(
+                gw.url, admin, token, pids, dsn, capacity, gw.metrics_url, tenants, between
+            )
+            lines.append(text)
         for name, proc in procs.items():
             print(f"peak RSS {name:<10} {peak_rss_mb(proc.popen.pid):6.1f} MB", flush=True)
         print(
@@ -209,8 +248,11 @@ def main() -> int:
             print(line, flush=True)
         data, png = plot.write(Path(os.environ.get("BENCH_OUT", ".sluice/bench")))
         print(f"results: {data}" + (f", plot: {png}" if png else " (no matplotlib: no plot)"), flush=True)
-        # A part that did not settle, or an overload target missed (issue 37): the run fails.
-        return 0 if all("NOT SETTLED" not in line and "MISSED:" not in line for line in lines) else 1
+        # Every missed target on a MISSED: line, every part asked for but not measured on an
+        # ERROR: line; either fails the run (issue 44 item 9, devstack.targets).
+        for line in verdict(results):
+            print(line, flush=True)
+        return exit_code(results)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,11 @@ provider_wallet, 0.01 USDC) end to end, beside a bare endpoint and a one-process
 the same work (devstack.baselines), measured in the same run on the same machine.
 
 Closed-loop throughput comes from wrk (devstack.wrk), whose own CPU use is printed to show it
-had headroom; latency at half the monolith's rate comes from the open-loop driver
-(devstack.load, its own process). Two mixes: uniform over all funded wallets, and hot (half
-the transfers from one wallet). The suite's wallets are set up through the real API: a tenant
-via admin, customers, wallets, virtual accounts and sandbox deposits through the gateway.
+had headroom; it is where the capacity search starts (devstack.bench_capacity measures both
+capacities, their ratio and the half load, open loop). Two mixes: uniform over all funded
+wallets, and hot (half the transfers from one wallet). The suite's wallets are set up through
+the real API: a tenant via admin, customers, wallets, virtual accounts and sandbox deposits
+through the gateway.
 
 Settings: ``BENCH_WALLETS`` (10000), ``BENCH_DURATION_S`` (10), ``BENCH_CONNECTIONS`` (64),
 ``BENCH_SETUP_CONCURRENCY`` (48), ``BENCH_WRK_THREADS`` (1).
@@ -19,11 +20,10 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -31,8 +31,15 @@ from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt,
 
 from devstack import bench_abab, plot, wrk
 from devstack.load import transfer
-from devstack.measure import baseline_process, cpu_seconds, peak_rss_mb, per_request, run_load
+from devstack.measure import (
+    baseline_process,
+    cpu_seconds,
+    cpu_used,
+    peak_rss_mb,
+    per_request,
+)
 from devstack.suite import ROOT, python_env
+from devstack.targets import Results
 
 WALLETS = int(os.environ.get("BENCH_WALLETS", "10000"))
 DURATION = float(os.environ.get("BENCH_DURATION_S", "10"))
@@ -52,7 +59,7 @@ def _fmt(name: str, r: dict[str, float]) -> str:
     )
 
 
-def baselines(dsn: str) -> dict[str, Any]:
+def baselines(dsn: str, stack: dict[str, int] | None = None) -> dict[str, Any]:
     """Bare and monolith on ``POST /v1/transfers`` (the monolith over ``WALLETS`` seeded wallets);
     with the seeded wallets and the DSN, for the alternating pairs (devstack.bench_abab)."""
     out: dict[str, Any] = {}
@@ -68,15 +75,19 @@ def baselines(dsn: str) -> dict[str, Any]:
         with baseline_process(kind, dsn) as (p, base):
             url = base + "/v1/transfers"
             wrk.run(url, wallets=seeded, duration=2, connections=CONNECTIONS)  # warm-up
-            cpu0 = cpu_seconds(p.pid)
+            # the monolith's CPU with its PostgreSQL's (issue 44 item 5); bare uses none
+            counted = (
+                bench_abab.monolith_processes(stack or {}, p.pid) if kind == "monolith" else {kind: p.pid}
+            )
+            before = {name: cpu_seconds(pid) for name, pid in counted.items()}
             res = wrk.run(url, wallets=seeded, duration=DURATION, connections=CONNECTIONS)
-            res["server_cpu_ms"] = 1000 * (cpu_seconds(p.pid) - cpu0) / max(1.0, wrk.answered(res))
+            res["server_cpu_ms"] = bench_abab.cpu_ms(cpu_used(counted, before), wrk.answered(res))
             res["peak_rss_mb"] = peak_rss_mb(p.pid)
             out[kind] = res
             plot.record("transfers", f"{kind} (baseline)", res)
             print(
                 _fmt(f"transfers {kind}:", res) + f" (server cpu {res['server_cpu_ms']:.2f} ms per "
-                f"2xx answer; wrk used {res['client_cores']:.2f} cores)",
+                f"2xx answer, {' + '.join(counted)}; wrk used {res['client_cores']:.2f} cores)",
                 flush=True,
             )
     bare = out["bare"]["rps"]
@@ -236,24 +247,6 @@ def sequential(url: str, key: str, wallets: list[str], n: int = 200) -> dict[str
     }
 
 
-def open_loop(url: str, key: str, wallets: list[str], rate: float, hot: float = 0.0) -> dict[str, float]:
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        f.write("\n".join(wallets))
-    try:
-        args = ["--wallets", f.name, "--hot", str(hot), "--duration", str(DURATION)]
-        args += [
-            "--connections",
-            str(CONNECTIONS * 4),
-            "--rate",
-            str(rate),
-            "--grace",
-            str(max(10.0, DURATION)),
-        ]
-        return run_load(url, *args, headers=[f"Authorization: Bearer {key}"])
-    finally:
-        Path(f.name).unlink()
-
-
 def cpu_lines(
     used: dict[str, float],
     res: dict[str, float],
@@ -293,9 +286,14 @@ def e2e(
     base: dict[str, Any],
     ledger: str | None = None,
     uncounted: list[str] | None = None,
-) -> tuple[str, float]:
-    """Set up, measure the suite, print the figures; returns the ``bench-transfers:`` line and
-    the closed-loop capacity (2xx transfers/s, uniform mix)."""
+    results: Results | None = None,
+    between: Callable[[], None] = lambda: time.sleep(2),
+) -> tuple[str, dict[str, float]]:
+    """Set up, measure the suite, print the figures (and keep those judged against a target in
+    ``results``); returns the ``bench-transfers:`` line and the closed-loop throughputs (2xx
+    transfers/s, uniform mix) of the suite and the monolith, where the capacity search starts
+    (empty: the pipeline did not settle)."""
+    results = results if results is not None else Results(frozenset({"transfers"}))
     t0 = time.monotonic()
     key, wallets = asyncio.run(provision(gateway, admin, token, WALLETS))
     print(
@@ -305,43 +303,40 @@ def e2e(
     t0 = time.monotonic()
     if not settle(url, key, wallets):
         print(f"pipeline NOT SETTLED after set-up: {time.monotonic() - t0:.0f} s", flush=True)
-        return "bench-transfers: NOT SETTLED", 0.0
+        results.errors.append(
+            f"transfers: the pipeline did not settle after set-up ({time.monotonic() - t0:.0f} s)"
+        )
+        return "bench-transfers: NOT SETTLED", {}
     print(f"pipeline settled after set-up in {time.monotonic() - t0:.0f} s", flush=True)
     seq = sequential(url, key, wallets)
+    results.sequential = seq if seq["ok"] else None  # none answered 201: not measured
     print(
         f"transfers sequential (one client, idle stack): {seq['ok']:.0f} of 200 answered 201, "
         f"p50 {seq['p50_ms']:.1f} ms p99 {seq['p99_ms']:.1f} ms",
         flush=True,
     )
     wrk.run(url, wallets=wallets, auth=auth, duration=3, connections=CONNECTIONS)  # warm-up
-    time.sleep(2)  # what wrk abandoned at its end is still in flight (and admitted): let it finish
+    between()  # what wrk abandoned at its end is still in flight (and admitted): let it finish
     chain_before = chain_counters(ledger)
-    pairs = bench_abab.run(url, auth, wallets, pids, base["dsn"], base["seeded"], uncounted or [])
+    pairs = bench_abab.run(url, auth, wallets, pids, base["dsn"], base["seeded"], uncounted or [], between)
     chain_after = chain_counters(ledger)
     used = {name: sum(p.used.get(name, 0.0) for p in pairs) for name in pids}
     runs = {k: sum(p.run[k] for p in pairs) for k in ("requests", "non2xx")}
     for line in cpu_lines(used, runs, (chain_before, chain_after) if ledger is not None else None):
         print(line.replace("(closed loop, uniform,", "(the ABAB suite runs, uniform,"), flush=True)
-    capacity = statistics.median(p.suite_rps for p in pairs)
+    closed = statistics.median(p.suite_rps for p in pairs)
     mono = statistics.median(p.mono_rps for p in pairs)
-    time.sleep(2)
+    results.cpu_multiple = statistics.median(p.cpu_multiple for p in pairs)
+    between()
     hot = wrk.run(url, wallets=wallets, auth=auth, hot=HOT, duration=DURATION, connections=CONNECTIONS)
     plot.record("transfers", f"suite e2e hot ({HOT:.0%} one wallet)", hot)
     print(_fmt("transfers e2e hot:", hot) + f" ({HOT:.0%} from one wallet)", flush=True)
-    half = max(1.0, mono / 2)
-    time.sleep(2)
-    paced = open_loop(url, key, wallets, half)
-    plot.record("transfers", "suite e2e at half the monolith's rate", paced)
-    print(
-        f"transfers e2e at half the monolith's rate ({half:.0f} req/s, open loop): achieved "
-        f"{paced['rps']:.0f} req/s p50 {paced['p50_ms']:.1f} ms p99 {paced['p99_ms']:.1f} ms "
-        f"errors {paced['errors']:.0f} (unanswered after the grace period {paced['unfinished']:.0f})",
-        flush=True,
-    )
     hot_ratio = hot["ok_rps"] / mono if mono else 0.0
+    # The closed loops are starting points for the capacity search (devstack.bench_capacity),
+    # which gives the ratio, the half load and the overload part's capacity.
     return (
-        f"bench-transfers: e2e {capacity:.0f} req/s (median of {len(pairs)}); at half load p99 "
-        f"{paced['p99_ms']:.0f} ms; monolith {mono:.0f} req/s; {bench_abab.summary(pairs)}; "
-        f"hot ratio {hot_ratio:.2f}; sequential p50 {seq['p50_ms']:.1f} ms "
+        f"bench-transfers: closed loop e2e {closed:.0f} req/s (median of {len(pairs)}); monolith "
+        f"{mono:.0f} req/s; {bench_abab.summary(pairs)}; hot ratio {hot_ratio:.2f} (closed loops); "
+        f"sequential p50 {seq['p50_ms']:.1f} ms p99 {seq['p99_ms']:.1f} ms "
         f"[load avg {os.getloadavg()[0]:.1f}]"
-    ), float(capacity)
+    ), {"suite": float(closed), "monolith": float(mono)}

@@ -9,7 +9,9 @@ it starts), so the queue is the server's, not the client's; requests still unans
 latency so far (a lower bound). With ``--wallets FILE`` each request is a ``POST
 /v1/transfers`` of 0.01 USDC between two random wallets of the file (``--hot S``: from the
 first wallet for a share S), its Idempotency-Key in the header and the body. Prints one JSON
-object: requests, errors, rps, p50/p99 in ms, connections opened.
+object: requests, errors (every answer not 2xx), refused (503 overloaded), failed (any other
+5xx; ``failed_by_reason``), no_answer, unfinished, rps, p50/p99 in ms over the 2xx answers
+(devstack.answers), connections opened.
 """
 
 from __future__ import annotations
@@ -26,6 +28,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from devstack.answers import (
+    NO_ANSWER,
+    STILL_RUNNING,
+    Answer,
+    failed_by_reason,
+    open_loop,
+    quantile_ms,
+    reason_of,
+)
+
 MAX_OPEN_CONNECTIONS = 8192  # open loop: connections opened as the rate needs them, up to this
 IDLE_REOPEN_S = 2.0  # a connection idle this long is reopened before its next request
 
@@ -36,6 +48,7 @@ class Conn:
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
         self.used = 0.0  # when its last answer arrived
+        self.body = b""  # the last answer's body (a 5xx's names its reason)
 
     async def request(self, raw: bytes) -> int:
         if self.writer is not None and time.perf_counter() - self.used > IDLE_REOPEN_S:
@@ -51,8 +64,7 @@ class Conn:
         for line in head.split(b"\r\n"):
             if line[:15].lower() == b"content-length:":
                 length = int(line[15:])
-        if length:
-            await self.reader.readexactly(length)
+        self.body = await self.reader.readexactly(length) if length else b""
         self.used = time.perf_counter()
         return status
 
@@ -95,35 +107,35 @@ def build(
     return head.encode() + b"\r\n" + (body or b"")
 
 
-async def run(args: argparse.Namespace) -> dict[str, float]:
+async def run(args: argparse.Namespace) -> dict[str, Any]:
     parts = urlsplit(args.url)
     headers = dict(h.split(":", 1) for h in args.header)
     headers = {k.strip(): v.strip() for k, v in headers.items()}
     body = args.body.encode() if args.body else None
     conns = [Conn(parts.hostname or "127.0.0.1", parts.port or 80) for _ in range(args.connections)]
     wallets = args.wallet_ids or None
-    lat: list[float] = []
-    errors = unfinished = 0
+    out: list[Answer] = []
     opened = len(conns)
     stop_at = time.perf_counter() + args.duration
 
     async def one(conn: Conn, scheduled: float) -> None:
-        nonlocal errors
+        reason = None
         try:
             raw = build(args.method, args.url, headers, body, args.unique, wallets, args.hot)
             status = await conn.request(raw)
-            if status >= 400:
-                errors += 1
+            if status >= 500:
+                reason = reason_of(conn.body)
         except (OSError, asyncio.IncompleteReadError, ValueError):
-            errors += 1
+            status = NO_ANSWER
             conn.writer = None
-        lat.append(time.perf_counter() - scheduled)
+        out.append(Answer(status, reason, time.perf_counter() - scheduled))
 
     async def closed(conn: Conn) -> None:
         while time.perf_counter() < stop_at:
             await one(conn, time.perf_counter())
 
     start = time.perf_counter()
+    lag: list[float] = []
     if args.rate <= 0:
         await asyncio.gather(*(closed(c) for c in conns))
     else:
@@ -132,6 +144,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
             free.put_nowait(c)
         tasks: dict[asyncio.Task[None], float] = {}
         interval = 1.0 / args.rate
+        # how late each request left against its schedule: ``lag``
         n = 0
         while True:
             scheduled = start + n * interval
@@ -140,6 +153,7 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
             delay = scheduled - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
+            lag.append(max(0.0, time.perf_counter() - scheduled))
 
             async def fire(s: float = scheduled) -> None:
                 nonlocal opened
@@ -160,24 +174,15 @@ async def run(args: argparse.Namespace) -> dict[str, float]:
         now = time.perf_counter()
         for t in pending:
             t.cancel()
-        unfinished = len(pending)
-        errors += unfinished
-        lat.extend(now - tasks[t] for t in pending)  # their wait so far: a lower bound
+        out.extend(Answer(STILL_RUNNING, None, now - tasks[t]) for t in pending)  # their wait so far
     elapsed = time.perf_counter() - start
-    lat.sort()
-
-    def pct(p: float) -> float:
-        return lat[min(len(lat) - 1, int(len(lat) * p))] * 1000 if lat else 0.0
-
+    # p50/p99 over the 2xx answers only; refusals (503 overloaded), failures by reason, no
+    # answer and still running counted apart (devstack.answers).
     return {
-        "requests": len(lat),
-        "errors": errors,
-        "unfinished": unfinished,
-        "rps": (len(lat) - unfinished) / elapsed,
-        "ok_rps": (len(lat) - errors) / elapsed,  # answered with a 2xx/3xx: what a bench may count
-        "p50_ms": pct(0.50),
-        "p99_ms": pct(0.99),
+        **open_loop(out, elapsed),
         "connections": opened,
+        "failed_by_reason": failed_by_reason(out),
+        "schedule_lag_p99_ms": quantile_ms(lag, 0.99),  # the driver's own lag (open loop only)
     }
 
 

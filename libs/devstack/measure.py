@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -99,7 +100,7 @@ def cpu_report(pids: dict[str, int], before: dict[str, float], served: float) ->
     return per_request(cpu_used(pids, before), served)
 
 
-def run_load(url: str, *args: str, headers: list[str]) -> dict[str, float]:
+def run_load(url: str, *args: str, headers: list[str]) -> dict[str, Any]:
     """One run of the load generator (``devstack.load``) against ``url``: POSTs with ``args``
     and JSON ``headers``; its figures (the last line it prints)."""
     cmd = [sys.executable, "-m", "devstack.load", url, "--method", "POST", *args]
@@ -126,3 +127,13 @@ def baseline_process(kind: str, dsn: str) -> Iterator[tuple[subprocess.Popen[byt
     finally:
         p.terminate()
         p.wait(10)
+
+
+def not_2xx(res: dict[str, Any]) -> str:
+    """An open-loop run's answers that were not 2xx, by what became of them (devstack.answers)."""
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(dict(res.get("failed_by_reason") or {}).items()))
+    return (
+        f"refused (503 overloaded) {res.get('refused', 0):.0f}, failed {res.get('failed', 0):.0f}"
+        f"{f' ({reasons})' if reasons else ''}, 4xx {res.get('rejected', 0):.0f}, "
+        f"no answer {res.get('no_answer', 0):.0f}, still running {res.get('unfinished', 0):.0f}"
+    )

@@ -115,15 +115,24 @@ def table(name: str, stacks: Counter[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def idle_cpu(pids: dict[str, int], seconds: float = 10.0) -> str:
-    """Each process's CPU over ``seconds`` with no request: what polling costs an idle stack."""
+def idle_shares(pids: dict[str, int], seconds: float = 10.0) -> dict[str, float]:
+    """Each process's share of one core over ``seconds`` with no request: what polling costs
+    an idle stack."""
     time.sleep(15.0)  # the set-up's events still being worked through by the background consumers
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     time.sleep(seconds)
-    used = {name: (cpu_seconds(pid) - before[name]) / seconds for name, pid in pids.items()}
+    return {name: (cpu_seconds(pid) - before[name]) / seconds for name, pid in pids.items()}
+
+
+def shares_line(used: dict[str, float]) -> str:
     total = sum(used.values())
     parts = ", ".join(f"{n} {100 * c:.1f}%" for n, c in sorted(used.items(), key=lambda x: -x[1]))
     return f"total {100 * total:.0f}% ({parts})"
+
+
+def idle_cpu(pids: dict[str, int], seconds: float = 10.0) -> str:
+    """:func:`idle_shares` as one line."""
+    return shares_line(idle_shares(pids, seconds))
 
 
 def main() -> int:

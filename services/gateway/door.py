@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from common.errors import ErrorCode, envelope
+from common.errors import ErrorCode, Unavailable, envelope
 from common.ids import new_id
 from gateway.admission import Admission
 
@@ -106,7 +106,7 @@ class Refusals:
         ]
         self.bodies: dict[str, tuple[bytes, bytes]] = {}
         for bound in ("instance", "tenant", "sandbox", "queue"):
-            details = {"reason": "overloaded", "bound": bound, "request_id": _MARK}
+            details = {"reason": str(Unavailable.OVERLOADED), "bound": bound, "request_id": _MARK}
             body = msgspec.json.encode(envelope(ErrorCode.PROVIDER_UNAVAILABLE, MESSAGE, details))
             head, _, tail = body.partition(msgspec.json.encode(_MARK)[1:-1])
             self.bodies[bound] = (head, tail)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import msgspec
 from redis.asyncio import Redis
 
-from common.errors import ErrorCode, ServiceError
+from common.errors import ErrorCode, ServiceError, Unavailable, unavailable
 from common.keyring import KeyRing
 
 PREFIX = "sluice:idem:"
@@ -135,10 +135,8 @@ class IdempotencyStore:
             if rec.state == "done":
                 return Replay(rec.status, self._open(name, rec.body))
             if time.monotonic() >= deadline:
-                raise ServiceError(
-                    ErrorCode.PROVIDER_UNAVAILABLE,
-                    "the original request with this Idempotency-Key is still in flight",
-                    headers={"Retry-After": "1"},
+                raise unavailable(
+                    Unavailable.IN_FLIGHT, "the original request with this Idempotency-Key is still in flight"
                 )
             await asyncio.sleep(0.02)
 

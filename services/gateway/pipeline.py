@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from common.contracts import Command, Ctx, Result
 from common.contracts.base import as_mode
 from common.contracts.commands import partition_key
-from common.errors import ErrorCode, ServiceError, envelope
+from common.errors import ErrorCode, ServiceError, Unavailable, envelope, unavailable
 from common.keyring import KeyRing, KeyRingError, open_reply_secrets
 from common.metrics import IDEMPOTENCY_REPLAYS
 from common.rpc import RpcClient
@@ -266,10 +266,9 @@ class Pipeline:
         except STORE_ERRORS as exc:
             # Fail closed: a check that cannot be made is a refusal the caller may retry.
             log.warning("a store is unavailable: %r", exc)
-            failure = ServiceError(
-                ErrorCode.PROVIDER_UNAVAILABLE,
+            failure = unavailable(
+                Unavailable.STORE_UNAVAILABLE,
                 "a service the gateway needs is unavailable; retry with the same Idempotency-Key",
-                headers={"Retry-After": "1"},
             )
             answer = Answer(failure.status, error_body(failure, request_id), dict(failure.headers))
         finally:
@@ -347,10 +346,9 @@ class Pipeline:
         except TimeoutError:
             # Not an outcome: the lease stays until it expires (a retry meanwhile waits for
             # the real result, which on_results records whenever it arrives).
-            raise ServiceError(
-                ErrorCode.PROVIDER_UNAVAILABLE,
+            raise unavailable(
+                Unavailable.UPSTREAM_TIMEOUT,
                 "the service did not answer in time; retry with the same Idempotency-Key",
-                headers={"Retry-After": "1"},
             ) from None
         except Exception:
             self.inflight.pop(built.command_id, None)

@@ -153,6 +153,8 @@ def test_gateway_killed_in_flight_retry_elsewhere_decides_once(stack: Stack, ten
         r = tenant.post("/v1/customers", body, idem=key, gateway=1)
         if r.status_code != 503:
             break
+        # the first request's lease holds the key: the same key is being decided (contract 15.3)
+        assert r.json()["error"]["details"]["reason"] == "in_flight", r.text
         assert time.monotonic() - started < 60, r.text
         time.sleep(float(r.headers.get("Retry-After", "1")))
     took = time.monotonic() - started

@@ -80,6 +80,7 @@ def test_timeout_is_503_and_the_late_outcome_is_replayed(stack: Stack) -> None:
         body = customer_body()
         r = httpx.post(gw.url + "/v1/customers", json=body, headers=t.headers(key), timeout=30)
         err = assert_error(r, 503, "provider_unavailable")
+        assert err["details"]["reason"] == "upstream_timeout"  # contract 15.3
         assert r.headers["retry-after"].isdigit()
         assert "Idempotency-Key" in err["message"]
         deadline = time.monotonic() + 30

@@ -63,6 +63,7 @@ def test_redis_stalled_requests_answered_503_before_the_gateway_timeout_then_ser
             slowest = max(slowest, time.monotonic() - started)
             assert r.status_code == 503, r.text
             assert r.json()["error"]["code"] == "provider_unavailable"
+            assert r.json()["error"]["details"]["reason"] == "store_unavailable"  # contract 15.3
             assert r.headers["Retry-After"] == "1"
         # Refused by the store's own bound (SLUICE_REDIS_TIMEOUT_S, 1 s a call), well before the
         # gateway's command timeout: a stalled store never holds a request for that long.

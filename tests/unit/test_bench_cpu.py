@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from devstack import wrk
+from devstack.bench_abab import cpu_ms, monolith_processes
 from devstack.bench_transfers import cpu_lines
 
 pytestmark = pytest.mark.unit
@@ -32,3 +33,14 @@ def test_cpu_per_transfer_counts_only_2xx_answers() -> None:
 def test_no_transfer_done_prints_no_chain_share() -> None:
     lines = cpu_lines({"ledger": 1.0}, {**RUN, "non2xx": RUN["requests"]}, ((0.0, 0.0), (1.0, 9.0)))
     assert len(lines) == 1
+
+
+def test_the_monoliths_cpu_counts_its_postgresql() -> None:
+    """Issue 44 item 5: the suite's CPU per transfer counts PostgreSQL (the postmaster and every
+    process under it); the monolith's counted only its own process. Both count it now."""
+    stack = {"gateway": 10, "ledger": 11, "kafka": 12, "valkey": 13, "postgres": 14}
+    assert monolith_processes(stack, 99) == {"monolith": 99, "postgres": 14}
+    assert monolith_processes({"gateway": 10}, 99) == {"monolith": 99}  # PostgreSQL given by URL
+    used = {"monolith": 1.0, "postgres": 0.5}  # CPU seconds over a turn of 500 transfers
+    assert cpu_ms(used, 500) == pytest.approx(3.0)
+    assert cpu_ms(used, 0) == pytest.approx(1500.0)  # never divided by zero

@@ -1,7 +1,9 @@
-"""Bench honesty (issue 37, item 4), on synthetic records and against a scripted local server:
-503s are not recovered, keys without a 2xx are undecided, requests with no answer are counted
-with their cause, requests still running at the end are counted, quiet-tenant refusals are in
-the line, and a missed target is named after MISSED: (which fails make bench)."""
+"""Bench honesty (issues 37 item 4 and 44 items 3 and 9), on synthetic records and against a
+scripted local server: only a 503 overloaded is shed (any other 5xx is admitted work that
+failed), the same targets at 2x and 4x, 503s are not recovered, keys without a 2xx are
+undecided, requests with no answer are counted with their cause, requests still running at the
+end are counted, quiet-tenant refusals are in the line, and a missed target is named after
+MISSED: (which fails make bench)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,15 @@ from typing import Any
 
 import pytest
 
-from devstack.bench_overload import Pool, _door_line, cause, drive
+from devstack.bench_overload import _door_line
+from devstack.overload_driver import Pool, cause, drive
+from devstack.overload_plan import shares
 from devstack.overload_report import (
     Audit,
     Phases,
     Summary,
     generator_line,
+    limit_down_s,
     line,
     missed,
     recovered_after,
@@ -42,7 +47,10 @@ def healthy() -> list[dict[str, Any]]:
         at = 10.0 + i / 20
         tenant = 1 if i % 10 == 0 else 0
         shed = tenant == 0 and i % 2
-        reqs.append(rec("overload", at, 503 if shed else 201, 0.005 if shed else 0.2, tenant=tenant))
+        if shed:
+            reqs.append(rec("overload", at, 503, 0.005, tenant=tenant, reason="overloaded"))
+        else:
+            reqs.append(rec("overload", at, 201, 0.2, tenant=tenant))
     reqs += [rec("after", 20.0 + i / 10) for i in range(50)]
     return reqs
 
@@ -59,7 +67,9 @@ def test_a_healthy_run_meets_every_target() -> None:
     assert (s.offered, s.shed, s.quiet_refused, s.recovered_s, s.running) == (20.0, 10.0, 0, 0.0, 0)
     assert s.goodput == pytest.approx(1.0)
     text = line(s)
-    assert text.startswith("bench-overload: offered 20/s admitted 10/s shed 10/s admitted p99 200 ms")
+    assert text.startswith(
+        "bench-overload: offered 20/s admitted 10/s (2xx 10/s) shed 10/s failed 0 admitted p99 200 ms"
+    )
     assert "quiet-tenant refused 0" in text and "no-answer 0 still-running 0" in text
     assert text.endswith("undecided 0 (done 0) duplicated 0; targets met")
 
@@ -72,7 +82,9 @@ def test_503s_in_the_recovery_are_not_recovered() -> None:
     s = summary(reqs)
     assert s.recovered_s == 3.0
     assert "recovered_s <= 5" not in s.missed
-    everything_shed = [dict(r, status=503) if r["phase"] == "after" else r for r in healthy()]
+    everything_shed = [
+        dict(r, status=503, reason="overloaded") if r["phase"] == "after" else r for r in healthy()
+    ]
     s = summary(everything_shed)
     assert math.isinf(s.recovered_s) and "recovered_s <= 5" in s.missed
     assert "recovered_s never" in line(s)
@@ -102,7 +114,7 @@ def test_no_answer_and_still_running_are_counted_with_their_cause() -> None:
 def test_quiet_tenant_refusals_are_in_the_line_and_miss_the_target() -> None:
     reqs = healthy()
     quiet = [r for r in reqs if r["phase"] == "overload" and r["tenant"] == 1]
-    quiet[0]["status"] = 503
+    quiet[0].update(status=503, reason="overloaded")
     s = summary(reqs)
     assert s.quiet_refused == 1 and "quiet-tenant refused 0" in s.missed
     assert "quiet-tenant refused 1" in line(s) and "MISSED: quiet-tenant refused 0" in line(s)
@@ -115,20 +127,70 @@ def test_undecided_lost_and_duplicated_keys_always_miss() -> None:
         assert "lost 1 undecided 3 (done 1) duplicated 2" in line(s)
 
 
-def test_at_four_times_only_latency_goodput_and_integrity_count() -> None:
+def test_at_four_times_only_recovery_and_quiet_latency_are_not_targets() -> None:
     reqs = healthy()
     for r in reqs:
         if r["phase"] == "after":
-            r["status"] = 503  # never recovered, and shed slowly
-        if r["status"] == 503:
-            r["s"] = 0.5
-    reqs[150].update(status=0, cause="reset")
+            r.update(status=503, reason="overloaded")  # never recovered
+    quiet = [r for r in reqs if r["phase"] == "overload" and r["tenant"] == 1]
+    quiet[0]["s"] = 0.4  # within the admitted p99 target, over nothing at 4x
     assert summary(reqs, factor=4.0).missed == []
-    assert {"shed p99 <= 20 ms", "recovered_s <= 5", "no answer 0"} <= set(summary(reqs).missed)
-    slow = [dict(r, s=2.0) if r["status"] == 201 and r["phase"] == "overload" else r for r in reqs]
-    assert summary(slow, factor=4.0).missed == ["admitted p99 <= 1000 ms"]
-    starved = [dict(r, status=503) if r["phase"] == "overload" and r["at"] >= 13.0 else r for r in reqs]
-    assert summary(starved, factor=4.0).missed == ["goodput >= 0.8"]
+    assert "recovered_s <= 5" in summary(reqs).missed
+
+
+def test_the_same_targets_at_two_and_four_times() -> None:
+    """Issue 44 part B: at 2x and 4x alike admitted p99 <= 500 ms, shed p99 <= 20 ms, goodput
+    >= 0.9, no answer and still running 0 (today's harness let 4x miss all four)."""
+    reqs = healthy()
+    reqs[150].update(status=0, cause="reset")
+    for factor in (2.0, 4.0):
+        assert "no answer 0" in summary(reqs, factor=factor).missed
+    slow = [dict(r, s=0.7) if r["status"] == 201 and r["phase"] == "overload" else r for r in healthy()]
+    slow_shed = [dict(r, s=0.5) if r["status"] == 503 else r for r in healthy()]
+    starved = [
+        dict(r, status=503, reason="overloaded", s=0.005)
+        if r["phase"] == "overload" and r["at"] >= 18.0 and r["tenant"] != 1
+        else r
+        for r in healthy()
+    ]
+    for factor in (2.0, 4.0):
+        assert summary(slow, factor=factor).missed == ["admitted p99 <= 500 ms"]
+        assert summary(slow_shed, factor=factor).missed == ["shed p99 <= 20 ms"]
+        assert summary(starved, factor=factor).missed == ["goodput >= 0.9"]
+
+
+def test_only_a_503_overloaded_is_shed() -> None:
+    """A 503 upstream_timeout, store_unavailable, in_flight or with no reason is admitted work
+    that failed: in the admitted p99 at its time, never goodput, never shed (today's harness
+    counted every 503 as shed)."""
+    reqs = healthy()
+    admitted = [r for r in reqs if r["phase"] == "overload" and r["status"] == 201]
+    for r, why in zip(
+        admitted[:12], ["upstream_timeout", "store_unavailable", "in_flight", None] * 3, strict=True
+    ):
+        r.update(status=503, reason=why, s=2.0)
+    s = summary(reqs)
+    assert s.shed == 10.0  # the door's refusals only
+    assert s.admitted == 10.0 and s.done == pytest.approx(8.8)
+    assert s.admitted_p99 == 2000.0 and s.goodput == pytest.approx(0.88)
+    assert s.failed == Counter(
+        {"503 upstream_timeout": 3, "503 store_unavailable": 3, "503 in_flight": 3, "503 (no reason)": 3}
+    )
+    assert {"admitted p99 <= 500 ms", "goodput >= 0.9"} <= set(s.missed)
+    assert (
+        "failed 12 (503 (no reason) 3, 503 in_flight 3, 503 store_unavailable 3, 503 upstream_timeout 3)"
+        in line(s)
+    )
+
+
+def test_a_request_with_no_answer_counts_in_the_admitted_p99_at_its_wait() -> None:
+    reqs = healthy()
+    first = next(r for r in reqs if r["phase"] == "overload" and r["status"] == 201)
+    for r in [r for r in reqs if r["phase"] == "overload" and r["status"] == 201][:3]:
+        r.update(status=0, cause="client timeout", s=30.0)
+    assert first["status"] == 0
+    s = summary(reqs)
+    assert s.admitted_p99 == 30000.0 and "admitted p99 <= 500 ms" in s.missed
 
 
 def test_causes_name_what_happened() -> None:
@@ -179,8 +241,18 @@ async def _server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
                 return
             if key == b"hang":
                 await asyncio.sleep(3600)
-            status = b"201 Created" if key == b"ok" else b"503 Service Unavailable"
-            writer.write(b"HTTP/1.1 " + status + b"\r\nContent-Length: 2\r\n\r\n{}")
+            if key == b"ok":
+                writer.write(b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\n{}")
+                continue
+            why = b"overloaded" if key == b"shed" else b"upstream_timeout"
+            body = (
+                b'{"success":false,"error":{"code":"provider_unavailable","details":{"reason":"'
+                + why
+                + b'"}}}'
+            )
+            writer.write(
+                b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
     except (asyncio.IncompleteReadError, ConnectionError):
         writer.close()
 
@@ -188,7 +260,8 @@ async def _server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) ->
 async def test_the_driver_accounts_for_every_offered_request() -> None:
     server = await asyncio.start_server(_server, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    tenants = [{"key": k, "wallets": ["w1", "w2"], "share": 1.0} for k in ("ok", "shed", "close", "hang")]
+    keys = ("ok", "shed", "slow", "close", "hang")
+    tenants = [{"key": k, "wallets": ["w1", "w2"], "share": 1.0} for k in keys]
     plan = {
         "url": f"http://127.0.0.1:{port}/v1/transfers",
         "tenants": tenants,
@@ -205,13 +278,16 @@ async def test_the_driver_accounts_for_every_offered_request() -> None:
         server.close()
     reqs = res["requests"]
     assert len(reqs) == 5 + 40 + 5  # every offered request has a record
-    by_tenant: dict[str, set[tuple[int, str | None]]] = {}
+    by_tenant: dict[str, set[tuple[int, str | None, str | None]]] = {}
     for r in reqs:
-        by_tenant.setdefault(tenants[r["tenant"]]["key"], set()).add((r["status"], r.get("cause")))
-    assert by_tenant.get("ok", {(201, None)}) == {(201, None)}
-    assert by_tenant.get("shed", {(503, None)}) == {(503, None)}
-    assert by_tenant["close"] == {(0, "reset")}
-    assert by_tenant["hang"] == {(-1, "still running at the end")}
+        by_tenant.setdefault(tenants[r["tenant"]]["key"], set()).add(
+            (r["status"], r.get("cause"), r.get("reason"))
+        )
+    assert by_tenant.get("ok", {(201, None, None)}) == {(201, None, None)}
+    assert by_tenant.get("shed", {(503, None, "overloaded")}) == {(503, None, "overloaded")}
+    assert by_tenant.get("slow", {(503, None, "upstream_timeout")}) == {(503, None, "upstream_timeout")}
+    assert by_tenant["close"] == {(0, "reset", None)}
+    assert by_tenant["hang"] == {(-1, "still running at the end", None)}
     assert all(r["s"] is not None and r["s"] >= 0 for r in reqs)
     assert res["generator"]["connections"] >= 2
 
@@ -227,3 +303,44 @@ def test_the_door_line_shows_the_limit_and_the_refusals_of_this_run() -> None:
         "command limit 20 before, 41 after the load; shed by bound instance 120, queue 3"
     )
     assert _door_line({}, {}) == "command limit nan before, nan after the load; shed by bound none"
+
+
+def test_beside_the_hog_the_limit_must_come_down_a_quarter_within_5_s() -> None:
+    """Issue 44 item 7: on today's harness the hog run had the overload targets of any 2x run,
+    and whether the door's limit came down beside the hog was printed, not judged."""
+    samples = [(t / 4, 40.0) for t in range(40)] + [(10.0 + t / 4, 40.0 - 2 * t) for t in range(12)]
+    assert limit_down_s(samples, hog_start=10.0) == pytest.approx(1.25)  # 30 <= 0.75 * 40
+    assert limit_down_s([(t / 4, 40.0) for t in range(80)], hog_start=10.0) == math.inf
+    assert limit_down_s([(11.0, 10.0)], hog_start=10.0) == math.inf  # no limit known at the start
+    s = summary(healthy())
+    s.limit_down_s = 7.0
+    assert missed(s, 2.0, hog=True) == ["limit down 25% within 5 s of the hog"]
+    s.limit_down_s, s.admitted_p99 = 4.0, 900.0
+    assert missed(s, 2.0, hog=True) == []  # within 1 s beside the hog
+    s.admitted_p99 = 1100.0
+    assert missed(s, 2.0, hog=True) == ["admitted p99 <= 1000 ms"]
+    assert "limit down a quarter after the hog 4.0 s" in line(s)
+
+
+def test_the_tenant_at_its_fair_share_may_lose_at_most_1_percent() -> None:
+    """Issue 44 item 8: the quiet tenant is watched at 2 % of the load (0 refused) and a tenant
+    at exactly its fair share of the capacity, a sixth (at most 1 % refused); on today's harness
+    only the 2 % tenant was watched."""
+    reqs = healthy()
+    fair = [rec("overload", 10.0 + i / 200, 201, 0.1, tenant=2) for i in range(200)]
+    for r in fair[:2]:
+        r.update(status=503, reason="overloaded", s=0.005)
+    s = summary(reqs + fair)
+    assert (s.fair_refused, s.fair_sent) == (2, 200) and "fair-share tenant refused <= 1%" not in s.missed
+    fair[2].update(status=503, reason="overloaded", s=0.005)
+    s = summary(reqs + fair)
+    assert "fair-share tenant refused <= 1%" in s.missed
+    assert "fair-share tenant refused 3/200" in line(s)
+
+
+def test_the_shares_put_the_fair_tenant_at_a_sixth_of_the_capacity() -> None:
+    for factor in (1.0, 2.0, 4.0):
+        shares_at = shares(factor)
+        assert sum(shares_at) == pytest.approx(1.0) and len(shares_at) == 6
+        assert shares_at[0] == 0.5 and shares_at[1] == 0.02
+        assert shares_at[2] * factor == pytest.approx(1 / 6)  # of the capacity, at any factor

@@ -1,0 +1,88 @@
+"""make bench's verdict (issue 44 item 9, devstack.targets): every missed target of part B is
+a ``MISSED:`` line and exits 1; a part asked for but not measured is an ``ERROR:`` line and
+exits 1. On today's harness a run that missed the ratio, CPU, sequential and idle targets
+exited 0, and ``BENCH_PARTS=overload`` without a capacity measured nothing and exited 0."""
+
+from __future__ import annotations
+
+import pytest
+
+from devstack.targets import Results, errors, exit_code, missed, verdict
+
+pytestmark = pytest.mark.unit
+
+HALF = {"p99_ms": 40.0, "refused": 0.0, "failed": 0.0, "no_answer": 0.0, "unfinished": 0.0}
+
+
+def full(**kw: object) -> Results:
+    """Every part measured, every target met."""
+    r = Results(
+        frozenset({"idle", "customers", "transfers", "overload"}),
+        idle={"gateway": 0.004, "kafka": 0.02, "postgres": 0.01},
+        customers_ratio=0.6,
+        transfers_ratio=0.55,
+        cpu_multiple=3.5,
+        sequential={"p50_ms": 9.0, "p99_ms": 20.0},
+        half_load={"customers": dict(HALF), "transfers": dict(HALF)},
+        overload={"bench-overload": [], "bench-overload-4x": []},
+    )
+    for k, v in kw.items():
+        setattr(r, k, v)
+    return r
+
+
+def test_every_target_met_exits_0() -> None:
+    r = full()
+    assert missed(r) == [] and errors(r) == [] and exit_code(r) == 0
+    assert verdict(r) == ["bench: every target met (customers, idle, overload, transfers)"]
+
+
+def test_each_missed_target_is_named_and_exits_1() -> None:
+    r = full(
+        idle={"gateway": 0.01, "kafka": 0.04, "postgres": 0.01},
+        customers_ratio=0.3,
+        transfers_ratio=0.45,
+        cpu_multiple=6.2,
+        sequential={"p50_ms": 13.0, "p99_ms": 31.0},
+        half_load={"customers": dict(HALF), "transfers": {**HALF, "p99_ms": 140.0, "refused": 3.0}},
+        overload={"bench-overload": [], "bench-overload-4x": ["goodput >= 0.9"]},
+    )
+    assert verdict(r) == [
+        "MISSED: idle stack <= 5% of one core (measured 6.0%)",
+        "MISSED: idle broker <= 3.5% of one core (measured 4.0%)",
+        "MISSED: customers ratio >= 0.5 (measured 0.30)",
+        "MISSED: transfers ratio >= 0.5 (measured 0.45)",
+        "MISSED: CPU per transfer <= 4x the monolith's (measured 6.2x)",
+        "MISSED: sequential p50 <= 12 ms (measured 13.0 ms)",
+        "MISSED: sequential p99 <= 25 ms (measured 31.0 ms)",
+        "MISSED: transfers half load p99 <= 100 ms (measured 140 ms)",
+        "MISSED: transfers half load refused 0 (measured 3)",
+        "MISSED: bench-overload-4x goodput >= 0.9",
+    ]
+    assert exit_code(r) == 1
+
+
+def test_half_load_failures_and_unanswered_requests_miss() -> None:
+    r = full(half_load={"customers": {**HALF, "failed": 1.0, "no_answer": 2.0}, "transfers": dict(HALF)})
+    assert missed(r) == ["customers half load failed 0 (measured 3: 5xx, no answer, still running)"]
+
+
+def test_a_part_asked_for_but_not_measured_is_an_error() -> None:
+    r = Results(frozenset({"overload"}))  # BENCH_PARTS=overload without a capacity
+    assert verdict(r) == ["ERROR: overload not measured"] and exit_code(r) == 1
+    r.errors.append("overload: no capacity to load against")
+    assert verdict(r)[0] == "ERROR: overload: no capacity to load against"
+    transfers = full(transfers_ratio=None, sequential=None)  # e.g. the pipeline never settled
+    assert errors(transfers) == ["transfers ratio not measured", "sequential not measured"]
+    assert exit_code(transfers) == 1
+
+
+def test_an_unknown_part_is_an_error() -> None:
+    assert errors(Results(frozenset({"transfer"}))) == [
+        "unknown part 'transfer' (BENCH_PARTS: customers, transfers, overload)"
+    ]
+
+
+def test_a_part_not_asked_for_is_not_judged() -> None:
+    r = Results(frozenset({"customers"}), customers_ratio=0.7, half_load={"customers": dict(HALF)})
+    assert exit_code(r) == 0

@@ -1,0 +1,37 @@
+"""No renice in any figure a target is judged on (issue 44 item 2, devstack.overload_plan): the
+judged overload runs, the hog run included, have the gateway, the driver and the hog at the
+stack's priority; a reniced variant comes after them, labelled, and is judged on nothing. On
+today's harness the whole part ran the gateway at nice -5 and its driver at -10, and the hog
+at 0: below the gateway it was meant to compete with."""
+
+from __future__ import annotations
+
+import pytest
+
+from devstack import bench_overload
+from devstack.overload_plan import Run, parse_renice, plan
+
+pytestmark = pytest.mark.unit
+
+
+def test_judged_runs_are_at_the_stacks_priority() -> None:
+    runs = plan([2.0, 4.0], hog=0.5)
+    assert [r.label for r in runs] == ["bench-overload", "bench-overload-4x", "bench-overload-hog"]
+    assert all(r.judged and r.gateway_nice == 0 and r.driver_nice == 0 for r in runs)
+    assert runs[-1] == Run("bench-overload-hog", 2.0, hog=0.5)
+
+
+def test_a_reniced_variant_is_printed_second_labelled_and_not_judged() -> None:
+    runs = plan([2.0, 4.0], renice=parse_renice("-5,-10"))
+    judged = [r for r in runs if r.judged]
+    reniced = [r for r in runs if not r.judged]
+    assert runs == judged + reniced  # every judged run first
+    assert [(r.factor, r.gateway_nice, r.driver_nice) for r in reniced] == [(2.0, -5, -10), (4.0, -5, -10)]
+    assert all("reniced" in r.label and "not judged" in r.label for r in reniced)
+    assert all(r.gateway_nice == r.driver_nice == 0 for r in judged)
+
+
+def test_no_renice_unless_asked() -> None:
+    assert parse_renice("") is None and parse_renice(" ") is None
+    assert all(r.judged for r in plan([2.0]))
+    assert bench_overload.RENICE is None  # the default environment asks for none

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.admin.records_to_delete import RecordsToDelete
 from aiokafka.errors import KafkaError
 from sqlalchemy.ext.asyncio import async_sessionmaker, create_async_engine
 
@@ -191,28 +192,13 @@ async def _delete(settings: Settings, topic: str) -> None:
 
 
 async def _truncate(settings: Settings, topic: str) -> None:
+    """Its first record deleted (Kafka's DeleteRecords: the partition then starts at offset 1)."""
     admin = AIOKafkaAdminClient(**kafka.client_args(settings))
     await admin.start()
     try:
-        consumer_ends = await _ends(settings, topic)
-        await admin.delete_records(consumer_ends)
+        await admin.delete_records({TopicPartition(topic, 0): RecordsToDelete(before_offset=1)})
     finally:
         await admin.close()
-
-
-async def _ends(settings: Settings, topic: str) -> dict[TopicPartition, int]:
-    from aiokafka import AIOKafkaConsumer
-
-    consumer = AIOKafkaConsumer(**kafka.client_args(settings), group_id=None, enable_auto_commit=False)
-    await consumer.start()
-    try:
-        tps = [
-            TopicPartition(topic, p)
-            for p in sorted(await kafka.partition_leaders(topic, **kafka.client_args(settings)))
-        ]
-        return dict(await consumer.end_offsets(tps))
-    finally:
-        await consumer.stop()
 
 
 async def _answer_or_refusal(settings: Settings, anchors: Anchors, tenant_id: str) -> dict[str, Any]:

@@ -150,16 +150,16 @@ async def _extends(
     seq, previous = newest.seq, newest.head_hash
     if head.seq <= seq:  # a head never moves back, nor changes in place
         return False, None
+    after = await repo.chain_page(session, head.tenant_id, head.mode, seq, 1)
+    first: datetime | None = after[0][0].created_at if after else None
     at = chain.GENESIS if seq == 0 else await repo.entry_hash_at(session, head.tenant_id, head.mode, seq)
     if at != previous:
-        return False, None
-    first: datetime | None = None
+        return False, first
     while seq < head.seq:
         page = await repo.chain_page(session, head.tenant_id, head.mode, seq, PAGE)
         for e, postings in page:
             if e.seq > head.seq:  # written after the head was read: the next turn's
                 break
-            first = first or e.created_at
             if e.seq != seq + 1 or chain.entry_version(e, postings, previous, False) is None:
                 return False, first
             seq, previous = e.seq, e.hash
@@ -177,11 +177,11 @@ async def anchor_moved(
 ) -> int:
     """Plan (``plan_anchors``) and publish; the anchors published join ``found``. Safe to repeat."""
     plan = await plan_anchors(session, key, found, refused)
-    await _publish(plan, publish, found)
+    await publish_anchors(plan, publish, found)
     return len(plan.anchors)
 
 
-async def _publish(plan: Plan, publish: Publish, found: Found) -> None:
+async def publish_anchors(plan: Plan, publish: Publish, found: Found) -> None:
     # Together: one produce request per partition, not one round trip per chain.
     sends = (publish(record_key(a.tenant_id, a.mode), msgspec.json.encode(a)) for a in plan.anchors)
     await asyncio.gather(*sends)
@@ -226,7 +226,7 @@ class Anchors:
         async with self.sm() as session, session.begin():
             plan = await plan_anchors(session, self.key, self.found, self._logged)
         UNANCHORED.set(plan.unanchored_s(datetime.now(UTC), published=False))
-        await _publish(plan, send, self.found)
+        await publish_anchors(plan, send, self.found)
         self.refused.update(plan.refused)
         UNANCHORED.set(plan.unanchored_s(datetime.now(UTC), published=True))
         self.published += len(plan.anchors)

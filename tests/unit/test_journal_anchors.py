@@ -290,6 +290,7 @@ async def verify(
     tenant: str | None = None,
     mode: str | None = None,
     found: anchors.Found | None = None,
+    grace_s: float = 15.0,
 ) -> dict[str, Any]:
     async def read() -> anchors.Found:
         return found if found is not None else found_of(published)
@@ -300,7 +301,9 @@ async def verify(
         target_tenant_id=tenant,
         mode=mode,
     )
-    effects = await verification.verify_journal(SESSION, cmd, LedgerConfig(read_anchors=read))  # type: ignore[arg-type]
+    effects = await verification.verify_journal(
+        SESSION, cmd, LedgerConfig(read_anchors=read, anchor_grace_s=grace_s)
+    )  # type: ignore[arg-type]
     assert effects.status == 200 and effects.events == []
     return dict(effects.data)
 

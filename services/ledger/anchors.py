@@ -256,8 +256,10 @@ class Anchors:
         args = kafka.client_args(self.settings)
         partitions = sorted(await kafka.partition_leaders(self.topic, **args))
         if not partitions:  # created at every start: gone means deleted
-            found.lost.append(f"the topic {self.topic} does not exist")
-            log.critical("journal anchors: %s", found.lost[-1])
+            gone = f"the topic {self.topic} does not exist"
+            if gone not in found.lost:
+                found.lost.append(gone)
+                log.critical("journal anchors: %s", gone)
             return
         consumer = AIOKafkaConsumer(
             **args,

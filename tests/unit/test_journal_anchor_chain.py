@@ -276,3 +276,18 @@ def test_the_alert_fires_on_the_unanchored_gauge_past_three_intervals() -> None:
     assert "3 * max(sluice_journal_anchor_interval_seconds)" in rule["expr"] and rule["for"] == "1m"
     scrape = yaml.safe_load((ROOT / "deploy" / "prometheus.yml").read_text())
     assert "prometheus/alerts.yml" in scrape["rule_files"]
+
+
+def test_make_run_bench_chaos_and_the_tests_give_a_matching_key_pair() -> None:
+    from devstack.suite import ephemeral_secrets
+    from tests.conftest import ANCHOR_KEYS
+
+    for env in (ephemeral_secrets("t1"), ANCHOR_KEYS, authority.new_anchor_settings("x")):
+        key = AnchorKey.parse(env["SLUICE_JOURNAL_ANCHOR_KEY"])
+        assert env["SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS"] == key.public_entry()
+        given = Settings(
+            env="production",
+            journal_anchor_key=env["SLUICE_JOURNAL_ANCHOR_KEY"],  # type: ignore[arg-type]
+            journal_anchor_verify_keys=env["SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS"],
+        )
+        assert not [w for w in given.weak_secrets() if "ANCHOR" in w]

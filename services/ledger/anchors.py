@@ -34,6 +34,7 @@ from typing import Any
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common import kafka
@@ -218,7 +219,11 @@ class Anchors:
         """One turn: read what the topic gained, then anchor the chains that moved."""
         if self.key is None:
             raise RuntimeError(f"{KEY_SETTING} is not set: this instance does not anchor")
-        await self.catch_up()
+        unread: Exception | None = None
+        try:
+            await self.catch_up()
+        except (KafkaError, OSError, RuntimeError) as exc:  # TimeoutError is an OSError
+            unread = exc  # the gauge still says how long entries have waited; then the turn fails
 
         async def send(record_key: bytes, value: bytes) -> None:
             await self._publish(value, topic=self.topic, key=record_key)
@@ -226,6 +231,8 @@ class Anchors:
         async with self.sm() as session, session.begin():
             plan = await plan_anchors(session, self.key, self.found, self._logged)
         UNANCHORED.set(plan.unanchored_s(datetime.now(UTC), published=False))
+        if unread is not None:  # never anchor without the newest anchors: another may have signed
+            raise unread
         await publish_anchors(plan, send, self.found)
         self.refused.update(plan.refused)
         UNANCHORED.set(plan.unanchored_s(datetime.now(UTC), published=True))

@@ -263,6 +263,18 @@ async def test_the_unanchored_gauge_is_zero_when_all_is_anchored_or_idle_and_age
     assert 39 < UNANCHORED._value.get() < 100, UNANCHORED._value.get()  # entry 4's age
     assert instance.refused == {("ten_b", "sandbox")}
 
+    async def kafka_down() -> None:
+        raise TimeoutError("t.journal.anchors: not read to its end in 30 s")
+
+    monkeypatch.setattr(instance, "catch_up", kafka_down)
+    UNANCHORED.set(0)
+    journal.rows["ten_a"] = entries("ten_a", 6)  # ten_a moved: it cannot be anchored unread
+    journal.heads["ten_a"].seq, journal.heads["ten_a"].head_hash = 6, journal.rows["ten_a"][-1][0].hash
+    sent = len(heads.sent)
+    with pytest.raises(TimeoutError):
+        await instance.publish_once()
+    assert len(heads.sent) == sent and UNANCHORED._value.get() > 39  # still measured, nothing signed
+
 
 def test_the_alert_fires_on_the_unanchored_gauge_past_three_intervals() -> None:
     rules = yaml.safe_load((ROOT / "deploy" / "prometheus" / "alerts.yml").read_text())

@@ -28,7 +28,9 @@ def create_app(settings: Settings) -> AsgiFastStream:
     cfg = LedgerConfig(
         settle_s=settings.sandbox_settle_s,
         read_anchors=anchors.read if anchors else None,
-        anchor_grace_s=3 * settings.journal_anchor_interval_s,
+        # A chain without any anchor is a finding once its first entry is this old: three
+        # intervals, and never under 30 s (a turn delayed on a loaded host is not a lost topic).
+        anchor_grace_s=max(3 * settings.journal_anchor_interval_s, 30.0),
     )
     outbox = Outbox("ledger", rt.broker, lazy_delete=True)
     runtime = LedgerConsumer(settings, rt.broker, rt.sm, outbox, Inbox("ledger"), rt.topics, cfg=cfg)

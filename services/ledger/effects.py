@@ -27,8 +27,9 @@ class LedgerConfig:
     # (development without SLUICE_JOURNAL_ANCHOR_KEY).
     read_anchors: Callable[[], Awaitable[Found]] | None = None
     # A chain whose first entry is older than this and has no anchor is a finding
-    # (``anchors_missing``): three anchoring intervals (SLUICE_JOURNAL_ANCHOR_INTERVAL_S).
-    anchor_grace_s: float = 15.0
+    # (``anchors_missing``): three anchoring intervals (SLUICE_JOURNAL_ANCHOR_INTERVAL_S), at
+    # least 30 s (ledger.app).
+    anchor_grace_s: float = 30.0
 
 
 class Effects:

@@ -15,7 +15,8 @@ A broken chain is answered with ``ok: false``, ``problem`` (a sentence) and ``re
   up to there and its hashes recomputed, or its head moved in place;
 - ``missing_head``: an anchor, or entries, for a chain whose head row is gone;
 - ``anchors_missing``: the anchors topic is gone or lost records (it no longer starts at offset
-  0), or a chain whose first entry is older than three anchoring intervals has no anchor;
+  0), or a chain whose first entry is older than ``LedgerConfig.anchor_grace_s`` (three
+  anchoring intervals, 30 s at least) has no anchor;
 - ``anchor_chain_broken``: a chain's anchors do not form an unbroken chain (``prev``): a gap
   (anchors taken out, or the stream started over), a rewritten anchor, or a fork whose anchors
   name one entry with two hashes (``broken_anchors``);

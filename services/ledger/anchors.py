@@ -101,10 +101,10 @@ async def plan_anchors(
     docstring). A chain that no longer extends its newest anchor is refused: logged critical
     once per chain and anchor (``refused`` remembers), counted every turn."""
     refused = set() if refused is None else refused
-    plan, stamp = Plan(), iso(datetime.now(UTC))
+    plan, stamp, tips = Plan(), iso(datetime.now(UTC)), found.newest
     for head in await repo.chain_heads(session, None, None):
         chain_key = (head.tenant_id, head.mode)
-        newest = found.newest.get(chain_key)
+        newest = tips.get(chain_key)
         if newest is not None and (newest.seq, newest.head_hash) == (head.seq, head.head_hash):
             continue
         extends, first_new = await _extends(session, head, newest)

@@ -118,6 +118,15 @@ class Found:
     def newest(self) -> dict[ChainKey, JournalAnchor]:
         return {k: c.newest for k, c in self.chains.items() if c.newest is not None}
 
+    def compact(self) -> None:
+        """Keep only what a publisher needs, the newest anchor of each chain (a long-running
+        ledger would otherwise hold every anchor ever read; verify_journal reads afresh)."""
+        for chain in self.chains.values():
+            if chain.newest is not None:
+                chain.known = {chain.newest.digest(): (chain.newest.seq, chain.newest.head_hash)}
+            chain.extended, chain.heads = set(), {}
+        self.untrusted, self.broken = [], []
+
     def add(self, value: bytes, keys: AnchorVerifyKeys, where: dict[str, Any]) -> JournalAnchor | None:
         """One record of the topic, in order: the anchor it is, if it is a trusted one."""
         try:

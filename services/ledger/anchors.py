@@ -251,6 +251,7 @@ class Anchors:
         critical; what was seen is kept, so the next anchors name anchors the topic no longer
         holds, and verify_journal reports the gap."""
         await self._read(self.found, self.positions)
+        self.found.compact()
 
     async def read(self) -> Found:
         """Every record of the anchors topic up to its end as it is now (no consumer group):

@@ -114,6 +114,10 @@ def test_a_gap_a_rewritten_anchor_and_a_disagreeing_fork_break_the_stream() -> N
     assert found.newest[("ten_a", "sandbox")] == honest
     again = anchors.newest_anchors(wire([a1, a2, a2]), KEYS)  # a record read twice
     assert again.broken == [] and again.chains[("ten_a", "sandbox")].forks == 0
+    again.compact()  # a publisher keeps the newest anchor of each chain only, and extends it
+    assert list(again.chains[("ten_a", "sandbox")].known) == [a2.digest()]
+    again.take(a3, {})
+    assert again.newest[("ten_a", "sandbox")] == a3 and again.broken == []
 
 
 async def test_a_broken_stream_is_a_finding_of_verify_journal(journal: FakeJournal) -> None:  # noqa: F811

@@ -70,8 +70,9 @@ def _anchors(settings: Settings, rt: Runtime) -> Anchors | None:
     """The journal's anchors (contract 14.3, 15.1): the signing key and the verify keys are
     required in production (the verify keys must hold the signing key's public key: checked
     with the other secrets, ``Settings.weak_secrets``). In development a missing verify keys
-    setting is the signing key's public key, and without the signing key anchoring is off
-    (verify_journal then checks the chains against themselves only)."""
+    setting is the signing key's public key; without the signing key an instance given the
+    verify keys checks anchors (verify_journal) and publishes none, and one given neither has
+    anchoring off (verify_journal then checks the chains against themselves only)."""
     log = logging.getLogger(__name__)
     signing = settings.journal_anchor_key.get_secret_value()
     if settings.env == "production" and not (signing and settings.journal_anchor_verify_keys.strip()):
@@ -81,6 +82,9 @@ def _anchors(settings: Settings, rt: Runtime) -> Anchors | None:
             VERIFY_SETTING,
         )
         raise SystemExit(2)
+    if not signing and settings.journal_anchor_verify_keys.strip():
+        log.warning("journal anchors: %s is not set: this instance verifies, never anchors", KEY_SETTING)
+        return Anchors(settings, rt.sm, rt.topics.journal_anchors, functools.partial(publish, rt.broker))
     if not signing:
         log.warning("journal anchors off: %s is not set (development)", KEY_SETTING)
         return None

@@ -15,6 +15,7 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
@@ -86,6 +87,11 @@ def test_verification_needs_only_the_public_keys() -> None:
     assert reader.key is None and set(reader.keys.keys) == {"anchor-2026a"}
     assert Settings.model_fields["journal_anchor_verify_keys"].annotation is str  # not a SecretStr
     assert SIGNING.partition(":")[2] not in public
+    from ledger import app
+
+    rt = SimpleNamespace(sm=None, topics=SimpleNamespace(journal_anchors="t.journal.anchors"), broker=None)
+    verifier = app._anchors(settings, rt)  # type: ignore[arg-type]  # a ledger given the public keys only
+    assert verifier is not None and verifier.key is None and verifier.keys.keys.keys() == {"anchor-2026a"}
     as_seed = AnchorKey.parse(public)  # the public key's bytes used as a seed: another key
     assert not reader.keys.verifies(anchor(key=as_seed))
     assert reader.keys.verifies(anchor())

@@ -117,7 +117,7 @@ def test_a_rewrite_past_one_instances_anchor_is_anchored_by_no_instance(stack: S
 
     refused, found = run_async(scenario())
     assert (found["ok"], found.get("reason")) == (False, "anchor_mismatch"), found
-    assert found["anchor"]["seq"] == b, found
+    assert b is not None and a < found["anchor"]["seq"] <= b, found  # the first anchor past the rewrite
     assert (t.tenant_id, "sandbox") in refused  # the stale instance refused to anchor it
     assert _verify(stack, t.tenant_id)["ok"] is True, "put back: the chain and its anchors agree"
 

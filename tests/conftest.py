@@ -33,6 +33,8 @@ from devstack.suite import Proc, Suite, migrate
 ARTIFACTS = Path(__file__).parent / "artifacts"
 # Compliance's and admin's signing keys and the verification keys (contract 15.1), per session.
 AUTHORITY = authority.new_settings("test")
+# The journal's anchor key (Ed25519, the ledger's) and its public key (contract 15.1), per session.
+ANCHOR_KEYS = authority.new_anchor_settings("test")
 ADMIN_TOKEN = "test-admin-token-" + uuid.uuid4().hex
 SECOND_ADMIN_TOKEN = "second-admin-token-" + uuid.uuid4().hex
 
@@ -78,7 +80,7 @@ def _base_env(stores: Stores) -> dict[str, str]:
         "SLUICE_JWT_SECRET": _secret("SLUICE_JWT_SECRET", secrets.token_urlsafe(32)),
         "SLUICE_ONBOARDING_SECRET": _secret("SLUICE_ONBOARDING_SECRET", secrets.token_urlsafe(32)),
         "SLUICE_ENCRYPTION_KEYS": _secret("SLUICE_ENCRYPTION_KEYS", new_key_setting("t1")),
-        "SLUICE_JOURNAL_ANCHOR_KEY": _secret("SLUICE_JOURNAL_ANCHOR_KEY", secrets.token_urlsafe(32)),
+        **ANCHOR_KEYS,
         "SLUICE_JOURNAL_ANCHOR_INTERVAL_S": "0.5",
         **AUTHORITY,
         **stores.service_env(),

@@ -60,7 +60,7 @@ SECRETS = [
 POD_SECRETS = {
     "gateway": ["SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"],
     "admin": ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ADMIN_SIGNING_KEY"],
-    "ledger": ["SLUICE_JOURNAL_ANCHOR_KEY"],  # signs the journal's anchors (issue 38 item 2)
+    "ledger": ["SLUICE_JOURNAL_ANCHOR_KEY"],  # signs the journal's anchors (Ed25519, issue 43)
     "compliance": ["SLUICE_COMPLIANCE_SIGNING_KEY"],  # signs its decisions (contract 15.1)
     "webhooks": ["SLUICE_ENCRYPTION_KEYS"],
     "migrate": [],
@@ -652,6 +652,11 @@ def base() -> dict[str, list[dict[str, Any]]]:
                 # them for the signing keys of sluice-secrets). Not secret; set in the overlay:
                 # empty, the ledger and compliance refuse to start.
                 "SLUICE_AUTHORITY_VERIFY_KEYS": "",
+                # The public keys of the journal's anchor key (contract 15.1, kid:base64,...;
+                # several while it rotates): the ledger checks anchors with them, and so does
+                # whoever runs the offline verifier (docs/verify_journal.py). Not secret; set in
+                # the overlay: empty, the ledger refuses to start.
+                "SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS": "",
                 # No SLUICE_DATABASE_URL: each pod's own role's is a secret file (POD_SECRETS).
                 "SLUICE_REDIS_URL": "redis://redis:6379/0",
                 "SLUICE_KAFKA_BOOTSTRAP": f"kafka:{KAFKA_PORTS['CLIENT']}",

@@ -44,7 +44,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from common.contracts.base import Authority, Envelope, encode
-from common.keyring import key_entries
+from common.keyring import key_entries as split_key_entries
 from common.metrics import AUTHORITY_REFUSED
 
 Signer = Literal["compliance", "admin"]
@@ -80,13 +80,48 @@ def _signer_of(kid: str) -> Signer:
     return "compliance" if name == "compliance" else "admin"
 
 
-def _entries(setting: str, what: str) -> list[tuple[str, bytes]]:
-    out = key_entries(setting, what, AuthorityError)
+_ANY_KID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
+
+
+def check_kid(kid: str) -> None:
+    """A key id any Ed25519 key setting may use: 1-48 of A-Z a-z 0-9 _ . -, not starting
+    with a separator (the journal's anchor keys; the deciders' ids are narrower)."""
+    if not _ANY_KID.match(kid):
+        raise AuthorityError(
+            f"key id {kid[:40]!r} must be 1-48 of A-Z a-z 0-9 _ . - (a letter or digit first)"
+        )
+
+
+def key_entries(
+    setting: str, what: str, kid_check: Callable[[str], object] = check_kid
+) -> list[tuple[str, bytes]]:
+    """The ``kid:base64`` entries of a comma-separated Ed25519 key setting, each 32 bytes (a
+    private seed or a public key), each id passed to ``kid_check``. Raises
+    :class:`AuthorityError` naming ``what`` (never echoing key material)."""
+    out = split_key_entries(setting, what, AuthorityError)
     for kid, raw in out:
         if len(raw) != 32:
             raise AuthorityError(f"key {kid[:40]!r} of {what} must be 32 bytes (Ed25519)")
-        _signer_of(kid)
+        kid_check(kid)
     return out
+
+
+def _entries(setting: str, what: str) -> list[tuple[str, bytes]]:
+    return key_entries(setting, what, _signer_of)
+
+
+def public_entry(kid: str, key: Ed25519PrivateKey) -> str:
+    """The verification entry ``kid:base64`` of ``key``'s public key (not a secret)."""
+    raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return f"{kid}:{base64.b64encode(raw).decode()}"
+
+
+def new_seed_setting(kid: str) -> str:
+    """A fresh Ed25519 signing key setting ``kid:base64seed``."""
+    seed = Ed25519PrivateKey.generate().private_bytes(
+        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
+    )
+    return f"{kid}:{base64.b64encode(seed).decode()}"
 
 
 def signed_bytes(cmd: Envelope, signer: str, kid: str, expires_at: int) -> bytes:
@@ -131,8 +166,7 @@ class SigningKey:
 
     def public_setting(self) -> str:
         """This key's verification entry, ``kid:base64`` of the public key."""
-        raw = self.key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-        return f"{self.kid}:{base64.b64encode(raw).decode()}"
+        return public_entry(self.kid, self.key)
 
 
 @dataclass(frozen=True)
@@ -199,11 +233,7 @@ def admit(
 
 def new_signing_setting(signer: Signer, label: str = "1") -> str:
     """A fresh signing key setting (``make run``, the tests): ``<signer>-<label>:base64seed``."""
-    key = Ed25519PrivateKey.generate()
-    seed = key.private_bytes(
-        serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption()
-    )
-    return f"{signer}-{label}:{base64.b64encode(seed).decode()}"
+    return new_seed_setting(f"{signer}-{label}")
 
 
 def verify_setting(*signing_settings: str) -> str:
@@ -224,3 +254,16 @@ def new_settings(label: str = "1") -> dict[str, str]:
         "SLUICE_ADMIN_SIGNING_KEY": admin,
         "SLUICE_AUTHORITY_VERIFY_KEYS": verify_setting(compliance, admin),
     }
+
+
+def public_settings_of(signing_setting: str) -> str:
+    """The verification entries (``kid:base64`` public keys) of a ``kid:base64seed`` setting."""
+    entries = key_entries(signing_setting, "a signing key")
+    return ",".join(public_entry(kid, Ed25519PrivateKey.from_private_bytes(seed)) for kid, seed in entries)
+
+
+def new_anchor_settings(label: str = "1") -> dict[str, str]:
+    """A fresh journal anchor key (contract 15.1: the ledger's alone) and its verification key,
+    as the environment gives them (``make run``, the tests, bench and chaos)."""
+    key = new_seed_setting(f"anchor-{label}")
+    return {"SLUICE_JOURNAL_ANCHOR_KEY": key, "SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS": public_settings_of(key)}

@@ -72,3 +72,18 @@ CHAIN_CPU = Counter(
     "CPU the ledger spent linking journal entries into their hash chains (contract 13.5)",
 )
 CHAINED = Counter("sluice_journal_chained_entries_total", "Journal entries linked into a hash chain")
+# The journal's anchors (contract 15.1, ledger.anchors): the age of the oldest journal entry no
+# anchor covers (0 when every chain is anchored or the journal is idle), the anchoring interval
+# it is compared with (deploy/prometheus/alerts.yml), and the heads an instance refused to
+# anchor because their chain no longer extends the chain's newest anchor.
+UNANCHORED = Gauge(
+    "sluice_journal_unanchored_seconds",
+    "Age of the oldest journal entry not yet covered by an anchor (0: all anchored, or idle)",
+)
+ANCHOR_INTERVAL = Gauge(
+    "sluice_journal_anchor_interval_seconds", "SLUICE_JOURNAL_ANCHOR_INTERVAL_S, for the unanchored alert"
+)
+ANCHOR_REFUSED = Counter(
+    "sluice_journal_anchor_refused_total",
+    "Chain heads not anchored because the chain no longer extends its newest anchor (per turn)",
+)

@@ -5,6 +5,7 @@ Read once in each service's lifespan via :func:`load_settings`; never at import.
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import secrets
@@ -14,10 +15,19 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal, NoReturn
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from common.authority import AuthorityError, Signer, SigningKey, VerifyKeys, new_signing_setting
+from common.authority import (
+    AuthorityError,
+    Signer,
+    SigningKey,
+    VerifyKeys,
+    key_entries,
+    new_signing_setting,
+    public_entry,
+)
 from common.clientaddr import Network, parse_networks
 from common.kafka import problems as kafka_problems
 from common.keyring import KeyRing, KeyRingError, new_key_setting
@@ -182,9 +192,12 @@ class Settings(BaseSettings):
     webhooks_retention_s: int = 30 * 86400
     webhooks_prune_interval_s: float = 600.0
 
-    # The journal's anchors (contract 14.3, ledger.anchors): the ledger alone needs the key
-    # (HMAC-SHA256; the database never holds it); chain heads that moved are published this often.
+    # The journal's anchors (contract 14.3, 15.1, ledger.anchors): the ledger alone holds the
+    # Ed25519 signing key (``kid:base64seed``; the database never holds it); the public keys
+    # verify (``kid:base64,...``: several while the key rotates; verify_journal and the offline
+    # verifier need only these); chain heads that moved are anchored this often.
     journal_anchor_key: SecretStr = SecretStr("")
+    journal_anchor_verify_keys: str = ""
     journal_anchor_interval_s: float = 5.0
 
     # Authority between services (contract 15.1, common.authority): compliance's and admin's
@@ -233,8 +246,7 @@ class Settings(BaseSettings):
         weak = []
         if self.env == "production":
             weak.extend(weak_admin_tokens(self.admin_tokens))
-        names = {**SECRET_SETTINGS, "journal_anchor_key": "SLUICE_JOURNAL_ANCHOR_KEY"}
-        for attr in ("jwt_secret", "onboarding_secret", "journal_anchor_key"):
+        for attr in ("jwt_secret", "onboarding_secret"):
             value = getattr(self, attr).get_secret_value()
             if not value:
                 continue
@@ -245,7 +257,7 @@ class Settings(BaseSettings):
                 else (f"shorter than {MIN_SECRET_CHARS} characters" if short else None)
             )
             if reason is not None:
-                weak.append(f"{names[attr]} ({reason}; {ADVICE})")
+                weak.append(f"{SECRET_SETTINGS[attr]} ({reason}; {ADVICE})")
         if self.encryption_keys.get_secret_value():
             try:
                 KeyRing.parse(self.encryption_keys.get_secret_value())
@@ -266,6 +278,33 @@ class Settings(BaseSettings):
                 VerifyKeys.parse(self.authority_verify_keys)
             except AuthorityError as exc:
                 weak.append(f"SLUICE_AUTHORITY_VERIFY_KEYS ({exc})")
+        return weak + self._weak_anchor_keys()
+
+    def _weak_anchor_keys(self) -> list[str]:
+        """The journal's anchor keys (Ed25519, contract 15.1): one ``kid:base64seed`` signing
+        key; public verify keys, which must hold the signing key's own when both are given."""
+        weak: list[str] = []
+        verify: dict[str, bytes] = {}
+        try:
+            verify = dict(key_entries(self.journal_anchor_verify_keys, "SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS"))
+        except AuthorityError as exc:
+            weak.append(f"SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS ({exc})")
+        signing = self.journal_anchor_key.get_secret_value()
+        if not signing:
+            return weak
+        try:
+            entries = key_entries(signing, "SLUICE_JOURNAL_ANCHOR_KEY")
+            if len(entries) != 1:
+                raise AuthorityError("must be exactly one kid:base64 entry (an Ed25519 seed)")
+        except AuthorityError as exc:
+            return [*weak, f"SLUICE_JOURNAL_ANCHOR_KEY ({exc})"]
+        kid, seed = entries[0]
+        public = public_entry(kid, Ed25519PrivateKey.from_private_bytes(seed)).partition(":")[2]
+        if verify and base64.b64decode(public) != verify.get(kid):
+            weak.append(
+                f"SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS (no public key of {kid!r}, the key that signs:"
+                " every anchor would be untrusted)"
+            )
         return weak
 
     def signing_key(self, signer: Signer) -> SigningKey:

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 
 from common.auth import ALL_SCOPES
-from common.authority import new_signing_setting, verify_setting
+from common.authority import new_seed_setting, new_signing_setting, public_settings_of, verify_setting
 from common.keyring import new_key_setting
 from devstack.stores import Stores, StoreUnreachable
 from devstack.suite import ROOT, Proc, Suite, migrate
@@ -66,10 +66,21 @@ def local_secrets() -> dict[str, str]:
         "SLUICE_ENCRYPTION_KEYS": _saved(
             "SLUICE_ENCRYPTION_KEYS", "encryption_keys", lambda: new_key_setting("local1")
         ),
-        "SLUICE_JOURNAL_ANCHOR_KEY": _saved(
-            "SLUICE_JOURNAL_ANCHOR_KEY", "journal_anchor_key", lambda: secrets.token_urlsafe(32)
-        ),
+        **anchor_keys(),
         **authority_keys(),
+    }
+
+
+def anchor_keys() -> dict[str, str]:
+    """The journal's anchor key (Ed25519, the ledger's alone; contract 15.1), saved once per
+    checkout, and its public key, which verify_journal checks anchors with (not a secret)."""
+    key = _saved(
+        "SLUICE_JOURNAL_ANCHOR_KEY", "journal_anchor_ed25519_key", lambda: new_seed_setting("anchor-local1")
+    )
+    return {
+        "SLUICE_JOURNAL_ANCHOR_KEY": key,
+        "SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS": os.environ.get("SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS")
+        or public_settings_of(key),
     }
 
 

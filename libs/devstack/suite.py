@@ -65,12 +65,12 @@ def ephemeral_secrets(tag: str) -> dict[str, str]:
 
     return {
         **authority.new_settings(tag),
+        **authority.new_anchor_settings(tag),
         "SLUICE_ENV": "development",
         "SLUICE_ADMIN_TOKEN": f"{tag}-" + secrets.token_urlsafe(24),
         "SLUICE_JWT_SECRET": secrets.token_urlsafe(32),
         "SLUICE_ONBOARDING_SECRET": secrets.token_urlsafe(32),
         "SLUICE_ENCRYPTION_KEYS": new_key_setting(f"{tag}1"),
-        "SLUICE_JOURNAL_ANCHOR_KEY": secrets.token_urlsafe(32),
     }
 
 

@@ -11,9 +11,10 @@
   exit 1 when a topic's partition count differs from the setting (``common.provision``).
 - ``acls [--dry-run]``: create every service principal's Kafka ACLs (``common.acls.plan``), as
   the configured principal (a super user); ``--dry-run`` prints them and connects to nothing.
-- ``keys [--verify]``: new Ed25519 signing keys for compliance and admin and the verification
-  keys for them (contract 15.1), as ``NAME=value`` lines; ``--verify`` prints only the
-  verification keys of the signing keys in the environment (for a rotation).
+- ``keys [--verify]``: new Ed25519 signing keys for compliance and admin and the journal's
+  anchor key, and the verification keys for them (contract 15.1), as ``NAME=value`` lines;
+  ``--verify`` prints only the verification keys of the signing keys in the environment (for
+  a rotation).
 - ``bench``: the benchmark (``make bench``); ``chaos``: the fault scenario (``devstack.chaos``).
 """
 
@@ -158,13 +159,17 @@ def keys(verify_only: bool) -> int:
 
     if verify_only:
         given = [os.environ.get(n, "") for n in ("SLUICE_COMPLIANCE_SIGNING_KEY", "SLUICE_ADMIN_SIGNING_KEY")]
+        anchor = os.environ.get("SLUICE_JOURNAL_ANCHOR_KEY", "")
         try:
             print(f"SLUICE_AUTHORITY_VERIFY_KEYS={authority.verify_setting(*[g for g in given if g])}")
+            if anchor:
+                print(f"SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS={authority.public_settings_of(anchor)}")
         except authority.AuthorityError as exc:
             print(f"sluice keys: {exc}", file=sys.stderr)
             return 2
         return 0
-    for name, value in authority.new_settings(time.strftime("%Y%m%d")).items():
+    label = time.strftime("%Y%m%d")
+    for name, value in {**authority.new_settings(label), **authority.new_anchor_settings(label)}.items():
         print(f"{name}={value}")
     return 0
 
@@ -181,7 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("roles", help="create the database roles (as a superuser; common.privileges)")
     a = sub.add_parser("acls", help="create every service principal's Kafka ACLs (common.acls)")
     a.add_argument("--dry-run", action="store_true", help="print them, connect to nothing")
-    k = sub.add_parser("keys", help="new signing keys for compliance and admin, and their verification keys")
+    k = sub.add_parser(
+        "keys", help="new signing keys (compliance, admin, journal anchors) and their verification keys"
+    )
     k.add_argument(
         "--verify", action="store_true", help="the verification keys of the signing keys in the env"
     )

@@ -1,62 +1,76 @@
-"""The journal anchored outside PostgreSQL (contract 14.3, issue 38).
+"""The journal anchored outside PostgreSQL (contract 14.3, 15.1; issues 38 and 43).
 
 Whoever can write the database can rewrite a hash chain end to end and move its head row to
 match, or delete the head row: the chain then verifies against itself. So every
 ``SLUICE_JOURNAL_ANCHOR_INTERVAL_S`` (5 s) the ledger publishes, for each chain whose head
-moved since it last did, a :class:`~common.contracts.anchors.JournalAnchor` (tenant, mode, seq,
-head hash, when) signed with HMAC-SHA256 under ``SLUICE_JOURNAL_ANCHOR_KEY`` to
-``<prefix>.journal.anchors``: kept forever (``retention.ms=-1``), never compacted, keyed by
-chain so one chain's anchors stay in order in one partition. The database never holds the key,
-so it can neither forge an anchor nor take one back; ``verify_journal`` compares each chain
-with its newest validly signed anchor (``ledger.verification``).
+moved, a :class:`~common.contracts.anchors.JournalAnchor` (tenant, mode, seq, head hash, when,
+the digest of the anchor it extends, the key id) signed with Ed25519 under
+``SLUICE_JOURNAL_ANCHOR_KEY`` to ``<prefix>.journal.anchors``: kept forever, never compacted,
+keyed by chain so one chain's anchors stay in order in one partition. The database never holds
+the key, so it can neither forge an anchor nor take one back; verification needs only the
+public keys (``SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS``).
 
-Every ledger instance publishes (an anchor twice is harmless: the same head, signed twice);
-a restarted instance anchors every chain once. The key is never logged: messages name the
-setting only.
+Every ledger instance anchors, and each extends the newest anchor of the chain on the topic,
+whoever signed it: before each turn it reads what the topic gained since its last turn. It
+anchors a head only if the chain still extends that anchor (the entry at the anchored seq keeps
+the anchored hash, and every entry after it links by hash up to the head). Otherwise it refuses,
+logs it (critical) and counts it (``sluice_journal_anchor_refused_total``): a rewrite past one
+instance's last anchor is not anchored by another instance that had anchored less (round 1
+checked an instance's own last anchor only). ``sluice_journal_unanchored_seconds`` is the age
+of the oldest entry no anchor covers (0 when every chain is anchored, an idle journal too).
+
+The key is never logged: messages name the setting only.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.errors import KafkaError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common import kafka
-from common.contracts.anchors import ANCHORS, JournalAnchor
+from common.contracts.anchors import JournalAnchor
 from common.contracts.base import as_mode
+from common.metrics import ANCHOR_INTERVAL, ANCHOR_REFUSED, UNANCHORED
 from common.settings import Settings
 from common.times import iso
+from ledger import chain
 from ledger import repository as repo
+from ledger.anchor_stream import (
+    KEY_SETTING,
+    VERIFY_SETTING,
+    AnchorKey,
+    AnchorVerifyKeys,
+    ChainKey,
+    Found,
+    newest_anchors,
+)
+
+__all__ = [
+    "KEY_SETTING",
+    "VERIFY_SETTING",
+    "AnchorKey",
+    "AnchorVerifyKeys",
+    "Anchors",
+    "Found",
+    "Plan",
+    "anchor_moved",
+    "newest_anchors",
+    "record_key",
+]
 
 log = logging.getLogger(__name__)
-
-KEY_SETTING = "SLUICE_JOURNAL_ANCHOR_KEY"
-ChainKey = tuple[str, str]  # (tenant_id, mode)
 Publish = Callable[[bytes, bytes], Awaitable[None]]  # (record key, record value)
-
-
-def signature(anchor: JournalAnchor, key: bytes) -> str:
-    return hmac.new(key, anchor.signed_text(), hashlib.sha256).hexdigest()
-
-
-def sign(anchor: JournalAnchor, key: bytes) -> JournalAnchor:
-    """``anchor`` with its signature under ``key``."""
-    return msgspec.structs.replace(anchor, signature=signature(anchor, key))
-
-
-def is_signed(anchor: JournalAnchor, key: bytes) -> bool:
-    """Whether ``anchor`` carries a valid signature under ``key`` (compared in constant time)."""
-    return hmac.compare_digest(anchor.signature, signature(anchor, key))
+PAGE = 2000
 
 
 def record_key(tenant_id: str, mode: str) -> bytes:
@@ -65,86 +79,115 @@ def record_key(tenant_id: str, mode: str) -> bytes:
 
 
 @dataclass
-class Found:
-    """What the anchors topic says: the newest validly signed anchor of each chain (highest
-    seq; the first one of a tie) and the records that are not valid anchors."""
+class Plan:
+    """One turn: the anchors to publish, the chains refused, and when the oldest entry of each
+    chain not yet anchored was written (the chains to anchor now included)."""
 
-    newest: dict[ChainKey, JournalAnchor] = field(default_factory=dict)
-    untrusted: list[dict[str, Any]] = field(default_factory=list)
+    anchors: list[JournalAnchor] = field(default_factory=list)
+    refused: list[ChainKey] = field(default_factory=list)
+    waiting_since: dict[ChainKey, datetime] = field(default_factory=dict)
 
-    def add(self, value: bytes, key: bytes, where: dict[str, Any]) -> None:
-        try:
-            anchor = ANCHORS.decode(value)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            self.untrusted.append({**where, "why": "not an anchor"})
-            return
-        if not is_signed(anchor, key):
-            chain = {"tenant_id": anchor.tenant_id, "mode": anchor.mode, "seq": anchor.seq}
-            self.untrusted.append({**where, **chain, "why": "bad signature"})
-            return
-        chain_key = (anchor.tenant_id, anchor.mode)
-        known = self.newest.get(chain_key)
-        if known is None or anchor.seq > known.seq:  # a tie: the first anchor of that head stands
-            self.newest[chain_key] = anchor
+    def unanchored_s(self, now: datetime, published: bool) -> float:
+        """The age of the oldest entry no anchor covers: once published, only refused chains'."""
+        chains = self.refused if published else list(self.waiting_since)
+        ages = [(now - self.waiting_since[k]).total_seconds() for k in chains if k in self.waiting_since]
+        return max([0.0, *ages])
 
 
-def newest_anchors(records: Iterable[tuple[int, int, bytes]], key: bytes) -> Found:
-    """:class:`Found` from ``(partition, offset, value)`` records in offset order."""
-    found = Found()
-    for partition, offset, value in records:
-        found.add(value, key, {"partition": partition, "offset": offset})
-    return found
+async def plan_anchors(
+    session: AsyncSession, key: AnchorKey, found: Found, refused: set[tuple[ChainKey, str]] | None = None
+) -> Plan:
+    """The anchors that extend the newest anchor of each chain whose head moved (see the module
+    docstring). A chain that no longer extends its newest anchor is refused: logged critical
+    once per chain and anchor (``refused`` remembers), counted every turn."""
+    refused = set() if refused is None else refused
+    plan, stamp, tips = Plan(), iso(datetime.now(UTC)), found.newest
+    for head in await repo.chain_heads(session, None, None):
+        chain_key = (head.tenant_id, head.mode)
+        newest = tips.get(chain_key)
+        if newest is not None and (newest.seq, newest.head_hash) == (head.seq, head.head_hash):
+            continue
+        extends, first_new = await _extends(session, head, newest)
+        if first_new is not None:
+            plan.waiting_since[chain_key] = first_new
+        if not extends:
+            assert newest is not None  # a chain without an anchor extends nothing to break
+            plan.refused.append(chain_key)
+            ANCHOR_REFUSED.inc()
+            if (chain_key, newest.digest()) not in refused:
+                refused.add((chain_key, newest.digest()))
+                log.critical(
+                    "journal chain %s/%s (head entry %d) no longer extends its anchor at entry %d"
+                    " (%s): not anchored; run verify_journal",
+                    head.tenant_id,
+                    head.mode,
+                    head.seq,
+                    newest.seq,
+                    newest.anchored_at,
+                )
+            continue
+        anchor = JournalAnchor(
+            tenant_id=head.tenant_id,
+            mode=as_mode(head.mode),
+            seq=head.seq,
+            head_hash=head.head_hash,
+            anchored_at=stamp,
+            prev=newest.digest() if newest is not None else "",
+        )
+        plan.anchors.append(key.sign(anchor))
+    return plan
+
+
+async def _extends(
+    session: AsyncSession, head: Any, newest: JournalAnchor | None
+) -> tuple[bool, datetime | None]:
+    """Whether the chain up to ``head`` extends ``newest`` (the entry at its seq keeps its hash,
+    every entry after it links by hash from there, the last one being the head), and when the
+    chain's first entry after the anchor was written (None: no such entry). A chain never
+    anchored extends nothing to break: verify_journal checks it whole."""
+    if newest is None:
+        page = await repo.chain_page(session, head.tenant_id, head.mode, 0, 1)
+        return True, page[0][0].created_at if page else None
+    seq, previous = newest.seq, newest.head_hash
+    if head.seq <= seq:  # a head never moves back, nor changes in place
+        return False, None
+    after = await repo.chain_page(session, head.tenant_id, head.mode, seq, 1)
+    first: datetime | None = after[0][0].created_at if after else None
+    at = chain.GENESIS if seq == 0 else await repo.entry_hash_at(session, head.tenant_id, head.mode, seq)
+    if at != previous:
+        return False, first
+    while seq < head.seq:
+        page = await repo.chain_page(session, head.tenant_id, head.mode, seq, PAGE)
+        for e, postings in page:
+            if e.seq > head.seq:  # written after the head was read: the next turn's
+                break
+            if e.seq != seq + 1 or chain.entry_version(e, postings, previous, False) is None:
+                return False, first
+            seq, previous = e.seq, e.hash
+        if len(page) < PAGE:
+            break
+    return (seq, previous) == (head.seq, head.head_hash), first
 
 
 async def anchor_moved(
     session: AsyncSession,
     publish: Publish,
-    key: bytes,
-    anchored: dict[ChainKey, tuple[int, str]],
-    refused: set[ChainKey] | None = None,
+    key: AnchorKey,
+    found: Found,
+    refused: set[tuple[ChainKey, str]] | None = None,
 ) -> int:
-    """Publish a signed anchor for every chain whose head moved from what ``anchored`` holds,
-    and record it there once published: the number published. Safe to repeat.
+    """Plan (``plan_anchors``) and publish; the anchors published join ``found``. Safe to repeat."""
+    plan = await plan_anchors(session, key, found, refused)
+    await publish_anchors(plan, publish, found)
+    return len(plan.anchors)
 
-    A head is anchored only if its chain still extends the chain's last anchor (the entry at
-    the anchored seq keeps the anchored hash): a chain rewritten by SQL, head row included,
-    must not be anchored as it now is. It is logged (once per chain in ``refused``) and left for
-    ``verify_journal``."""
-    refused = set() if refused is None else refused
-    stamp = iso(datetime.now(UTC))
-    moved: list[JournalAnchor] = []
-    for head in await repo.chain_heads(session, None, None):
-        chain_key, now = (head.tenant_id, head.mode), (head.seq, head.head_hash)
-        before = anchored.get(chain_key)
-        if before == now:
-            continue
-        if before is not None and not await _extends(session, head, before):
-            if chain_key not in refused:
-                refused.add(chain_key)
-                log.error(
-                    "journal chain %s/%s no longer extends its anchor at entry %d: not anchored",
-                    head.tenant_id,
-                    head.mode,
-                    before[0],
-                )
-            continue
-        mode = as_mode(head.mode)
-        anchor = JournalAnchor(
-            tenant_id=head.tenant_id, mode=mode, seq=head.seq, head_hash=head.head_hash, anchored_at=stamp
-        )
-        moved.append(sign(anchor, key))
+
+async def publish_anchors(plan: Plan, publish: Publish, found: Found) -> None:
     # Together: one produce request per partition, not one round trip per chain.
-    await asyncio.gather(*(publish(record_key(a.tenant_id, a.mode), msgspec.json.encode(a)) for a in moved))
-    for a in moved:
-        anchored[(a.tenant_id, a.mode)] = (a.seq, a.head_hash)
-    return len(moved)
-
-
-async def _extends(session: AsyncSession, head: Any, anchored: tuple[int, str]) -> bool:
-    seq, anchored_hash = anchored
-    if head.seq <= seq:  # a head never moves back, nor changes in place
-        return False
-    return await repo.entry_hash_at(session, head.tenant_id, head.mode, seq) == anchored_hash
+    sends = (publish(record_key(a.tenant_id, a.mode), msgspec.json.encode(a)) for a in plan.anchors)
+    await asyncio.gather(*sends)
+    for a in plan.anchors:
+        found.take(a, {"own": True})
 
 
 class Anchors:
@@ -160,37 +203,72 @@ class Anchors:
         read_timeout_s: float = 30.0,
     ) -> None:
         self.settings, self.sm, self.topic, self._publish = settings, sm, topic, publish
-        self.key = settings.journal_anchor_key.get_secret_value().encode()
+        setting = settings.journal_anchor_key.get_secret_value()
+        self.key = AnchorKey.parse(setting) if setting else None
+        self.keys = AnchorVerifyKeys.parse(settings.journal_anchor_verify_keys)
         self.interval_s = settings.journal_anchor_interval_s
         self.read_timeout_s = read_timeout_s
-        self.anchored: dict[ChainKey, tuple[int, str]] = {}
-        self.refused: set[ChainKey] = set()  # chains logged as no longer extending their anchor
+        self.found = Found()  # what this instance has seen on the topic (and published), never forgotten
+        self.positions: dict[TopicPartition, int] = {}
+        self.refused: set[ChainKey] = set()  # chains refused (for tests and stats)
+        self._logged: set[tuple[ChainKey, str]] = set()
         self.published = 0
+        ANCHOR_INTERVAL.set(self.interval_s)
 
     async def publish_once(self) -> int:
+        """One turn: read what the topic gained, then anchor the chains that moved."""
+        if self.key is None:
+            raise RuntimeError(f"{KEY_SETTING} is not set: this instance does not anchor")
+        unread: Exception | None = None
+        try:
+            await self.catch_up()
+        except (KafkaError, OSError, RuntimeError) as exc:  # TimeoutError is an OSError
+            unread = exc  # the gauge still says how long entries have waited; then the turn fails
+
         async def send(record_key: bytes, value: bytes) -> None:
             await self._publish(value, topic=self.topic, key=record_key)
 
         async with self.sm() as session, session.begin():
-            sent = await anchor_moved(session, send, self.key, self.anchored, self.refused)
-        self.published += sent
-        return sent
+            plan = await plan_anchors(session, self.key, self.found, self._logged)
+        UNANCHORED.set(plan.unanchored_s(datetime.now(UTC), published=False))
+        if unread is not None:  # never anchor without the newest anchors: another may have signed
+            raise unread
+        await publish_anchors(plan, send, self.found)
+        self.refused.update(plan.refused)
+        UNANCHORED.set(plan.unanchored_s(datetime.now(UTC), published=True))
+        self.published += len(plan.anchors)
+        return len(plan.anchors)
 
     async def run_forever(self) -> None:
-        """A supervised task: learn what the topic already anchors (a restarted instance does
-        not anchor a chain rewritten while it was down), then anchor the chains that moved
-        every interval."""
-        found = await self.read()
-        for chain_key, anchor in found.newest.items():
-            self.anchored.setdefault(chain_key, (anchor.seq, anchor.head_hash))
+        """A supervised task: anchor the chains that moved every interval."""
         while True:
             await self.publish_once()
             await asyncio.sleep(self.interval_s)
 
+    async def catch_up(self) -> None:
+        """Read what the topic gained since the last turn into ``found``. A topic that lost
+        records this instance had read (deleted and recreated, or records deleted) is logged
+        critical; what was seen is kept, so the next anchors name anchors the topic no longer
+        holds, and verify_journal reports the gap."""
+        await self._read(self.found, self.positions)
+        self.found.compact()
+
     async def read(self) -> Found:
-        """Every record of the anchors topic up to its end as it is now (no consumer group)."""
+        """Every record of the anchors topic up to its end as it is now (no consumer group):
+        ``lost`` says if the topic is gone or no longer starts at offset 0."""
+        found = Found()
+        await self._read(found, {})
+        return found
+
+    async def _read(self, found: Found, positions: dict[TopicPartition, int]) -> None:
         args = kafka.client_args(self.settings)
         partitions = sorted(await kafka.partition_leaders(self.topic, **args))
+        if not partitions:  # created at every start: gone means deleted
+            gone = f"the topic {self.topic} does not exist"
+            if gone not in found.lost:
+                found.lost.append(gone)
+                log.critical("journal anchors: %s", gone)
+            return
         consumer = AIOKafkaConsumer(
             **args,
             group_id=None,
@@ -199,30 +277,52 @@ class Anchors:
             request_timeout_ms=self.settings.kafka_request_timeout_ms,
         )
         await consumer.start()
-        found = Found()
         try:
             tps = [TopicPartition(self.topic, p) for p in partitions]
-            if not tps:  # created at every start: gone means deleted
-                raise RuntimeError(f"topic {self.topic} does not exist")
             consumer.assign(tps)
             starts, ends = await consumer.beginning_offsets(tps), await consumer.end_offsets(tps)
-            for tp in tps:  # an explicit position: seek_to_beginning raced assign()'s own reset
-                consumer.seek(tp, starts[tp])
-            deadline = time.monotonic() + self.read_timeout_s
-            todo = {tp for tp in tps if ends[tp] > starts[tp]}
-            while todo:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"{self.topic}: not read to its end in {self.read_timeout_s} s")
-                batches = await consumer.getmany(*todo, timeout_ms=500, max_records=5000)
-                for tp, records in batches.items():
-                    for r in records:
-                        if r.offset < ends[tp]:
-                            found.add(
-                                r.value or b"", self.key, {"partition": tp.partition, "offset": r.offset}
-                            )
-                for tp in list(todo):
-                    if await consumer.position(tp) >= ends[tp]:
-                        todo.discard(tp)
+            for tp in tps:
+                _check_offsets(found, tp, starts[tp], ends[tp], positions.get(tp))
+                at = positions.get(tp, 0)
+                positions[tp] = max(starts[tp], at) if at <= ends[tp] else starts[tp]
+                consumer.seek(tp, positions[tp])  # explicit: seek_to_beginning raced assign()
+            await self._drain(consumer, tps, ends, found, positions)
         finally:
             await consumer.stop()
-        return found
+
+    async def _drain(
+        self,
+        consumer: AIOKafkaConsumer,
+        tps: list[TopicPartition],
+        ends: dict[TopicPartition, int],
+        found: Found,
+        positions: dict[TopicPartition, int],
+    ) -> None:
+        deadline = time.monotonic() + self.read_timeout_s
+        todo = {tp for tp in tps if ends[tp] > positions[tp]}
+        while todo:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.topic}: not read to its end in {self.read_timeout_s} s")
+            batches = await consumer.getmany(*todo, timeout_ms=500, max_records=5000)
+            for tp, records in batches.items():
+                for r in records:
+                    if r.offset < ends[tp]:
+                        found.add(r.value or b"", self.keys, {"partition": tp.partition, "offset": r.offset})
+                        positions[tp] = r.offset + 1
+            for tp in list(todo):
+                if await consumer.position(tp) >= ends[tp]:
+                    positions[tp] = ends[tp]
+                    todo.discard(tp)
+
+
+def _check_offsets(found: Found, tp: TopicPartition, start: int, end: int, position: int | None) -> None:
+    """A partition that no longer starts at 0 lost its first records (the topic is never
+    compacted nor expired); one that ends before what this instance read was started over."""
+    why = None
+    if start > 0:
+        why = f"partition {tp.partition} of {tp.topic} starts at offset {start}: records were deleted"
+    elif position is not None and end < position:
+        why = f"partition {tp.partition} of {tp.topic} ends at {end}, before offset {position}: started over"
+    if why is not None and why not in found.lost:
+        found.lost.append(why)
+        log.critical("journal anchors: %s", why)

@@ -15,7 +15,7 @@ from common.outbox import Outbox
 from common.service import Runtime, build_runtime, consumer_app
 from common.settings import Settings
 from common.tracing import publish
-from ledger.anchors import KEY_SETTING, Anchors
+from ledger.anchors import KEY_SETTING, VERIFY_SETTING, AnchorKey, Anchors
 from ledger.effects import LedgerConfig
 from ledger.handlers import LedgerConsumer
 from ledger.simulator import Simulator
@@ -25,7 +25,13 @@ def create_app(settings: Settings) -> AsgiFastStream:
     setup_logging("ledger")
     rt = build_runtime("ledger", settings)
     anchors = _anchors(settings, rt)
-    cfg = LedgerConfig(settle_s=settings.sandbox_settle_s, read_anchors=anchors.read if anchors else None)
+    cfg = LedgerConfig(
+        settle_s=settings.sandbox_settle_s,
+        read_anchors=anchors.read if anchors else None,
+        # A chain without any anchor is a finding once its first entry is this old: three
+        # intervals, and never under 30 s (a turn delayed on a loaded host is not a lost topic).
+        anchor_grace_s=max(3 * settings.journal_anchor_interval_s, 30.0),
+    )
     outbox = Outbox("ledger", rt.broker, lazy_delete=True)
     runtime = LedgerConsumer(settings, rt.broker, rt.sm, outbox, Inbox("ledger"), rt.topics, cfg=cfg)
     simulator = Simulator(rt.sm, outbox, rt.topics, cfg)
@@ -47,7 +53,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
         "outbox-relay": lambda: outbox.relay_forever(rt.sm),
         "simulator": simulator.run_forever,
     }
-    if anchors is not None:
+    if anchors is not None and anchors.key is not None:
         tasks["journal-anchors"] = anchors.run_forever
     return consumer_app(
         rt,
@@ -61,14 +67,28 @@ def create_app(settings: Settings) -> AsgiFastStream:
 
 
 def _anchors(settings: Settings, rt: Runtime) -> Anchors | None:
-    """The journal's anchors (contract 14.3): required in production; in development without
-    the key, off (verify_journal then checks the chains against themselves only)."""
-    if settings.journal_anchor_key.get_secret_value():
-        return Anchors(settings, rt.sm, rt.topics.journal_anchors, functools.partial(publish, rt.broker))
-    if settings.env == "production":
-        logging.getLogger(__name__).critical(
-            "sluice: refusing to start the ledger in production without %s", KEY_SETTING
+    """The journal's anchors (contract 14.3, 15.1): the signing key and the verify keys are
+    required in production (the verify keys must hold the signing key's public key: checked
+    with the other secrets, ``Settings.weak_secrets``). In development a missing verify keys
+    setting is the signing key's public key; without the signing key an instance given the
+    verify keys checks anchors (verify_journal) and publishes none, and one given neither has
+    anchoring off (verify_journal then checks the chains against themselves only)."""
+    log = logging.getLogger(__name__)
+    signing = settings.journal_anchor_key.get_secret_value()
+    if settings.env == "production" and not (signing and settings.journal_anchor_verify_keys.strip()):
+        log.critical(
+            "sluice: refusing to start the ledger in production without %s and %s",
+            KEY_SETTING,
+            VERIFY_SETTING,
         )
         raise SystemExit(2)
-    logging.getLogger(__name__).warning("journal anchors off: %s is not set (development)", KEY_SETTING)
-    return None
+    if not signing and settings.journal_anchor_verify_keys.strip():
+        log.warning("journal anchors: %s is not set: this instance verifies, never anchors", KEY_SETTING)
+        return Anchors(settings, rt.sm, rt.topics.journal_anchors, functools.partial(publish, rt.broker))
+    if not signing:
+        log.warning("journal anchors off: %s is not set (development)", KEY_SETTING)
+        return None
+    if not settings.journal_anchor_verify_keys.strip():
+        public = AnchorKey.parse(signing).public_entry()  # a public key, not a secret
+        settings = settings.model_copy(update={"journal_anchor_verify_keys": public})
+    return Anchors(settings, rt.sm, rt.topics.journal_anchors, functools.partial(publish, rt.broker))

@@ -129,3 +129,17 @@ def transfer_text(row: Mapping[str, Any]) -> str:
 def link(previous_hash: str, text: str) -> str:
     """The hash of an entry whose canonical text is ``text`` after ``previous_hash``."""
     return hashlib.sha256(f"{previous_hash}\n{text}".encode()).hexdigest()
+
+
+def entry_version(e: Any, postings: list[Any], previous: str, v2_seen: bool) -> str | None:
+    """The canonical version whose hash the entry carries (v1 only before the chain's first
+    v2 entry), or None."""
+    transfer = None
+    if e.transfer_id and e.t_kind is not None:
+        transfer = transfer_text({name: getattr(e, f"t_{name}") for name in TRANSFER_FIELDS})
+    fields = (e.id, e.tenant_id, e.mode, e.kind, e.transfer_id, e.deposit_id, e.created_at)
+    if e.hash == link(previous, canonical_v2(*fields, postings, transfer)):
+        return "v2"
+    if not v2_seen and e.hash == link(previous, canonical(*fields, [(a, x) for a, _, x in postings])):
+        return "v1"
+    return None

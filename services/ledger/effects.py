@@ -15,7 +15,7 @@ from common.money import MAX_AMOUNT
 from common.times import iso
 
 if TYPE_CHECKING:
-    from ledger.anchors import Found
+    from ledger.anchor_stream import Found
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,10 @@ class LedgerConfig:
     # What the anchors topic holds (ledger.anchors.Anchors.read); None: anchoring is off
     # (development without SLUICE_JOURNAL_ANCHOR_KEY).
     read_anchors: Callable[[], Awaitable[Found]] | None = None
+    # A chain whose first entry is older than this and has no anchor is a finding
+    # (``anchors_missing``): three anchoring intervals (SLUICE_JOURNAL_ANCHOR_INTERVAL_S), at
+    # least 30 s (ledger.app).
+    anchor_grace_s: float = 30.0
 
 
 class Effects:

@@ -1,5 +1,5 @@
-"""``verify_journal`` (contract 13.4/13.5/14.3): recompute the hash chains of the journal, compare
-each with its newest anchor outside the database (``ledger.anchors``), and name the first
+"""``verify_journal`` (contract 13.4/13.5/14.3/15.1): recompute the hash chains of the journal,
+compare each with its anchors outside the database (``ledger.anchors``), and name the first
 entry that no longer matches. Read-only; walks each chain in pages of ``PAGE`` entries.
 
 A broken chain is answered with ``ok: false``, ``problem`` (a sentence) and ``reason`` (a code):
@@ -8,21 +8,31 @@ A broken chain is answered with ``ok: false``, ``problem`` (a sentence) and ``re
 - ``entry_mismatch``: an entry's stored content (postings, currency, its transfer's terms) or
   hash does not match its chain (``ledger.chain``, version 2, or 1 before the chain's first v2);
 - ``head_mismatch``: the head row names another seq or hash than the journal's last entry;
-- ``truncated_tail``: the chain ends before the entry its anchor names (the head row moved
-  back with it);
-- ``anchor_mismatch``: the entry at the anchored seq has another hash than the anchor: the
-  chain was rewritten up to there and its hashes recomputed, or its head moved in place;
+- ``truncated_tail``: the chain ends before the entry its newest anchor names (the head row
+  moved back with it);
+- ``anchor_mismatch``: the entry at an anchored seq has another hash than that anchor (every
+  anchor of the chain is compared, whichever ledger instance signed it): the chain was rewritten
+  up to there and its hashes recomputed, or its head moved in place;
 - ``missing_head``: an anchor, or entries, for a chain whose head row is gone;
-- ``anchor_signature_invalid``: a record of the anchors topic is not an anchor signed with
-  ``SLUICE_JOURNAL_ANCHOR_KEY`` (never trusted; listed in ``untrusted_anchors``), the journal
-  being otherwise intact.
+- ``anchors_missing``: the anchors topic is gone or lost records (it no longer starts at offset
+  0), or a chain whose first entry is older than ``LedgerConfig.anchor_grace_s`` (three
+  anchoring intervals, 30 s at least) has no anchor;
+- ``anchor_chain_broken``: a chain's anchors do not form an unbroken chain (``prev``): a gap
+  (anchors taken out, or the stream started over), a rewritten anchor, or a fork whose anchors
+  name one entry with two hashes (``broken_anchors``);
+- ``anchor_signature_invalid``: a record of the anchors topic is not an anchor signed by a key
+  of ``SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS`` (never trusted; listed in ``untrusted_anchors``), the
+  journal being otherwise intact.
 
 With anchors configured the answer also says how many chains were compared with one
-(``anchored``)."""
+(``anchored``), and how many honest forks the anchors hold (``anchor_forks``, when any: two
+instances that anchored a chain at the same instant; each anchor is compared with the journal).
+"""
 
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiokafka.errors import KafkaError
@@ -31,9 +41,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from common.contracts.anchors import JournalAnchor
 from common.contracts.commands import VerifyJournal
 from common.errors import ErrorCode, ServiceError
+from common.times import iso
 from ledger import chain
 from ledger import repository as repo
-from ledger.anchors import Found
+from ledger.anchor_stream import ChainAnchors, Found
 from ledger.effects import Effects, LedgerConfig
 
 log = logging.getLogger(__name__)
@@ -45,19 +56,24 @@ async def verify_journal(session: AsyncSession, cmd: VerifyJournal, cfg: LedgerC
     tenant_id, mode = cmd.target_tenant_id, cmd.mode
     # Anchors first: each names a head committed before the database is read below.
     found = await _anchors(cfg)
-    newest = {k: a for k, a in (found.newest if found else {}).items() if _in(k, tenant_id, mode)}
-    entries, head_hash, anchored = 0, chain.GENESIS, 0
+    chains = {k: c for k, c in (found.chains if found else {}).items() if _in(k, tenant_id, mode)}
+    newest = {k: c.newest for k, c in chains.items() if c.newest is not None}
+    entries, head_hash, anchored, unanchored = 0, chain.GENESIS, 0, []
     heads = await repo.chain_heads(session, tenant_id, mode)
+    cutoff = datetime.now(UTC) - timedelta(seconds=cfg.anchor_grace_s)
     for head in heads:
-        anchor = newest.get((head.tenant_id, head.mode))
-        checked = await _verify_chain(session, head, anchor)
+        anchors = chains.get((head.tenant_id, head.mode))
+        checked = await _verify_chain(session, head, anchors)
         entries += checked["entries"]
         head_hash = head.head_hash
-        anchored += anchor is not None
+        anchored += anchors is not None and anchors.newest is not None
         if not checked["ok"]:
             return Effects(
                 200, {**checked, "entries": entries, "tenant_id": head.tenant_id, "mode": head.mode}
             )
+        first = checked.get("first_at")
+        if found is not None and (head.tenant_id, head.mode) not in newest and first and first < cutoff:
+            unanchored.append({"tenant_id": head.tenant_id, "mode": head.mode, "since": iso(first)})
     have = {(h.tenant_id, h.mode) for h in heads}
     headless = set(await repo.headless_chains(session, tenant_id, mode)) | (newest.keys() - have)
     if headless:
@@ -68,16 +84,48 @@ async def verify_journal(session: AsyncSession, cmd: VerifyJournal, cfg: LedgerC
     data: dict[str, Any] = {"ok": True, "entries": entries, "head_hash": head_hash}
     if found is not None:
         data["anchored"] = anchored
-        untrusted = [u for u in found.untrusted if _in((u.get("tenant_id"), u.get("mode")), tenant_id, mode)]
-        if untrusted:
-            data.update(
-                ok=False,
-                reason="anchor_signature_invalid",
-                problem=f"{len(untrusted)} records of the anchors topic are not validly signed anchors",
-                untrusted_anchors=untrusted[:SHOWN],
-                untrusted_anchor_count=len(untrusted),
-            )
+        forks = sum(c.forks for c in chains.values())
+        if forks:
+            data["anchor_forks"] = forks
+        data.update(_stream_findings(found, unanchored, tenant_id, mode))
     return Effects(200, data)
+
+
+def _stream_findings(
+    found: Found, unanchored: list[dict[str, Any]], tenant_id: str | None, mode: str | None
+) -> dict[str, Any]:
+    """What the anchors stream itself says, in order of weight (the chains being intact)."""
+    if found.lost:
+        problem = "the journal's anchors topic lost records: " + "; ".join(found.lost)
+        return {"ok": False, "reason": "anchors_missing", "problem": problem, "anchors_lost": found.lost}
+    if unanchored:
+        problem = f"{len(unanchored)} chains with entries older than three anchoring intervals have no anchor"
+        return {
+            "ok": False,
+            "reason": "anchors_missing",
+            "problem": problem,
+            "unanchored_chains": unanchored[:SHOWN],
+            "unanchored_chain_count": len(unanchored),
+        }
+    broken = [b for b in found.broken if _in((b.get("tenant_id"), b.get("mode")), tenant_id, mode)]
+    if broken:
+        return {
+            "ok": False,
+            "reason": "anchor_chain_broken",
+            "problem": f"{len(broken)} anchors do not extend their chain's anchors (a gap, fork or rewrite)",
+            "broken_anchors": broken[:SHOWN],
+            "broken_anchor_count": len(broken),
+        }
+    untrusted = [u for u in found.untrusted if _in((u.get("tenant_id"), u.get("mode")), tenant_id, mode)]
+    if untrusted:
+        return {
+            "ok": False,
+            "reason": "anchor_signature_invalid",
+            "problem": f"{len(untrusted)} records of the anchors topic are not validly signed anchors",
+            "untrusted_anchors": untrusted[:SHOWN],
+            "untrusted_anchor_count": len(untrusted),
+        }
+    return {}
 
 
 async def _anchors(cfg: LedgerConfig) -> Found | None:
@@ -102,64 +150,57 @@ def _in(key: tuple[str | None, str | None], tenant_id: str | None, mode: str | N
     return (not tenant_id or t in (None, tenant_id)) and (not mode or m in (None, mode))
 
 
-async def _verify_chain(session: AsyncSession, head: Any, anchor: JournalAnchor | None) -> dict[str, Any]:
+async def _verify_chain(session: AsyncSession, head: Any, anchors: ChainAnchors | None) -> dict[str, Any]:
     """One chain from its first entry to its head: every seq in turn, every hash recomputed
-    from the previous one and the entry's stored content; then its anchor."""
+    from the previous one and the entry's stored content; then its anchors, every one."""
     seq, previous, checked, v2_seen = 0, chain.GENESIS, 0, False
-    # (entry id, hash) at the anchored seq. A head anchored at 0 (a chain whose head row a
-    # refused command made, with no entry yet) is the genesis, which every chain extends: it
-    # was reported as a truncated tail (CI, the full suite).
-    at_anchor: tuple[str | None, str] | None = (
-        (None, chain.GENESIS) if anchor is not None and anchor.seq == 0 else None
-    )
+    anchor = anchors.newest if anchors is not None else None
+    at_seq = anchors.heads if anchors is not None else {}
+    # The first anchored entry whose hash differs from an anchor: (entry id, seq, anchor hash, when).
+    # A head anchored at 0 (a head row a refused command made, no entry yet) names the genesis,
+    # which every chain extends (CI, the full suite: reported as a truncated tail once).
+    mismatch = _differs(None, 0, chain.GENESIS, at_seq)
+    first_at = None
     while True:
         page = await repo.chain_page(session, head.tenant_id, head.mode, seq, PAGE)
         for e, postings in page:
             if e.seq != seq + 1:
                 problem = f"entries {seq + 1} to {e.seq - 1} of the chain are missing"
                 return _bad(e.id, checked, head, "entries_missing", problem)
-            version = _version(e, postings, previous, v2_seen)
+            version = chain.entry_version(e, postings, previous, v2_seen)
             if version is None:
                 problem = "its stored content or hash does not match its chain"
                 return _bad(e.id, checked, head, "entry_mismatch", problem)
             v2_seen = v2_seen or version == "v2"
-            if anchor is not None and e.seq == anchor.seq:
-                at_anchor = (e.id, e.hash)
+            first_at = first_at or e.created_at
+            mismatch = mismatch or _differs(e.id, e.seq, e.hash, at_seq)
             seq, previous, checked = e.seq, e.hash, checked + 1
         if len(page) < PAGE:
             break
     if (seq, previous) != (head.seq, head.head_hash):
         problem = f"the chain's head names entry {head.seq}, the journal ends at {seq}"
         return _bad(None, checked, head, "head_mismatch", problem)
-    if anchor is None:
-        return {"ok": True, "entries": checked}  # the caller answers with the head's hash
-    if at_anchor is None:
+    if anchor is None:  # the caller answers with the head's hash
+        return {"ok": True, "entries": checked, "first_at": first_at}
+    if anchor.seq > seq:
         problem = (
             f"the chain ends at entry {seq}, its anchor of {anchor.anchored_at} names entry {anchor.seq}"
         )
         return {**_bad(None, checked, head, "truncated_tail", problem), "anchor": _shown(anchor)}
-    if at_anchor[1] != anchor.head_hash:
-        problem = (
-            f"entry {anchor.seq} differs from its anchor of {anchor.anchored_at}: the chain was rewritten"
-        )
-        return {**_bad(at_anchor[0], checked, head, "anchor_mismatch", problem), "anchor": _shown(anchor)}
-    return {"ok": True, "entries": checked}
+    if mismatch is not None:
+        entry_id, at, anchored_hash, when = mismatch
+        problem = f"entry {at} differs from its anchor of {when}: the chain was rewritten"
+        shown = {"seq": at, "head_hash": anchored_hash, "anchored_at": when}
+        return {**_bad(entry_id, checked, head, "anchor_mismatch", problem), "anchor": shown}
+    return {"ok": True, "entries": checked, "first_at": first_at}
 
 
-def _version(e: Any, postings: list[Any], previous: str, v2_seen: bool) -> str | None:
-    """The canonical version whose hash the entry carries (v1 only before the chain's first
-    v2 entry), or None."""
-    transfer = None
-    if e.transfer_id and e.t_kind is not None:
-        transfer = chain.transfer_text({name: getattr(e, f"t_{name}") for name in chain.TRANSFER_FIELDS})
-    fields = (e.id, e.tenant_id, e.mode, e.kind, e.transfer_id, e.deposit_id, e.created_at)
-    if e.hash == chain.link(previous, chain.canonical_v2(*fields, postings, transfer)):
-        return "v2"
-    if not v2_seen and e.hash == chain.link(
-        previous, chain.canonical(*fields, [(a, x) for a, _, x in postings])
-    ):
-        return "v1"
-    return None
+def _differs(
+    entry_id: str | None, seq: int, hash_: str, at_seq: dict[int, dict[str, str]]
+) -> tuple[str | None, int, str, str] | None:
+    """The first anchor (by time) of entry ``seq`` that names another hash, if any."""
+    others = sorted((when, h) for h, when in at_seq.get(seq, {}).items() if h != hash_)
+    return (entry_id, seq, others[0][1], others[0][0]) if others else None
 
 
 def _shown(anchor: JournalAnchor) -> dict[str, Any]:

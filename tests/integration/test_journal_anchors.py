@@ -1,6 +1,7 @@
-"""The anchored journal (contract 14.3, issue 38) on the stack: the ledger publishes its chain
-heads, signed, to a topic kept forever, and verify_journal finds what someone with database
-write did behind Sluice's back, each undone afterwards so the journal holds again:
+"""The anchored journal (contract 14.3, issue 38; Ed25519 and chained, issue 43) on the stack:
+the ledger publishes its chain heads, signed, to a topic kept forever, and verify_journal finds
+what someone with database write did behind Sluice's back, each undone afterwards so the
+journal holds again:
 
 - a rewritten posting with every later hash recomputed and the head row moved to match (the
   chain alone verifies, as the standalone script shows): ``anchor_mismatch``; the publisher
@@ -20,12 +21,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
+from common.contracts.anchors import ANCHORS
 from common.topics import Topics
 from ledger import chain
+from ledger.anchor_stream import AnchorVerifyKeys
 from tests.conftest import Stack, Tenant, make_tenant
 from tests.integration.test_journal_chain import JOURNAL, _export, _json, _script
 from tests.support.admin import _read, admin_ok, db, tampered
@@ -56,7 +60,10 @@ def _anchored(stack: Stack, tenant_id: str) -> dict[str, Any]:
         )
     )
     assert found, f"no anchor of {tenant_id} at entry {head['seq']}"
-    assert found[0]["head_hash"] == head["head_hash"] and len(found[0]["signature"]) == 64
+    keys = AnchorVerifyKeys.parse(stack.env["SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS"])  # public keys only
+    assert found[0]["head_hash"] == head["head_hash"] and keys.verifies(
+        ANCHORS.decode(msgspec.json.encode(found[0]))
+    )
     return found[0]
 
 
@@ -161,8 +168,10 @@ def test_a_rewritten_posting_with_recomputed_hashes_is_an_anchor_mismatch(
         time.sleep(2 * float(stack.env["SLUICE_JOURNAL_ANCHOR_INTERVAL_S"]) + 1)  # the publisher's turns
         bad = _verify(stack, t.tenant_id)
     assert script[0] == 0, script  # the chain alone holds: rewritten end to end
-    assert (bad["ok"], bad["reason"], bad["anchor"]["seq"]) == (False, "anchor_mismatch", anchor["seq"]), bad
-    assert bad["first_bad_entry_id"] == _entries(stack, t.tenant_id)[anchor["seq"] - 1]["id"]
+    # Every anchor is compared (issue 43): the first one past the rewrite is named, the newest at the latest.
+    assert (bad["ok"], bad["reason"]) == (False, "anchor_mismatch"), bad
+    assert third["seq"] <= bad["anchor"]["seq"] <= anchor["seq"], bad
+    assert bad["first_bad_entry_id"] == _entries(stack, t.tenant_id)[bad["anchor"]["seq"] - 1]["id"]
     assert _verify(stack, t.tenant_id)["ok"] is True  # put back: the chain and its anchor agree
 
 

@@ -180,7 +180,7 @@ EMITTING = ("ledger", "compliance", "webhooks")
 # and a dead letter is a copy of what could not be handled: only these publish directly. The
 # journal's anchors (ledger.anchors) must not pass through the database they anchor: an outbox
 # row could be deleted before it was relayed.
-DIRECT_ALLOWED = {"answer_failure", "answer_undecided", "give_up", "anchor_moved"}
+DIRECT_ALLOWED = {"answer_failure", "answer_undecided", "give_up", "anchor_moved", "publish_anchors"}
 
 
 def _direct_publishes(path: Path) -> list[str]:

@@ -90,6 +90,16 @@ class KeyRecord(msgspec.Struct, kw_only=True):
     revoked: bool = False
 
 
+class TokenRecord(msgspec.Struct, kw_only=True):
+    """What the gateway caches per access token ``jti``: the row admin recorded when it issued
+    the token (identity.access_tokens). A token whose jti has no row is refused."""
+
+    tenant_id: str
+    mode: str
+    expires_at: int  # epoch seconds, as signed into the token's ``exp``
+    revoked: bool = False
+
+
 class TenantRecord(msgspec.Struct, kw_only=True):
     tenant_id: str
     tenant_name: str
@@ -109,6 +119,9 @@ def new_jti() -> str:
 #: never carry arbitrary text (tokens are signed, but a test or an old issuer may differ).
 JTI_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
 
+#: An access token lives at most this long, ``exp - iat`` (contract sections 2 and 15.1).
+MAX_TOKEN_LIFETIME_S = 3600
+
 
 def issue_access_token(
     secret: bytes,
@@ -125,14 +138,15 @@ def issue_access_token(
 
     import jwt
 
-    exp = int(time.time()) + max(1, min(ttl_seconds, 3600))
+    now = int(time.time())
+    exp = now + max(1, min(ttl_seconds, MAX_TOKEN_LIFETIME_S))
     claims = {
         "iss": issuer,
         "sub": tenant_id,
         "mode": mode,
         "scopes": scopes,
         "exp": exp,
-        "iat": int(time.time()),
+        "iat": now,
         "jti": jti or new_jti(),
     }
     return jwt.encode(claims, secret, algorithm="HS256"), exp
@@ -142,6 +156,5 @@ def verify_access_token(secret: bytes, issuer: str, token: str) -> dict[str, obj
     """Claims of a valid token; raises ``jwt.InvalidTokenError`` otherwise (expired, forged...)."""
     import jwt
 
-    return jwt.decode(
-        token, secret, algorithms=["HS256"], issuer=issuer, options={"require": ["exp", "iss", "sub", "jti"]}
-    )
+    required = ["exp", "iat", "iss", "sub", "jti"]
+    return jwt.decode(token, secret, algorithms=["HS256"], issuer=issuer, options={"require": required})

@@ -27,8 +27,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from common.auth import (
     FILL_IF_CURRENT,
     JTI_PATTERN,
+    MAX_TOKEN_LIFETIME_S,
     KeyRecord,
     TenantRecord,
+    TokenRecord,
     generation_name,
     hash_api_key,
     key_cache_name,
@@ -70,9 +72,11 @@ if not found then return {k, t, n, 0} end
 return {k, t, n, 0, found}
 """
 _JTI = re.compile(JTI_PATTERN)
-_REVOKED = b"revoked"
 _key_dec = msgspec.json.Decoder(KeyRecord)
 _tenant_dec = msgspec.json.Decoder(TenantRecord)
+_token_dec = msgspec.json.Decoder(TokenRecord)
+#: How far a token's ``iat`` may lie ahead of this clock (the admin's clock may run ahead).
+CLOCK_SKEW_S = 60
 
 
 Cached = tuple[KeyRecord | None, TenantRecord | None, tuple[int, int] | None, Claimed | None]
@@ -218,9 +222,8 @@ class Authenticator:
                 raise _unauthorized("API key has been revoked")
         elif token.count(".") == 2 and self.jwt_secret:
             await self._check_failures(client_ip)
-            rec = self._jwt(token)
-            if await self._token_revoked(rec.key_id.removeprefix("jwt:")):
-                raise _unauthorized("access token has been revoked")
+            rec, exp = self._jwt(token)
+            await self._check_recorded(rec, exp)
         else:
             raise _unauthorized("invalid API key")
         if tenant is None:
@@ -240,24 +243,52 @@ class Authenticator:
             claimed=claimed,
         )
 
-    async def _token_revoked(self, jti: str) -> bool:
-        """Whether admin revoked the access token ``jti``: cached like a key (versioned, evicted
-        by revoke_access_token after its commit and by its control event), else PostgreSQL."""
+    async def _check_recorded(self, rec: KeyRecord, exp: int) -> None:
+        """A verified token is accepted only if admin recorded its jti when it issued it, for
+        this tenant and mode with this expiry, and has not revoked it (contract 15.1)."""
+        recorded = await self._token(rec.key_id.removeprefix("jwt:"))
+        if recorded is None:
+            raise _unauthorized("invalid access token")  # signed, but admin never issued it
+        if recorded.tenant_id != rec.tenant_id or recorded.mode != rec.mode or exp > recorded.expires_at:
+            raise _unauthorized("invalid access token")
+        if recorded.revoked:
+            raise _unauthorized("access token has been revoked")
+
+    async def _token(self, jti: str) -> TokenRecord | None:
+        """The access token admin recorded as ``jti`` (None if none): cached like a key
+        (versioned, evicted by revoke_access_token after its commit and by its control event),
+        else PostgreSQL."""
         name = token_cache_name(jti)
         cached, gen = await self._read(name)
+        if cached == b"-":
+            return None
         if cached is not None:
-            return bool(cached == _REVOKED)
+            try:
+                return _token_dec.decode(cached)
+            except msgspec.DecodeError:  # an entry in an older shape: read PostgreSQL
+                pass
         async with self.sm() as session:
-            revoked = await repo.token_revoked(session, jti)
-        await self._fill(name, gen, _REVOKED if revoked else b"-", CACHE_TTL_S)
-        return revoked
+            row = await repo.access_token(session, jti)
+        if row is None:
+            await self._fill(name, gen, b"-", 30)
+            return None
+        rec = TokenRecord(
+            tenant_id=str(row.tenant_id),
+            mode=row.mode,
+            expires_at=int(row.expires_at.timestamp()),
+            revoked=row.revoked_at is not None,
+        )
+        await self._fill(name, gen, msgspec.json.encode(rec), CACHE_TTL_S)
+        return rec
 
     async def _check_failures(self, client_ip: str | None) -> None:
         if self.failures is not None:
             await self.failures.check(client_ip)
 
-    def _jwt(self, token: str) -> KeyRecord:
-        """A verified access token as a key record: tenant = sub, mode and scopes from claims."""
+    def _jwt(self, token: str) -> tuple[KeyRecord, int]:
+        """A verified access token as a key record (tenant = sub, mode and scopes from claims)
+        and its ``exp``; refused if it lives longer than MAX_TOKEN_LIFETIME_S (``exp - iat``)
+        or was issued in the future."""
         try:
             claims = verify_access_token(self.jwt_secret, self.jwt_issuer, token)
         except jwt.ExpiredSignatureError:
@@ -270,6 +301,7 @@ class Authenticator:
             claims.get("scopes"),
             claims.get("jti"),
         )
+        iat, exp = claims.get("iat"), claims.get("exp")
         if (
             not isinstance(sub, str)
             or mode not in ("sandbox", "production")
@@ -277,9 +309,13 @@ class Authenticator:
             or not all(isinstance(s, str) for s in scopes)
             or not isinstance(jti, str)
             or not _JTI.match(jti)
+            or type(iat) is not int
+            or type(exp) is not int
+            or exp - iat > MAX_TOKEN_LIFETIME_S
+            or iat > time.time() + CLOCK_SKEW_S
         ):
             raise _unauthorized("invalid access token")
-        return KeyRecord(key_id=f"jwt:{jti}", tenant_id=sub, mode=str(mode), scopes=list(scopes))
+        return KeyRecord(key_id=f"jwt:{jti}", tenant_id=sub, mode=str(mode), scopes=list(scopes)), exp
 
 
 def require_mode(principal: Principal, mode_header: str | None) -> None:

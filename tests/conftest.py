@@ -76,6 +76,7 @@ def _base_env(stores: Stores) -> dict[str, str]:
         "SLUICE_ONBOARDING_SECRET": _secret("SLUICE_ONBOARDING_SECRET", secrets.token_urlsafe(32)),
         "SLUICE_ENCRYPTION_KEYS": _secret("SLUICE_ENCRYPTION_KEYS", new_key_setting("t1")),
         "SLUICE_JOURNAL_ANCHOR_KEY": _secret("SLUICE_JOURNAL_ANCHOR_KEY", secrets.token_urlsafe(32)),
+        "SLUICE_GATEWAY_CACHE_KEY": _secret("SLUICE_GATEWAY_CACHE_KEY", new_key_setting("gwc1")),
         "SLUICE_JOURNAL_ANCHOR_INTERVAL_S": "0.5",
         **stores.service_env(),
         "SLUICE_ADMIN_TOKEN": f"ops={ADMIN_TOKEN},auditor={SECOND_ADMIN_TOKEN}",

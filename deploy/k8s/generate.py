@@ -45,13 +45,19 @@ SECRETS = [
     "SLUICE_ONBOARDING_SECRET",
     "SLUICE_ENCRYPTION_KEYS",
     "SLUICE_JOURNAL_ANCHOR_KEY",
+    "SLUICE_GATEWAY_CACHE_KEY",
 ]
 # Each pod mounts the secrets its process uses and no other (contract 14.3; the table of
 # common.settings.SERVICE_SECRETS, tests/unit/test_least_privilege.py), and its own database
 # role's URL: sluice-secrets' key SLUICE_DATABASE_URL_<ROLE> as the file SLUICE_DATABASE_URL
 # (common.privileges: one role per service; the migration Job's is the migrations role).
 POD_SECRETS = {
-    "gateway": ["SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"],
+    "gateway": [
+        "SLUICE_JWT_SECRET",
+        "SLUICE_ONBOARDING_SECRET",
+        "SLUICE_ENCRYPTION_KEYS",
+        "SLUICE_GATEWAY_CACHE_KEY",  # the MAC on what it trusts from Valkey (issue 43)
+    ],
     "admin": ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET"],
     "ledger": ["SLUICE_JOURNAL_ANCHOR_KEY"],  # signs the journal's anchors (issue 38 item 2)
     "compliance": [],

@@ -17,6 +17,7 @@ from typing import Literal, NoReturn
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from common.cache_mac import CacheMac, weak_cache_keys
 from common.clientaddr import Network, parse_networks
 from common.kafka import problems as kafka_problems
 from common.keyring import KeyRing, KeyRingError, new_key_setting
@@ -28,6 +29,7 @@ SECRET_SETTINGS = {
     "jwt_secret": "SLUICE_JWT_SECRET",  # a setting's name  # nosec B105
     "onboarding_secret": "SLUICE_ONBOARDING_SECRET",  # a setting's name  # nosec B105
     "encryption_keys": "SLUICE_ENCRYPTION_KEYS",
+    "gateway_cache_key": "SLUICE_GATEWAY_CACHE_KEY",
 }
 # The secrets each service uses, and so requires and is given (contract 14.3); it never holds
 # another's: load_settings(service) blanks them. The gateway verifies access tokens, signs
@@ -35,7 +37,12 @@ SECRET_SETTINGS = {
 # tokens; webhooks opens the webhook secrets it signs with; the ledger alone signs the
 # journal's anchors; compliance uses none.
 SERVICE_SECRETS: dict[str, tuple[str, ...]] = {
-    "gateway": ("SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"),
+    "gateway": (
+        "SLUICE_JWT_SECRET",
+        "SLUICE_ONBOARDING_SECRET",
+        "SLUICE_ENCRYPTION_KEYS",
+        "SLUICE_GATEWAY_CACHE_KEY",
+    ),
     "admin": ("SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET"),
     "webhooks": ("SLUICE_ENCRYPTION_KEYS",),
     "ledger": ("SLUICE_JOURNAL_ANCHOR_KEY",),
@@ -149,6 +156,9 @@ class Settings(BaseSettings):
     onboarding_secret: SecretStr = SecretStr("")
     # ``kid:base64key,...``: the first key seals, every key opens (see common.keyring).
     encryption_keys: SecretStr = SecretStr("")
+    # ``kid:base64key,...`` (32-byte keys), the gateway only: the MAC on every record it trusts
+    # from Valkey (contract 15.1, common.cache_mac). The first key signs, every key verifies.
+    gateway_cache_key: SecretStr = SecretStr("")
     # CIDRs whose X-Forwarded-For / Forwarded headers are believed; empty: the TCP peer is
     # the client address (IP allowlists, per-address limits).
     trusted_proxies: str = ""
@@ -228,6 +238,7 @@ class Settings(BaseSettings):
                 KeyRing.parse(self.encryption_keys.get_secret_value())
             except KeyRingError as exc:
                 weak.append(f"SLUICE_ENCRYPTION_KEYS ({exc})")
+        weak.extend(weak_cache_keys(self.gateway_cache_key.get_secret_value(), self.env == "production"))
         return weak
 
     @cached_property
@@ -243,6 +254,10 @@ class Settings(BaseSettings):
         return self.onboarding_secret.get_secret_value().encode()
 
     @cached_property
+    def cache_mac(self) -> CacheMac:
+        return CacheMac.parse(self.gateway_cache_key.get_secret_value())
+
+    @cached_property
     def key_ring(self) -> KeyRing:
         return KeyRing.parse(self.encryption_keys.get_secret_value())
 
@@ -256,6 +271,7 @@ def _development_fill(settings: Settings, missing: list[str]) -> None:
         "SLUICE_JWT_SECRET": ("jwt_secret", secrets.token_urlsafe(32)),
         "SLUICE_ONBOARDING_SECRET": ("onboarding_secret", secrets.token_urlsafe(32)),
         "SLUICE_ENCRYPTION_KEYS": ("encryption_keys", new_key_setting()),
+        "SLUICE_GATEWAY_CACHE_KEY": ("gateway_cache_key", new_key_setting()),
     }
     for name in missing:
         attr, value = fill[name]

@@ -68,6 +68,9 @@ def local_secrets() -> dict[str, str]:
         "SLUICE_JOURNAL_ANCHOR_KEY": _saved(
             "SLUICE_JOURNAL_ANCHOR_KEY", "journal_anchor_key", lambda: secrets.token_urlsafe(32)
         ),
+        "SLUICE_GATEWAY_CACHE_KEY": _saved(
+            "SLUICE_GATEWAY_CACHE_KEY", "gateway_cache_key", lambda: new_key_setting("gwc1")
+        ),
     }
 
 

@@ -69,6 +69,7 @@ def ephemeral_secrets(tag: str) -> dict[str, str]:
         "SLUICE_ONBOARDING_SECRET": secrets.token_urlsafe(32),
         "SLUICE_ENCRYPTION_KEYS": new_key_setting(f"{tag}1"),
         "SLUICE_JOURNAL_ANCHOR_KEY": secrets.token_urlsafe(32),
+        "SLUICE_GATEWAY_CACHE_KEY": new_key_setting(f"{tag}c1"),
     }
 
 

@@ -39,6 +39,7 @@ from common.auth import (
     verify_access_token,
 )
 from common.authfail import FailureLimiter
+from common.cache_mac import CacheMac, Forged, refused
 from common.errors import ErrorCode, Reason, ServiceError, forbidden
 from gateway import ratelimit
 from gateway import repository as repo
@@ -50,26 +51,35 @@ CACHE_TTL_S = 300
 
 # KEYS[1]: the key's cache entry. ARGV: tenant cache prefix, rate-window prefix, window start,
 # window TTL; for a request with an Idempotency-Key also the idempotency prefix, the key's hash,
-# the pending record and the lease in ms. Returns {} (key not cached), {key} (cached, not
-# counted: unknown, revoked, or tenant not cached), {key, tenant, count} or, with an
-# Idempotency-Key, {key, tenant, count, 1} (the key taken) or {key, tenant, count, 0, record}.
+# the pending record and the lease in ms. Entries are MAC'd (common.cache_mac: ``head|value``),
+# which the script cannot check: it returns each entry with its generation for the gateway to
+# verify, and reads the key record's tenant and mode without trusting them (a forged record
+# can at most count a request or take an Idempotency-Key, which a Valkey writer could anyway).
+# Returns {} (key not cached), {key, kgen} (cached, not counted: unknown, revoked, unreadable
+# or tenant not cached), {key, kgen, tenant, tgen, count} or, with an Idempotency-Key,
+# {key, kgen, tenant, tgen, count, 1} (the key taken) or {..., count, 0, record}.
 LOOKUP_AND_COUNT = """
 local k = redis.call('GET', KEYS[1])
 if not k then return {} end
-if k == '-' then return {k} end
-local rec = cjson.decode(k)
-if rec['revoked'] then return {k} end
-local t = redis.call('GET', ARGV[1] .. rec['tenant_id'])
-if not t then return {k} end
+local kg = redis.call('GET', KEYS[1] .. ':gen') or ''
+local bar = string.find(k, '|', 1, true)
+if not bar then return {k, kg} end
+local ok, rec = pcall(cjson.decode, string.sub(k, bar + 1))
+if not ok or type(rec) ~= 'table' or rec['revoked'] ~= false then return {k, kg} end
+if type(rec['tenant_id']) ~= 'string' or type(rec['mode']) ~= 'string' then return {k, kg} end
+local tn = ARGV[1] .. rec['tenant_id']
+local t = redis.call('GET', tn)
+if not t then return {k, kg} end
+local tg = redis.call('GET', tn .. ':gen') or ''
 local w = ARGV[2] .. rec['tenant_id'] .. ':' .. rec['mode'] .. ':' .. ARGV[3]
 local n = redis.call('INCR', w)
 if n == 1 then redis.call('EXPIRE', w, tonumber(ARGV[4])) end
-if not ARGV[6] then return {k, t, n} end
+if not ARGV[6] then return {k, kg, t, tg, n} end
 local name = ARGV[5] .. rec['tenant_id'] .. ':' .. rec['mode'] .. ':' .. ARGV[6]
-if redis.call('SET', name, ARGV[7], 'NX', 'PX', tonumber(ARGV[8])) then return {k, t, n, 1} end
+if redis.call('SET', name, ARGV[7], 'NX', 'PX', tonumber(ARGV[8])) then return {k, kg, t, tg, n, 1} end
 local found = redis.call('GET', name)
-if not found then return {k, t, n, 0} end
-return {k, t, n, 0, found}
+if not found then return {k, kg, t, tg, n, 0} end
+return {k, kg, t, tg, n, 0, found}
 """
 _JTI = re.compile(JTI_PATTERN)
 _key_dec = msgspec.json.Decoder(KeyRecord)
@@ -109,6 +119,7 @@ def _unauthorized(message: str) -> ServiceError:
 class Authenticator:
     redis: Redis
     sm: async_sessionmaker[AsyncSession]
+    mac: CacheMac
     jwt_secret: bytes = b""
     jwt_issuer: str = "sluice"
     failures: FailureLimiter | None = None
@@ -117,18 +128,34 @@ class Authenticator:
         self._lookup = self.redis.register_script(LOOKUP_AND_COUNT)
         self._fill_if_current = self.redis.register_script(FILL_IF_CURRENT)
 
-    async def _read(self, name: str) -> tuple[Any, bytes]:
-        """The cached entry and its generation (read before PostgreSQL, see common.auth)."""
-        value, gen = await self.redis.mget(name, generation_name(name))
-        return value, gen if isinstance(gen, bytes) else b""
+    async def _read(self, kind: str, name: str, use_cache: bool = True) -> tuple[bytes | None, bytes]:
+        """The verified cached value (None if not cached, expired or refused) and the name's
+        generation, read before PostgreSQL (see common.auth). ``use_cache=False``: the
+        generation only (the entry was already read and refused)."""
+        if not use_cache:
+            gen = await self.redis.get(generation_name(name))
+            return None, gen if isinstance(gen, bytes) else b""
+        raw, gen = await self.redis.mget(name, generation_name(name))
+        gen = gen if isinstance(gen, bytes) else b""
+        return self._verified(kind, name, raw, gen), gen
+
+    def _verified(self, kind: str, name: str, raw: object, gen: bytes) -> bytes | None:
+        if not isinstance(raw, bytes):
+            return None
+        try:
+            return self.mac.open(name, raw, gen, CACHE_TTL_S)
+        except Forged as err:
+            refused(kind, err)
+            return None
 
     async def _fill(self, name: str, gen: bytes, value: bytes, ttl_s: int) -> None:
-        await self._fill_if_current(keys=[name, generation_name(name)], args=[gen, value, ttl_s])
+        sealed = self.mac.seal(name, gen, value, ttl_s)
+        await self._fill_if_current(keys=[name, generation_name(name)], args=[gen, sealed, ttl_s])
 
     async def _cached(self, key_hash: str, claim: ClaimWith | None = None) -> Cached | None:
         """From Redis alone: the key (None if known invalid), its tenant, the counted request and
-        the Idempotency-Key's claim (None where not cached, counted or claimed); None if the key
-        is not cached at all."""
+        the Idempotency-Key's claim (None where not cached, verified, counted or claimed); None
+        if the key is not cached or its entry does not verify (read PostgreSQL then)."""
         start = window_start(time.time())
         args: list[Any] = [tenant_cache_name(""), ratelimit.PREFIX, start, ratelimit.WINDOW_TTL_S]
         if claim is not None:
@@ -136,15 +163,31 @@ class Authenticator:
         got = await self._lookup(keys=[key_cache_name(key_hash)], args=args)
         if not got:
             return None
-        rec = _key_dec.decode(got[0]) if got[0] != b"-" else None
-        if len(got) < 3:
+        value = self._verified("api_key", key_cache_name(key_hash), got[0], got[1])
+        if value is None:
+            if claim is not None and len(got) > 5 and got[5] == 1:
+                await self._give_back(got[0], claim)
+            return None
+        rec = _key_dec.decode(value) if value != b"-" else None
+        if len(got) < 5 or rec is None:
             return rec, None, None, None
-        claimed = None if len(got) < 4 else Claimed(bool(got[3]), got[4] if len(got) > 4 else None)
-        return rec, _tenant_dec.decode(got[1]), (int(got[2]), start), claimed
+        claimed = None if len(got) < 6 else Claimed(bool(got[5]), got[6] if len(got) > 6 else None)
+        tenant_value = self._verified("tenant", tenant_cache_name(rec.tenant_id), got[2], got[3])
+        tenant = _tenant_dec.decode(tenant_value) if tenant_value is not None else None
+        return rec, tenant, (int(got[4]), start), claimed
 
-    async def _key(self, key_hash: str) -> KeyRecord | None:
+    async def _give_back(self, raw: bytes, claim: ClaimWith) -> None:
+        """The Idempotency-Key the script took on the strength of a key entry that was then
+        refused: released (named by the entry's unverified tenant and mode, as the script did)."""
+        try:
+            rec = _key_dec.decode(raw.partition(b"|")[2])
+        except msgspec.DecodeError:
+            return
+        await self.redis.delete(f"{IDEM_PREFIX}{rec.tenant_id}:{rec.mode}:{claim.key_hash}")
+
+    async def _key(self, key_hash: str, use_cache: bool = True) -> KeyRecord | None:
         name = key_cache_name(key_hash)
-        cached, gen = await self._read(name)
+        cached, gen = await self._read("api_key", name, use_cache)
         if cached is not None:
             return _key_dec.decode(cached) if cached != b"-" else None
         async with self.sm() as session:
@@ -162,9 +205,9 @@ class Authenticator:
         await self._fill(name, gen, msgspec.json.encode(rec), CACHE_TTL_S)
         return rec
 
-    async def tenant(self, tenant_id: str) -> TenantRecord | None:
+    async def tenant(self, tenant_id: str, use_cache: bool = True) -> TenantRecord | None:
         name = tenant_cache_name(tenant_id)
-        cached, gen = await self._read(name)
+        cached, gen = await self._read("tenant", name, use_cache)
         if cached is not None:
             return _tenant_dec.decode(cached)
         async with self.sm() as session:
@@ -215,7 +258,7 @@ class Authenticator:
                 rec, tenant, counted, claimed = cached
             else:
                 await self._check_failures(client_ip)
-                rec = await self._key(key_hash)
+                rec = await self._key(key_hash, use_cache=False)
             if rec is None:
                 raise _unauthorized("invalid API key")
             if rec.revoked:
@@ -226,8 +269,8 @@ class Authenticator:
             await self._check_recorded(rec, exp)
         else:
             raise _unauthorized("invalid API key")
-        if tenant is None:
-            tenant = await self.tenant(rec.tenant_id)
+        if tenant is None:  # counted: the script read the tenant's entry, which did not verify
+            tenant = await self.tenant(rec.tenant_id, use_cache=counted is None)
         if tenant is None:
             raise _unauthorized("invalid credential")
         if tenant.disabled:  # disable_tenant: every credential of the tenant, until enable_tenant
@@ -259,14 +302,9 @@ class Authenticator:
         (versioned, evicted by revoke_access_token after its commit and by its control event),
         else PostgreSQL."""
         name = token_cache_name(jti)
-        cached, gen = await self._read(name)
-        if cached == b"-":
-            return None
+        cached, gen = await self._read("access_token", name)
         if cached is not None:
-            try:
-                return _token_dec.decode(cached)
-            except msgspec.DecodeError:  # an entry in an older shape: read PostgreSQL
-                pass
+            return _token_dec.decode(cached) if cached != b"-" else None
         async with self.sm() as session:
             row = await repo.access_token(session, jti)
         if row is None:

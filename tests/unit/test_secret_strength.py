@@ -126,6 +126,7 @@ def test_the_refusal_log_line_never_holds_a_secret(
     monkeypatch.setenv("SLUICE_JWT_SECRET", jwt)
     monkeypatch.setenv("SLUICE_ONBOARDING_SECRET", openssl_base64_32())
     monkeypatch.setenv("SLUICE_ENCRYPTION_KEYS", new_key_setting("p1"))
+    monkeypatch.setenv("SLUICE_GATEWAY_CACHE_KEY", new_key_setting("c1"))
     with caplog.at_level(logging.CRITICAL), pytest.raises(SystemExit) as done:
         load_settings()
     assert done.value.code == 2

@@ -65,6 +65,12 @@ POD_SECRETS = {
     "migrate": [],
 }
 DATABASE_ROLE = {**{name: name for name in SERVICES}, "migrate": "migrations"}
+# Valkey (contract 15.1, common.valkey_acl): only these pods use it, each as its own ACL user,
+# its URL (with that user's password) sluice-secrets' key SLUICE_REDIS_URL_<POD> mounted as the
+# file SLUICE_REDIS_URL; the ConfigMap carries none, so the other pods have no Valkey URL. The
+# Valkey server takes its users from an ACL file (the Secret sluice-valkey-acl, key users.acl,
+# printed with hashed passwords by `python -m sluice valkey-acl`).
+VALKEY_PODS = ("gateway", "admin")
 # The Secret ``sluice-secrets`` is mounted as files here, never passed as environment variables
 # (checkov CKV_K8S_35): common.settings reads SLUICE_SECRETS_DIR's files named after settings.
 SECRETS_DIR = "/run/secrets/sluice"
@@ -122,6 +128,11 @@ def _pod_volumes(pod: str, kafka_user: str | None = None) -> list[dict[str, Any]
         "secretName": "sluice-secrets",
         "items": [{"key": s, "path": s} for s in POD_SECRETS[pod]]
         + [_database_url(pod)]
+        + (
+            [{"key": f"SLUICE_REDIS_URL_{pod.upper()}", "path": "SLUICE_REDIS_URL"}]
+            if pod in VALKEY_PODS
+            else []
+        )
         + ([_kafka_password(kafka_user)] if kafka_user else []),
         "defaultMode": 0o440,  # root and the pod's group (fsGroup) read them, nobody else
     }
@@ -417,8 +428,8 @@ def base() -> dict[str, list[dict[str, Any]]]:
             "metadata": _meta("sluice-config", LABELS),
             "data": {
                 "SLUICE_ENV": "production",
-                # No SLUICE_DATABASE_URL: each pod's own role's is a secret file (POD_SECRETS).
-                "SLUICE_REDIS_URL": "redis://redis:6379/0",
+                # No SLUICE_DATABASE_URL: each pod's own role's is a secret file (POD_SECRETS);
+                # no SLUICE_REDIS_URL: each Valkey user's is a secret file (VALKEY_PODS).
                 "SLUICE_KAFKA_BOOTSTRAP": "kafka:9092",
                 **KAFKA_SASL,  # each Deployment adds its principal (SLUICE_KAFKA_SASL_USERNAME)
                 "SLUICE_KAFKA_FETCH_MAX_WAIT_MS": "100",

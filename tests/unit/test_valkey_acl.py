@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
+import yaml
 
 from common.valkey_acl import VALKEY_USERS, acl_file, password_hash, url_for, user_rule
 from devstack.suite import REDIS_URL, scoped_env
 from tests.support.least_privilege import SERVICES
 
 pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # Written out here, not imported: a service or a command added to the code fails this test
 # until it is added here too, in the same review.
@@ -68,3 +73,36 @@ def test_each_process_gets_its_own_valkey_url_or_none() -> None:
             assert got["SLUICE_REDIS_URL"] == f"redis://{who}:p@127.0.0.1:1/0"
         else:
             assert "SLUICE_REDIS_URL" not in got, who
+
+
+def test_compose_s_valkey_users_are_the_table_and_only_gateway_and_admin_get_a_url() -> None:
+    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    script = compose["services"]["redis"]["command"][2]
+    assert '"user default on #$$(h "$$SLUICE_REDIS_PASSWORD_DEFAULT") ~* &* +@all"' in script
+    for who in VALKEY_USERS:
+        rest = " ".join(user_rule(who, "x")[3:])
+        assert f'"user {who} on #$$(h "$$SLUICE_REDIS_PASSWORD_{who.upper()}") {rest}"' in script, who
+    assert "SLUICE_REDIS_URL" not in compose["x-service"]["environment"]
+    for name, service in compose["services"].items():
+        url = (service.get("environment") or {}).get("SLUICE_REDIS_URL")
+        if name in VALKEY_USERS:
+            password = f"SLUICE_REDIS_PASSWORD_{name.upper()}"
+            assert url == f"redis://{name}:${{{password}:?set {password}}}@redis:6379/0"
+        else:
+            assert url is None, name
+
+
+def test_the_valkey_acl_command_prints_hashes_only(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sluice.__main__ import main
+
+    passwords = {who: f"{who}-password-{who}-0123456789" for who in ("default", *VALKEY_USERS)}
+    for who, pw in passwords.items():
+        monkeypatch.setenv(f"SLUICE_REDIS_PASSWORD_{who.upper()}", pw)
+    assert main(["valkey-acl"]) == 0
+    out = capsys.readouterr().out
+    assert out == acl_file(passwords.pop("default"), passwords)
+    assert not [pw for pw in passwords.values() if pw in out]
+    monkeypatch.delenv("SLUICE_REDIS_PASSWORD_ADMIN")
+    assert main(["valkey-acl"]) == 2

@@ -58,10 +58,14 @@ def token_cache_name(jti: str) -> str:
 # the eviction (and is dropped by it) or the generation moved (and the fill is refused).
 GENERATION_TTL_S = 86400
 
+# A filled entry keeps its generation alive at least as long as itself (ARGV[4], optional):
+# the gateway's MAC covers the generation (common.cache_mac), so a generation that expired
+# under a live entry would make that entry look put back after an eviction.
 FILL_IF_CURRENT = """
 local g = redis.call('GET', KEYS[2]) or ''
 if g ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'EX', tonumber(ARGV[3]))
+if g ~= '' and ARGV[4] then redis.call('EXPIRE', KEYS[2], tonumber(ARGV[4])) end
 return 1
 """
 

@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.auth import (
     FILL_IF_CURRENT,
+    GENERATION_TTL_S,
     JTI_PATTERN,
     MAX_TOKEN_LIFETIME_S,
     KeyRecord,
@@ -150,7 +151,8 @@ class Authenticator:
 
     async def _fill(self, name: str, gen: bytes, value: bytes, ttl_s: int) -> None:
         sealed = self.mac.seal(name, gen, value, ttl_s)
-        await self._fill_if_current(keys=[name, generation_name(name)], args=[gen, sealed, ttl_s])
+        args: list[bytes | int] = [gen, sealed, ttl_s, GENERATION_TTL_S]
+        await self._fill_if_current(keys=[name, generation_name(name)], args=args)
 
     async def _cached(self, key_hash: str, claim: ClaimWith | None = None) -> Cached | None:
         """From Redis alone: the key (None if known invalid), its tenant, the counted request and

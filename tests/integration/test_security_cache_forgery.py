@@ -192,3 +192,19 @@ def test_a_forged_idempotent_replay_is_refused_and_the_original_outcome_stands(s
     assert _forged(stack, "idempotency") >= before + 2
     n = db(stack, "SELECT count(*) AS n FROM ledger.customers WHERE tenant_id = $1", t.tenant_id)
     assert n[0]["n"] == 1
+
+
+def test_a_filled_entry_keeps_its_generation_alive(stack: Stack) -> None:
+    """The MAC covers the generation: one expiring under a live entry would make the entry look
+    put back after an eviction (refused, counted). A fill extends the generation's life."""
+    t = make_tenant(stack)
+    valkey = _valkey(stack)
+    name = key_cache_name(hash_api_key(t.key))
+    valkey.incr(generation_name(name))  # as an eviction leaves it, about to expire
+    valkey.expire(generation_name(name), 30)
+    valkey.delete(name)
+    before = _forged(stack, "api_key")
+    assert t.get("/v1/customers").status_code == 200  # fills the entry under that generation
+    assert valkey.get(name) is not None
+    assert valkey.ttl(generation_name(name)) > 300  # outlives the entry it signs
+    assert _forged(stack, "api_key") == before

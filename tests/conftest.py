@@ -81,6 +81,7 @@ def _base_env(stores: Stores) -> dict[str, str]:
         "SLUICE_ONBOARDING_SECRET": _secret("SLUICE_ONBOARDING_SECRET", secrets.token_urlsafe(32)),
         "SLUICE_ENCRYPTION_KEYS": _secret("SLUICE_ENCRYPTION_KEYS", new_key_setting("t1")),
         **ANCHOR_KEYS,
+        "SLUICE_GATEWAY_CACHE_KEY": _secret("SLUICE_GATEWAY_CACHE_KEY", new_key_setting("gwc1")),
         "SLUICE_JOURNAL_ANCHOR_INTERVAL_S": "0.5",
         **AUTHORITY,
         **stores.service_env(),

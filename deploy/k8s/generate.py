@@ -52,13 +52,19 @@ SECRETS = [
     "SLUICE_JOURNAL_ANCHOR_KEY",
     "SLUICE_COMPLIANCE_SIGNING_KEY",
     "SLUICE_ADMIN_SIGNING_KEY",
+    "SLUICE_GATEWAY_CACHE_KEY",
 ]
 # Each pod mounts the secrets its process uses and no other (contract 14.3; the table of
 # common.settings.SERVICE_SECRETS, tests/unit/test_least_privilege.py), and its own database
 # role's URL: sluice-secrets' key SLUICE_DATABASE_URL_<ROLE> as the file SLUICE_DATABASE_URL
 # (common.privileges: one role per service; the migration Job's is the migrations role).
 POD_SECRETS = {
-    "gateway": ["SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"],
+    "gateway": [
+        "SLUICE_JWT_SECRET",
+        "SLUICE_ONBOARDING_SECRET",
+        "SLUICE_ENCRYPTION_KEYS",
+        "SLUICE_GATEWAY_CACHE_KEY",  # the MAC on what it trusts from Valkey (issue 43)
+    ],
     "admin": ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ADMIN_SIGNING_KEY"],
     "ledger": ["SLUICE_JOURNAL_ANCHOR_KEY"],  # signs the journal's anchors (Ed25519, issue 43)
     "compliance": ["SLUICE_COMPLIANCE_SIGNING_KEY"],  # signs its decisions (contract 15.1)
@@ -66,6 +72,12 @@ POD_SECRETS = {
     "migrate": [],
 }
 DATABASE_ROLE = {**{name: name for name in SERVICES}, "migrate": "migrations"}
+# Valkey (contract 15.1, common.valkey_acl): only these pods use it, each as its own ACL user,
+# its URL (with that user's password) sluice-secrets' key SLUICE_REDIS_URL_<POD> mounted as the
+# file SLUICE_REDIS_URL; the ConfigMap carries none, so the other pods have no Valkey URL. The
+# Valkey server takes its users from an ACL file (the Secret sluice-valkey-acl, key users.acl,
+# printed with hashed passwords by `python -m sluice valkey-acl`).
+VALKEY_PODS = ("gateway", "admin")
 # The Secret ``sluice-secrets`` is mounted as files here, never passed as environment variables
 # (checkov CKV_K8S_35): common.settings reads SLUICE_SECRETS_DIR's files named after settings.
 SECRETS_DIR = "/run/secrets/sluice"
@@ -149,6 +161,11 @@ def _pod_volumes(pod: str, kafka_user: str | None = None) -> list[dict[str, Any]
         "secretName": "sluice-secrets",
         "items": [{"key": s, "path": s} for s in POD_SECRETS[pod]]
         + [_database_url(pod)]
+        + (
+            [{"key": f"SLUICE_REDIS_URL_{pod.upper()}", "path": "SLUICE_REDIS_URL"}]
+            if pod in VALKEY_PODS
+            else []
+        )
         + ([_kafka_password(kafka_user)] if kafka_user else []),
         "defaultMode": 0o440,  # root and the pod's group (fsGroup) read them, nobody else
     }
@@ -657,8 +674,8 @@ def base() -> dict[str, list[dict[str, Any]]]:
                 # whoever runs the offline verifier (docs/verify_journal.py). Not secret; set in
                 # the overlay: empty, the ledger refuses to start.
                 "SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS": "",
-                # No SLUICE_DATABASE_URL: each pod's own role's is a secret file (POD_SECRETS).
-                "SLUICE_REDIS_URL": "redis://redis:6379/0",
+                # No SLUICE_DATABASE_URL: each pod's own role's is a secret file (POD_SECRETS);
+                # no SLUICE_REDIS_URL: each Valkey user's is a secret file (VALKEY_PODS).
                 "SLUICE_KAFKA_BOOTSTRAP": f"kafka:{KAFKA_PORTS['CLIENT']}",
                 **KAFKA_SASL,  # each Deployment adds its principal (SLUICE_KAFKA_SASL_USERNAME)
                 "SLUICE_KAFKA_SSL_CAFILE": KAFKA_CA_FILE,  # the kafka-ca volume of each client

@@ -58,10 +58,14 @@ def token_cache_name(jti: str) -> str:
 # the eviction (and is dropped by it) or the generation moved (and the fill is refused).
 GENERATION_TTL_S = 86400
 
+# A filled entry keeps its generation alive at least as long as itself (ARGV[4], optional):
+# the gateway's MAC covers the generation (common.cache_mac), so a generation that expired
+# under a live entry would make that entry look put back after an eviction.
 FILL_IF_CURRENT = """
 local g = redis.call('GET', KEYS[2]) or ''
 if g ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[2], 'EX', tonumber(ARGV[3]))
+if g ~= '' and ARGV[4] then redis.call('EXPIRE', KEYS[2], tonumber(ARGV[4])) end
 return 1
 """
 
@@ -90,6 +94,16 @@ class KeyRecord(msgspec.Struct, kw_only=True):
     revoked: bool = False
 
 
+class TokenRecord(msgspec.Struct, kw_only=True):
+    """What the gateway caches per access token ``jti``: the row admin recorded when it issued
+    the token (identity.access_tokens). A token whose jti has no row is refused."""
+
+    tenant_id: str
+    mode: str
+    expires_at: int  # epoch seconds, as signed into the token's ``exp``
+    revoked: bool = False
+
+
 class TenantRecord(msgspec.Struct, kw_only=True):
     tenant_id: str
     tenant_name: str
@@ -109,6 +123,9 @@ def new_jti() -> str:
 #: never carry arbitrary text (tokens are signed, but a test or an old issuer may differ).
 JTI_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
 
+#: An access token lives at most this long, ``exp - iat`` (contract sections 2 and 15.1).
+MAX_TOKEN_LIFETIME_S = 3600
+
 
 def issue_access_token(
     secret: bytes,
@@ -125,14 +142,15 @@ def issue_access_token(
 
     import jwt
 
-    exp = int(time.time()) + max(1, min(ttl_seconds, 3600))
+    now = int(time.time())
+    exp = now + max(1, min(ttl_seconds, MAX_TOKEN_LIFETIME_S))
     claims = {
         "iss": issuer,
         "sub": tenant_id,
         "mode": mode,
         "scopes": scopes,
         "exp": exp,
-        "iat": int(time.time()),
+        "iat": now,
         "jti": jti or new_jti(),
     }
     return jwt.encode(claims, secret, algorithm="HS256"), exp
@@ -142,6 +160,5 @@ def verify_access_token(secret: bytes, issuer: str, token: str) -> dict[str, obj
     """Claims of a valid token; raises ``jwt.InvalidTokenError`` otherwise (expired, forged...)."""
     import jwt
 
-    return jwt.decode(
-        token, secret, algorithms=["HS256"], issuer=issuer, options={"require": ["exp", "iss", "sub", "jti"]}
-    )
+    required = ["exp", "iat", "iss", "sub", "jti"]
+    return jwt.decode(token, secret, algorithms=["HS256"], issuer=issuer, options={"require": required})

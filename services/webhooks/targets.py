@@ -1,7 +1,9 @@
 """Endpoint URL vetting against SSRF, at registration and again before every attempt.
 
-A target is refused unless it is ``https`` and every address its host resolves to is public
-(not loopback, private, link-local, metadata, CGNAT, NAT64, multicast, reserved or unspecified).
+A target is refused unless it is ``https`` and every address its host resolves to is globally
+routable unicast by the IANA special-purpose registries (``webhooks.special``): not loopback,
+private, link-local, site-local, metadata, CGNAT, NAT64, documentation, multicast, reserved or
+unspecified, and for IPv6 inside 2000::/3, whatever the platform's ``is_global`` says.
 Delivery connects to the vetted address itself (the ``Host`` header and TLS SNI keep the
 name), so a DNS answer that changes between the check and the connection (rebinding) is
 never followed. ``allow_private`` (development and tests) permits ``http`` and local hosts.
@@ -15,22 +17,20 @@ import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from webhooks.special import is_global_unicast
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 MAX_URL_LENGTH = 2048
 RESOLVE_TIMEOUT_S = 5.0
 
-# Beyond what ``is_global`` already excludes: cloud metadata addresses, named explicitly.
+# Cloud metadata addresses, named although every one lies in a special-purpose block.
 _METADATA = {
     ipaddress.ip_address("169.254.169.254"),
     ipaddress.ip_address("169.254.170.2"),
     ipaddress.ip_address("100.100.100.200"),
     ipaddress.ip_address("fd00:ec2::254"),
 }
-# NAT64 (RFC 6052 well-known prefix, RFC 8215 local-use prefix): a gateway translates these to
-# the IPv4 address they embed, which may be private or metadata (64:ff9b::a9fe:a9fe is
-# 169.254.169.254). The first counts as global to ``is_global``; both are refused whole.
-_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
 
 
 class TargetError(Exception):
@@ -58,15 +58,12 @@ class Target:
 
 
 def is_public(ip: IPAddress) -> bool:
-    if isinstance(ip, ipaddress.IPv6Address):
-        if any(ip in net for net in _NAT64):
-            return False
-        mapped = ip.ipv4_mapped or ip.sixtofour
-        if mapped is not None:
-            return is_public(mapped)
-    if ip in _METADATA:
-        return False
-    return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_link_local)
+    """Globally routable unicast by the IANA special-purpose registries (``webhooks.special``).
+
+    IPv4-mapped, 6to4, Teredo and NAT64 addresses are refused whole (their blocks are in the
+    IPv6 registry) rather than judged by the IPv4 address they embed.
+    """
+    return ip not in _METADATA and is_global_unicast(ip)
 
 
 def parse(url: str, allow_private: bool) -> tuple[str, str, int]:

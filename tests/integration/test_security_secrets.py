@@ -19,7 +19,13 @@ from devstack.suite import ROOT, python_env
 from tests.conftest import Stack, customer_body, make_tenant
 from tests.support.webhooks import Receiver
 
-SECRETS = ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"]
+SECRETS = [
+    "SLUICE_ADMIN_TOKEN",
+    "SLUICE_JWT_SECRET",
+    "SLUICE_ONBOARDING_SECRET",
+    "SLUICE_ENCRYPTION_KEYS",
+    "SLUICE_GATEWAY_CACHE_KEY",
+]
 
 
 @pytest.mark.unit

@@ -138,6 +138,48 @@ async def test_private_targets_refused_at_registration(stack: Stack, production_
         assert accepted.status == 201, accepted
 
 
+async def test_non_global_targets_refused_at_registration(
+    stack: Stack, production_like_webhooks: str
+) -> None:
+    """Issue 43 finding 6: site-local fec0::1 passed Python 3.11's is_global and was accepted
+    as a public target; every special-purpose block and all IPv6 outside 2000::/3 is refused."""
+    refused = [
+        "https://[fec0::1]/h",
+        "https://[fec0:1:2::3]:8443/h",
+        "https://[2001:db8::1]/h",
+        "https://[3fff::1]/h",
+        "https://[5f00::1]/h",
+        "https://[2001:20::1]/h",
+        "https://[2002:5db8:d822::1]/h",
+        "https://[::ffff:5db8:d822]/h",
+        "https://[4000::1]/h",
+        "https://192.0.2.7/h",
+        "https://198.18.0.1/h",
+        "https://192.88.99.1/h",
+    ]
+    async with webhook_commands(stack, prefix=production_like_webhooks) as wh:
+        results = await asyncio.gather(
+            *(
+                wh.call(CreateWebhook, "tenant-ssrf", webhook_id=new_id("we"), endpoint_url=url)
+                for url in refused
+            )
+        )
+        answers = {
+            url: (r.status, r.error.details if r.error else None)
+            for url, r in zip(refused, results, strict=True)
+        }
+        assert answers == {
+            url: (400, {"field": "endpoint_url", "reason": "private_target"}) for url in refused
+        }
+        accepted = await wh.call(
+            CreateWebhook,
+            "tenant-ssrf",
+            webhook_id=new_id("we"),
+            endpoint_url="https://[2606:4700:4700::1111]/h",
+        )
+        assert accepted.status == 201, accepted
+
+
 async def test_delivery_rechecks_the_target_and_connects_to_the_vetted_address() -> None:
     receiver = Receiver().start()
     try:

@@ -9,18 +9,19 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from common.auth import issue_access_token
+from common.auth import issue_access_token, new_jti
 from common.contracts import decode
 from common.contracts.base import Command
 from common.settings import Settings
 from common.topics import Topics
 from tests.conftest import Stack, Tenant
-from tests.support.db import pg_connect
+from tests.support.db import pg_connect, run_async
 from tests.support.kafka import partitions
 
 TOPICS = Topics("sluice")
@@ -38,17 +39,45 @@ def jwt_for(
     ttl: int = 600,
     secret: bytes | None = None,
     issuer: str | None = None,
+    record: bool = True,
 ) -> str:
+    """A token minted here with the suite's secret and, with ``record``, its jti recorded in
+    identity.access_tokens as admin's issue_access_token records it (the gateway refuses a
+    token admin never recorded, contract 15.1); ``tenant_id`` must then be a tenant's id."""
     s = suite_settings(stack)
-    token, _ = issue_access_token(
+    jti = new_jti()
+    token, exp = issue_access_token(
         secret or s.jwt_key,
         issuer or s.jwt_issuer,
         tenant_id,
         mode,
         scopes if scopes is not None else [],
         ttl,
+        jti=jti,
     )
+    if record:
+        record_access_token(stack, jti, tenant_id, mode, exp)
     return token
+
+
+def record_access_token(stack: Stack, jti: str, tenant_id: str, mode: str, exp: int) -> None:
+    """The row admin writes when it issues an access token (identity.access_tokens)."""
+
+    async def insert() -> None:
+        conn = await pg_connect(stack.stores.database_url)
+        try:
+            await conn.execute(
+                "INSERT INTO identity.access_tokens (jti, tenant_id, mode, expires_at, created_at)"
+                " VALUES ($1, $2, $3, $4, now())",
+                jti,
+                uuid.UUID(tenant_id),
+                mode,
+                datetime.fromtimestamp(exp, UTC),
+            )
+        finally:
+            await conn.close()
+
+    run_async(insert())
 
 
 def call(

@@ -7,14 +7,19 @@ from __future__ import annotations
 
 SERVICES = ("admin", "compliance", "gateway", "ledger", "webhooks")
 SECRETS_OF: dict[str, set[str]] = {
-    "gateway": {"SLUICE_JWT_SECRET", "SLUICE_ONBOARDING_SECRET", "SLUICE_ENCRYPTION_KEYS"},
+    "gateway": {
+        "SLUICE_JWT_SECRET",
+        "SLUICE_ONBOARDING_SECRET",
+        "SLUICE_ENCRYPTION_KEYS",
+        "SLUICE_GATEWAY_CACHE_KEY",
+    },
     "admin": {"SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ADMIN_SIGNING_KEY"},
     "webhooks": {"SLUICE_ENCRYPTION_KEYS"},
     "ledger": {"SLUICE_JOURNAL_ANCHOR_KEY"},
     "compliance": {"SLUICE_COMPLIANCE_SIGNING_KEY"},
 }
 EVERY_SECRET = set().union(*SECRETS_OF.values())
-# The six every deployment and the test stack set (common.settings.SECRET_SETTINGS).
+# Those every deployment and the test stack set (common.settings.SECRET_SETTINGS).
 CORE_SECRETS = {
     "SLUICE_COMPLIANCE_SIGNING_KEY",
     "SLUICE_ADMIN_SIGNING_KEY",
@@ -22,6 +27,7 @@ CORE_SECRETS = {
     "SLUICE_JWT_SECRET",
     "SLUICE_ONBOARDING_SECRET",
     "SLUICE_ENCRYPTION_KEYS",
+    "SLUICE_GATEWAY_CACHE_KEY",
 }
 SCHEMA_OF = {s: s for s in SERVICES} | {"admin": "identity"}
 DML = {"SELECT", "INSERT", "UPDATE", "DELETE"}

@@ -21,6 +21,7 @@ def strong_secrets() -> dict[str, str]:
         "SLUICE_JWT_SECRET": secrets.token_urlsafe(32),
         "SLUICE_ONBOARDING_SECRET": secrets.token_urlsafe(32),
         "SLUICE_ENCRYPTION_KEYS": new_key_setting("k1"),
+        "SLUICE_GATEWAY_CACHE_KEY": new_key_setting("c1"),
     }
 
 

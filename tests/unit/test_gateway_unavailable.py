@@ -17,6 +17,7 @@ import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from common.auth import TenantRecord
+from common.cache_mac import CacheMac
 from common.errors import ServiceError, Unavailable
 from common.keyring import new_key_setting
 from common.settings import Settings
@@ -144,7 +145,8 @@ class StillPending:
 
 
 async def test_a_key_still_being_decided_is_in_flight() -> None:
-    store = IdempotencyStore(StillPending("fp"), ttl_s=60, wait_s=0.0, ring=None)  # type: ignore[arg-type]
+    mac = CacheMac.parse(new_key_setting("c1"))
+    store = IdempotencyStore(StillPending("fp"), ttl_s=60, wait_s=0.0, ring=None, mac=mac)  # type: ignore[arg-type]
     with pytest.raises(ServiceError) as info:
         await store.begin("name", "fp")
     assert info.value.status == 503 and info.value.headers["Retry-After"] == "1"

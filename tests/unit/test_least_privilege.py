@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 
 from common import privileges
 from common.settings import AUTHORITY_VERIFIERS, SECRET_SETTINGS, SERVICE_SECRETS, load_settings
+from common.valkey_acl import VALKEY_USERS
 from devstack.suite import ROLE_URL, scoped_env
 from tests.support.k8s import generator
 from tests.support.least_privilege import (
@@ -165,6 +166,8 @@ def test_k8s_gives_each_pod_its_secrets_and_role_only(overlay: str) -> None:
     docs = gen.render(ROOT / "deploy" / "k8s" / overlay)
     config = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "sluice-config")
     assert "SLUICE_DATABASE_URL" not in config["data"]
+    assert "SLUICE_REDIS_URL" not in config["data"]  # only the pods that use Valkey, each its own
+    assert set(gen.VALKEY_PODS) == set(VALKEY_USERS)
     assert not set(config["data"]) & (CORE_SECRETS | SECRETS_OF["ledger"])
     seen = set()
     for doc in docs:
@@ -184,8 +187,16 @@ def test_k8s_gives_each_pod_its_secrets_and_role_only(overlay: str) -> None:
         secret_files = {p for p in mounted if p in EVERY_SECRET}
         assert secret_files == own, name
         assert mounted["SLUICE_DATABASE_URL"] == f"SLUICE_DATABASE_URL_{role.upper()}", name
-        others = set(mounted) - own - {"SLUICE_DATABASE_URL", "SLUICE_KAFKA_SASL_PASSWORD"}
+        valkey = {"SLUICE_REDIS_URL"} if name in VALKEY_USERS else set()
+        others = set(mounted) - own - valkey - {"SLUICE_DATABASE_URL", "SLUICE_KAFKA_SASL_PASSWORD"}
         assert others == set(), name
+        if valkey:  # its own Valkey user's URL, no other (common.valkey_acl)
+            assert mounted["SLUICE_REDIS_URL"] == f"SLUICE_REDIS_URL_{name.upper()}", name
+        assert not [
+            k
+            for k in mounted.values()
+            if k.startswith("SLUICE_REDIS_URL_") and k not in (f"SLUICE_REDIS_URL_{name.upper()}",)
+        ], name
         assert not [
             k
             for k in mounted.values()

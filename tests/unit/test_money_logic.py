@@ -24,6 +24,7 @@ import msgspec
 import pytest
 
 from common import addresses, checksums, money
+from common.cache_mac import FORGED, CacheMac
 from common.contracts.base import Ctx
 from common.contracts.events import CustomerCreated
 from common.errors import ServiceError
@@ -702,7 +703,8 @@ class FakeRedis:
 @pytest.fixture
 def store() -> idempotency.IdempotencyStore:
     ring = KeyRing.parse(new_key_setting("k1"))
-    return idempotency.IdempotencyStore(FakeRedis(), ttl_s=3600, wait_s=0.1, ring=ring, lease_s=2.5)  # type: ignore[arg-type]
+    mac = CacheMac.parse(new_key_setting("c1"))
+    return idempotency.IdempotencyStore(FakeRedis(), ttl_s=3600, wait_s=0.1, ring=ring, lease_s=2.5, mac=mac)  # type: ignore[arg-type]
 
 
 async def test_the_first_request_owns_the_key_and_a_retry_replays_it(
@@ -902,7 +904,25 @@ async def test_a_5xx_in_a_batch_does_not_stop_the_others(store: idempotency.Idem
     await store.begin(a, "fa")
     await store.begin(b, "fb")
     await store.complete_many([(a, "fa", 500, b"x"), (b, "fb", 201, b"y")])
-    assert a not in redis.data and msgspec.json.decode(redis.data[b])["state"] == "done"
+    assert a not in redis.data and msgspec.json.decode(redis.data[b].partition(b"|")[2])["state"] == "done"
+
+
+async def test_a_done_record_the_gateway_did_not_sign_is_refused_and_the_request_runs(
+    store: idempotency.IdempotencyStore,
+) -> None:
+    """Issue 43 finding 2: a replay is trusted only with the gateway's MAC over its name."""
+    redis: FakeRedis = store.redis  # type: ignore[assignment]
+    name, other = store.name("t", "sandbox", "dddddddd"), store.name("t", "sandbox", "eeeeeeee")
+    await store.begin(other, "fp")
+    await store.complete(other, "fp", 201, b"theirs")
+    before = FORGED.labels("idempotency")._value.get()
+    forged = msgspec.json.encode({"state": "done", "fp": "fp", "status": 200, "body": ""})
+    for raw in (forged, redis.data[other], b"m1.x|{}", b"\x00garbage"):  # unsigned, copied, broken
+        redis.data[name] = raw
+        assert await store.begin(name, "fp") is None  # not replayed: this request owns the key
+        assert msgspec.json.decode(redis.data[name])["state"] == "pending"
+        del redis.data[name]
+    assert FORGED.labels("idempotency")._value.get() == before + 4
 
 
 async def test_a_record_that_expired_between_set_and_get_is_owned_again(
@@ -921,7 +941,8 @@ def test_what_the_second_make_mutate_left_alive() -> None:
     with pytest.raises(ValueError, match="unknown ciphertext version"):
         signing.SecretBox(KeyRing.parse(new_key_setting("k1"))).open(b"\x01garbage", "ctx")
     ring = KeyRing.parse(new_key_setting("k1"))
-    assert idempotency.IdempotencyStore(FakeRedis(), 60, 1.0, ring).lease_ms == 15000  # type: ignore[arg-type]
+    mac = CacheMac.parse(new_key_setting("c1"))
+    assert idempotency.IdempotencyStore(FakeRedis(), 60, 1.0, ring, mac=mac).lease_ms == 15000  # type: ignore[arg-type]
 
 
 def test_door_rules_left_alive() -> None:

@@ -129,6 +129,7 @@ def test_the_refusal_log_line_never_holds_a_secret(
     monkeypatch.setenv("SLUICE_ENCRYPTION_KEYS", new_key_setting("p1"))
     for name, value in authority.new_settings("p").items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setenv("SLUICE_GATEWAY_CACHE_KEY", new_key_setting("c1"))
     with caplog.at_level(logging.CRITICAL), pytest.raises(SystemExit) as done:
         load_settings()
     assert done.value.code == 2

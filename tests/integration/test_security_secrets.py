@@ -13,6 +13,7 @@ import uuid
 import pytest
 from standardwebhooks.webhooks import Webhook
 
+from common import authority
 from common.keyring import KeyRing, KeyRingError, new_key_setting
 from common.settings import SERVICE_SECRETS, Settings
 from devstack.suite import ROOT, python_env
@@ -24,6 +25,8 @@ SECRETS = [
     "SLUICE_JWT_SECRET",
     "SLUICE_ONBOARDING_SECRET",
     "SLUICE_ENCRYPTION_KEYS",
+    "SLUICE_COMPLIANCE_SIGNING_KEY",
+    "SLUICE_ADMIN_SIGNING_KEY",
     "SLUICE_GATEWAY_CACHE_KEY",
 ]
 
@@ -108,9 +111,14 @@ def test_production_names_only_what_is_missing_and_refuses_short_secrets() -> No
 
 def _production_env() -> dict[str, str]:
     """Every production secret, well formed: what is left to refuse is what a test adds."""
+    token = lambda: base64.urlsafe_b64encode(os.urandom(32)).decode()  # noqa: E731
     return {
+        **authority.new_settings("p"),
+        **authority.new_anchor_settings("p"),
+        "SLUICE_GATEWAY_CACHE_KEY": new_key_setting("c1"),
         "SLUICE_ENV": "production",
-        "SLUICE_ADMIN_TOKEN": "ops=" + base64.urlsafe_b64encode(os.urandom(32)).decode(),
+        # four eyes is on in production: two approvers (contract 15.1)
+        "SLUICE_ADMIN_TOKEN": f"ops:approver={token()},ops2:approver={token()}",
         "SLUICE_JWT_SECRET": base64.urlsafe_b64encode(os.urandom(32)).decode(),
         "SLUICE_ONBOARDING_SECRET": base64.urlsafe_b64encode(os.urandom(32)).decode(),
         "SLUICE_ENCRYPTION_KEYS": new_key_setting("p1"),

@@ -121,9 +121,20 @@ def test_production_refuses_a_weak_or_missing_cache_key(
     assert load_settings("gateway").cache_mac.current == "c1"
 
 
-def test_a_refusal_is_counted_and_logged_by_kind_only(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_refusal_is_counted_and_logged_by_kind_only(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Read on its own logger: in the full suite an earlier test's logging set-up (a disabled
+    # logger, a raised level, propagation off) hid the warning from caplog (CI run, 19:46).
+    logger = logging.getLogger("common.cache_mac")
+    monkeypatch.setattr(logger, "disabled", False)
+    monkeypatch.setattr(logging.root.manager, "disable", logging.NOTSET)
+    logger.addHandler(caplog.handler)
+    monkeypatch.setattr(logger, "level", logging.WARNING)
     before = FORGED.labels("api_key")._value.get()
-    with caplog.at_level(logging.WARNING):
+    try:
         refused("api_key", Forged("mac"))
+    finally:
+        logger.removeHandler(caplog.handler)
     assert FORGED.labels("api_key")._value.get() == before + 1
     assert "api_key" in caplog.text and "mac" in caplog.text

@@ -32,7 +32,9 @@ _ERRORS = {
     "429": "rate_limited: retry after the window resets (Retry-After)",
     "500": "internal_error",
     "502": "provider_error: a downstream service rejected the command unexpectedly",
-    "503": "provider_unavailable: no answer within the gateway timeout; retry with the same key",
+    "503": "provider_unavailable, details.reason naming why: overloaded (shed at the door),"
+    " upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the"
+    " same key is being decided); retry with the same Idempotency-Key after Retry-After",
 }
 _MUTATING_ERRORS = {
     "409": "idempotency_replay_mismatch: this Idempotency-Key was used with another request",

@@ -1030,7 +1030,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -1227,7 +1227,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -1428,7 +1428,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -1713,7 +1713,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -1916,7 +1916,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -2199,7 +2199,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -2402,7 +2402,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -2689,7 +2689,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -2973,7 +2973,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -3176,7 +3176,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -3468,7 +3468,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -3671,7 +3671,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -3963,7 +3963,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -4166,7 +4166,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -4451,7 +4451,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -4650,7 +4650,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -4928,7 +4928,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -5132,7 +5132,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -5329,7 +5329,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -5532,7 +5532,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -5730,7 +5730,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -5927,7 +5927,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -6124,7 +6124,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -6321,7 +6321,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -6518,7 +6518,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -6715,7 +6715,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
@@ -7000,7 +7000,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description provider_unavailable: no answer within the gateway timeout; retry with the same key */
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
             503: {
                 headers: {
                     /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */

@@ -43,7 +43,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from common.contracts.base import Authority, Envelope, encode
+from common.contracts.base import Authority, Envelope, ErrorBody, Result, encode
+from common.errors import ErrorCode
 from common.keyring import key_entries as split_key_entries
 from common.metrics import AUTHORITY_REFUSED
 
@@ -209,6 +210,21 @@ class VerifyKeys:
                 "bad_signature", f"{type(cmd).__name__} does not match its signature"
             ) from None
         return grant.signer
+
+
+def refusal(cmd: Envelope, exc: AuthorityInvalid, service: str) -> Result:
+    """The answer to a refused command's reply address: 403, ``details.reason``
+    ``authority_invalid`` and why (the ledger's and compliance's alike)."""
+    return Result(
+        command_id=cmd.command_id,
+        request_id=cmd.ctx.request_id,
+        status=403,
+        error=ErrorBody(
+            code=ErrorCode.FORBIDDEN,
+            message=f"the command's authority did not verify, so {service} did not act on it",
+            details={"reason": REASON, "why": exc.why},
+        ),
+    )
 
 
 def admit(

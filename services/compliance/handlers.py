@@ -71,19 +71,6 @@ def operator_signed(cmd: Envelope) -> tuple[str, ...]:
     return () if type(cmd) in service.DECIDERS else ("admin",)
 
 
-def forged(cmd: Envelope, exc: AuthorityInvalid) -> Result:
-    return Result(
-        command_id=cmd.command_id,
-        request_id=cmd.ctx.request_id,
-        status=HTTP_STATUS[ErrorCode.FORBIDDEN],
-        error=ErrorBody(
-            code=ErrorCode.FORBIDDEN,
-            message="the command's authority did not verify, so compliance did not act on it",
-            details={"reason": authority.REASON, "why": exc.why},
-        ),
-    )
-
-
 @dataclass
 class ComplianceConsumer:
     settings: Settings
@@ -126,7 +113,8 @@ class ComplianceConsumer:
         async def give_up(failure: Failure) -> None:
             await dead_letter(self.broker, self.settings, "compliance", failure)
             if isinstance(failure.error, AuthorityInvalid) and failure.message is not None:
-                await reply(self.broker, failure.message.ctx.reply_to, forged(failure.message, failure.error))
+                refused = authority.refusal(failure.message, failure.error, "compliance")
+                await reply(self.broker, failure.message.ctx.reply_to, refused)
                 return
             self.failed_closed += 1
             await self.answer_undecided(failure)

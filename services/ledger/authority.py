@@ -17,8 +17,8 @@ from collections.abc import Callable, Collection
 
 from common import authority
 from common.authority import AuthorityInvalid, Signer, VerifyKeys
-from common.contracts import Envelope, Result
-from common.contracts.base import Command, ErrorBody
+from common.contracts import Envelope
+from common.contracts.base import Command
 from common.contracts.commands import (
     CreateCustomer,
     CreateTransfer,
@@ -30,7 +30,6 @@ from common.contracts.commands import (
     SettleTransfer,
     VerifyJournal,
 )
-from common.errors import ErrorCode
 from common.metrics import AUTHORITY_REFUSED
 
 DECIDED_BY: dict[type, Signer] = {
@@ -62,18 +61,3 @@ def admission(keys: VerifyKeys) -> Callable[[Envelope], None]:
             raise AuthorityInvalid("no_decision", f"{type(cmd).__name__} carries no compliance decision")
 
     return check
-
-
-def refusal(cmd: Envelope, exc: BaseException) -> Result:
-    """The answer to a refused command's reply address (403, reason ``authority_invalid``)."""
-    why = getattr(exc, "why", "refused")
-    return Result(
-        command_id=cmd.command_id,
-        request_id=cmd.ctx.request_id,
-        status=403,
-        error=ErrorBody(
-            code=ErrorCode.FORBIDDEN,
-            message="the command's authority did not verify, so the ledger did not apply it",
-            details={"reason": authority.REASON, "why": why},
-        ),
-    )

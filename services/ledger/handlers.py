@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from faststream.kafka import KafkaBroker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from common import authority as common_authority
 from common.authority import AuthorityInvalid, VerifyKeys
 from common.broker import dead_letter
 from common.consume import BatchProcessor, Failure
@@ -185,7 +186,9 @@ class LedgerConsumer:
         if cmd is None:
             return
         if isinstance(failure.error, AuthorityInvalid):  # a forgery: answered, nothing given back
-            await reply(self.broker, cmd.ctx.reply_to, authority.refusal(cmd, failure.error))
+            await reply(
+                self.broker, cmd.ctx.reply_to, common_authority.refusal(cmd, failure.error, "the ledger")
+            )
         else:
             await self.answer_failure(cmd)
 

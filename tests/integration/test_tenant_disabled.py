@@ -35,6 +35,20 @@ async def kit(stack: Stack) -> AsyncIterator[LedgerKit]:
         await ledger_invariants(k.db, k.tenant_id)
 
 
+def new_customer(kit: LedgerKit) -> CreateCustomer:
+    """A customer for the kit's tenant, as the gateway sends it to compliance."""
+    return CreateCustomer(
+        command_id=new_id("cmd"),
+        ctx=kit.ctx(),
+        customer_id=new_id("cus"),
+        account_type="individual",
+        email="ada@example.com",
+        country_code="US",
+        service_user_id="u-" + new_id("u"),
+        full_name="Ada Lovelace",
+    )
+
+
 def admin_ok(stack: Stack, action: str, **fields: object) -> dict[str, object]:
     r = stack.admin_call(action, **fields)
     assert r.status_code == 200, r.text
@@ -49,16 +63,7 @@ async def test_compliance_refuses_a_disabled_tenants_commands_but_credits_its_de
     topics = Topics("sluice")
     admin_ok(stack, "disable_tenant", tenant_id=kit.tenant_id)
     try:
-        customer = CreateCustomer(
-            command_id=new_id("cmd"),
-            ctx=kit.ctx(),
-            customer_id=new_id("cus"),
-            account_type="individual",
-            email="late@example.com",
-            country_code="US",
-            service_user_id="u-late",
-            full_name="Too Late",
-        )
+        customer = new_customer(kit)
         r = await kit.rpc.call(topics.compliance_commands, customer, key=customer.customer_id, timeout=20)
         assert r.status == 403 and r.error is not None, r
         assert r.error.details["reason"] == "tenant_disabled", r.error
@@ -78,16 +83,7 @@ async def test_compliance_refuses_a_disabled_tenants_commands_but_credits_its_de
         assert await kit.balances(w["wallet_id"]) == (Decimal("15.00"), Decimal(0))
     finally:
         admin_ok(stack, "enable_tenant", tenant_id=kit.tenant_id)
-    customer2 = CreateCustomer(
-        command_id=new_id("cmd"),
-        ctx=kit.ctx(),
-        customer_id=new_id("cus"),
-        account_type="individual",
-        email="back@example.com",
-        country_code="US",
-        service_user_id="u-back",
-        full_name="Back Again",
-    )
+    customer2 = new_customer(kit)
     r = await kit.rpc.call(topics.compliance_commands, customer2, key=customer2.customer_id, timeout=20)
     assert r.status == 201, r
 

@@ -1,6 +1,6 @@
 """Webhooks behind real traffic (issue 12): 2,000 book transfers among 100 wallets through the
-gateways, one endpoint of the tenant; every event arrives, and the backlog is gone within 30 s
-of the load ending. The figures are printed and written to
+gateways, one endpoint of the tenant; every event arrives, and the backlog is gone, after the
+load ends, within the time the load took (the deliveries keep up). The figures are printed and written to
 ``tests/artifacts/webhooks_load.json``."""
 
 from __future__ import annotations
@@ -24,11 +24,13 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 TRANSFERS = 2000
 WALLETS = 100
 CLIENTS = 24
-DRAIN_S = 30.0  # issue 12: the backlog gone within 30 s of the load ending
+DRAIN_S = 30.0  # issue 12's figure; the bound below is the load's own duration (issue 44 Part C)
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "webhooks_load.json"
 
 
-async def test_two_thousand_transfers_every_event_delivered_backlog_gone_within_30_s(stack: Stack) -> None:
+async def test_two_thousand_transfers_every_event_delivered_backlog_gone_as_fast_as_it_came(
+    stack: Stack,
+) -> None:
     t = make_tenant(stack, rate_limit=1_000_000)
     receiver = FastReceiver().start()
     try:
@@ -101,4 +103,7 @@ async def test_two_thousand_transfers_every_event_delivered_backlog_gone_within_
     assert len(event_ids) >= 2 * TRANSFERS + 4 * WALLETS, figures
     assert event_ids <= arrived, f"{len(event_ids - arrived)} events never arrived"
     assert counts == {"succeeded": len(event_ids)}, figures
-    assert drained_at - load_ended <= DRAIN_S, figures
+    # The deliveries keep up with the transfers: the backlog is gone within the time the load
+    # took to build it (a machine half as fast takes twice as long for both), not within a
+    # wall-clock figure (30 s on this machine; 2026-11-26: 13.3 s of load, drained 2.25 s after).
+    assert drained_at - load_ended <= elapsed, figures

@@ -100,31 +100,15 @@ def _stream_findings(
         return {"ok": False, "reason": "anchors_missing", "problem": problem, "anchors_lost": found.lost}
     if unanchored:
         problem = f"{len(unanchored)} chains with entries older than three anchoring intervals have no anchor"
-        return {
-            "ok": False,
-            "reason": "anchors_missing",
-            "problem": problem,
-            "unanchored_chains": unanchored[:SHOWN],
-            "unanchored_chain_count": len(unanchored),
-        }
+        return _finding("anchors_missing", problem, "unanchored_chain", unanchored)
     broken = [b for b in found.broken if _in((b.get("tenant_id"), b.get("mode")), tenant_id, mode)]
     if broken:
-        return {
-            "ok": False,
-            "reason": "anchor_chain_broken",
-            "problem": f"{len(broken)} anchors do not extend their chain's anchors (a gap, fork or rewrite)",
-            "broken_anchors": broken[:SHOWN],
-            "broken_anchor_count": len(broken),
-        }
+        problem = f"{len(broken)} anchors do not extend their chain's anchors (a gap, fork or rewrite)"
+        return _finding("anchor_chain_broken", problem, "broken_anchor", broken)
     untrusted = [u for u in found.untrusted if _in((u.get("tenant_id"), u.get("mode")), tenant_id, mode)]
     if untrusted:
-        return {
-            "ok": False,
-            "reason": "anchor_signature_invalid",
-            "problem": f"{len(untrusted)} records of the anchors topic are not validly signed anchors",
-            "untrusted_anchors": untrusted[:SHOWN],
-            "untrusted_anchor_count": len(untrusted),
-        }
+        problem = f"{len(untrusted)} records of the anchors topic are not validly signed anchors"
+        return _finding("anchor_signature_invalid", problem, "untrusted_anchor", untrusted)
     return {}
 
 
@@ -142,6 +126,18 @@ async def _anchors(cfg: LedgerConfig) -> Found | None:
             "the journal's anchors could not be read; verify_journal did not run",
             details={"reason": "anchors_unreadable"},
         ) from None
+
+
+def _finding(reason: str, problem: str, name: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+    """A finding of the anchors stream: the first :data:`SHOWN` of ``items`` as ``<name>s``,
+    and their count as ``<name>_count``."""
+    return {
+        "ok": False,
+        "reason": reason,
+        "problem": problem,
+        f"{name}s": items[:SHOWN],
+        f"{name}_count": len(items),
+    }
 
 
 def _in(key: tuple[str | None, str | None], tenant_id: str | None, mode: str | None) -> bool:

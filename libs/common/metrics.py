@@ -95,3 +95,9 @@ ANCHOR_REFUSED = Counter(
     "sluice_journal_anchor_refused_total",
     "Chain heads not anchored because the chain no longer extends its newest anchor (per turn)",
 )
+# Contract 15.2, issue 45 (common.db.fencing): how many hosts of a multi-host
+# SLUICE_DATABASE_URL accepted writes at the last check (1 is right; 2 or more is a split brain).
+WRITABLE_HOSTS = Gauge(
+    "sluice_database_writable_hosts",
+    "Hosts of SLUICE_DATABASE_URL that accept writes (pg_is_in_recovery() false), at the last check",
+)

@@ -25,7 +25,7 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from common.broker import create_broker, ensure_topics, service_topics
-from common.db import create_engine, ping, sessionmaker
+from common.db import Fencing, create_engine, ping, sessionmaker
 from common.health import Check, Readiness, broker_check, health_routes, readiness_report
 from common.settings import Settings
 from common.tasks import Supervisor
@@ -66,10 +66,22 @@ class Runtime:
             checks["redis"] = self.redis.ping
         return checks
 
+    def watch_database(self) -> None:
+        """With several hosts in ``SLUICE_DATABASE_URL`` (contract 15.2), the fencing check
+        (:class:`common.db.Fencing`) as a supervised task; nothing with one host."""
+        fencing = Fencing.of(
+            self.settings.database_url,
+            interval_s=self.settings.db_fencing_interval_s,
+            timeout_s=self.settings.db_connect_timeout_s,
+        )
+        if fencing is not None:
+            self.supervisor.start("database-fencing", fencing.run)
+
     @asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:
-        """The body of an HTTP service's lifespan: on the way out, the supervised tasks stop,
-        then the broker, then the stores."""
+        """The body of an HTTP service's lifespan: the fencing check runs; on the way out, the
+        supervised tasks stop, then the broker, then the stores."""
+        self.watch_database()
         try:
             yield
         finally:
@@ -132,6 +144,7 @@ def consumer_app(
             rt.readiness.fail(TASKS, "not started: the consumers are joining their groups")
 
     async def started() -> None:
+        rt.watch_database()
         for name, run in (tasks or {}).items():
             rt.supervisor.start(name, run)
         rt.readiness.ok(TASKS)

@@ -78,3 +78,27 @@ def test_make_run_refuses_two_settings_on_one_port() -> None:
     ports = devrun.service_ports({"SLUICE_ADMIN_PORT": "8000"})  # the gateway's default
     problems = devrun.port_problems(ports, {})
     assert any("SLUICE_ADMIN_PORT" in p and "SLUICE_GATEWAY_PORT" in p for p in problems), problems
+
+
+def test_a_service_started_on_a_held_port_exits_naming_its_setting(held: int) -> None:
+    """The whole start, as an operator runs it (``python -m ledger``): no store is reached
+    before the port is checked, so none is needed here."""
+    import json
+    import subprocess
+    import sys
+
+    from devstack.suite import ROOT, ephemeral_secrets, python_env, scoped_env
+
+    env = scoped_env("ledger", {**ephemeral_secrets("t"), "SLUICE_LEDGER_PORT": str(held)})
+    done = subprocess.run(  # our own service, argv list, no shell
+        [sys.executable, "-m", "ledger"],
+        env=python_env(env),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    lines = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    [critical] = [line for line in lines if line["level"] == "CRITICAL"]
+    assert f"127.0.0.1:{held}" in critical["msg"] and "SLUICE_LEDGER_PORT" in critical["msg"]

@@ -213,14 +213,14 @@ def main() -> int:
                 capacity = bench_capacity.transfers(
                     gw.url, tenants, dsn, transfer_base["seeded"], hints, results, between
                 )
-            if capacity > 0 and tenants is not None:
+            if capacity > 0 and tenants is not None and results.capacities.get("monolith transfers"):
                 lines.append(
                     bench_transfers.cpu_abab(
                         gw.url,
                         tenants,
                         bench_overload.same_shape(transfer_base["seeded"]),
                         dsn,
-                        capacity,
+                        (results.capacities["monolith transfers"], capacity),
                         pids,
                         procs["ledger"].url,
                         stack.uncounted,

@@ -117,6 +117,7 @@ def transfers(
         if why:
             results.errors.append(f"transfers capacity of the {who}: {why}")
     results.transfers_ratio = suite / mono if suite > 0 and mono > 0 else None
+    results.capacities.update({"suite transfers": suite, "monolith transfers": mono})
     ratio = f"{suite / mono:.2f}" if suite > 0 and mono > 0 else "-"
     print(f"bench-capacity: transfers suite {suite:.0f}/s, monolith {mono:.0f}/s, ratio {ratio}", flush=True)
     if suite > 0:

@@ -339,7 +339,7 @@ def e2e(
     ), {"suite": float(closed), "monolith": float(mono)}
 
 
-ABAB_SHARE = 0.8  # of the suite's capacity: below both capacities, so neither side refuses
+ABAB_SHARE = 0.8  # of each system's own capacity: near where it would run, below its refusals
 
 
 def cpu_abab(
@@ -347,7 +347,7 @@ def cpu_abab(
     tenants: list[dict[str, Any]],
     mono_tenants: list[dict[str, Any]],
     dsn: str,
-    capacity: float,
+    capacities: tuple[float, float],
     pids: dict[str, int],
     ledger: str,
     uncounted: list[str],
@@ -355,24 +355,25 @@ def cpu_abab(
     between: Callable[[], None],
 ) -> str:
     """The judged CPU per transfer (issue 44): the monolith and the suite in alternating
-    open-loop turns at the same rate (``ABAB_SHARE`` of the suite's capacity) on the capacity
+    open-loop turns, each at ``ABAB_SHARE`` of its own capacity (``capacities``: the
+    monolith's, the suite's) on the capacity
     steps' six-tenant shape (``mono_tenants``: the same shares over the monolith's seeded
     wallets; devstack.bench_abab.run_open); the median multiple goes to
     ``results``. Returns the summary line."""
     if uncounted:
         print(f"CPU not counted (stores given by URL, not visible here): {', '.join(uncounted)}", flush=True)
-    rate = ABAB_SHARE * capacity
+    rates = (ABAB_SHARE * capacities[0], ABAB_SHARE * capacities[1])
     chain_before = chain_counters(ledger)
-    pairs = bench_abab.run_open(gateway + "/v1/transfers", tenants, mono_tenants, rate, pids, dsn, between)
+    pairs = bench_abab.run_open(gateway + "/v1/transfers", tenants, mono_tenants, rates, pids, dsn, between)
     chain_after = chain_counters(ledger)
     used = {name: sum(p.used.get(name, 0.0) for p in pairs) for name in pids}
     runs = {k: sum(p.run[k] for p in pairs) for k in ("requests", "non2xx")}
     for line in cpu_lines(used, runs, (chain_before, chain_after)):
         print(
-            line.replace("(closed loop, uniform,", f"(the ABAB suite turns, open loop at {rate:.0f}/s,"),
+            line.replace("(closed loop, uniform,", f"(the ABAB suite turns, open loop at {rates[1]:.0f}/s,"),
             flush=True,
         )
     results.cpu_multiple = statistics.median(p.cpu_multiple for p in pairs)
-    summary = bench_abab.open_summary(pairs, rate)
+    summary = bench_abab.open_summary(pairs, ABAB_SHARE)
     print(summary, flush=True)
     return "bench-cpu: " + summary

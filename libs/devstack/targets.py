@@ -26,6 +26,7 @@ class Results:
     idle: dict[str, float] | None = None  # each process's share of one core, idle
     customers_ratio: float | None = None
     transfers_ratio: float | None = None
+    capacities: dict[str, float] = field(default_factory=dict)  # "suite transfers" -> per second
     cpu_multiple: float | None = None  # the suite's CPU per transfer over the monolith's
     sequential: dict[str, float] | None = None  # p50_ms, p99_ms
     half_load: dict[str, dict[str, float]] = field(default_factory=dict)  # part -> open-loop figures

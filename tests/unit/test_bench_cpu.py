@@ -44,3 +44,39 @@ def test_the_monoliths_cpu_counts_its_postgresql() -> None:
     used = {"monolith": 1.0, "postgres": 0.5}  # CPU seconds over a turn of 500 transfers
     assert cpu_ms(used, 500) == pytest.approx(3.0)
     assert cpu_ms(used, 0) == pytest.approx(1500.0)  # never divided by zero
+
+
+def test_the_judged_cpu_turns_are_open_loop_each_at_its_own_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The judged CPU multiple comes from open-loop turns, the monolith at its rate and the
+    suite at its own (no closed loop whose refusals the suite pays for), each 2xx-divided."""
+    import contextlib
+
+    from devstack import bench_abab
+
+    turns: list[tuple[str, float]] = []
+
+    def turn(url: str, tenants: list[dict[str, object]], rate: float, counted: dict[str, int]):  # type: ignore[no-untyped-def]
+        turns.append((url, rate))
+        mono = "monolith" in counted
+        return (
+            rate,
+            {"monolith" if mono else "gateway": rate * 10 * (0.001 if mono else 0.004)},
+            int(rate * 10),
+            0,
+        )
+
+    @contextlib.contextmanager
+    def process(kind: str, dsn: str):  # type: ignore[no-untyped-def]
+        class P:
+            pid = 1
+
+        yield P(), "http://mono"
+
+    monkeypatch.setattr(bench_abab, "open_turn", turn)
+    monkeypatch.setattr(bench_abab, "baseline_process", process)
+    monkeypatch.setattr(bench_abab, "PAIRS", 2)
+    pairs = bench_abab.run_open(
+        "http://suite/v1/transfers", [], [], (1000.0, 300.0), {"gateway": 2}, "dsn", lambda: None
+    )
+    assert turns == [("http://mono/v1/transfers", 1000.0), ("http://suite/v1/transfers", 300.0)] * 2
+    assert [round(p.cpu_multiple, 6) for p in pairs] == [4.0, 4.0]  # 4 ms over 1 ms, per 2xx answer

@@ -44,6 +44,18 @@ def create_engine(
     )
 
 
+def asyncpg_kwargs(url: str) -> dict[str, Any]:
+    """``asyncpg.connect``'s arguments for a SQLAlchemy URL, as the services' engines build them
+    (SQLAlchemy's asyncpg dialect): one host, a socket directory in ``?host=``, or several
+    ``?host=h:p`` with ``target_session_attrs`` (contract 15.2), for tools that talk to the
+    database without an engine."""
+    from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
+    from sqlalchemy.engine import make_url
+
+    _, kwargs = PGDialect_asyncpg().create_connect_args(make_url(url))
+    return dict(kwargs)
+
+
 def sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
 

@@ -29,7 +29,7 @@ def pg_bin() -> Path:
     return Path(POSTGRES_BIN_PATH)
 
 
-def _as_postgres(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def as_postgres(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     run_as: list[str] = []
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root
         from pgserver.utils import ensure_user_exists
@@ -61,7 +61,7 @@ class OwnPostgres:
         self.workdir.chmod(0o755)  # postgres must reach its directory
         if os.geteuid() == 0:
             shutil.chown(self.home, SYSTEM_USER, SYSTEM_USER)
-        _as_postgres(
+        as_postgres(
             str(pg_bin() / "initdb"), "-D", str(self.data), "-A", "trust", "-U", PG_USER, "--no-sync"
         )
         self.start()
@@ -72,7 +72,7 @@ class OwnPostgres:
             f"-p {self.port} -k {self.home} -c listen_addresses=127.0.0.1 -c max_connections=400"
             " -c fsync=off -c full_page_writes=off"
         )
-        _as_postgres(
+        as_postgres(
             str(pg_bin() / "pg_ctl"),
             "-D",
             str(self.data),
@@ -89,7 +89,7 @@ class OwnPostgres:
         """``fast``: running transactions are rolled back and every session is cut (what an
         operator's restart does); ``immediate``: like a crash. A stop that pg_ctl reports as
         failed raises (a fault run must not count a stop that did not happen)."""
-        done = _as_postgres(
+        done = as_postgres(
             str(pg_bin() / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop", check=False
         )
         if check and done.returncode != 0:

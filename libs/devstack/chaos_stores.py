@@ -61,9 +61,7 @@ class OwnPostgres:
         self.workdir.chmod(0o755)  # postgres must reach its directory
         if os.geteuid() == 0:
             shutil.chown(self.home, SYSTEM_USER, SYSTEM_USER)
-        as_postgres(
-            str(pg_bin() / "initdb"), "-D", str(self.data), "-A", "trust", "-U", PG_USER, "--no-sync"
-        )
+        as_postgres(str(pg_bin() / "initdb"), "-D", str(self.data), "-A", "trust", "-U", PG_USER, "--no-sync")
         self.start()
         return self
 
@@ -134,6 +132,14 @@ class OwnRedis:
     def resume(self) -> None:
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGCONT)
+
+    def kill(self) -> None:
+        """SIGKILL: the server is gone, and with it everything it held (no persistence); a
+        ``start()`` afterwards is an empty server on the same port."""
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -54,6 +54,14 @@ class ClusterError(RuntimeError):
     pass
 
 
+def one_host(url: str, address: str) -> str:
+    """``url`` naming only ``address`` (``host:port``): what a service given a single node sees."""
+    from sqlalchemy.engine import make_url
+
+    u = make_url(url)
+    return u.set(query={**u.query, "host": address}).render_as_string(hide_password=False)
+
+
 @dataclass
 class PgNode:
     name: str
@@ -255,6 +263,12 @@ class PgCluster:
             with contextlib.suppress(ClusterError):  # a standby lost too is left for rebuild
                 self.repoint(other)
         return chosen.name, others
+
+    def stop(self, name: str, mode: str = "fast") -> None:
+        """``pg_ctl stop``: ``fast`` rolls back running transactions and cuts every session (an
+        operator's restart). A stop that did not happen raises."""
+        n = self.node(name)
+        as_postgres(str(pg_bin() / "pg_ctl"), "-D", str(n.data), "-m", mode, "-w", "stop")
 
     def restart(self, name: str) -> None:
         """Start a killed standby again from its own data (it catches up, then streams)."""

@@ -32,17 +32,14 @@ import tempfile
 import threading
 import time
 import uuid
-from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 
-from common.db import asyncpg_kwargs
 from common.topics import Topics
-from devstack import chaos_admin, chaos_audit, chaos_scale
+from devstack import chaos_admin, chaos_audit, chaos_db, chaos_scale
 from devstack.bench_transfers import provision
 from devstack.chaos_clients import Progress, Receiver, run_clients
 from devstack.chaos_failover import FAULTS as STORE_FAULTS
@@ -190,7 +187,7 @@ class Scenario:
                 funding="10000.00",
             )
         )
-        tenant_id = asyncio.run(self._tenant_of(wallets[0]))
+        tenant_id = asyncio.run(chaos_db.tenant_of(self.stores.database_url, wallets[0]))
         r = httpx.post(
             self.gateways()[0] + "/v1/webhooks",
             json={"endpoint_url": receiver.url},
@@ -199,7 +196,7 @@ class Scenario:
         )
         if r.status_code != 201:
             raise RuntimeError(f"webhook registration refused: {r.status_code} {r.text[:300]}")
-        before = asyncio.run(self._balances(tenant_id))
+        before = asyncio.run(chaos_db.balances(self.stores.database_url, tenant_id))
         log(f"tenant {tenant_id}: {len(wallets)} funded wallets, webhook endpoint {receiver.url}")
         progress = Progress(args.transfers)
         run_id = uuid.uuid4().hex[:8]
@@ -265,47 +262,6 @@ class Scenario:
         )
         return asyncio.run(self.audit(tenant_id, progress, receiver, before, len(steps) - fired))
 
-    async def _connect(self) -> asyncpg.Connection:
-        """The primary, whichever node it is now (the multi-host URL, as the services find it)."""
-        return await asyncpg.connect(**asyncpg_kwargs(self.stores.database_url))
-
-    async def _tenant_of(self, wallet_id: str) -> str:
-        conn = await self._connect()
-        try:
-            return str(await conn.fetchval("SELECT tenant_id FROM ledger.wallets WHERE id = $1", wallet_id))
-        finally:
-            await conn.close()
-
-    async def _reconcile(self, tenant_id: str) -> int:
-        return await chaos_admin.reconcile(self.procs["admin"][0].url, self.token, tenant_id, log)
-
-    async def _verify_journal(self, entries: int) -> int:
-        return await chaos_admin.verify_journal(self.procs["admin"][0].url, self.token, entries, log)
-
-    async def _balances(self, tenant_id: str) -> dict[str, Decimal]:
-        conn = await self._connect()
-        try:
-            rows = await conn.fetch(
-                "SELECT wallet_id, sum(balance) AS total FROM ledger.accounts WHERE tenant_id = $1"
-                " AND wallet_id IS NOT NULL GROUP BY wallet_id",
-                tenant_id,
-            )
-            return {r["wallet_id"]: Decimal(r["total"]) for r in rows}
-        finally:
-            await conn.close()
-
-    async def _dead_letters_when_idle(self, conn: asyncpg.Connection) -> list[asyncpg.Record]:
-        """The dead letters once their count has stopped changing for 5 s (at most 60 s): read
-        right after the load, a letter still on its way would be missed."""
-        sql = "SELECT service, topic, error FROM identity.dead_letters"
-        dead, stable_since, started = await conn.fetch(sql), time.monotonic(), time.monotonic()
-        while time.monotonic() - stable_since < 5 and time.monotonic() - started < 60:
-            await asyncio.sleep(1)
-            now = await conn.fetch(sql)
-            if len(now) != len(dead):
-                dead, stable_since = now, time.monotonic()
-        return list(dead)
-
     async def audit(
         self, tenant_id: str, p: Progress, receiver: Receiver, before: dict[str, Decimal], missed: int
     ) -> int:
@@ -313,60 +269,25 @@ class Scenario:
         deadline = time.monotonic() + self.args.webhook_grace_s
         while time.monotonic() < deadline and not want <= set(receiver.created):  # noqa: ASYNC110
             await asyncio.sleep(0.5)
-        conn = await self._connect()
-        try:
-            rows = await conn.fetch(
-                "SELECT id, idempotency_key, state FROM ledger.transfers WHERE tenant_id = $1", tenant_id
-            )
-            entries = await conn.fetch(chaos_audit.ENTRIES_SQL, tenant_id)
-            bad = await conn.fetch(chaos_audit.UNBALANCED_SQL, tenant_id)
-            bad += await conn.fetch(chaos_audit.BALANCE_SQL, tenant_id)
-            # Transient faults are never dead-lettered (contract 12.2): admin keeps every one.
-            dead = await self._dead_letters_when_idle(conn)
-            port = await conn.fetchval("SELECT inet_server_port()")
-            node = ", ".join(n.name for n in self.pg.nodes if n.port == port)
-            log(f"audit read from {node}, the primary now")
-        finally:
-            await conn.close()
-        after = await self._balances(tenant_id)
-        reconciled = await self._reconcile(tenant_id)
-        conn = await self._connect()
-        try:
-            journal_entries = int(await conn.fetchval("SELECT count(*) FROM ledger.journal_entries"))
-        finally:
-            await conn.close()
-        chain_broken = await self._verify_journal(journal_entries)
+        url, admin = self.stores.database_url, self.procs["admin"][0].url
+        got = await chaos_db.read(url, tenant_id)
+        node = ", ".join(n.name for n in self.pg.nodes if n.port == got.port)
+        log(f"audit read from {node}, the primary now")
+        after = await chaos_db.balances(url, tenant_id)
+        reconciled = await chaos_admin.reconcile(admin, self.token, tenant_id, log)
+        entries = await chaos_db.journal_entries(url)
+        chain_broken = await chaos_admin.verify_journal(admin, self.token, entries, log)
+        slow_s = self.args.slow_s or 0.75 * self.args.deadline_s
+        ids = receiver.ids
         found = chaos_audit.audit(
-            p.bookings,
-            rows,
-            entries,
-            before,
-            after,
-            receiver.ids,
-            len(bad),
-            len(dead),
-            self.args.slow_s or 0.75 * self.args.deadline_s,
+            p.bookings, got.rows, got.entries, before, after, ids, len(got.broken), len(got.dead), slow_s
         )
         found.reconcile_discrepancies = reconciled
         found.journal_chain_broken = chain_broken
         found.faults_missed = missed
         found.restarts_not_ready = self.restarts_not_ready
-        states = Counter(r["state"] for r in rows)
-        log(
-            f"answers: {found.ok} 2xx, {sum(found.refused.values()) + len(found.refused_unexpected)} "
-            f"refused, {found.undecided} undecided; rows by state: {dict(states)}"
-        )
-        for why, n in Counter(found.refused_unexpected).most_common(5):
-            log(f"refused for a reason the load does not allow x{n}: {why}")
-        for r in bad[:5]:
-            log(f"ledger invariant broken: {dict(r)}")
-        committed = {r["idempotency_key"] for r in rows}
-        undecided = [b for b in p.bookings if b.status is None]
-        for why, n in Counter(f"last answer {b.last_answer or '-'}" for b in undecided).most_common(5):
-            log(f"undecided x{n}: {why}")
-        if undecided:
-            done = sum(b.key in committed for b in undecided)
-            log(f"of the {len(undecided)} undecided, {done} were committed (a transfer row has the key)")
+        for line in chaos_audit.explain(found, p.bookings, got.rows, got.broken, got.dead):
+            log(line)
         quiet = time.monotonic() - receiver.last_at if receiver.last_at else float("inf")
         log(
             f"webhooks: {receiver.deliveries} deliveries, {sum(receiver.created.values())} "
@@ -374,22 +295,16 @@ class Scenario:
             f"for {len(receiver.created)} transfers; the last delivery came {quiet:.1f} s before "
             "the audit" + (" (still arriving: late, not necessarily lost)" if quiet < 5 else "")
         )
-        for d in dead[:5]:
-            log(f"dead letter from {d['service']} ({d['topic']}): {d['error'][:160]}")
         for line in found.lines():
             print(line, flush=True)
+        committed = [str(r["id"]) for r in got.rows]
         recovered = True
         for lost_at, promoted_at in self.store_faults.failovers:
-            r = chaos_audit.recovery(
-                p.bookings,
-                [str(r["id"]) for r in rows],
-                p.attempts,
-                lost_at,
-                promoted_at,
-                self.args.rto_limit_s,
+            rec = chaos_audit.recovery(
+                p.bookings, committed, p.attempts, lost_at, promoted_at, self.args.rto_limit_s
             )
-            print(r.line(), flush=True)
-            recovered = recovered and r.ok
+            print(rec.line(), flush=True)
+            recovered = recovered and rec.ok
         if self.args.scale:
             assert self.scaler is not None
             for change in chaos_scale.pauses_by_change(p.bookings, self.scaler.changes):

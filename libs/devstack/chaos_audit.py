@@ -250,3 +250,32 @@ def recovery(
     again = [answered for sent, answered, outcome in attempts if sent >= promoted_at and outcome == "201"]
     rto = min(again) - promoted_at if again else None
     return Recovery(killed_at, promoted_at, rpo, rto, limit_s)
+
+
+def explain(
+    f: Findings,
+    bookings: Sequence[Booked],
+    rows: Iterable[Mapping[str, Any]],
+    broken: Sequence[Mapping[str, Any]],
+    dead: Sequence[Mapping[str, Any]],
+) -> list[str]:
+    """The lines a person reads before the verdict: answers and rows, and the first few of
+    each kind of finding (unexpected refusals, broken invariants, undecided, dead letters)."""
+    rows = list(rows)
+    refused = sum(f.refused.values()) + len(f.refused_unexpected)
+    states = dict(Counter(r["state"] for r in rows))
+    out = [f"answers: {f.ok} 2xx, {refused} refused, {f.undecided} undecided; rows by state: {states}"]
+    out += [
+        f"refused for a reason the load does not allow x{n}: {why}"
+        for why, n in Counter(f.refused_unexpected).most_common(5)
+    ]
+    out += [f"ledger invariant broken: {dict(r)}" for r in broken[:5]]
+    undecided = [b for b in bookings if b.status is None]
+    last = Counter(f"last answer {getattr(b, 'last_answer', '') or '-'}" for b in undecided)
+    out += [f"undecided x{n}: {why}" for why, n in last.most_common(5)]
+    if undecided:
+        committed = {r["idempotency_key"] for r in rows}
+        done = sum(b.key in committed for b in undecided)
+        out.append(f"of the {len(undecided)} undecided, {done} were committed (a transfer row has the key)")
+    out += [f"dead letter from {d['service']} ({d['topic']}): {str(d['error'])[:160]}" for d in dead[:5]]
+    return out

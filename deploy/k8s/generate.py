@@ -72,6 +72,13 @@ POD_SECRETS = {
     "migrate": [],
 }
 DATABASE_ROLE = {**{name: name for name in SERVICES}, "migrate": "migrations"}
+# The read-write PostgreSQL endpoint the base expects (contract 15.2, issue 45): every database
+# URL in sluice-secrets names this host (postgresql+asyncpg://sluice_ledger:...@sluice-database:5432/
+# sluice), an ExternalName Service, so that an overlay points the suite at whatever runs PostgreSQL
+# without touching the secrets: a server of your own behind the Service `postgres` (the default),
+# CloudNativePG's `<cluster>-rw` (overlays/cloudnative-pg) or a managed database's endpoint.
+DATABASE_SERVICE = "sluice-database"
+DATABASE_TARGET = f"postgres.{NAMESPACE}.svc.cluster.local"  # your cluster's DNS domain
 # Valkey (contract 15.1, common.valkey_acl): only these pods use it, each as its own ACL user,
 # its URL (with that user's password) sluice-secrets' key SLUICE_REDIS_URL_<POD> mounted as the
 # file SLUICE_REDIS_URL; the ConfigMap carries none, so the other pods have no Valkey URL. The
@@ -643,6 +650,17 @@ def keda_kafka_auth() -> dict[str, Any]:
     }
 
 
+def database_service() -> dict[str, Any]:
+    """``sluice-database``: the name the database URLs use, a DNS alias (ExternalName) of the
+    read-write endpoint, which an overlay sets (``spec.externalName``)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta(DATABASE_SERVICE, _labels("database")),
+        "spec": {"type": "ExternalName", "externalName": DATABASE_TARGET},
+    }
+
+
 def base() -> dict[str, list[dict[str, Any]]]:
     files: dict[str, list[dict[str, Any]]] = {}
     files["namespace.yaml"] = [
@@ -734,7 +752,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
             {"selector": _labels(n), "ports": [{"name": "http", "port": p, "targetPort": "http"}]},
         )
         for n, (p, _, _) in SERVICES.items()
-    ]
+    ] + [database_service()]
     files["hpa.yaml"] = [
         _manifest(
             "autoscaling/v2",

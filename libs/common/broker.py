@@ -206,6 +206,31 @@ class Commits:
             log.info("offset commit skipped (%r): the records will be read again", exc)
 
 
+_LAG_SERIES: dict[str, set[tuple[str, int]]] = {}
+
+
+def record_lag(consumer: Any, group_id: str, records: Sequence[Any]) -> None:
+    """``sluice_consumer_lag`` of the partitions this batch read, as of its last record; the
+    series of a partition a rebalance took from this instance are removed, so a lag it had when
+    it lost the partition does not stay on the gauge (and on the alert) after its new owner
+    caught up (issue 45)."""
+    last: dict[tuple[str, int], int] = {}
+    for r in records:
+        last[(r.topic, r.partition)] = max(r.offset, last.get((r.topic, r.partition), -1))
+    for (t, p), offset in last.items():
+        high = consumer.highwater(TopicPartition(t, p))
+        if high is not None:
+            CONSUMER_LAG.labels(group_id, t, str(p)).set(max(high - offset - 1, 0))
+    series = _LAG_SERIES.setdefault(group_id, set())
+    series.update(last)
+    if len(series) > len(last):  # series of partitions this batch did not read: still ours?
+        assigned = consumer.assignment()
+        for t, p in [tp for tp in series if TopicPartition(*tp) not in assigned]:
+            series.discard((t, p))
+            with contextlib.suppress(KeyError):
+                CONSUMER_LAG.remove(group_id, t, str(p))
+
+
 def subscribe(
     broker: KafkaBroker,
     settings: Settings,
@@ -234,13 +259,7 @@ def subscribe(
                 await msg.nack()  # rewind to the batch's first records: read again
             raise
         await commits.done(consumer, records)
-        last: dict[tuple[str, int], int] = {}
-        for r in records:
-            last[(r.topic, r.partition)] = max(r.offset, last.get((r.topic, r.partition), -1))
-        for (t, p), offset in last.items():
-            high = consumer.highwater(TopicPartition(t, p))
-            if high is not None:
-                CONSUMER_LAG.labels(group_id, t, str(p)).set(max(high - offset - 1, 0))
+        record_lag(consumer, group_id, records)
 
     handler.__name__ = f"on_{topic.rsplit('.', 1)[-1]}_{group_id}".replace("-", "_").replace(".", "_")
     broker.subscriber(topic, **consumer_options(settings, group_id, background=background))(handler)

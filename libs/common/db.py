@@ -1,4 +1,5 @@
-"""Database wiring: one async engine per process, sessions, and per-service migrations.
+"""Database wiring: one async engine per process, sessions, per-service migrations, and the
+fencing check of a multi-host ``SLUICE_DATABASE_URL``.
 
 Each service owns one PostgreSQL schema (``ledger``, ``compliance``, ``webhooks``,
 ``identity`` for admin, ``gateway``) and its own Alembic history in
@@ -8,15 +9,21 @@ Each service owns one PostgreSQL schema (``ledger``, ``compliance``, ``webhooks`
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, text
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from common.metrics import WRITABLE_HOSTS
+
 ROOT = Path(__file__).resolve().parents[2]
+log = logging.getLogger(__name__)
 
 
 def create_engine(
@@ -86,6 +93,118 @@ async def driver(session: AsyncSession) -> Any:
 async def ping(engine: AsyncEngine) -> None:
     async with engine.connect() as conn:
         await conn.execute(text("SELECT 1"))
+
+
+@dataclass(frozen=True, slots=True)
+class DbHost:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+def database_hosts(url: str | URL) -> list[DbHost]:
+    """The hosts a URL names, as the engine's dialect reads them: the libpq multi-host form
+    (``host=a:5432&host=b:5432``, or ``host=a,b&port=5432,5433``; contract 15.2), else the
+    URL's one host. A multi-host URL without every port is refused, as the engine refuses it."""
+    from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
+
+    _, opts = PGDialect_asyncpg().create_connect_args(make_url(url))
+    host: Any = opts.get("host") or "localhost"
+    port: Any = opts.get("port") or 5432
+    if isinstance(host, list):
+        return [DbHost(h, int(p)) for h, p in zip(host, port, strict=True)]
+    return [DbHost(host, int(port))]
+
+
+def writers(answers: Mapping[DbHost, bool | None]) -> list[DbHost]:
+    """The hosts that accept writes, from each host's ``pg_is_in_recovery()`` (None: it did
+    not answer, so it cannot take a write either)."""
+    return [host for host, in_recovery in answers.items() if in_recovery is False]
+
+
+Probe = Callable[[DbHost], Awaitable[bool | None]]
+
+
+class Fencing:
+    """Contract 15.2, issue 45: when ``SLUICE_DATABASE_URL`` names several hosts, every
+    ``interval_s`` (and once at start) ask each host whether it is in recovery. More than one
+    that is not is a split brain: an old primary came back as a writer after a failover, and a
+    service that reconnects (``target_session_attrs=read-write`` takes the first writable host
+    of its list) may write to it. Reported by ``sluice_database_writable_hosts`` and an error
+    log line naming the hosts (docs/operations/fencing.md); the check fences nothing itself.
+    """
+
+    def __init__(
+        self, url: str, hosts: list[DbHost], *, interval_s: float = 30.0, timeout_s: float = 2.0
+    ) -> None:
+        self.url = make_url(url)
+        self.hosts = hosts
+        self.interval_s = interval_s
+        self.timeout_s = timeout_s
+        self.probe: Probe = self.in_recovery
+        self.split = False
+
+    @classmethod
+    def of(cls, url: str, *, interval_s: float = 30.0, timeout_s: float = 2.0) -> Fencing | None:
+        """The check for ``url``, or None when it names one host (nothing to compare)."""
+        hosts = database_hosts(url)
+        if len(hosts) < 2:
+            return None
+        return cls(url, hosts, interval_s=interval_s, timeout_s=timeout_s)
+
+    async def in_recovery(self, host: DbHost) -> bool | None:
+        """``pg_is_in_recovery()`` on ``host`` through a connection of its own, as the
+        service's role; None when the host does not answer within ``timeout_s``."""
+        import asyncpg
+
+        u = self.url
+        ssl = u.query.get("ssl")
+        try:
+            conn = await asyncpg.connect(
+                host=host.host,
+                port=host.port,
+                user=u.username,
+                password=u.password,
+                database=u.database,
+                timeout=self.timeout_s,
+                command_timeout=self.timeout_s,
+                ssl=ssl if isinstance(ssl, str) else None,
+            )
+        except Exception:  # noqa: BLE001 - a host that does not answer takes no write
+            return None
+        try:
+            return bool(await conn.fetchval("SELECT pg_is_in_recovery()"))
+        except Exception:  # noqa: BLE001 - as above
+            return None
+        finally:
+            conn.terminate()
+
+    async def check(self) -> list[DbHost]:
+        answers = await asyncio.gather(*(self.probe(h) for h in self.hosts))
+        writable = writers(dict(zip(self.hosts, answers, strict=True)))
+        WRITABLE_HOSTS.set(len(writable))
+        if len(writable) > 1:
+            self.split = True
+            log.error(
+                "database fencing: %d hosts of SLUICE_DATABASE_URL accept writes: %s; only the"
+                " promoted primary may: fence the others (docs/operations/fencing.md)",
+                len(writable),
+                ", ".join(map(str, writable)),
+            )
+        elif self.split:
+            self.split = False
+            log.warning(
+                "database fencing: %d host(s) of SLUICE_DATABASE_URL accept writes again", len(writable)
+            )
+        return writable
+
+    async def run(self) -> None:
+        """The supervised loop (``common.tasks.Supervisor``): a check, then one every interval."""
+        while True:
+            await self.check()
+            await asyncio.sleep(self.interval_s)
 
 
 def migrate(service: str, url: str) -> None:

@@ -58,6 +58,14 @@ REDRIVE_REFUSED = Counter(
 OUTBOX_BACKLOG = Gauge("sluice_outbox_backlog", "Outbox rows not yet published", ["schema"])
 TASK_RESTARTS = Counter("sluice_task_restarts_total", "Background task crashes (restarted)", ["task"])
 IDEMPOTENCY_REPLAYS = Counter("sluice_idempotency_replays_total", "Answers replayed for a same-key retry")
+# The gateway's 503s for admitted work, by details.reason (contract 15.3): upstream_timeout (no
+# result within SLUICE_GATEWAY_TIMEOUT_S), store_unavailable, in_flight. The door's refusals
+# (overloaded) are sluice_admission_shed_total: they never reach the pipeline.
+UNAVAILABLE = Counter(
+    "sluice_gateway_unavailable_total",
+    "Requests the gateway admitted and answered 503 provider_unavailable, by details.reason",
+    ["reason"],
+)
 RECONCILE_OK = Gauge(
     "sluice_reconcile_ok", "1 when the last reconciliation of a tenant and mode found nothing, else 0"
 )
@@ -86,4 +94,10 @@ ANCHOR_INTERVAL = Gauge(
 ANCHOR_REFUSED = Counter(
     "sluice_journal_anchor_refused_total",
     "Chain heads not anchored because the chain no longer extends its newest anchor (per turn)",
+)
+# Contract 15.2, issue 45 (common.db.fencing): how many hosts of a multi-host
+# SLUICE_DATABASE_URL accepted writes at the last check (1 is right; 2 or more is a split brain).
+WRITABLE_HOSTS = Gauge(
+    "sluice_database_writable_hosts",
+    "Hosts of SLUICE_DATABASE_URL that accept writes (pg_is_in_recovery() false), at the last check",
 )

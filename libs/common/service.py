@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -25,11 +27,13 @@ from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from common.broker import create_broker, ensure_topics, service_topics
-from common.db import create_engine, ping, sessionmaker
+from common.db import Fencing, create_engine, ping, sessionmaker
 from common.health import Check, Readiness, broker_check, health_routes, readiness_report
 from common.settings import Settings
 from common.tasks import Supervisor
 from common.topics import Topics
+
+log = logging.getLogger(__name__)
 
 
 def connect_redis(settings: Settings) -> Redis:
@@ -66,10 +70,22 @@ class Runtime:
             checks["redis"] = self.redis.ping
         return checks
 
+    def watch_database(self) -> None:
+        """With several hosts in ``SLUICE_DATABASE_URL`` (contract 15.2), the fencing check
+        (:class:`common.db.Fencing`) as a supervised task; nothing with one host."""
+        fencing = Fencing.of(
+            self.settings.database_url,
+            interval_s=self.settings.db_fencing_interval_s,
+            timeout_s=self.settings.db_connect_timeout_s,
+        )
+        if fencing is not None:
+            self.supervisor.start("database-fencing", fencing.run)
+
     @asynccontextmanager
     async def serving(self) -> AsyncIterator[None]:
-        """The body of an HTTP service's lifespan: on the way out, the supervised tasks stop,
-        then the broker, then the stores."""
+        """The body of an HTTP service's lifespan: the fencing check runs; on the way out, the
+        supervised tasks stop, then the broker, then the stores."""
+        self.watch_database()
         try:
             yield
         finally:
@@ -132,6 +148,7 @@ def consumer_app(
             rt.readiness.fail(TASKS, "not started: the consumers are joining their groups")
 
     async def started() -> None:
+        rt.watch_database()
         for name, run in (tasks or {}).items():
             rt.supervisor.start(name, run)
         rt.readiness.ok(TASKS)
@@ -148,16 +165,56 @@ def consumer_app(
     )
 
 
-def serve(app: Any, host: str, port: int, *, grace_s: float = 5.0, protocol: type | None = None) -> None:
-    """Run an ASGI app with uvicorn on uvloop, with httptools. On SIGTERM, requests in flight
-    get ``grace_s`` to finish before they are cancelled: a service that waits on other services
-    for an answer passes its whole request deadline plus a margin, so scaling it in answers
-    every request it took (cancelled, a request was answered 500).
+def port_taken(host: str, port: int) -> OSError | None:
+    """Why ``host:port`` cannot be bound now (another process listens there), else None. The
+    probe binds as uvicorn does (``SO_REUSEADDR``: a port in TIME_WAIT is free) and lets go."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            return exc
+    return None
+
+
+def refuse_taken_port(host: str, port: int, setting: str) -> None:
+    """Stop the start, naming ``setting``, when its port is held by another process: two
+    instances of a service on one host each need their own (issue 45); uvicorn alone would
+    only say "address already in use"."""
+    exc = port_taken(host, port)
+    if exc is not None:
+        log.critical(
+            "port %s:%d cannot be served (%s): another process holds it; give this instance a"
+            " port of its own with %s",
+            host,
+            port,
+            exc.strerror or exc,
+            setting,
+        )
+        raise SystemExit(2)
+
+
+def serve(
+    app: Any,
+    host: str,
+    port: int,
+    *,
+    setting: str = "its port setting",
+    grace_s: float = 5.0,
+    protocol: type | None = None,
+) -> None:
+    """Run an ASGI app with uvicorn on uvloop, with httptools; a port another process holds
+    stops the start with one line naming ``setting`` (``SLUICE_<SERVICE>_PORT``). On SIGTERM,
+    requests in flight get ``grace_s`` to finish before they are cancelled: a service that waits
+    on other services for an answer passes its whole request deadline plus a margin, so scaling
+    it in answers every request it took (cancelled, a request was answered 500).
 
     ``uvicorn.Server.serve`` under a plain ``asyncio.run`` would use the stdlib loop: uvicorn
     only installs uvloop in its own ``run``, so the loop is chosen here. ``protocol``: an HTTP
     protocol class of uvicorn's to use instead of its default (the gateway's door).
     """
+    refuse_taken_port(host, port, setting)
     config = uvicorn.Config(
         app,
         host=host,

@@ -115,6 +115,9 @@ class Settings(BaseSettings):
     kafka_publish_timeout_s: float = 2.0  # a request's publish: then 503, never a hang
     db_connect_timeout_s: float = 2.0
     db_command_timeout_s: float = 10.0
+    # With several hosts in DATABASE_URL (contract 15.2): how often each service checks that only
+    # one of them accepts writes (common.db.Fencing; sluice_database_writable_hosts).
+    db_fencing_interval_s: float = 30.0
     redis_timeout_s: float = 1.0
 
     gateway_host: str = "127.0.0.1"

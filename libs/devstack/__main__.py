@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -24,8 +24,9 @@ import httpx
 from common.auth import ALL_SCOPES
 from common.authority import new_seed_setting, new_signing_setting, public_settings_of, verify_setting
 from common.keyring import new_key_setting
+from common.service import port_taken
 from devstack.stores import Stores, StoreUnreachable
-from devstack.suite import ROOT, Proc, Suite, migrate
+from devstack.suite import PORT_SETTING, ROOT, Proc, Suite, migrate
 
 # The embedded PostgreSQL's platformdirs lookup warns on machines without a login session;
 # make run prints one human line per step, not library warnings.
@@ -207,6 +208,11 @@ def _run() -> int:
         + (("from " + ", ".join(configured)) if configured else "embedded")
         + (", admin token from SLUICE_ADMIN_TOKEN" if os.environ.get("SLUICE_ADMIN_TOKEN") else "")
     )
+    ports = service_ports(os.environ)
+    taken = port_problems(ports, os.environ)
+    if taken:  # before any store starts: the answer comes at once
+        print("cannot start: " + "; ".join(taken), file=sys.stderr, flush=True)
+        return 1
     step("stores: starting (PostgreSQL, Redis, Kafka)")
     try:
         stores = Stores(STATE).start(database="sluice", allow_tansu=True)
@@ -248,17 +254,9 @@ def _run() -> int:
             )
             return 1
         step(f"migrations: done (log in {STATE / 'logs' / 'migrate.log'})")
-        ports = {
-            "ledger": 8011,
-            "compliance": 8012,
-            "webhooks": 8013,
-            "admin": admin_port,
-            "gateway": gw_port,
-        }
-        metrics = {"SLUICE_GATEWAY_METRICS_PORT": os.environ.get("SLUICE_GATEWAY_METRICS_PORT", "8010")}
-        for name, port in ports.items():
-            extra = metrics if name == "gateway" else None
-            suite.start(name, int(os.environ.get(f"SLUICE_{name.upper()}_PORT", port)), extra)
+        metrics = {"SLUICE_GATEWAY_METRICS_PORT": str(ports.pop(METRICS)[1])}
+        for name, (_, port) in ports.items():
+            suite.start(name, port, metrics if name == "gateway" else None)
         step(f"services: starting {', '.join(ports)} (logs in {STATE / 'logs'})")
         try:
             suite.wait_ready(timeout=120, on_ready=lambda p: step(f"{p.name} ready on {p.url}"))
@@ -282,6 +280,42 @@ def _run() -> int:
     finally:
         print("stopping...", flush=True)
         stop_quietly(suite.stop, stores.stop)
+
+
+# The settings' defaults (common.settings), in the order make run starts the services.
+DEFAULT_PORTS = {"ledger": 8011, "compliance": 8012, "webhooks": 8013, "admin": 8001, "gateway": 8000}
+METRICS = "gateway-metrics"
+
+
+def service_ports(environ: Mapping[str, str]) -> dict[str, tuple[str, int]]:
+    """Each service's port, and the gateway's metrics port, from its setting (issue 45: every
+    one is honoured, so two suites can share a host): ``{name: (setting, port)}``."""
+    ports = {
+        name: (PORT_SETTING[name], int(environ.get(PORT_SETTING[name], default)))
+        for name, default in DEFAULT_PORTS.items()
+    }
+    ports[METRICS] = ("SLUICE_GATEWAY_METRICS_PORT", int(environ.get("SLUICE_GATEWAY_METRICS_PORT", "8010")))
+    return ports
+
+
+def port_problems(ports: dict[str, tuple[str, int]], environ: Mapping[str, str]) -> list[str]:
+    """One line per port make run cannot give its service, naming the setting to change: two
+    settings on one port, or a port another process holds."""
+    problems: list[str] = []
+    owner: dict[int, str] = {}
+    for name, (setting, port) in ports.items():
+        if port in owner:
+            problems.append(f"{setting} and {owner[port]} are both {port}: give each its own port")
+            continue
+        owner[port] = setting
+        service = "gateway" if name == METRICS else name
+        host = environ.get(f"SLUICE_{service.upper()}_HOST", "127.0.0.1")
+        if name == METRICS:
+            host = environ.get("SLUICE_GATEWAY_METRICS_HOST") or host
+        exc = port_taken(host, port)
+        if exc is not None:
+            problems.append(f"{host}:{port} is taken ({exc.strerror or exc}): set {setting} to a free port")
+    return problems
 
 
 def main(argv: list[str]) -> int:

@@ -206,22 +206,27 @@ def main() -> int:
         gw, admin = procs["gateway"], procs["admin"].url
         tenants: list[dict[str, Any]] | None = None
         if "transfers" in PARTS:
-            line, hints = bench_transfers.e2e(
-                gw.url,
-                admin,
-                token,
-                pids,
-                transfer_base,
-                procs["ledger"].url,
-                stack.uncounted,
-                results,
-                between,
-            )
+            line, hints = bench_transfers.e2e(gw.url, admin, token, pids, transfer_base, results, between)
             lines.append(line)
             if hints:  # one capacity (issue 44 item 1): ratio, half load, 2x and 4x use it
                 tenants = bench_overload.provision_tenants(gw.url, admin, token)
                 capacity = bench_capacity.transfers(
                     gw.url, tenants, dsn, transfer_base["seeded"], hints, results, between
+                )
+            if capacity > 0 and tenants is not None:
+                lines.append(
+                    bench_transfers.cpu_abab(
+                        gw.url,
+                        tenants,
+                        bench_overload.same_shape(transfer_base["seeded"]),
+                        dsn,
+                        capacity,
+                        pids,
+                        procs["ledger"].url,
+                        stack.uncounted,
+                        results,
+                        between,
+                    )
                 )
         if "transfers" not in PARTS:
             # Tuning the door (issue 37): the overload part alone, at a capacity measured before

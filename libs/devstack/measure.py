@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from devstack.overload_plan import DRIVER_NICE
 from devstack.stores import free_port
 from devstack.suite import ROOT, python_env
 
@@ -100,13 +101,26 @@ def cpu_report(pids: dict[str, int], before: dict[str, float], served: float) ->
     return per_request(cpu_used(pids, before), served)
 
 
+def _driver_priority() -> None:
+    if DRIVER_NICE:
+        os.nice(DRIVER_NICE)
+
+
 def run_load(url: str, *args: str, headers: list[str]) -> dict[str, Any]:
     """One run of the load generator (``devstack.load``) against ``url``: POSTs with ``args``
     and JSON ``headers``; its figures (the last line it prints)."""
     cmd = [sys.executable, "-m", "devstack.load", url, "--method", "POST", *args]
     for h in ["Content-Type: application/json", *headers]:
         cmd += ["--header", h]
-    out = subprocess.run(cmd, env=python_env({}), capture_output=True, text=True, check=True, cwd=ROOT)  # nosec B603
+    out = subprocess.run(  # nosec B603 - our own load generator, argv list
+        cmd,
+        env=python_env({}),
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        preexec_fn=_driver_priority,  # the instrument keeps its schedule (devstack.overload_plan)
+    )
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 
 from devstack.answers import reason_of
 from devstack.load import Conn, transfer_body
+from devstack.overload_plan import DRIVER_NICE
 from devstack.overload_report import pct
 from devstack.suite import ROOT, python_env
 
@@ -206,7 +207,7 @@ def drive_once(plan: dict[str, Any], seconds: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="sluice-driver-") as tmp:
         pfile, ofile = Path(tmp) / "plan.json", Path(tmp) / "out.json"
         pfile.write_text(json.dumps(plan))
-        run_driver(pfile, ofile, seconds)
+        run_driver(pfile, ofile, seconds, DRIVER_NICE)
         return dict(json.loads(ofile.read_text()))
 
 

@@ -12,5 +12,9 @@ if __name__ == "__main__":
     settings = load_settings("admin")
     # A request waits up to its deadline for an answer: SIGTERM lets it have it.
     serve(
-        create_app(settings), settings.admin_host, settings.admin_port, grace_s=settings.gateway_timeout_s + 2
+        create_app(settings),
+        settings.admin_host,
+        settings.admin_port,
+        setting="SLUICE_ADMIN_PORT",
+        grace_s=settings.gateway_timeout_s + 2,
     )

@@ -10,4 +10,9 @@ if __name__ == "__main__":
     from compliance.app import create_app
 
     settings = load_settings("compliance")
-    serve(create_app(settings), settings.compliance_host, settings.compliance_port)
+    serve(
+        create_app(settings),
+        settings.compliance_host,
+        settings.compliance_port,
+        setting="SLUICE_COMPLIANCE_PORT",
+    )

@@ -26,7 +26,7 @@ from common.contracts.base import as_mode
 from common.contracts.commands import partition_key
 from common.errors import ErrorCode, ServiceError, Unavailable, envelope, unavailable
 from common.keyring import KeyRing, KeyRingError, open_reply_secrets
-from common.metrics import IDEMPOTENCY_REPLAYS
+from common.metrics import IDEMPOTENCY_REPLAYS, UNAVAILABLE
 from common.rpc import RpcClient
 from common.settings import Settings
 from common.topics import Topic, Topics
@@ -263,6 +263,8 @@ class Pipeline:
             answer = Answer(err.status, error_body(err, request_id), dict(err.headers))
             if err.code == ErrorCode.UNAUTHORIZED:
                 answer.headers.setdefault("WWW-Authenticate", "Bearer")
+            elif err.status == 503:  # a failure of admitted work (the door sheds before)
+                UNAVAILABLE.labels(str(err.details.get("reason", "unknown"))).inc()
         except STORE_ERRORS as exc:
             # Fail closed: a check that cannot be made is a refusal the caller may retry.
             log.warning("a store is unavailable: %r", exc)
@@ -270,6 +272,7 @@ class Pipeline:
                 Unavailable.STORE_UNAVAILABLE,
                 "a service the gateway needs is unavailable; retry with the same Idempotency-Key",
             )
+            UNAVAILABLE.labels(str(Unavailable.STORE_UNAVAILABLE)).inc()
             answer = Answer(failure.status, error_body(failure, request_id), dict(failure.headers))
         finally:
             if principal is not None and kc is not None and kc.unused():

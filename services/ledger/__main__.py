@@ -10,4 +10,4 @@ if __name__ == "__main__":
     from ledger.app import create_app
 
     settings = load_settings("ledger")
-    serve(create_app(settings), settings.ledger_host, settings.ledger_port)
+    serve(create_app(settings), settings.ledger_host, settings.ledger_port, setting="SLUICE_LEDGER_PORT")

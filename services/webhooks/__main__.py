@@ -10,4 +10,6 @@ if __name__ == "__main__":
     from webhooks.app import create_app
 
     settings = load_settings("webhooks")
-    serve(create_app(settings), settings.webhooks_host, settings.webhooks_port)
+    serve(
+        create_app(settings), settings.webhooks_host, settings.webhooks_port, setting="SLUICE_WEBHOOKS_PORT"
+    )

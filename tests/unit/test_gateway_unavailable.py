@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from prometheus_client import REGISTRY
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from common.auth import TenantRecord
@@ -129,6 +130,25 @@ async def test_no_answer_in_time_is_upstream_timeout() -> None:
     answer = await pipeline(FakeAuth()).handle(ep, req)
     assert answer.status == 503 and answer.headers["Retry-After"] == "1"
     assert reason(answer.body) == Unavailable.UPSTREAM_TIMEOUT
+
+
+def unavailable_count(why: str) -> float:
+    return REGISTRY.get_sample_value("sluice_gateway_unavailable_total", {"reason": why}) or 0.0
+
+
+@pytest.mark.parametrize(
+    ("fail", "why"),
+    [(None, Unavailable.UPSTREAM_TIMEOUT), (RedisConnectionError("down"), Unavailable.STORE_UNAVAILABLE)],
+)
+async def test_each_503_for_admitted_work_is_counted_by_its_reason(
+    fail: BaseException | None, why: Unavailable
+) -> None:
+    """sluice_gateway_unavailable_total (issue 45): the unanswered-requests alert reads it."""
+    ep, req = create_customer()
+    before = unavailable_count(why)
+    answer = await pipeline(FakeAuth(fail)).handle(ep, req)
+    assert reason(answer.body) == why
+    assert unavailable_count(why) == before + 1
 
 
 class StillPending:

@@ -1,7 +1,8 @@
-"""deploy/k8s (contract 13.6): every manifest of the production overlay validates against a
-pinned Kubernetes version (kubernetes-validate, strict), the KEDA ScaledObjects against the
-schema kept in deploy/k8s/schemas; every Deployment has probes, limits and a non-root
-read-only security context; the base on disk is what the generator writes."""
+"""deploy/k8s (contract 13.6): every manifest of the production and cloudnative-pg overlays
+validates against a pinned Kubernetes version (kubernetes-validate, strict), the KEDA
+ScaledObjects and CloudNativePG's Cluster against the schemas kept in deploy/k8s/schemas; every
+Deployment has probes, limits and a non-root read-only security context; the base on disk is
+what the generator writes."""
 
 from __future__ import annotations
 
@@ -28,7 +29,35 @@ KEDA_SCHEMAS = {
 }
 
 
+# CloudNativePG's Cluster (issue 45): the operator's own CRD schema (v1.30.0), made strict here
+CNPG_SCHEMA = "cnpg-cluster.json"
+
+
 GEN = generator()
+
+
+def strict(node: Any) -> Any:
+    """A CRD's structural schema with unknown fields refused, as kubectl's strict field
+    validation (the default since Kubernetes 1.27) refuses them: every object that lists its
+    properties and neither allows more nor preserves unknown fields."""
+    if isinstance(node, list):
+        return [strict(x) for x in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: strict(v) for k, v in node.items()}
+    if (
+        "properties" in out
+        and "additionalProperties" not in out
+        and not out.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        out["additionalProperties"] = False
+    return out
+
+
+def cnpg_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = strict(json.loads((K8S / "schemas" / CNPG_SCHEMA).read_text()))
+    schema["properties"]["metadata"] = {"type": "object", "required": ["name", "namespace"]}
+    return schema
 
 
 def problems(doc: dict[str, Any]) -> list[str]:
@@ -37,6 +66,10 @@ def problems(doc: dict[str, Any]) -> list[str]:
     if doc["kind"] in KEDA_SCHEMAS:
         schema = json.loads((K8S / "schemas" / KEDA_SCHEMAS[doc["kind"]]).read_text())
         errors = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(doc)]
+        return [f"{name}: {e}" for e in errors]
+    if doc["apiVersion"] == "postgresql.cnpg.io/v1":
+        assert doc["kind"] == "Cluster", name
+        errors = [e.message for e in jsonschema.Draft202012Validator(cnpg_schema()).iter_errors(doc)]
         return [f"{name}: {e}" for e in errors]
     try:
         kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
@@ -215,3 +248,56 @@ def test_admin_is_reached_from_the_operators_namespace_and_prometheus_only(
     assert [r["ports"] for r in open_rules] == [[{"port": "http"}]]  # partners: the http port only
     consumers = _policy(production, "sluice-internal-only")
     assert GEN.MONITORING_NAMESPACE in spaces(consumers["ingress"][0])
+
+
+@pytest.fixture(scope="module")
+def cloudnative_pg() -> list[dict[str, Any]]:
+    return GEN.render(K8S / "overlays" / "cloudnative-pg")
+
+
+def _one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    [found] = [d for d in docs if d["kind"] == kind and name in (None, d["metadata"]["name"])]
+    return found
+
+
+def test_every_manifest_of_the_cloudnative_pg_overlay_is_valid(cloudnative_pg: list[dict[str, Any]]) -> None:
+    """Issue 45: a three-instance Cluster with one synchronous standby, the services' roles
+    managed by the operator, and the services pointed at its read-write Service."""
+    from common.privileges import MIGRATIONS, SCHEMA_OF, role_name
+
+    assert [p for doc in cloudnative_pg for p in problems(doc)] == []
+    cluster = _one(cloudnative_pg, "Cluster")
+    spec = cluster["spec"]
+    assert spec["instances"] == 3
+    sync = spec["postgresql"]["synchronous"]
+    assert (sync["method"], sync["number"], sync["dataDurability"]) == ("any", 1, "required")
+    assert sync["number"] < spec["instances"]  # CEL rules are not evaluated by the schema
+    roles = {r["name"] for r in spec["managed"]["roles"] if r["login"] and r["ensure"] == "present"}
+    assert roles == {role_name("sluice", s) for s in SCHEMA_OF}  # each service's own role
+    assert spec["bootstrap"]["initdb"]["owner"] == role_name("sluice", MIGRATIONS)
+    database = _one(cloudnative_pg, "Service", GEN.DATABASE_SERVICE)
+    assert database["spec"]["externalName"] == f"{cluster['metadata']['name']}-rw.sluice.svc.cluster.local"
+    # the production overlay underneath is kept whole
+    assert _one(cloudnative_pg, "Deployment", "sluice-gateway")["spec"]["replicas"] == 3
+
+
+def test_the_base_names_the_database_endpoint_it_expects() -> None:
+    database = _one(GEN.render(K8S / "base"), "Service", GEN.DATABASE_SERVICE)
+    assert database["spec"] == {"type": "ExternalName", "externalName": GEN.DATABASE_TARGET}
+
+
+@pytest.mark.parametrize("breakage", ["unknown field", "unknown method", "no instances", "number as text"])
+def test_the_cluster_schema_refuses_a_broken_cluster(
+    cloudnative_pg: list[dict[str, Any]], breakage: str
+) -> None:
+    cluster = copy.deepcopy(_one(cloudnative_pg, "Cluster"))
+    spec = cluster["spec"]
+    if breakage == "unknown field":
+        spec["postgresql"]["synchronus"] = spec["postgresql"].pop("synchronous")
+    elif breakage == "unknown method":
+        spec["postgresql"]["synchronous"]["method"] = "all"
+    elif breakage == "no instances":
+        del spec["instances"]
+    else:
+        spec["postgresql"]["synchronous"]["number"] = "1"
+    assert problems(cluster) != []

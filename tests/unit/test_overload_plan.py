@@ -1,6 +1,7 @@
 """No renice in any figure a target is judged on (issue 44 item 2, devstack.overload_plan): the
-judged overload runs, the hog run included, have the gateway, the driver and the hog at the
-stack's priority; a reniced variant comes after them, labelled, and is judged on nothing. On
+judged overload runs, the hog run included, have the gateway and the hog at the stack's
+priority, and the load driver (the instrument, not the system) at DRIVER_NICE in every run;
+a reniced variant comes after them, labelled, and is judged on nothing. On
 today's harness the whole part ran the gateway at nice -5 and its driver at -10, and the hog
 at 0: below the gateway it was meant to compete with."""
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from devstack import bench_overload
-from devstack.overload_plan import Run, parse_renice, plan
+from devstack.overload_plan import DRIVER_NICE, Run, parse_renice, plan
 
 pytestmark = pytest.mark.unit
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.unit
 def test_judged_runs_are_at_the_stacks_priority() -> None:
     runs = plan([2.0, 4.0], hog=0.5)
     assert [r.label for r in runs] == ["bench-overload", "bench-overload-4x", "bench-overload-hog"]
-    assert all(r.judged and r.gateway_nice == 0 and r.driver_nice == 0 for r in runs)
+    assert all(r.judged and r.gateway_nice == 0 and r.driver_nice == DRIVER_NICE for r in runs)
     assert runs[-1] == Run("bench-overload-hog", 2.0, hog=0.5)
 
 
@@ -28,7 +29,19 @@ def test_a_reniced_variant_is_printed_second_labelled_and_not_judged() -> None:
     assert runs == judged + reniced  # every judged run first
     assert [(r.factor, r.gateway_nice, r.driver_nice) for r in reniced] == [(2.0, -5, -10), (4.0, -5, -10)]
     assert all("reniced" in r.label and "not judged" in r.label for r in reniced)
-    assert all(r.gateway_nice == r.driver_nice == 0 for r in judged)
+    assert all(r.gateway_nice == 0 and r.driver_nice == DRIVER_NICE for r in judged)
+
+
+def test_the_driver_keeps_its_priority_in_every_load_it_drives() -> None:
+    """The capacity steps and half loads (overload_driver.drive_once) and the customers'
+    generator (measure.run_load) run the driver at DRIVER_NICE, never the system."""
+    import inspect
+
+    from devstack import measure, overload_driver
+
+    assert DRIVER_NICE < 0
+    assert "DRIVER_NICE" in inspect.getsource(overload_driver.drive_once)
+    assert "_driver_priority" in inspect.getsource(measure.run_load)
 
 
 def test_no_renice_unless_asked() -> None:

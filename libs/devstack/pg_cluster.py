@@ -227,6 +227,17 @@ class PgCluster:
         while time.monotonic() < deadline and any(_alive(p) for p in (pid, *children)):
             time.sleep(0.05)
 
+    def pause(self, name: str, sig: int = signal.SIGSTOP) -> None:
+        """SIGSTOP ``name``'s postmaster and every process of it: a hung node, whose kernel
+        still accepts connections that nothing answers (``resume``: SIGCONT)."""
+        pid = self._postmaster_pid(self.node(name))
+        for p in (pid, *_children(pid)) if pid is not None else ():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, sig)
+
+    def resume(self, name: str) -> None:
+        self.pause(name, signal.SIGCONT)
+
     def _postmaster_pid(self, n: PgNode) -> int | None:
         try:
             return int((n.data / "postmaster.pid").read_text().split("\n", 1)[0])
@@ -254,13 +265,14 @@ class PgCluster:
         self.sql(n, "SELECT pg_reload_conf()")
 
     def failover(self) -> tuple[str, list[str]]:
-        """Promote the most advanced standby and re-point the others at it: (promoted,
-        re-pointed)."""
+        """The primary is lost (killed, or hung: :meth:`pause`): promote the most advanced
+        standby and re-point the others at it; (promoted, re-pointed)."""
+        self.primary.lost = True  # dead or hung, it is out of the cluster until rebuilt
         chosen = self.most_advanced_standby()
         self.promote(chosen.name)
         others = [n.name for n in self.standbys]
         for other in others:
-            with contextlib.suppress(ClusterError):  # a standby lost too is left for rebuild
+            with contextlib.suppress(ClusterError, subprocess.TimeoutExpired):  # left for rebuild
                 self.repoint(other)
         return chosen.name, others
 

@@ -8,6 +8,9 @@ standbys (devstack.pg_cluster) and a Valkey without persistence (devstack.chaos_
   the standby that received the most WAL and re-points the other at it, then rebuilds the lost
   node as a standby. Each failover's loss and promotion times are kept for the recovery
   objectives (``chaos_audit.recovery``).
+- ``hang``: the same failover with the primary hung instead of lost (SIGSTOP of its processes:
+  connections reach it and nothing answers); it stays hung ``down_s`` after the promotion, then
+  the harness fences it (SIGKILL) and rebuilds it as a standby.
 - ``redis``: Valkey paused (SIGSTOP, then SIGCONT).
 - ``valkey``: Valkey SIGKILLed and started again empty: what the gateway caches there (key
   records, tenants, idempotency leases) is rebuilt from PostgreSQL.
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 from devstack.chaos_stores import OwnRedis
 from devstack.pg_cluster import ClusterError, PgCluster
 
-FAULTS = ("pg", "standby", "failover", "redis", "valkey")
+FAULTS = ("pg", "standby", "failover", "hang", "redis", "valkey")
 
 
 @dataclass
@@ -51,11 +54,15 @@ class StoreFaults:
         self.cluster.restart(name)
         self.log(f"standby {name} started again: {self._streaming()}")
 
-    def failover(self) -> None:
+    def failover(self, hang: bool = False) -> None:
         old = self.cluster.primary_name
-        self.log(f"fault: PostgreSQL primary {old} SIGKILLed; the harness promotes in {self.detect_s:.0f} s")
+        how = "hung (SIGSTOP)" if hang else "SIGKILLed"
+        self.log(f"fault: PostgreSQL primary {old} {how}; the harness promotes in {self.detect_s:.0f} s")
         lost_at = time.monotonic()
-        self.cluster.kill(old)
+        if hang:
+            self.cluster.pause(old)
+        else:
+            self.cluster.kill(old)
         time.sleep(self.detect_s)
         promoted_at = time.monotonic()
         new, repointed = self.cluster.failover()
@@ -66,11 +73,14 @@ class StoreFaults:
         )
         try:
             self.cluster.wait_synchronous(1, timeout=30)
-            self.log(
-                f"{new} has a synchronous standby {time.monotonic() - promoted_at:.2f} s after the promotion"
-            )
+            took = time.monotonic() - promoted_at
+            self.log(f"{new} has a synchronous standby {took:.2f} s after the promotion")
         except ClusterError as exc:
             self.log(f"no synchronous standby yet: {exc}")
+        if hang:
+            time.sleep(self.down_s)
+            self.cluster.kill(old)  # fenced: it never answers again as a primary
+            self.log(f"{old} fenced (SIGKILL) {time.monotonic() - promoted_at:.1f} s after the promotion")
         self.cluster.rebuild(old)
         self.log(f"{old} rebuilt as a standby of {new}: {self._streaming()}")
 
@@ -96,6 +106,7 @@ class StoreFaults:
             (4, "pg standby lost", "standby", self.standby_lost),
             (5, "redis pause", "redis", self.redis_pause),
             (7, "pg failover", "failover", self.failover),
+            (11, "pg failover (hung primary)", "hang", lambda: self.failover(hang=True)),
             (9, "valkey lost", "valkey", self.valkey_lost),
         ]
         return [(at, label, act) for at, label, name, act in every if name in faults]

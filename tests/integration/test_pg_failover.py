@@ -61,6 +61,7 @@ def test_the_suite_finds_the_promoted_standby_and_loses_nothing() -> None:
     r = RECOVERY.search(out.stdout)
     assert r, audit
     rpo, _detection, rto = r.groups()
+    print(f"\n{r.group(0)}")  # the figures, for the record (not asserted)
     assert int(rpo) == 0, audit
     assert rto != "never", audit  # a 201 to a request sent after the promotion
     assert "dead_letters 0 reconcile_discrepancies 0 journal_chain_broken 0" in out.stdout, audit

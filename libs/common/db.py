@@ -38,8 +38,20 @@ def create_engine(
 
     A timeout is a transient fault (:mod:`common.faults`): consumers wait it out, the HTTP
     services answer 503 at once. A connection severed by a restart is invalidated by
-    SQLAlchemy and replaced on the next checkout.
+    SQLAlchemy and replaced on the next checkout. A URL naming several hosts (contract 15.2)
+    connects to each in turn, each within ``connect_timeout_s`` (:mod:`common.db_hosts`).
     """
+    bounds: dict[str, Any] = {
+        "connect_args": {"timeout": connect_timeout_s, "command_timeout": command_timeout_s}
+    }
+    if len(database_hosts(url)) > 1:  # several hosts: each within the timeout (common.db_hosts)
+        from common.db_hosts import HostsInTurn
+
+        bounds = {
+            "async_creator": HostsInTurn(
+                url, connect_timeout_s=connect_timeout_s, command_timeout_s=command_timeout_s
+            )
+        }
     return create_async_engine(
         url,
         pool_size=pool_size,
@@ -47,8 +59,20 @@ def create_engine(
         pool_pre_ping=False,
         pool_recycle=1800,
         pool_timeout=pool_timeout_s,
-        connect_args={"timeout": connect_timeout_s, "command_timeout": command_timeout_s},
+        **bounds,
     )
+
+
+def asyncpg_kwargs(url: str) -> dict[str, Any]:
+    """``asyncpg.connect``'s arguments for a SQLAlchemy URL, as the services' engines build them
+    (SQLAlchemy's asyncpg dialect): one host, a socket directory in ``?host=``, or several
+    ``?host=h:p`` with ``target_session_attrs`` (contract 15.2), for tools that talk to the
+    database without an engine."""
+    from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
+    from sqlalchemy.engine import make_url
+
+    _, kwargs = PGDialect_asyncpg().create_connect_args(make_url(url))
+    return dict(kwargs)
 
 
 def sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

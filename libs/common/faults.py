@@ -73,5 +73,7 @@ def is_transient(exc: BaseException) -> bool:
         name = type(cur).__name__
         if name in {"ConnectionDoesNotExistError", "InterfaceError", "CannotConnectNowError"}:
             return True  # asyncpg's own, when not wrapped by SQLAlchemy
+        if name == "TargetServerAttributeNotMatched":
+            return True  # several hosts (contract 15.2), none writable yet: a failover under way
         todo.extend([cur.__cause__, cur.__context__, getattr(cur, "orig", None)])
     return False

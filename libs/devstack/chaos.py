@@ -1,19 +1,23 @@
 """``make chaos``: the fault scenario of issue 10, run as a platform team would.
 
 The suite runs as separate processes (two gateways, ledgers, compliance and webhooks instances,
-one admin) on stores this run owns: its own PostgreSQL (stoppable), its own redis-server
-(pausable) and a fresh three-node Apache Kafka cluster. A tenant is set up through the API (admin, then
+one admin) on stores this run owns: its own PostgreSQL cluster (a primary and two synchronous
+standbys, devstack.pg_cluster; the services are given every node in one multi-host URL), its
+own redis-server and a fresh three-node Apache Kafka cluster. A tenant is set up through the API (admin, then
 customers, wallets, virtual accounts and sandbox deposits through the gateway) with a webhook
 endpoint this process serves. 24 clients book transfers among the funded wallets, each retrying
 with the same Idempotency-Key (devstack.chaos_clients) while faults are injected as the run
-progresses: SIGKILL of each service type in turn (restarted after a few seconds), PostgreSQL
-stopped then started, Redis paused (SIGSTOP/SIGCONT), and on the three-node Apache Kafka
-cluster a broker SIGKILLed, the busiest commands partition's leader SIGKILLed, a broker paused
-(devstack.chaos_kafka).
+progresses: SIGKILL of each service type in turn (restarted after a few seconds), the store
+faults of devstack.chaos_failover (the PostgreSQL primary stopped then started, a synchronous
+standby lost, the primary lost and a standby promoted by the harness, Redis paused, Valkey
+lost and started empty), and on the three-node Apache Kafka cluster a broker SIGKILLed, the
+busiest commands partition's leader SIGKILLed, a broker paused (devstack.chaos_kafka).
 
 Then an exact audit from the clients' side against the database, ending in one line:
 ``chaos: transfers N lost N duplicated N undecided N balance_drift X webhooks_missing N
-longest_decision_s S`` (exit 1 unless lost, duplicated, undecided, drift and missing are 0).
+longest_decision_s S`` (exit 1 unless lost, duplicated, undecided, drift and missing are 0),
+and for each failover its recovery objectives: ``chaos-failover: rpo N detection_s S rto_s S``
+(exit 1 unless RPO is 0 and RTO within ``--rto-limit-s``, contract 15.2).
 """
 
 from __future__ import annotations
@@ -28,22 +32,23 @@ import tempfile
 import threading
 import time
 import uuid
-from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import httpx
 
 from common.topics import Topics
-from devstack import chaos_admin, chaos_audit, chaos_scale
+from devstack import chaos_admin, chaos_audit, chaos_db, chaos_scale
 from devstack.bench_transfers import provision
 from devstack.chaos_clients import Progress, Receiver, run_clients
+from devstack.chaos_failover import FAULTS as STORE_FAULTS
+from devstack.chaos_failover import StoreFaults
 from devstack.chaos_kafka import FAULTS as BROKER_FAULTS
 from devstack.chaos_kafka import BrokerFaults
 from devstack.chaos_scale import Scaler
-from devstack.chaos_stores import OwnPostgres, OwnRedis
+from devstack.chaos_stores import OwnRedis
+from devstack.pg_cluster import PgCluster, one_host
 from devstack.stores import Stores, free_port
 from devstack.suite import Proc, Suite, answers_ready, ephemeral_secrets, migrate
 
@@ -62,8 +67,11 @@ def log(msg: str) -> None:
 class Scenario:
     def __init__(self, args: argparse.Namespace, work: Path) -> None:
         self.args, self.work = args, work
-        self.pg = OwnPostgres(work)
+        self.pg = PgCluster(work)
         self.redis = OwnRedis(work)
+        self.store_faults = StoreFaults(
+            self.pg, self.redis, log, args.pg_stop_s, args.redis_pause_s, args.failover_detect_s
+        )
         self.stores = Stores(work)
         self.suite: Suite | None = None
         self.procs: dict[str, list[Proc]] = {}
@@ -77,10 +85,11 @@ class Scenario:
         self.pg.init()
         self.redis.start()
         env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
-        env |= {"SLUICE_DATABASE_URL": self.pg.url, "SLUICE_REDIS_URL": self.redis.url}
+        env |= {"SLUICE_DATABASE_URL": self.pg.url(), "SLUICE_REDIS_URL": self.redis.url}
         self.stores.start(fresh_kafka=True, database="sluice_chaos", env=env, kafka_nodes=self.args.brokers)
         log(
-            f"stores: pg 127.0.0.1:{self.pg.port}, redis {self.redis.url}, "
+            f"stores: pg primary {self.pg.primary.address} standbys "
+            f"{', '.join(n.address for n in self.pg.standbys)}, redis {self.redis.url}, "
             f"kafka {self.stores.kafka_bootstrap} ({self.stores.kafka_kind})"
         )
         senv = {
@@ -94,6 +103,12 @@ class Scenario:
             "SLUICE_DB_POOL_SIZE": "5",
             "SLUICE_LOG_LEVEL": "INFO",
         }
+        if self.args.pg_single_host:  # the negative control: the services know only the primary
+            address = self.pg.primary.address
+            senv = {
+                k: one_host(v, address) if k.startswith("SLUICE_DATABASE_URL") else v for k, v in senv.items()
+            }
+            log(f"the services are given only {address}, not the standbys")
         migrate(senv)
         self.suite = Suite(senv, self.work / "logs")
         for name in (*TWICE, "admin"):
@@ -141,30 +156,14 @@ class Scenario:
             self.restarts_not_ready += not outcome
             self.restarting.remove((proc, since))
 
-    def pg_stop(self) -> None:
-        log(f"fault: PostgreSQL stopped for {self.args.pg_stop_s:.0f} s")
-        self.pg.stop("fast")
-        time.sleep(self.args.pg_stop_s)
-        self.pg.start()
-        log("PostgreSQL started again")
-
-    def redis_pause(self) -> None:
-        log(f"fault: Redis paused (SIGSTOP) for {self.args.redis_pause_s:.0f} s")
-        self.redis.pause()
-        time.sleep(self.args.redis_pause_s)
-        self.redis.resume()
-        log("Redis resumed")
-
     def plan(self) -> list[tuple[str, Any]]:
         faults = set(self.args.faults.split(",")) if self.args.faults else set()
         kills = [KILL_ORDER[i % len(KILL_ORDER)] for i in range(self.args.kills)] if "kill" in faults else []
         if self.args.kill_only:
             kills = [self.args.kill_only] * self.args.kills if "kill" in faults else []
         steps: list[tuple[str, Any]] = [(f"kill {k}", lambda k=k: self.kill(k)) for k in kills]
-        if "pg" in faults:
-            steps.insert(min(2, len(steps)), ("pg stop", self.pg_stop))
-        if "redis" in faults:
-            steps.insert(min(5, len(steps)), ("redis pause", self.redis_pause))
+        for at, label, act in self.store_faults.steps(faults):
+            steps.insert(min(at, len(steps)), (label, act))
         brokers = (
             BrokerFaults(self.stores.kafka_nodes, Topics().ledger_commands, log)
             if faults & set(BROKER_FAULTS)
@@ -188,7 +187,7 @@ class Scenario:
                 funding="10000.00",
             )
         )
-        tenant_id = asyncio.run(self._tenant_of(wallets[0]))
+        tenant_id = asyncio.run(chaos_db.tenant_of(self.stores.database_url, wallets[0]))
         r = httpx.post(
             self.gateways()[0] + "/v1/webhooks",
             json={"endpoint_url": receiver.url},
@@ -197,7 +196,7 @@ class Scenario:
         )
         if r.status_code != 201:
             raise RuntimeError(f"webhook registration refused: {r.status_code} {r.text[:300]}")
-        before = asyncio.run(self._balances(tenant_id))
+        before = asyncio.run(chaos_db.balances(self.stores.database_url, tenant_id))
         log(f"tenant {tenant_id}: {len(wallets)} funded wallets, webhook endpoint {receiver.url}")
         progress = Progress(args.transfers)
         run_id = uuid.uuid4().hex[:8]
@@ -263,46 +262,6 @@ class Scenario:
         )
         return asyncio.run(self.audit(tenant_id, progress, receiver, before, len(steps) - fired))
 
-    async def _connect(self) -> asyncpg.Connection:
-        return await asyncpg.connect(self.stores.database_url.replace("+asyncpg", ""))
-
-    async def _tenant_of(self, wallet_id: str) -> str:
-        conn = await self._connect()
-        try:
-            return str(await conn.fetchval("SELECT tenant_id FROM ledger.wallets WHERE id = $1", wallet_id))
-        finally:
-            await conn.close()
-
-    async def _reconcile(self, tenant_id: str) -> int:
-        return await chaos_admin.reconcile(self.procs["admin"][0].url, self.token, tenant_id, log)
-
-    async def _verify_journal(self, entries: int) -> int:
-        return await chaos_admin.verify_journal(self.procs["admin"][0].url, self.token, entries, log)
-
-    async def _balances(self, tenant_id: str) -> dict[str, Decimal]:
-        conn = await self._connect()
-        try:
-            rows = await conn.fetch(
-                "SELECT wallet_id, sum(balance) AS total FROM ledger.accounts WHERE tenant_id = $1"
-                " AND wallet_id IS NOT NULL GROUP BY wallet_id",
-                tenant_id,
-            )
-            return {r["wallet_id"]: Decimal(r["total"]) for r in rows}
-        finally:
-            await conn.close()
-
-    async def _dead_letters_when_idle(self, conn: asyncpg.Connection) -> list[asyncpg.Record]:
-        """The dead letters once their count has stopped changing for 5 s (at most 60 s): read
-        right after the load, a letter still on its way would be missed."""
-        sql = "SELECT service, topic, error FROM identity.dead_letters"
-        dead, stable_since, started = await conn.fetch(sql), time.monotonic(), time.monotonic()
-        while time.monotonic() - stable_since < 5 and time.monotonic() - started < 60:
-            await asyncio.sleep(1)
-            now = await conn.fetch(sql)
-            if len(now) != len(dead):
-                dead, stable_since = now, time.monotonic()
-        return list(dead)
-
     async def audit(
         self, tenant_id: str, p: Progress, receiver: Receiver, before: dict[str, Decimal], missed: int
     ) -> int:
@@ -310,57 +269,25 @@ class Scenario:
         deadline = time.monotonic() + self.args.webhook_grace_s
         while time.monotonic() < deadline and not want <= set(receiver.created):  # noqa: ASYNC110
             await asyncio.sleep(0.5)
-        conn = await self._connect()
-        try:
-            rows = await conn.fetch(
-                "SELECT id, idempotency_key, state FROM ledger.transfers WHERE tenant_id = $1", tenant_id
-            )
-            entries = await conn.fetch(chaos_audit.ENTRIES_SQL, tenant_id)
-            bad = await conn.fetch(chaos_audit.UNBALANCED_SQL, tenant_id)
-            bad += await conn.fetch(chaos_audit.BALANCE_SQL, tenant_id)
-            # Transient faults are never dead-lettered (contract 12.2): admin keeps every one.
-            dead = await self._dead_letters_when_idle(conn)
-        finally:
-            await conn.close()
-        after = await self._balances(tenant_id)
-        reconciled = await self._reconcile(tenant_id)
-        conn = await self._connect()
-        try:
-            journal_entries = int(await conn.fetchval("SELECT count(*) FROM ledger.journal_entries"))
-        finally:
-            await conn.close()
-        chain_broken = await self._verify_journal(journal_entries)
+        url, admin = self.stores.database_url, self.procs["admin"][0].url
+        got = await chaos_db.read(url, tenant_id)
+        node = ", ".join(n.name for n in self.pg.nodes if n.port == got.port)
+        log(f"audit read from {node}, the primary now")
+        after = await chaos_db.balances(url, tenant_id)
+        reconciled = await chaos_admin.reconcile(admin, self.token, tenant_id, log)
+        entries = await chaos_db.journal_entries(url)
+        chain_broken = await chaos_admin.verify_journal(admin, self.token, entries, log)
+        slow_s = self.args.slow_s or 0.75 * self.args.deadline_s
+        ids = receiver.ids
         found = chaos_audit.audit(
-            p.bookings,
-            rows,
-            entries,
-            before,
-            after,
-            receiver.ids,
-            len(bad),
-            len(dead),
-            self.args.slow_s or 0.75 * self.args.deadline_s,
+            p.bookings, got.rows, got.entries, before, after, ids, len(got.broken), len(got.dead), slow_s
         )
         found.reconcile_discrepancies = reconciled
         found.journal_chain_broken = chain_broken
         found.faults_missed = missed
         found.restarts_not_ready = self.restarts_not_ready
-        states = Counter(r["state"] for r in rows)
-        log(
-            f"answers: {found.ok} 2xx, {sum(found.refused.values()) + len(found.refused_unexpected)} "
-            f"refused, {found.undecided} undecided; rows by state: {dict(states)}"
-        )
-        for why, n in Counter(found.refused_unexpected).most_common(5):
-            log(f"refused for a reason the load does not allow x{n}: {why}")
-        for r in bad[:5]:
-            log(f"ledger invariant broken: {dict(r)}")
-        committed = {r["idempotency_key"] for r in rows}
-        undecided = [b for b in p.bookings if b.status is None]
-        for why, n in Counter(f"last answer {b.last_answer or '-'}" for b in undecided).most_common(5):
-            log(f"undecided x{n}: {why}")
-        if undecided:
-            done = sum(b.key in committed for b in undecided)
-            log(f"of the {len(undecided)} undecided, {done} were committed (a transfer row has the key)")
+        for line in chaos_audit.explain(found, p.bookings, got.rows, got.broken, got.dead):
+            log(line)
         quiet = time.monotonic() - receiver.last_at if receiver.last_at else float("inf")
         log(
             f"webhooks: {receiver.deliveries} deliveries, {sum(receiver.created.values())} "
@@ -368,17 +295,23 @@ class Scenario:
             f"for {len(receiver.created)} transfers; the last delivery came {quiet:.1f} s before "
             "the audit" + (" (still arriving: late, not necessarily lost)" if quiet < 5 else "")
         )
-        for d in dead[:5]:
-            log(f"dead letter from {d['service']} ({d['topic']}): {d['error'][:160]}")
         for line in found.lines():
             print(line, flush=True)
+        committed = [str(r["id"]) for r in got.rows]
+        recovered = True
+        for lost_at, promoted_at in self.store_faults.failovers:
+            rec = chaos_audit.recovery(
+                p.bookings, committed, p.attempts, lost_at, promoted_at, self.args.rto_limit_s
+            )
+            print(rec.line(), flush=True)
+            recovered = recovered and rec.ok
         if self.args.scale:
             assert self.scaler is not None
             for change in chaos_scale.pauses_by_change(p.bookings, self.scaler.changes):
                 log(change)
             pause, _ = chaos_scale.longest_pause(p.bookings)
             print(chaos_scale.line(found.transfers, found.lost, found.duplicated, found.undecided, pause))
-        return 0 if found.clean else 1
+        return 0 if found.clean and recovered else 1
 
     def stop(self) -> None:
         if self.suite is not None:
@@ -391,7 +324,9 @@ class Scenario:
 def parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m devstack.chaos", description=__doc__.split("\n\n")[0])
     ap.add_argument(
-        "--short", action="store_true", help="150 transfers, one ledger SIGKILL, a 5 s PostgreSQL stop"
+        "--short",
+        action="store_true",
+        help="150 transfers, one ledger SIGKILL, a 5 s PostgreSQL stop, a standby lost, a failover",
     )
     ap.add_argument(
         "--scale",
@@ -404,8 +339,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--wallets", type=int, default=20)
     ap.add_argument(
         "--faults",
-        default="kill,pg,redis," + ",".join(BROKER_FAULTS),
-        help=f"comma-separated: kill, pg, redis, {', '.join(BROKER_FAULTS)} ('' = none)",
+        default=",".join(("kill", *STORE_FAULTS, *BROKER_FAULTS)),
+        help=f"comma-separated: kill, {', '.join(STORE_FAULTS + BROKER_FAULTS)} ('' = none)",
     )
     ap.add_argument("--brokers", type=int, default=3, help="Apache Kafka nodes (broker faults need 3)")
     ap.add_argument("--kills", type=int, default=6)
@@ -413,6 +348,17 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--restart-after-s", type=float, default=3.0)
     ap.add_argument("--pg-stop-s", type=float, default=10.0)
     ap.add_argument("--redis-pause-s", type=float, default=10.0)
+    ap.add_argument(
+        "--failover-detect-s", type=float, default=5.0, help="from the primary's loss to the promotion"
+    )
+    ap.add_argument(
+        "--rto-limit-s", type=float, default=15.0, help="a failover's RTO above this fails the run"
+    )
+    ap.add_argument(
+        "--pg-single-host",
+        action="store_true",
+        help="negative control: the services are given only the first primary's address",
+    )
     ap.add_argument(
         "--deadline-s", type=float, default=180.0, help="a transfer undecided after this is undecided"
     )
@@ -425,7 +371,10 @@ def parse(argv: list[str]) -> argparse.Namespace:
         args.faults, args.slow_s, args.brokers = "", chaos_scale.SLOW_S, 1
     if args.short:
         args.transfers, args.kills, args.kill_only, args.brokers = 150, 1, "ledger", 1
-        args.faults = "" if args.scale else "kill,pg"
+        if not args.scale and args.faults == ap.get_default("faults"):
+            args.faults = "kill,pg,standby,failover"
+        elif args.scale:
+            args.faults = ""
         args.pg_stop_s, args.deadline_s, args.webhook_grace_s = 5.0, 60.0, 30.0
     return args
 

@@ -6,21 +6,40 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_delay, wait_fixed
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_after_delay,
+    wait_fixed,
+)
+
+
+def _unavailable(r: httpx.Response) -> bool:
+    return r.status_code == 503
+
+
+def _last_outcome(state: RetryCallState) -> httpx.Response:
+    assert state.outcome is not None
+    return state.outcome.result()  # the last answer (or its exception, raised)
 
 
 async def call(url: str, token: str, body: dict[str, Any]) -> httpx.Response:
     async with httpx.AsyncClient(timeout=120) as client:
-        # admin may still be coming back from its SIGKILL: wait for it, not for an answer
-        async for attempt in AsyncRetrying(
-            retry=retry_if_exception_type(httpx.TransportError),
+
+        async def post() -> httpx.Response:
+            return await client.post(url, json=body, headers={"Authorization": f"Bearer {token}"})
+
+        # admin may still be coming back from its SIGKILL, or a store of its from a fault (a
+        # 503, retried as an operator would): wait for it, not for an answer
+        retrying = AsyncRetrying(
+            retry=retry_if_exception_type(httpx.TransportError) | retry_if_result(_unavailable),
             stop=stop_after_delay(60),
             wait=wait_fixed(1),
-            reraise=True,
-        ):
-            with attempt:
-                return await client.post(url, json=body, headers={"Authorization": f"Bearer {token}"})
-    raise AssertionError("unreachable")  # pragma: no cover - reraise=True
+            retry_error_callback=_last_outcome,
+        )
+        return await retrying(post)
 
 
 async def reconcile(url: str, token: str, tenant_id: str, log: Callable[[str], None]) -> int:

@@ -185,3 +185,97 @@ def audit(
     f.longest_s = max(decided, default=0.0)
     f.slow = sum(1 for s in decided if s > slow_after_s)
     return f
+
+
+class Started(Booked, Protocol):
+    started: float  # time.monotonic() of the transfer's first attempt
+
+
+@dataclass
+class Recovery:
+    """The recovery objectives of one failover (contract 15.2), from the clients' side.
+
+    - ``rpo``: acknowledged transfers (a 2xx) that existed before the promotion started (their
+      first attempt was sent before it, so the lost primary may have committed them) and are
+      not in the database the run audits (the promoted primary): must be 0.
+    - ``detection_s``: from the primary's loss to the promotion's start (the harness waits that
+      long, as an operator or a failover manager would before deciding).
+    - ``rto_s``: from the promotion's start to the first 201 answered to an attempt sent after
+      it (a request that needed the new primary, not an answer already on its way): at most
+      ``limit_s``; ``None`` when the suite never answered 201 again.
+    """
+
+    killed_at: float
+    promoted_at: float
+    rpo: int
+    rto_s: float | None
+    limit_s: float
+
+    @property
+    def detection_s(self) -> float:
+        return self.promoted_at - self.killed_at
+
+    @property
+    def ok(self) -> bool:
+        return self.rpo == 0 and self.rto_s is not None and self.rto_s <= self.limit_s
+
+    def line(self) -> str:
+        rto = "never" if self.rto_s is None else f"{self.rto_s:.1f}"
+        return (
+            f"chaos-failover: rpo {self.rpo} detection_s {self.detection_s:.1f} rto_s {rto}"
+            f" rto_limit_s {self.limit_s:.0f} {'ok' if self.ok else 'FAILED'}"
+        )
+
+
+def recovery(
+    bookings: Sequence[Started],
+    committed_ids: Iterable[str],
+    attempts: Iterable[tuple[float, float, str]],
+    killed_at: float,
+    promoted_at: float,
+    limit_s: float,
+) -> Recovery:
+    """RPO and RTO of the failover whose primary was lost at ``killed_at`` and whose standby's
+    promotion started at ``promoted_at`` (all on one clock), from the bookings, every attempt
+    ``(sent, answered, outcome)`` and the transfer ids the database holds."""
+    ids = set(committed_ids)
+    rpo = sum(
+        1
+        for b in bookings
+        if b.status is not None
+        and 200 <= b.status < 300
+        and b.started < promoted_at
+        and b.transfer_id not in ids
+    )
+    again = [answered for sent, answered, outcome in attempts if sent >= promoted_at and outcome == "201"]
+    rto = min(again) - promoted_at if again else None
+    return Recovery(killed_at, promoted_at, rpo, rto, limit_s)
+
+
+def explain(
+    f: Findings,
+    bookings: Sequence[Booked],
+    rows: Iterable[Mapping[str, Any]],
+    broken: Sequence[Mapping[str, Any]],
+    dead: Sequence[Mapping[str, Any]],
+) -> list[str]:
+    """The lines a person reads before the verdict: answers and rows, and the first few of
+    each kind of finding (unexpected refusals, broken invariants, undecided, dead letters)."""
+    rows = list(rows)
+    refused = sum(f.refused.values()) + len(f.refused_unexpected)
+    states = dict(Counter(r["state"] for r in rows))
+    out = [f"answers: {f.ok} 2xx, {refused} refused, {f.undecided} undecided; rows by state: {states}"]
+    out += [
+        f"refused for a reason the load does not allow x{n}: {why}"
+        for why, n in Counter(f.refused_unexpected).most_common(5)
+    ]
+    out += [f"ledger invariant broken: {dict(r)}" for r in broken[:5]]
+    undecided = [b for b in bookings if b.status is None]
+    last = Counter(f"last answer {getattr(b, 'last_answer', '') or '-'}" for b in undecided)
+    out += [f"undecided x{n}: {why}" for why, n in last.most_common(5)]
+    if undecided:
+        committed = {r["idempotency_key"] for r in rows}
+        done = sum(b.key in committed for b in undecided)
+        out.append(f"of the {len(undecided)} undecided, {done} were committed (a transfer row has the key)")
+    out += [f"dead letter from {d['service']} ({d['topic']}): {str(d['error'])[:160]}" for d in dead[:5]]
+    return out

@@ -51,6 +51,9 @@ class Progress:
     gate: int | None = None
     bookings: list[Booking] = field(default_factory=list)
     answers: Counter[str] = field(default_factory=Counter)  # every attempt's outcome
+    # every attempt: (sent, answered) on time.monotonic() and its outcome ("201", "timeout"):
+    # the timeline the recovery objectives are read from (chaos_audit.recovery)
+    attempts: list[tuple[float, float, str]] = field(default_factory=list)
 
 
 class _Again(Exception):
@@ -95,17 +98,21 @@ async def book(
             with attempt:
                 b.attempts = attempt.retry_state.attempt_number
                 gw = gateways[(first + b.attempts - 1) % len(gateways)]
+                sent = time.monotonic()
                 try:
                     r = await c.post(gw + "/v1/transfers", json=body, headers=headers, timeout=CALL_TIMEOUT_S)
                 except httpx.TimeoutException as e:
                     p.answers["timeout"] += 1
+                    p.attempts.append((sent, time.monotonic(), "timeout"))
                     b.last_answer = "timeout"
                     raise _Again("timeout") from e
                 except httpx.TransportError as e:
                     p.answers["connection_error"] += 1
+                    p.attempts.append((sent, time.monotonic(), "connection_error"))
                     b.last_answer = "connection_error"
                     raise _Again(type(e).__name__) from e
                 p.answers[str(r.status_code)] += 1
+                p.attempts.append((sent, time.monotonic(), str(r.status_code)))
                 b.last_answer = f"{r.status_code} {_code(r)}"
                 if r.status_code in (409, 429) or r.status_code >= 500:
                     try:

@@ -29,7 +29,7 @@ def pg_bin() -> Path:
     return Path(POSTGRES_BIN_PATH)
 
 
-def _as_postgres(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+def as_postgres(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     run_as: list[str] = []
     if os.geteuid() == 0:  # PostgreSQL refuses to run as root
         from pgserver.utils import ensure_user_exists
@@ -61,9 +61,7 @@ class OwnPostgres:
         self.workdir.chmod(0o755)  # postgres must reach its directory
         if os.geteuid() == 0:
             shutil.chown(self.home, SYSTEM_USER, SYSTEM_USER)
-        _as_postgres(
-            str(pg_bin() / "initdb"), "-D", str(self.data), "-A", "trust", "-U", PG_USER, "--no-sync"
-        )
+        as_postgres(str(pg_bin() / "initdb"), "-D", str(self.data), "-A", "trust", "-U", PG_USER, "--no-sync")
         self.start()
         return self
 
@@ -72,7 +70,7 @@ class OwnPostgres:
             f"-p {self.port} -k {self.home} -c listen_addresses=127.0.0.1 -c max_connections=400"
             " -c fsync=off -c full_page_writes=off"
         )
-        _as_postgres(
+        as_postgres(
             str(pg_bin() / "pg_ctl"),
             "-D",
             str(self.data),
@@ -89,7 +87,7 @@ class OwnPostgres:
         """``fast``: running transactions are rolled back and every session is cut (what an
         operator's restart does); ``immediate``: like a crash. A stop that pg_ctl reports as
         failed raises (a fault run must not count a stop that did not happen)."""
-        done = _as_postgres(
+        done = as_postgres(
             str(pg_bin() / "pg_ctl"), "-D", str(self.data), "-m", mode, "-w", "stop", check=False
         )
         if check and done.returncode != 0:
@@ -134,6 +132,14 @@ class OwnRedis:
     def resume(self) -> None:
         assert self.proc is not None
         os.kill(self.proc.pid, signal.SIGCONT)
+
+    def kill(self) -> None:
+        """SIGKILL: the server is gone, and with it everything it held (no persistence); a
+        ``start()`` afterwards is an empty server on the same port."""
+        assert self.proc is not None
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(10)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -104,7 +104,8 @@ def _database_address(url: str) -> str:
     from sqlalchemy.engine import make_url
 
     u = make_url(url)
-    where = u.query.get("host") or f"{u.host or '127.0.0.1'}:{u.port or 5432}"
+    hosts = u.query.get("host") or f"{u.host or '127.0.0.1'}:{u.port or 5432}"
+    where = hosts if isinstance(hosts, str) else ",".join(hosts)  # several: contract 15.2
     return f"{where}/{u.database or ''}"
 
 
@@ -122,7 +123,16 @@ def check_configured(env: dict[str, str]) -> None:
         except Exception as exc:  # noqa: BLE001 - a malformed URL is reported, not raised
             raise StoreUnreachable("SLUICE_DATABASE_URL", "(unparseable URL)", exc) from None
         if "/" not in address.split("/", 1)[0] and not address.startswith("/"):
-            probe_tcp("SLUICE_DATABASE_URL", address.split("/", 1)[0], 5432)
+            hosts = address.split("/", 1)[0].split(",")
+            failed: list[StoreUnreachable] = []
+            for host in hosts:  # several hosts: one answering is enough (a standby may be down)
+                try:
+                    probe_tcp("SLUICE_DATABASE_URL", host, 5432)
+                    break
+                except StoreUnreachable as exc:
+                    failed.append(exc)
+            if len(failed) == len(hosts):
+                raise failed[0]
 
 
 def valkey_passwords() -> dict[str, str]:
@@ -429,16 +439,11 @@ def _on_server(url: Any, sql: str, *args: Any, unless: str | None = None, databa
 
     import asyncpg
 
+    from common.db import asyncpg_kwargs
+
     async def run() -> None:
-        kw: dict[str, Any] = {
-            "user": url.username or "postgres",
-            "password": url.password,
-            "database": database,
-        }
-        if url.query.get("host"):
-            kw["host"] = url.query["host"]
-        else:
-            kw["host"], kw["port"] = url.host or "127.0.0.1", url.port or 5432
+        kw = asyncpg_kwargs(url.set(database=database).render_as_string(hide_password=False))
+        kw.setdefault("user", "postgres")
         conn = await asyncpg.connect(**kw)
         try:
             if unless is None or not await conn.fetchval(unless, *args):

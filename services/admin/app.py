@@ -27,8 +27,9 @@ from common.authfail import FailureLimiter
 from common.broker import ensure_topics, service_topics, subscribe
 from common.clientaddr import client_address
 from common.db import transaction
-from common.errors import ErrorCode, ServiceError
+from common.errors import ErrorCode, ServiceError, Unavailable, unavailable
 from common.failpoints import failpoint
+from common.faults import is_transient
 from common.http import http_app, request_id_of
 from common.logging import setup_logging
 from common.outbox import Outbox, OutMessage
@@ -153,7 +154,17 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
             {"error": {"code": str(err.code), "message": err.message, **details}},
         )
         raise
-    except Exception:
+    except Exception as exc:
+        if is_transient(exc):
+            # A store away for a moment (Valkey restarted, PostgreSQL failing over): a refusal
+            # the operator retries (503 store_unavailable, contract 15.3), not an internal error.
+            log.warning("a store is unavailable: %r", exc)
+            await _audit_refusal(
+                state, actor, action, rid, f"failed:{ErrorCode.PROVIDER_UNAVAILABLE}", ctx, {}
+            )
+            raise unavailable(
+                Unavailable.STORE_UNAVAILABLE, "a store admin needs is unavailable; retry"
+            ) from exc
         await _audit_refusal(state, actor, action, rid, f"failed:{ErrorCode.INTERNAL_ERROR}", ctx, {})
         raise
     return Response({"success": True, "data": data}, status_code=ctx.status)

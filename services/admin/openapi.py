@@ -103,7 +103,8 @@ _ERRORS = {
     "413": "request body too large",
     "415": "Content-Type is not application/json",
     "500": "internal_error",
-    "503": "provider_unavailable: a downstream service did not answer in time",
+    "503": "provider_unavailable: a downstream service did not answer in time, or a store was"
+    " unavailable (details.reason store_unavailable; retry)",
 }
 _REQUEST_ID = {"X-Request-Id": {"required": True, "schema": {"type": "string"}}}
 

@@ -1,8 +1,10 @@
-"""The short chaos scenario (issue 10 item 7) on real processes: its own PostgreSQL, Redis and
-broker, two instances of each consumer service and of the gateway, 24 same-key retrying clients
-booking 150 transfers while a ledger is SIGKILLed and PostgreSQL is stopped for 5 s. The audit
-from the clients' side must be exact: nothing lost, duplicated or undecided, balances exact,
-every transfer's webhook delivered."""
+"""The short chaos scenario (issue 10 item 7) on real processes: its own PostgreSQL (a primary
+and two synchronous standbys), Redis and broker, two instances of each consumer service and of
+the gateway, 24 same-key retrying clients booking 150 transfers while a ledger is SIGKILLed,
+the primary is stopped for 5 s, a standby is lost for 5 s and the primary is lost and a standby
+promoted (issue 45). The audit from the clients' side must be exact: nothing lost, duplicated
+or undecided, balances exact, every transfer's webhook delivered, RPO 0 and the recovery
+within its limit."""
 
 from __future__ import annotations
 
@@ -49,6 +51,9 @@ def test_short_chaos_run_audits_clean() -> None:
     assert (
         "chaos: dead_letters 0 reconcile_discrepancies 0 journal_chain_broken 0 faults_missed 0"
         " restarts_not_ready 0" in out.stdout
+    ), audit
+    assert re.search(
+        r"^chaos-failover: rpo 0 detection_s \S+ rto_s [\d.]+ rto_limit_s 15 ok$", out.stdout, re.M
     ), audit
     assert out.returncode == 0, audit
 

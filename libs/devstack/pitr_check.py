@@ -1,0 +1,74 @@
+"""``python -m devstack.pitr_check TENANT_ID [MODE]``: the ledger's own ``verify_journal`` and
+``reconcile`` (contract 13.5, 13.4; ``ledger.verification``, ``ledger.reconcile``) run once,
+in one READ ONLY transaction, on the database the ledger's settings name, the anchors read from
+the anchors topic of the Kafka they name (``ledger.anchors.Anchors.read``, the reader the
+ledger's verify_journal uses). Prints one JSON object: ``{"verify_journal": ..., "reconcile":
+...}``, each the data the admin action would answer.
+
+Why not through admin: admin relays both actions to a running ledger, and a ledger that runs on
+a restored database does not stay at the restored point: its sandbox simulator advances the
+transfers that were pending at the target time, and it takes new commands, writing journal
+entries after the restored head that the anchors of the lost history contradict. A restore is
+checked before anything writes to it (docs/operations/backups.md); this is that check, with
+the ledger's code and the ledger's database role.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any
+
+from sqlalchemy import text
+
+from common.contracts.base import Ctx
+from common.contracts.commands import Reconcile, VerifyJournal
+from common.db import create_engine, sessionmaker
+from common.ids import new_id
+from common.settings import load_settings
+from common.topics import Topics
+from ledger import reconcile, verification
+from ledger.anchors import Anchors
+from ledger.effects import LedgerConfig
+
+
+async def _never(*args: Any, **kwargs: Any) -> None:
+    raise RuntimeError("the restore check publishes nothing")
+
+
+async def check(tenant_id: str, mode: str) -> dict[str, Any]:
+    settings = load_settings("ledger")
+    engine = create_engine(settings.database_url, 1, command_timeout_s=120.0)
+    sm = sessionmaker(engine)
+    anchors = Anchors(settings, sm, Topics(settings.topic_prefix).journal_anchors, _never)
+    cfg = LedgerConfig(
+        settle_s=settings.sandbox_settle_s,
+        read_anchors=anchors.read,
+        anchor_grace_s=max(3 * settings.journal_anchor_interval_s, 30.0),  # as ledger.app
+    )
+    whole = Ctx(request_id=new_id("req"), tenant_id="", mode=mode)
+    ctx = Ctx(request_id=new_id("req"), tenant_id=tenant_id, mode=mode)
+    try:
+        async with sm() as session, session.begin():
+            await session.execute(text("SET TRANSACTION READ ONLY"))
+            verified = await verification.verify_journal(
+                session, VerifyJournal(command_id=new_id("cmd"), ctx=whole), cfg
+            )
+            reconciled = await reconcile.reconcile(session, Reconcile(command_id=new_id("cmd"), ctx=ctx), cfg)
+    finally:
+        await engine.dispose()
+    return {"verify_journal": verified.data, "reconcile": reconciled.data}
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    found = asyncio.run(check(argv[0], argv[1] if len(argv) > 1 else "sandbox"))
+    print(json.dumps(found, default=str), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

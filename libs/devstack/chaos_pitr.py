@@ -25,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import subprocess  # devstack starts local processes  # nosec B404
 import sys
 import tempfile
@@ -280,6 +281,7 @@ class Drill:
         if self.restored is not None:
             self.restored.destroy()
         self.pg.destroy()
+        shutil.rmtree(self.work / "pitr", ignore_errors=True)  # the backup and the archive
 
 
 async def _restored_rows(dsn: str, tenant_id: str) -> dict[str, Any]:

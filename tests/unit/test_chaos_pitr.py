@@ -76,3 +76,18 @@ def test_an_answer_that_leaves_entries_out_fails_it() -> None:
 )
 def test_every_other_finding_fails_it(change: dict[str, int], problem: str) -> None:
     assert problems(dataclasses.replace(clean(), **change)) == [problem]
+
+
+def test_the_restored_cluster_is_given_to_every_role_on_its_own_port() -> None:
+    from devstack.chaos_pitr import repointed
+
+    env = {
+        "SLUICE_DATABASE_URL": "postgresql+asyncpg://postgres@127.0.0.1:5001/sluice_pitr",
+        "SLUICE_DATABASE_URL_FOR_LEDGER": "postgresql+asyncpg://sluice_pitr_ledger:pw%2F1@127.0.0.1:5001/sluice_pitr",
+        "SLUICE_REDIS_URL": "redis://127.0.0.1:5001/0",
+    }
+    assert repointed(env, 6002) == {
+        "SLUICE_DATABASE_URL": "postgresql+asyncpg://postgres@127.0.0.1:6002/sluice_pitr",
+        "SLUICE_DATABASE_URL_FOR_LEDGER": "postgresql+asyncpg://sluice_pitr_ledger:pw%2F1@127.0.0.1:6002/sluice_pitr",
+        "SLUICE_REDIS_URL": "redis://127.0.0.1:5001/0",
+    }

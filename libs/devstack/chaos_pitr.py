@@ -147,17 +147,14 @@ class Drill:
             ),
             daemon=True,
         )
+        lsn = asyncio.run(self._fetchval("SELECT pg_current_wal_lsn()::text"))
         since = time.monotonic()
-        clients.start()
-        while progress.decided < args.transfers * args.target_at and clients.is_alive():
-            time.sleep(0.05)
-        before_mono = time.monotonic()  # every answer received by now came before T
-        target: datetime = asyncio.run(self._fetchval("SELECT clock_timestamp()"))
-        log(f"restore target T = {target.isoformat()} ({progress.decided}/{args.transfers} decided)")
-        clients.join()
+        target, before_mono = self._load(clients, progress)
         self.figures["load_s"] = pitr_pg.elapsed(since)
+        wal = asyncio.run(self._fetchval("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)", lsn))
+        self.figures["load_wal_mb"] = round(float(wal) / 2**20, 1)
         log(
-            f"load done in {self.figures['load_s']} s: "
+            f"load done in {self.figures['load_s']} s, {self.figures['load_wal_mb']} MB of WAL: "
             + ", ".join(f"{k} x{v}" for k, v in progress.answers.items())
         )
         head = asyncio.run(
@@ -183,6 +180,28 @@ class Drill:
         log("figures: " + json.dumps(self.figures))
         print(pitr_audit.line(facts), flush=True)
         return 0 if not pitr_audit.problems(facts) else 1
+
+    def _load(self, clients: threading.Thread, progress: Progress) -> tuple[datetime, float]:
+        """Run the load at ``--rate`` transfers a second (the clients' gate, moved along with
+        the time), so that it spans several anchoring intervals on a fast machine too; T is
+        read from the primary's clock once ``--target-at`` of it is decided. (T, a
+        time.monotonic() taken before it: every answer received by then came before T.)"""
+        args, started = self.args, time.monotonic()
+        target: datetime | None = None
+        before_mono = 0.0
+        progress.gate = 1
+        clients.start()
+        while clients.is_alive():
+            progress.gate = min(args.transfers, 1 + int(args.rate * (time.monotonic() - started)))
+            if target is None and progress.decided >= args.transfers * args.target_at:
+                before_mono = time.monotonic()
+                target = asyncio.run(self._fetchval("SELECT clock_timestamp()"))
+                log(f"restore target T = {target.isoformat()} ({progress.decided}/{args.transfers} decided)")
+            time.sleep(0.05)
+        progress.gate = None
+        if target is None:
+            raise RuntimeError(f"the load ended at {progress.decided} decided, before T")
+        return target, before_mono
 
     def _wait_anchored(self, tenant_id: str, head: int, timeout_s: float = 30.0) -> int:
         """Wait until the ledger has anchored the journal's head (so anchors after T exist)."""
@@ -315,7 +334,8 @@ def _size(path: Path) -> int:
 
 def parse(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m devstack.chaos_pitr", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--transfers", type=int, default=600)
+    ap.add_argument("--transfers", type=int, default=800)
+    ap.add_argument("--rate", type=float, default=40.0, help="transfers issued a second at most")
     ap.add_argument("--clients", type=int, default=12)
     ap.add_argument("--wallets", type=int, default=20)
     ap.add_argument("--brokers", type=int, default=1, help="Apache Kafka nodes")

@@ -101,7 +101,7 @@ class Drill:
             "SLUICE_JOURNAL_ANCHOR_INTERVAL_S": str(ANCHOR_INTERVAL_S),
             "SLUICE_LOG_LEVEL": "INFO",
         }
-        migrate(senv)
+        migrate(senv, self.work / "logs" / "migrate.log")
         self.suite = Suite(senv, self.work / "logs")
         for name in SERVICES:
             self.suite.start(name, free_port(), instance=f"{name}-0")

@@ -151,8 +151,8 @@ class Drill:
         since = time.monotonic()
         target, before_mono = self._load(clients, progress)
         self.figures["load_s"] = pitr_pg.elapsed(since)
-        wal = asyncio.run(self._fetchval("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)", lsn))
-        self.figures["load_wal_mb"] = round(float(wal) / 2**20, 1)
+        wal = _lsn(asyncio.run(self._fetchval("SELECT pg_current_wal_lsn()::text"))) - _lsn(lsn)
+        self.figures["load_wal_mb"] = round(wal / 2**20, 1)
         log(
             f"load done in {self.figures['load_s']} s, {self.figures['load_wal_mb']} MB of WAL: "
             + ", ".join(f"{k} x{v}" for k, v in progress.answers.items())
@@ -322,6 +322,12 @@ async def _restored_rows(dsn: str, tenant_id: str) -> dict[str, Any]:
         }
     finally:
         await conn.close()
+
+
+def _lsn(text: str) -> int:
+    """A WAL position (``16/B374D848``) as a byte offset."""
+    high, low = text.split("/")
+    return (int(high, 16) << 32) + int(low, 16)
 
 
 def _at(stamp: str) -> datetime:

@@ -91,3 +91,10 @@ def test_the_restored_cluster_is_given_to_every_role_on_its_own_port() -> None:
         "SLUICE_DATABASE_URL_FOR_LEDGER": "postgresql+asyncpg://sluice_pitr_ledger:pw%2F1@127.0.0.1:6002/sluice_pitr",
         "SLUICE_REDIS_URL": "redis://127.0.0.1:5001/0",
     }
+
+
+def test_a_wal_position_is_read_as_a_byte_offset() -> None:
+    from devstack.chaos_pitr import _lsn
+
+    assert _lsn("0/3000000") - _lsn("0/1000000") == 32 * 2**20
+    assert _lsn("1/0") == 2**32

@@ -114,7 +114,7 @@ chaos-scale: setup
 	@$(UV) run --frozen python -m devstack.chaos --scale
 
 # Backups that restore (issue 45, docs/operations/backups.md): WAL archiving and a base backup,
-# 600 transfers, a restore to a time mid-load on a new cluster, checked against the anchors.
+# 800 transfers, a restore to a time mid-load on a new cluster, checked against the anchors.
 chaos-pitr: setup
 	@$(UV) run --frozen python -m devstack.chaos_pitr
 

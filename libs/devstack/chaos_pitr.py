@@ -169,7 +169,8 @@ class Drill:
         log(f"archived through {segment}: {segments} files, {self.figures['wal_mb']} MB; the primary is lost")
         self.pg.stop("immediate")
         since = time.monotonic()
-        self.restored = pitr_pg.restore(self.backup, self.archive, target, self.work / "restored")
+        restore_to = target + timedelta(seconds=self.args.restore_offset_s)  # a negative control's
+        self.restored = pitr_pg.restore(self.backup, self.archive, restore_to, self.work / "restored")
         self.figures["restore_s"] = pitr_pg.elapsed(since)
         for line in pitr_pg.recovery_log(self.restored):
             log(f"restored: {line[-160:]}")
@@ -348,6 +349,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--target-at", type=float, default=0.5, help="T once this share of the load is decided")
     ap.add_argument(
         "--margin-s", type=float, default=0.25, help="acknowledged this long before T must be there"
+    )
+    ap.add_argument(
+        "--restore-offset-s",
+        type=float,
+        default=0.0,
+        help="a negative control: restore to T plus this (the checks still expect T); -3 must fail",
     )
     ap.add_argument(
         "--deadline-s", type=float, default=60.0, help="a transfer undecided after this is undecided"

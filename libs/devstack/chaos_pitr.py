@@ -177,6 +177,8 @@ class Drill:
         log(f"restored and promoted on 127.0.0.1:{self.restored.port} in {self.figures['restore_s']} s")
         since = time.monotonic()
         facts = self.check(tenant_id, target, progress.bookings, before_mono)
+        if restore_to != target:
+            facts.target = f"{restore_to.isoformat()} (T {target.isoformat()})"
         self.figures["check_s"] = pitr_pg.elapsed(since)
         log("figures: " + json.dumps(self.figures))
         print(pitr_audit.line(facts), flush=True)

@@ -4,8 +4,9 @@ The suite (gateway, compliance, ledger, admin: one process each) runs on stores 
 as ``devstack.chaos`` runs it: its own PostgreSQL (devstack.chaos_stores.OwnPostgres) with
 continuous WAL archiving into a directory, its own Valkey, a fresh Apache Kafka. After the
 tenant is set up through the API, a base backup is taken (``pg_basebackup``, checked by
-``pg_verifybackup``). Clients book transfers (devstack.chaos_clients); halfway through, the
-drill reads the primary's clock: that is the restore target T. The load goes on to its end,
+``pg_verifybackup``). Clients book transfers (devstack.chaos_clients), paced (``--rate``) so
+that the load spans several anchoring intervals; halfway through, the drill reads the
+primary's clock: that is the restore target T. The load goes on to its end,
 the anchors catch up with the journal, the suite stops, the last WAL segment is archived
 (``pg_switch_wal()``) and the primary is stopped: it is lost.
 
@@ -17,6 +18,8 @@ once; nothing of after T; balances exact; every anchor made before T naming an e
 restored journal has, with its hash. One line, ``pitr: restored to T transfers_before_T N
 missing N ... reconcile ok verify_journal truncated_tail through S ... CLEAN`` (devstack.
 pitr_audit); exit 1 unless clean. Figures for docs/operations/backups.md are logged.
+``--restore-offset-s -3`` is the negative control: restored to 3 s before T, checked against T,
+it must fail (acknowledged transfers missing).
 """
 
 from __future__ import annotations

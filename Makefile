@@ -5,7 +5,7 @@ export PYTHONPATH := $(CURDIR)/libs:$(CURDIR)/services
 export UV_LINK_MODE := copy
 CHECKOV_VERSION := 3.3.30
 
-.PHONY: setup clients redoc docs docs-build run migrate test lint bench bench-short profile chaos chaos-short chaos-scale mutate simulate browser fmt wrk
+.PHONY: setup clients redoc docs docs-build run migrate test lint bench bench-short profile chaos chaos-short chaos-scale chaos-pitr mutate simulate browser fmt wrk
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
@@ -103,14 +103,20 @@ profile: setup wrk
 	@$(UV) run --frozen python -m devstack.profile
 
 # The fault scenario of issue 10 (devstack.chaos): 1,000 transfers, every fault; then the scaling
-# scenario of issue 27 (devstack.chaos_scale): 1,000 transfers while instances come and go.
-# Exit 1 unless both are clean.
+# scenario of issue 27 (devstack.chaos_scale): 1,000 transfers while instances come and go; then
+# the point-in-time restore drill of issue 45 (devstack.chaos_pitr). Exit 1 unless all are clean.
 chaos: setup
 	@$(UV) run --frozen python -m devstack.chaos
 	@$(UV) run --frozen python -m devstack.chaos --scale
+	@$(UV) run --frozen python -m devstack.chaos_pitr
 
 chaos-scale: setup
 	@$(UV) run --frozen python -m devstack.chaos --scale
+
+# Backups that restore (issue 45, docs/operations/backups.md): WAL archiving and a base backup,
+# 800 transfers, a restore to a time mid-load on a new cluster, checked against the anchors.
+chaos-pitr: setup
+	@$(UV) run --frozen python -m devstack.chaos_pitr
 
 # Mutation testing (mutmut) of the money-critical modules against the unit tests (issue 24);
 # not part of make test. Writes .sluice/mutate/score.md; exit 1 below a 90 % score.

@@ -9,7 +9,10 @@ A broken chain is answered with ``ok: false``, ``problem`` (a sentence) and ``re
   hash does not match its chain (``ledger.chain``, version 2, or 1 before the chain's first v2);
 - ``head_mismatch``: the head row names another seq or hash than the journal's last entry;
 - ``truncated_tail``: the chain ends before the entry its newest anchor names (the head row
-  moved back with it);
+  moved back with it), every anchor of an entry it still has agreeing with it: the journal is a
+  prefix of the anchored history, which is what a point-in-time restore leaves
+  (docs/operations/backups.md). ``anchored_through`` names the newest anchor the chain still
+  reaches (None: none), so the answer says up to where the anchors vouch for it;
 - ``anchor_mismatch``: the entry at an anchored seq has another hash than that anchor (every
   anchor of the chain is compared, whichever ledger instance signed it): the chain was rewritten
   up to there and its hashes recomputed, or its head moved in place;
@@ -178,17 +181,31 @@ async def _verify_chain(session: AsyncSession, head: Any, anchors: ChainAnchors 
         return _bad(None, checked, head, "head_mismatch", problem)
     if anchor is None:  # the caller answers with the head's hash
         return {"ok": True, "entries": checked, "first_at": first_at}
-    if anchor.seq > seq:
-        problem = (
-            f"the chain ends at entry {seq}, its anchor of {anchor.anchored_at} names entry {anchor.seq}"
-        )
-        return {**_bad(None, checked, head, "truncated_tail", problem), "anchor": _shown(anchor)}
+    # A rewrite first: a chain both shortened and rewritten is a rewritten one, and a truncated
+    # tail then means what a restore to an earlier time leaves, a prefix of the anchored history.
     if mismatch is not None:
         entry_id, at, anchored_hash, when = mismatch
         problem = f"entry {at} differs from its anchor of {when}: the chain was rewritten"
         shown = {"seq": at, "head_hash": anchored_hash, "anchored_at": when}
         return {**_bad(entry_id, checked, head, "anchor_mismatch", problem), "anchor": shown}
+    if anchor.seq > seq:
+        problem = (
+            f"the chain ends at entry {seq}, its anchor of {anchor.anchored_at} names entry {anchor.seq}"
+        )
+        bad = _bad(None, checked, head, "truncated_tail", problem)
+        return {**bad, "anchor": _shown(anchor), "anchored_through": _reached(at_seq, seq)}
     return {"ok": True, "entries": checked, "first_at": first_at}
+
+
+def _reached(at_seq: dict[int, dict[str, str]], end: int) -> dict[str, Any] | None:
+    """The newest anchor of an entry a chain ending at ``end`` still has (its hashes agree:
+    the caller found no mismatch), None when every anchor names a later entry."""
+    reached = [s for s in at_seq if s <= end]
+    if not reached:
+        return None
+    seq = max(reached)
+    when, hash_ = min((w, h) for h, w in at_seq[seq].items())
+    return {"seq": seq, "head_hash": hash_, "anchored_at": when}
 
 
 def _differs(

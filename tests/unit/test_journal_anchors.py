@@ -343,6 +343,31 @@ async def test_a_truncated_tail_with_its_head_moved_back_is_found(journal: FakeJ
     )
 
 
+async def test_a_restored_prefix_is_a_truncated_tail_its_anchors_vouch_for(journal: FakeJournal) -> None:
+    """What a point-in-time restore leaves (docs/operations/backups.md): anchors of entries 2 and
+    5, the chain back at entry 3. The answer names the newest anchor it still reaches; a chain
+    both shortened and rewritten is reported as rewritten, never as a mere restore."""
+    rows = journal.rows["ten_a"]
+    stream = chained(anchor("ten_a", 2, rows[1][0].hash), anchor("ten_a", 5, rows[4][0].hash))
+    del rows[3:]
+    journal.heads["ten_a"].seq, journal.heads["ten_a"].head_hash = 3, rows[2][0].hash
+    found = await verify(journal, stream, "ten_a")
+    assert (found["ok"], found["reason"], found["entries"], found["anchor"]["seq"]) == (
+        False,
+        "truncated_tail",
+        3,
+        5,
+    )
+    assert found["anchored_through"] == {"seq": 2, "head_hash": rows[1][0].hash, "anchored_at": AT}
+    rewrite(journal, "ten_a", at=2)
+    found = await verify(journal, stream, "ten_a")
+    assert (found["ok"], found["reason"], found["first_bad_entry_id"]) == (
+        False,
+        "anchor_mismatch",
+        "je_ten_a_2",
+    )
+
+
 async def test_a_deleted_head_row_is_a_missing_head(journal: FakeJournal) -> None:
     published = anchors_of(journal)
     del journal.heads["ten_b"]
@@ -508,6 +533,7 @@ async def test_a_broken_chains_answer_is_whole(journal: FakeJournal) -> None:
         "problem": f"the chain ends at entry 1, its anchor of {AT} names entry 3",
         "reason": "truncated_tail",
         "anchor": shown(published[1]),
+        "anchored_through": None,
         "tenant_id": "ten_b",
         "mode": "sandbox",
     }

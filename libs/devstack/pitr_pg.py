@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import subprocess  # devstack starts local processes  # nosec B404
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -35,7 +34,7 @@ from tenacity import (
     wait_fixed,
 )
 
-from devstack.chaos_stores import PG_USER, SYSTEM_USER, OwnPostgres, pg_bin
+from devstack.chaos_stores import PG_USER, SYSTEM_USER, OwnPostgres, as_postgres, pg_bin
 
 ARCHIVE_TIMEOUT_S = 60  # a quiet primary still closes a segment this often (the drill's RPO bound)
 # What the restore's log says about where recovery stopped (docs/operations/backups.md).
@@ -46,19 +45,6 @@ RECOVERY_LINES = (
     "selected new timeline",
     "archive recovery complete",
 )
-
-
-def as_postgres(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """``cmd`` as the user PostgreSQL runs as (chaos_stores' rule: root runs nothing of it)."""
-    run_as: list[str] = []
-    if os.geteuid() == 0:
-        from pgserver.utils import ensure_user_exists
-
-        ensure_user_exists(SYSTEM_USER)
-        run_as = ["runuser", "-u", SYSTEM_USER, "--"]
-    return subprocess.run(  # our own binaries, argv list, no shell  # nosec B603
-        [*run_as, *cmd], check=check, capture_output=True, text=True, timeout=300
-    )
 
 
 def owned_dir(path: Path) -> Path:

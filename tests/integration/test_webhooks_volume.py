@@ -89,9 +89,30 @@ _NODE_ROWS = re.compile(r"actual time=[\d.]+\.\.[\d.]+ rows=(\d+) loops=(\d+)")
 _REMOVED = re.compile(r"Rows Removed by (?:Filter|Index Recheck|Join Filter): (\d+)")
 
 
+def _backlog_nodes(plan: str) -> str:
+    """The plan without its scans of identity.tenants and their detail lines: the disabled-
+    tenant check (contract 15.1) reads the tenants table, whose size is the number of tenants,
+    not the backlog's (the shared test database holds every test's tenants: 197 in the
+    2026-11-26 run, whose seq scan threw 194 away). Flat in the backlog is what this test
+    checks; the tenants' rows are counted apart."""
+    kept: list[str] = []
+    skip_deeper_than: int | None = None
+    for line in plan.splitlines():
+        depth = len(line) - len(line.lstrip())
+        if skip_deeper_than is not None and (depth > skip_deeper_than and "->" not in line):
+            continue
+        skip_deeper_than = None
+        if " on tenants" in line:
+            skip_deeper_than = depth
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
 def _most_rows_read(plans: list[str]) -> int:
     """The most rows any one node of the plans handled: returned (rows x loops) or read and
     thrown away by a filter. The work of a statement, counted by the database rather than timed."""
+    plans = [_backlog_nodes(p) for p in plans]
     counts = [int(r) * int(n) for p in plans for r, n in _NODE_ROWS.findall(p)]
     counts += [int(r) for p in plans for r in _REMOVED.findall(p)]
     assert counts, plans  # the plans carry EXPLAIN ANALYZE's row counts

@@ -34,6 +34,16 @@ def test_the_addresses_name_the_gateway_metrics_port() -> None:
 
 
 def test_an_interrupt_during_the_stop_does_not_break_it_off() -> None:
+    # Python leaves SIGINT ignored when it started so (a shell's background job, as a CI runner
+    # may start it); this test is about Ctrl-C at a terminal, so it starts from Python's handler.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupt_during_stop()
+    finally:
+        signal.signal(signal.SIGINT, inherited)
+
+
+def _interrupt_during_stop() -> None:
     stopped: list[str] = []
 
     def services() -> None:  # the terminal's second SIGINT arrives while services stop

@@ -33,6 +33,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from devstack.patroni_cluster import PatroniCluster, PatroniError
+
 MAX_RTO_S = 15.0
 TABLE = "patroni_drill"
 
@@ -110,7 +112,6 @@ def log(msg: str) -> None:
 class Drill:
     def __init__(self, work: Path, database: str) -> None:
         from devstack import etcd_embedded
-        from devstack.patroni_cluster import PatroniCluster
 
         started = time.monotonic()
         self.etcd = etcd_embedded.single_node(work)
@@ -182,9 +183,14 @@ class Drill:
         new, promoted_at = await asyncio.to_thread(self.wait_key_change, old)
         log(f"{new} holds the leader key {promoted_at - faulted_at:.1f} s after the loss")
         result = await self.measure("lost", writer, faulted_at, promoted_at)
+        print(result.line(), flush=True)
         started = time.monotonic()
         await asyncio.to_thread(self.cluster.start_node, old)
-        await asyncio.to_thread(self.cluster.wait_replicas, 2, 90.0)
+        try:
+            await asyncio.to_thread(self.cluster.wait_replicas, 2, 90.0)
+        except PatroniError as exc:  # the switchover still has a replica to go to
+            log(f"{old} did not rejoin: {exc}")
+            return result
         log(
             f"{old}'s agent started again: rejoined as a streaming replica"
             f" in {time.monotonic() - started:.1f} s"
@@ -199,7 +205,9 @@ class Drill:
         await asyncio.to_thread(self.cluster.switchover)
         new, promoted_at = await watch
         log(f"{new} holds the leader key {promoted_at - faulted_at:.1f} s after the request")
-        return await self.measure("switchover", writer, faulted_at, promoted_at)
+        result = await self.measure("switchover", writer, faulted_at, promoted_at)
+        print(result.line(), flush=True)
+        return result
 
     async def run(self, faults: list[str]) -> list[FaultResult]:
         await self.table()
@@ -210,9 +218,7 @@ class Drill:
         try:
             await asyncio.sleep(2.0)
             for fault in faults:
-                result = await (self.lost(writer) if fault == "lost" else self.switchover(writer))
-                print(result.line(), flush=True)
-                results.append(result)
+                results.append(await (self.lost(writer) if fault == "lost" else self.switchover(writer)))
                 await asyncio.sleep(2.0)
         finally:
             stop.set()
@@ -221,7 +227,8 @@ class Drill:
         return results
 
     def stop(self) -> None:
-        self.cluster.destroy()
+        """Agents and etcd stopped; their directories stay for main to keep or remove."""
+        self.cluster.stop()
         self.etcd.stop()
 
 

@@ -5,7 +5,7 @@ export PYTHONPATH := $(CURDIR)/libs:$(CURDIR)/services
 export UV_LINK_MODE := copy
 CHECKOV_VERSION := 3.3.30
 
-.PHONY: setup clients redoc docs docs-build run migrate test lint bench bench-short profile chaos chaos-short chaos-scale chaos-pitr mutate simulate browser fmt wrk
+.PHONY: setup clients redoc docs docs-build run migrate test lint bench bench-short profile chaos chaos-short chaos-scale chaos-pitr chaos-patroni mutate simulate browser fmt wrk
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
@@ -117,6 +117,15 @@ chaos-scale: setup
 # 800 transfers, a restore to a time mid-load on a new cluster, checked against the anchors.
 chaos-pitr: setup
 	@$(UV) run --frozen python -m devstack.chaos_pitr
+
+# The Patroni failover drill (issue 45, devstack.patroni_drill; not part of make test or make
+# chaos yet): etcd (built once from the Go module proxy into ~/.cache/sluice/etcd-<version>,
+# devstack.etcd_embedded; needs go) and three Patroni nodes; the leader's node lost, then a
+# planned switchover, under a writing client. Exit 1 on a lost acknowledged commit or writes
+# back more than 15 s after the promotion.
+chaos-patroni: setup
+	@$(UV) run --frozen python -m devstack.etcd_embedded build
+	@$(UV) run --frozen python -m devstack.patroni_drill
 
 # Mutation testing (mutmut) of the money-critical modules against the unit tests (issue 24);
 # not part of make test. Writes .sluice/mutate/score.md; exit 1 below a 90 % score.

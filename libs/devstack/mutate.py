@@ -99,6 +99,8 @@ TESTS = [
     "tests/unit/test_screening.py",
     "tests/unit/test_keyring_rules.py",
     "tests/unit/test_webhook_targets.py",
+    "tests/unit/test_door_edges.py",
+    "tests/unit/test_anchor_plan.py",
 ]
 # tests of those files that read the repository's own layout, which the flat copy does not have
 DESELECT = [

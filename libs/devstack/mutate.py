@@ -101,6 +101,7 @@ TESTS = [
     "tests/unit/test_webhook_targets.py",
     "tests/unit/test_door_edges.py",
     "tests/unit/test_anchor_plan.py",
+    "tests/unit/test_auth_tokens.py",
 ]
 # tests of those files that read the repository's own layout, which the flat copy does not have
 DESELECT = [

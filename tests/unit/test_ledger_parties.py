@@ -115,6 +115,11 @@ def test_an_onchain_source_is_the_customers_one_wallet_on_the_chain() -> None:
         {"field": "source.customer_id"},
         "source wallet not found",
     )
+    assert refusal(source, index(), cmd(CHAIN_SRC, TO_WAL)) == (  # a customer with no wallet at all
+        "not_found",
+        {"field": "source.customer_id"},
+        "source wallet not found",
+    )
 
 
 def test_a_customer_with_several_wallets_names_one() -> None:

@@ -30,6 +30,7 @@ class Screened:
     def __init__(self) -> None:
         self.rows: dict[tuple[str, str], SimpleNamespace] = {}
         self.session = object()
+        self.listed: list[tuple[int, tuple[str, str] | None]] = []
 
     async def add(self, session: Any, chain: str, address: str, reason: str, actor: str | None) -> Any:
         assert session is self.session
@@ -43,6 +44,7 @@ class Screened:
 
     async def list(self, session: Any, limit: int, after: tuple[str, str] | None) -> list[Any]:
         assert session is self.session
+        self.listed.append((limit, after))
         return [self.rows[k] for k in sorted(self.rows) if after is None or k > after][:limit]
 
 
@@ -163,6 +165,12 @@ async def test_the_list_pages_by_chain_and_address(table: Screened) -> None:
     assert len(one["items"]) == 1 and one["next_cursor"] == f"ETH:{addresses[0]}"
     full = await screening.listed(table.session, snap, page(100))  # type: ignore[arg-type]
     assert len(full["items"]) == 3
+    # one row past the page is read, no more: it says whether there is a next page
+    assert [limit for limit, _ in table.listed] == [3, 3, 4, 2, 101]
+    assert table.listed[1][1] == ("ETH", addresses[1])
+    # a cursor's address is everything after the chain and its colon
+    await screening.listed(table.session, snap, page(2, "ETH:0xab:cd"))  # type: ignore[arg-type]
+    assert table.listed[-1] == (3, ("ETH", "0xab:cd"))
 
 
 async def test_a_page_outside_its_bounds_or_a_foreign_cursor_is_refused(table: Screened) -> None:

@@ -52,6 +52,17 @@ TARGETS: dict[str, str] = {
     "ledger/states.py": "the transfer state machine and the sandbox's steps",
     "gateway/admission.py": "admission control: in-flight bounds at the door",
     "common/clientaddr.py": "the client address behind trusted proxies",
+    # issue 44 Part C: the trust modules
+    "gateway/limit.py": "the adaptive concurrency limit (Gradient2, its window) and the queue-delay override",
+    "gateway/door.py": "the door's lane, identity and prebuilt 503 of each request before the app",
+    "ledger/anchors.py": "which journal chains are anchored, and which refused as no longer extending",
+    "common/auth.py": "API key format and hash, cache names, access token lifetime and claims",
+    "admin/operators.py": "which operator a bearer token is, and with which role",
+    "common/secret_strength.py": "whether a secret is strong enough, and how an admin token entry splits",
+    "common/keyring.py": "sealing at rest: which key seals, which opens, what a ciphertext must carry",
+    "webhooks/targets.py": "which webhook endpoint URLs are acceptable (SSRF vetting)",
+    "compliance/screening.py": "screened-address entries: the chain, the address, the reason, the page",
+    "ledger/parties.py": "the wallets a transfer names, and its route (book, onchain, payout)",
 }
 # the unit tests that pin those modules (the others read the repository's files)
 TESTS = [
@@ -72,9 +83,32 @@ TESTS = [
     "tests/unit/test_journal_anchors.py",
     "tests/unit/test_reconcile.py",
     "tests/unit/test_states.py",
+    # issue 44 Part C
+    "tests/unit/test_limit.py",
+    "tests/unit/test_door_protocol.py",
+    "tests/unit/test_gateway_unavailable.py",
+    "tests/unit/test_journal_anchor_chain.py",
+    "tests/unit/test_control_reader.py",
+    "tests/unit/test_secret_strength.py",
+    "tests/unit/test_cache_mac.py",
+    "tests/unit/test_sealed_fields.py",
+    "tests/unit/test_webhooks_special.py",
+    "tests/unit/test_webhooks_vetting.py",
+    "tests/unit/test_ledger_parties.py",
+    "tests/unit/test_operator_tokens.py",
+    "tests/unit/test_screening.py",
+    "tests/unit/test_keyring_rules.py",
+    "tests/unit/test_webhook_targets.py",
+    "tests/unit/test_door_edges.py",
+    "tests/unit/test_anchor_plan.py",
+    "tests/unit/test_auth_tokens.py",
 ]
 # tests of those files that read the repository's own layout, which the flat copy does not have
-DESELECT = ["tests/unit/test_client_keys.py::test_the_onboarding_limiter_keys_by_the_same_function"]
+DESELECT = [
+    "tests/unit/test_client_keys.py::test_the_onboarding_limiter_keys_by_the_same_function",
+    "tests/unit/test_gateway_unavailable.py::test_no_503_is_built_without_a_reason",
+    "tests/unit/test_journal_anchor_chain.py::test_the_alert_fires_on_the_unanchored_gauge_past_three_intervals",
+]
 PACKAGES = {
     p.name: p for d in ("libs", "services") for p in (ROOT / d).iterdir() if (p / "__init__.py").exists()
 }

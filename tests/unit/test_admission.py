@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import REGISTRY
 
-from gateway.admission import READS, Admission
+from gateway.admission import LIMIT, READS, Admission
 from gateway.limit import QueueDelay
 
 pytestmark = pytest.mark.unit
@@ -225,3 +225,70 @@ def test_the_reads_lane_counts_apart() -> None:
     assert metric("sluice_admission_read_in_flight") == 2
     assert shed("instance") == commands_before
     assert commands.admit("t-a") is None  # the reads' bound does not touch commands
+
+
+# ---- issue 44 Part C: the gaps mutation testing found (docs/testing/mutation.md) ----
+
+
+def steady(a: Admission, rtt_s: float, seconds: float = 12.0) -> int:
+    """Answers of ``rtt_s`` every 30 ms with the lane at its limit; the limit after."""
+    now = 0.0
+    while now < seconds:
+        now += 0.03
+        a.release("t-a", False, rtt_s, a.limit, now=now)
+    return a.limit
+
+
+def test_the_latency_target_reaches_the_limit() -> None:
+    # one steady second per answer: the long average is the short one, so only the target
+    # (0.5 s) tells the limit it is too slow
+    assert steady(Admission(100, 100, initial=20, min_limit=4, target_s=0.5), 1.0) < 20
+    assert steady(Admission(100, 100, initial=20, min_limit=4, target_s=None), 1.0) > 20
+
+
+def test_the_queue_size_reaches_the_limit() -> None:
+    # latency that holds grows the limit by the queue size each window: none, no growth
+    assert steady(Admission(100, 100, initial=20, min_limit=4, target_s=None, queue_size=0.0), 0.05) == 20
+    assert steady(Admission(100, 100, initial=20, min_limit=4, target_s=None, queue_size=8.0), 0.05) > 40
+
+
+def test_sandbox_beside_live_work_at_a_limit_of_one_gets_no_place() -> None:
+    a = lane(2, 2, initial=1)
+    assert a.limit == 1 and a._cap(True) == 1  # 0.75 of 1 is floored to one place, not two
+    fill(a, "t-live", 1)
+    assert a.admit("t-test", sandbox=True) == "instance"
+
+
+def test_a_new_tenant_is_refused_when_the_busiest_holds_exactly_a_share() -> None:
+    a = lane(10, 10)
+    for tenant in ("t-a", "t-b", "t-c", "t-d"):
+        fill(a, tenant, 2)
+    for n in range(2):
+        assert a.admit(f"unknown:{n}", known=False) is None
+    # a share of 10 over the four tenants and the newcomer is 2: nobody is over it
+    assert a.in_flight == 10 and a.admit("t-new") == "instance"
+    a.release("unknown:0", False, None, 0, 0.0, known=False)
+    fill(a, "t-a", 1)  # t-a now holds 3, over the share of 2: the newcomer gets in
+    assert a.admit("t-new") is None
+
+
+def test_sandbox_at_the_limit_beside_live_work_is_not_let_in_by_fairness() -> None:
+    a = lane(8, 8)
+    fill(a, "t-noisy", 6, sandbox=True)  # no live work yet: sandbox may use the limit
+    fill(a, "t-live", 2)
+    assert a.in_flight == a.limit == 8
+    # t-quiet is under its sandbox share and t-noisy over it, but the lane is at its limit
+    assert a.admit("t-quiet", sandbox=True) == "instance"
+    a.release("t-live", False, None, 0, 0.0)
+    assert a.admit("t-quiet", sandbox=True) is None  # below the limit: fairness admits it
+
+
+def test_a_release_that_does_not_move_the_limit_leaves_its_gauge_alone() -> None:
+    a = Admission(100, 100, initial=20, min_limit=4, target_s=None)
+    a.release("t-a", False, 0.05, 20, now=0.0)  # the window's first sample: no update yet
+    assert a.limit == 20
+    LIMIT.labels("instance").set(-1)  # a marker: the gauge is written only when the limit moves
+    a.release("t-a", False, 0.05, 20, now=0.01)
+    assert metric("sluice_admission_limit", scope="instance") == -1
+    steady(a, 0.05)
+    assert metric("sluice_admission_limit", scope="instance") == a.limit > 20

@@ -156,3 +156,116 @@ async def test_the_watcher_measures_a_blocked_loop() -> None:
         assert q.last_lag > 0.005
     finally:
         task.cancel()
+
+
+# ---- issue 44 Part C: the edges mutation testing found unpinned ----
+
+
+def test_an_average_without_warm_up_starts_from_zero() -> None:
+    avg = ExpAvg(window=3, warmup=0)  # factor 0.5
+    assert avg.add(2.0) == 1.0
+
+
+def test_the_long_average_warms_up_over_ten_samples_then_moves_by_two_over_601() -> None:
+    g = limit()
+    for _ in range(10):
+        g.update(1.0, in_flight=0)
+    assert (g.long.count, g.long.value) == (10, 1.0)
+    g.update(2.0, in_flight=0)
+    assert g.long.value == pytest.approx(1.0 + 2 / 601)
+    assert g.last_short == 2.0
+
+
+def test_the_floor_is_at_least_one_and_a_fresh_limit_has_seen_nothing() -> None:
+    g = limit(initial=1, min_limit=0, max_limit=10)
+    assert (g.min_limit, g.limit, g.last_short) == (1, 1, 0.0)
+
+
+def long_at(value: float, g: Gradient2) -> Gradient2:
+    """``g`` whose long average is ``value``, weighing each new sample by half."""
+    g.long = ExpAvg(window=3, warmup=0)
+    g.long.value = value
+    return g
+
+
+def test_the_long_average_drops_faster_only_past_twice_the_short_one() -> None:
+    at_two = long_at(3.0, limit())
+    at_two.update(1.0, in_flight=0)  # the long average becomes 2.0: exactly twice, not past it
+    assert at_two.long.value == 2.0
+    past = long_at(4.0, limit())
+    past.update(1.0, in_flight=0)  # 2.5 times
+    assert past.long.value == 2.5 * 0.95
+
+
+def test_work_at_half_the_limit_teaches_it() -> None:
+    g = limit()
+    g.update(0.05, in_flight=10)
+    assert g.estimate == pytest.approx(20.8)
+
+
+def test_over_the_target_the_gradient_is_target_over_latency() -> None:
+    g = long_at(0.5, limit(target_s=0.4, queue_size=0.0))
+    g.update(0.5, in_flight=20)  # gradient 0.4 / 0.5 = 0.8: 20 * 0.8 + 16 * 0.2
+    assert g.estimate == pytest.approx(19.2)
+
+
+def test_a_window_has_ten_samples_by_default() -> None:
+    seen: list[int] = []
+
+    class Spy(Gradient2):
+        def update(self, short_rtt: float, in_flight: int) -> int:
+            seen.append(in_flight)
+            return super().update(short_rtt, in_flight)
+
+    w = Windowed(Spy(initial=20, min_limit=4, max_limit=100))
+    for n in range(10):
+        w.sample(0.05, in_flight=n, now=0.3 * (n > 0))
+    assert seen == [9]
+
+
+def test_the_window_bounds_are_inclusive() -> None:
+    g = limit()
+    w = Windowed(g, min_window_s=0.25, max_window_s=1.0, min_samples=1, min_rtt_s=0.0001)
+    w.sample(0.0001, in_flight=20, now=10.0)  # at the RTT floor: a sample
+    assert w.window.count == 1 and w.next_update == 10.25  # the first window ends later
+    w.sample(0.05, in_flight=20, now=10.25)  # at its end: the window closes
+    assert g.long.count == 1 and w.window.count == 0
+    few = Windowed(limit(), min_window_s=0.25, max_window_s=1.0, min_samples=10)
+    few.sample(0.05, in_flight=20, now=0.0)
+    few.sample(0.05, in_flight=20, now=1.25)  # the longest wait past the window: dropped
+    assert few.window.count == 0 and few.next_update == 1.5
+
+
+def test_the_override_defaults_to_5_ms_over_100_ms_and_trips_at_the_interval() -> None:
+    q = QueueDelay()
+    assert (q.delayed, q.last_lag) == (False, 0.0)
+    assert not q.observe(0.006, now=1.0)
+    assert q.observe(0.006, now=1.1) and q.last_lag == 0.006
+    exact = QueueDelay(target_s=0.005, interval_s=0.25)
+    exact.observe(0.02, now=1.0)
+    assert exact.observe(0.02, now=1.25)
+
+
+async def test_the_watcher_takes_the_lag_as_how_late_a_sleep_woke(monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from gateway import limit as module
+
+    clock = iter([1.0, 1.05, 2.0, 2.01, 3.0])
+    periods: list[float] = []
+
+    async def sleep(period: float) -> None:
+        periods.append(period)
+        if len(periods) > 2:
+            raise asyncio.CancelledError
+
+    loop = SimpleNamespace(time=lambda: next(clock))
+    monkeypatch.setattr(module, "asyncio", SimpleNamespace(get_running_loop=lambda: loop, sleep=sleep))
+    q = QueueDelay(target_s=0.005, interval_s=0.1)
+    seen: list[tuple[float, float]] = []
+    observe = q.observe
+    monkeypatch.setattr(q, "observe", lambda lag, now: seen.append((lag, now)) or observe(lag, now))
+    with pytest.raises(asyncio.CancelledError):
+        await q.watch()
+    assert periods == [0.02] * 3
+    assert seen == [(pytest.approx(0.03), 1.05), (0.0, 2.01)]  # early: no lag, never negative

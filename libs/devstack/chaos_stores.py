@@ -39,6 +39,21 @@ def as_postgres(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[st
     return subprocess.run([*run_as, *cmd], check=check, capture_output=True, text=True, timeout=120)
 
 
+def psql(port: int, statement: str, timeout: float = 10.0) -> subprocess.CompletedProcess[str]:
+    """``statement`` on the local server at ``port``'s ``postgres`` database, as its superuser
+    (psql over TCP: no event loop needed, callable from any thread); the caller reads the code."""
+    return subprocess.run(  # a local binary, argv list, no shell  # nosec B603
+        [
+            *(str(pg_bin() / "psql"), "-h", "127.0.0.1", "-p", str(port), "-U", PG_USER),
+            *("-d", "postgres", "-XAtq", "-v", "ON_ERROR_STOP=1", "-c", statement),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 @dataclass
 class OwnPostgres:
     workdir: Path

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devstack.chaos_stores import PG_USER, SYSTEM_USER, pg_bin
+from devstack.chaos_stores import PG_USER, SYSTEM_USER, psql
 from devstack.patroni_node import (
     NODES,
     SCOPE,
@@ -193,16 +193,7 @@ class PatroniCluster:
 
     def sql(self, n: PatroniNode, statement: str, timeout: float = 10.0) -> str:
         """``statement`` on ``n``'s ``postgres`` database (psql over TCP)."""
-        done = subprocess.run(  # a local binary, argv list, no shell  # nosec B603
-            [
-                *(str(pg_bin() / "psql"), "-h", "127.0.0.1", "-p", str(n.port), "-U", PG_USER),
-                *("-d", "postgres", "-XAtq", "-v", "ON_ERROR_STOP=1", "-c", statement),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        done = psql(n.port, statement, timeout)
         if done.returncode != 0:
             raise PatroniError(f"{n.name}: {statement[:60]}: {done.stderr.strip()[-300:]}")
         return done.stdout.strip()

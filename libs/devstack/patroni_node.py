@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from devstack.chaos_stores import PG_USER, SYSTEM_USER, pg_bin
+from devstack.pg_cluster import PgNode
 from devstack.stores import free_port
 
 NODES = ("pg0", "pg1", "pg2")
@@ -119,21 +120,12 @@ def http_json(url: str, body: dict[str, Any] | None = None, timeout: float = 2.0
 
 
 @dataclass
-class PatroniNode:
-    name: str
-    home: Path
-    port: int = field(default_factory=free_port)
+class PatroniNode(PgNode):
+    """A PostgreSQL node (its name, data directory, port, whether it was lost) run by a
+    Patroni agent with a REST API of its own."""
+
     api_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = field(default=None, repr=False)
-    lost: bool = False
-
-    @property
-    def data(self) -> Path:
-        return self.home / "data"
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
 
     @property
     def api(self) -> str:

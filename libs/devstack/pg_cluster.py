@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from devstack.chaos_stores import PG_USER, SYSTEM_USER, as_postgres, pg_bin
+from devstack.chaos_stores import PG_USER, SYSTEM_USER, as_postgres, pg_bin, psql
 from devstack.stores import free_port, wait_port
 
 NODES = ("pg0", "pg1", "pg2")
@@ -168,16 +168,7 @@ class PgCluster:
 
     # ---- queries (psql over TCP: no event loop needed, callable from any thread) ----
     def sql(self, n: PgNode, statement: str, timeout: float = 10.0) -> str:
-        done = subprocess.run(  # a local binary, argv list, no shell  # nosec B603
-            [
-                *(str(pg_bin() / "psql"), "-h", "127.0.0.1", "-p", str(n.port), "-U", PG_USER),
-                *("-d", "postgres", "-XAtq", "-v", "ON_ERROR_STOP=1", "-c", statement),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
+        done = psql(n.port, statement, timeout)
         if done.returncode != 0:
             raise ClusterError(f"{n.name}: {statement[:60]}: {done.stderr.strip()[-300:]}")
         return done.stdout.strip()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator
-from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -23,6 +22,7 @@ from common.metrics import UNANCHORED
 from common.settings import Settings
 from ledger import anchors, chain
 from tests.unit import test_journal_verification
+from tests.unit.test_journal_anchor_chain import FakeSession
 from tests.unit.test_journal_anchors import KEY, SIGNING, Heads, anchor
 from tests.unit.test_journal_verification import SESSION, T0, FakeJournal, entries
 
@@ -211,20 +211,6 @@ def test_a_partition_that_lost_its_start_or_started_over_is_a_finding(
         "partition 2 of t.journal.anchors starts at offset 3: records were deleted",
     ]
     assert [r.getMessage() for r in caplog.records] == [f"journal anchors: {why}" for why in seen.lost]
-
-
-class FakeSession:
-    """A session whose transaction does nothing, and the sessionmaker that gives it."""
-
-    @asynccontextmanager
-    async def _nothing(self) -> Any:
-        yield self
-
-    def __call__(self) -> Any:
-        return self._nothing()
-
-    def begin(self) -> Any:
-        return self._nothing()
 
 
 def instance(publish: Any, key: str = SIGNING) -> anchors.Anchors:

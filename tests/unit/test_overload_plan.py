@@ -32,16 +32,39 @@ def test_a_reniced_variant_is_printed_second_labelled_and_not_judged() -> None:
     assert all(r.gateway_nice == 0 and r.driver_nice == DRIVER_NICE for r in judged)
 
 
-def test_the_driver_keeps_its_priority_in_every_load_it_drives() -> None:
+def test_the_driver_keeps_its_priority_in_every_load_it_drives(monkeypatch: pytest.MonkeyPatch) -> None:
     """The capacity steps and half loads (overload_driver.drive_once) and the customers'
-    generator (measure.run_load) run the driver at DRIVER_NICE, never the system."""
-    import inspect
+    generator (measure.run_load) start the driver at DRIVER_NICE, never at the stack's."""
+    import json
+    import subprocess
+    from pathlib import Path
+    from typing import Any
 
     from devstack import measure, overload_driver
 
-    assert DRIVER_NICE < 0
-    assert "DRIVER_NICE" in inspect.getsource(overload_driver.drive_once)
-    assert "_driver_priority" in inspect.getsource(measure.run_load)
+    asked: list[int] = []
+
+    def run_driver(pfile: Path, ofile: Path, seconds: float, nice: int = 0) -> None:
+        asked.append(nice)
+        ofile.write_text(json.dumps({"requests": []}))
+
+    monkeypatch.setattr(overload_driver, "run_driver", run_driver)
+    overload_driver.drive_once({"phases": []}, 1.0)
+    assert DRIVER_NICE < 0 and asked == [DRIVER_NICE]
+
+    started: list[Any] = []
+
+    def run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+        started.append(kw.get("preexec_fn"))
+        return subprocess.CompletedProcess(cmd, 0, stdout='{"requests": 0}\n', stderr="")
+
+    monkeypatch.setattr(measure.subprocess, "run", run)
+    reniced: list[int] = []
+    monkeypatch.setattr(measure.os, "nice", reniced.append)
+    measure.run_load("http://x/", "--rate", "10", headers=[])
+    assert len(started) == 1 and started[0] is not None
+    started[0]()  # what the child runs before the generator starts
+    assert reniced == [DRIVER_NICE]
 
 
 def test_no_renice_unless_asked() -> None:

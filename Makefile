@@ -102,11 +102,17 @@ bench-short: setup wrk
 profile: setup wrk
 	@$(UV) run --frozen python -m devstack.profile
 
-# The fault scenario of issue 10 (devstack.chaos): 1,000 transfers, every fault; then the scaling
-# scenario of issue 27 (devstack.chaos_scale): 1,000 transfers while instances come and go; then
-# the point-in-time restore drill of issue 45 (devstack.chaos_pitr). Exit 1 unless all are clean.
+# The fault scenario of issue 10 (devstack.chaos): 1,000 transfers, every fault, PostgreSQL failed
+# over by the harness; then the same suite on PostgreSQL run by Patroni and etcd (issue 45,
+# devstack.chaos_patroni: the leader's node lost, a quorum standby lost, a switchover, an etcd
+# member lost, Valkey lost, a whole node with a Kafka broker lost; 600 transfers); then the
+# scaling scenario of issue 27 (devstack.chaos_scale); then the point-in-time restore drill of
+# issue 45 (devstack.chaos_pitr). Exit 1 unless all are clean. etcd is built once from the Go
+# module proxy into ~/.cache/sluice/etcd-<version> (devstack.etcd_embedded; needs go).
 chaos: setup
 	@$(UV) run --frozen python -m devstack.chaos
+	@$(UV) run --frozen python -m devstack.etcd_embedded build
+	@$(UV) run --frozen python -m devstack.chaos --patroni
 	@$(UV) run --frozen python -m devstack.chaos --scale
 	@$(UV) run --frozen python -m devstack.chaos_pitr
 
@@ -118,8 +124,8 @@ chaos-scale: setup
 chaos-pitr: setup
 	@$(UV) run --frozen python -m devstack.chaos_pitr
 
-# The Patroni failover drill (issue 45, devstack.patroni_drill; not part of make test or make
-# chaos yet): etcd (built once from the Go module proxy into ~/.cache/sluice/etcd-<version>,
+# The Patroni failover drill alone, without the suite (issue 45, devstack.patroni_drill; make
+# chaos runs the suite on Patroni): etcd (built once from the Go module proxy into ~/.cache/sluice/etcd-<version>,
 # devstack.etcd_embedded; needs go) and three Patroni nodes; the leader's node lost, then a
 # planned switchover, under a writing client. Exit 1 on a lost acknowledged commit or writes
 # back more than 15 s after the promotion.

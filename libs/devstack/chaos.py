@@ -41,22 +41,23 @@ import httpx
 from common.topics import Topics
 from devstack import chaos_admin, chaos_audit, chaos_db, chaos_scale
 from devstack.bench_transfers import provision
+from devstack.chaos_args import KILL_ORDER, parse
 from devstack.chaos_clients import Progress, Receiver, run_clients
-from devstack.chaos_failover import FAULTS as STORE_FAULTS
 from devstack.chaos_failover import StoreFaults
 from devstack.chaos_kafka import FAULTS as BROKER_FAULTS
 from devstack.chaos_kafka import BrokerFaults
+from devstack.chaos_patroni import PatroniFaults, PatroniStore
 from devstack.chaos_scale import Scaler
 from devstack.chaos_stores import OwnRedis
 from devstack.pg_cluster import PgCluster, one_host
 from devstack.stores import Stores, free_port
 from devstack.suite import Proc, Suite, answers_ready, ephemeral_secrets, migrate
 
-KILL_ORDER = ("gateway", "ledger", "compliance", "webhooks", "admin")
 TWICE = ("gateway", "ledger", "compliance", "webhooks")
 # A restarted service must answer /readyz within this (its start on a loaded machine, Kafka
 # group joins included, has taken up to 40 s); later, or exited, it fails the run.
 RESTART_READY_S = 120.0
+DATABASE = "sluice_chaos"
 SCOPES = ["customers:write", "wallets:write", "virtual_accounts:write", "transfers:write", "webhooks:write"]
 
 
@@ -67,11 +68,17 @@ def log(msg: str) -> None:
 class Scenario:
     def __init__(self, args: argparse.Namespace, work: Path) -> None:
         self.args, self.work = args, work
-        self.pg = PgCluster(work)
         self.redis = OwnRedis(work)
-        self.store_faults = StoreFaults(
-            self.pg, self.redis, log, args.pg_stop_s, args.redis_pause_s, args.failover_detect_s
-        )
+        self.pg: PgCluster | PatroniStore
+        self.store_faults: StoreFaults | PatroniFaults
+        if args.patroni:  # Patroni and etcd fail PostgreSQL over, as platform teams run it
+            self.pg = PatroniStore(work, DATABASE)
+            self.store_faults = PatroniFaults(self.pg, self.redis, log, args.pg_stop_s, args.redis_pause_s)
+        else:  # the harness fails it over (pg_ctl promote)
+            self.pg = PgCluster(work)
+            self.store_faults = StoreFaults(
+                self.pg, self.redis, log, args.pg_stop_s, args.redis_pause_s, args.failover_detect_s
+            )
         self.stores = Stores(work)
         self.suite: Suite | None = None
         self.procs: dict[str, list[Proc]] = {}
@@ -86,7 +93,9 @@ class Scenario:
         self.redis.start()
         env = {k: v for k, v in os.environ.items() if not k.startswith("SLUICE_")}
         env |= {"SLUICE_DATABASE_URL": self.pg.url(), "SLUICE_REDIS_URL": self.redis.url}
-        self.stores.start(fresh_kafka=True, database="sluice_chaos", env=env, kafka_nodes=self.args.brokers)
+        self.stores.start(fresh_kafka=True, database=DATABASE, env=env, kafka_nodes=self.args.brokers)
+        if isinstance(self.store_faults, PatroniFaults):  # a whole node lost takes a broker too
+            self.store_faults.kafka_nodes = self.stores.kafka_nodes
         log(
             f"stores: pg primary {self.pg.primary.address} standbys "
             f"{', '.join(n.address for n in self.pg.standbys)}, redis {self.redis.url}, "
@@ -299,9 +308,9 @@ class Scenario:
             print(line, flush=True)
         committed = [str(r["id"]) for r in got.rows]
         recovered = True
-        for lost_at, promoted_at in self.store_faults.failovers:
+        for fault, lost_at, promoted_at in self.store_faults.failovers:
             rec = chaos_audit.recovery(
-                p.bookings, committed, p.attempts, lost_at, promoted_at, self.args.rto_limit_s
+                p.bookings, committed, p.attempts, lost_at, promoted_at, self.args.rto_limit_s, fault
             )
             print(rec.line(), flush=True)
             recovered = recovered and rec.ok
@@ -321,66 +330,8 @@ class Scenario:
         self.pg.destroy()
 
 
-def parse(argv: list[str]) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m devstack.chaos", description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--short",
-        action="store_true",
-        help="150 transfers, one ledger SIGKILL, a 5 s PostgreSQL stop, a standby lost, a failover",
-    )
-    ap.add_argument(
-        "--scale",
-        action="store_true",
-        help="no faults: ledger and compliance grow from 1 to 3 instances and back, a gateway is added"
-        " and removed, during the load (devstack.chaos_scale)",
-    )
-    ap.add_argument("--transfers", type=int, default=1000)
-    ap.add_argument("--clients", type=int, default=24)
-    ap.add_argument("--wallets", type=int, default=20)
-    ap.add_argument(
-        "--faults",
-        default=",".join(("kill", *STORE_FAULTS, *BROKER_FAULTS)),
-        help=f"comma-separated: kill, {', '.join(STORE_FAULTS + BROKER_FAULTS)} ('' = none)",
-    )
-    ap.add_argument("--brokers", type=int, default=3, help="Apache Kafka nodes (broker faults need 3)")
-    ap.add_argument("--kills", type=int, default=6)
-    ap.add_argument("--kill-only", default="", choices=["", *KILL_ORDER], help="kill only this service type")
-    ap.add_argument("--restart-after-s", type=float, default=3.0)
-    ap.add_argument("--pg-stop-s", type=float, default=10.0)
-    ap.add_argument("--redis-pause-s", type=float, default=10.0)
-    ap.add_argument(
-        "--failover-detect-s", type=float, default=5.0, help="from the primary's loss to the promotion"
-    )
-    ap.add_argument(
-        "--rto-limit-s", type=float, default=15.0, help="a failover's RTO above this fails the run"
-    )
-    ap.add_argument(
-        "--pg-single-host",
-        action="store_true",
-        help="negative control: the services are given only the first primary's address",
-    )
-    ap.add_argument(
-        "--deadline-s", type=float, default=180.0, help="a transfer undecided after this is undecided"
-    )
-    ap.add_argument("--webhook-grace-s", type=float, default=120.0)
-    ap.add_argument(
-        "--slow-s", type=float, default=0.0, help="a decision later than this is slow (0: 3/4 of deadline)"
-    )
-    args = ap.parse_args(argv)
-    if args.scale:
-        args.faults, args.slow_s, args.brokers = "", chaos_scale.SLOW_S, 1
-    if args.short:
-        args.transfers, args.kills, args.kill_only, args.brokers = 150, 1, "ledger", 1
-        if not args.scale and args.faults == ap.get_default("faults"):
-            args.faults = "kill,pg,standby,failover"
-        elif args.scale:
-            args.faults = ""
-        args.pg_stop_s, args.deadline_s, args.webhook_grace_s = 5.0, 60.0, 30.0
-    return args
-
-
 def main(argv: list[str]) -> int:
-    args = parse(argv)
+    args = parse(argv, __doc__.split("\n\n")[0])
     work = Path(tempfile.mkdtemp(prefix="sluice-chaos-"))
     scenario = Scenario(args, work)
     try:

@@ -210,6 +210,7 @@ class Recovery:
     rpo: int
     rto_s: float | None
     limit_s: float
+    fault: str = ""  # which failover (pg failover, patroni node lost, switchover, ...)
 
     @property
     def detection_s(self) -> float:
@@ -221,8 +222,9 @@ class Recovery:
 
     def line(self) -> str:
         rto = "never" if self.rto_s is None else f"{self.rto_s:.1f}"
+        which = f"{self.fault} " if self.fault else ""
         return (
-            f"chaos-failover: rpo {self.rpo} detection_s {self.detection_s:.1f} rto_s {rto}"
+            f"chaos-failover: {which}rpo {self.rpo} detection_s {self.detection_s:.1f} rto_s {rto}"
             f" rto_limit_s {self.limit_s:.0f} {'ok' if self.ok else 'FAILED'}"
         )
 
@@ -234,6 +236,7 @@ def recovery(
     killed_at: float,
     promoted_at: float,
     limit_s: float,
+    fault: str = "",
 ) -> Recovery:
     """RPO and RTO of the failover whose primary was lost at ``killed_at`` and whose standby's
     promotion started at ``promoted_at`` (all on one clock), from the bookings, every attempt
@@ -249,7 +252,7 @@ def recovery(
     )
     again = [answered for sent, answered, outcome in attempts if sent >= promoted_at and outcome == "201"]
     rto = min(again) - promoted_at if again else None
-    return Recovery(killed_at, promoted_at, rpo, rto, limit_s)
+    return Recovery(killed_at, promoted_at, rpo, rto, limit_s, fault)
 
 
 def explain(

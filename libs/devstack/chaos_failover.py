@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from devstack.chaos_stores import OwnRedis
+from devstack.chaos_stores import OwnRedis, valkey_lost
 from devstack.pg_cluster import ClusterError, PgCluster
 
 FAULTS = ("pg", "standby", "failover", "hang", "redis", "valkey")
@@ -36,7 +36,7 @@ class StoreFaults:
     down_s: float = 10.0  # a stopped primary or a lost standby stays down this long
     redis_down_s: float = 10.0  # Valkey paused this long; killed: restarted after a third of it
     detect_s: float = 5.0  # from the primary's loss to the promotion's start
-    failovers: list[tuple[float, float]] = field(default_factory=list)  # (lost at, promoted at)
+    failovers: list[tuple[str, float, float]] = field(default_factory=list)  # (fault, lost, promoted)
 
     def primary_stop(self) -> None:
         name = self.cluster.primary_name
@@ -49,7 +49,9 @@ class StoreFaults:
     def standby_lost(self) -> None:
         name = self.cluster.standbys[-1].name
         self.log(f"fault: synchronous standby {name} SIGKILLed for {self.down_s:.0f} s (writes go on)")
+        lost_at = time.monotonic()
         self.cluster.kill(name)
+        self.failovers.append(("standby", lost_at, lost_at))  # no failover: writes must go on
         time.sleep(self.down_s)
         self.cluster.restart(name)
         self.log(f"standby {name} started again: {self._streaming()}")
@@ -66,7 +68,7 @@ class StoreFaults:
         time.sleep(self.detect_s)
         promoted_at = time.monotonic()
         new, repointed = self.cluster.failover()
-        self.failovers.append((lost_at, promoted_at))
+        self.failovers.append(("hang" if hang else "failover", lost_at, promoted_at))
         self.log(
             f"{new} promoted and {', '.join(repointed) or 'no standby'} re-pointed in"
             f" {time.monotonic() - promoted_at:.2f} s"
@@ -92,12 +94,7 @@ class StoreFaults:
         self.log("Redis resumed")
 
     def valkey_lost(self) -> None:
-        down = self.redis_down_s / 3
-        self.log(f"fault: Valkey SIGKILLed, started again empty after {down:.0f} s")
-        self.redis.kill()
-        time.sleep(down)
-        self.redis.start()
-        self.log("Valkey started again, empty")
+        valkey_lost(self.redis, self.log, self.redis_down_s / 3)
 
     def steps(self, faults: set[str]) -> list[tuple[int, str, Callable[[], None]]]:
         """The chosen faults with where each goes among the others (its index in the plan)."""

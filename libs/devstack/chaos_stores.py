@@ -11,6 +11,8 @@ import os
 import shutil
 import signal
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -166,3 +168,13 @@ class OwnRedis:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
+
+
+def valkey_lost(redis: OwnRedis, log: Callable[[str], None], down_s: float) -> None:
+    """Valkey SIGKILLed and started again empty ``down_s`` later: what the gateway caches there
+    (key records, tenants, idempotency leases) is rebuilt from PostgreSQL."""
+    log(f"fault: Valkey SIGKILLed, started again empty after {down_s:.0f} s")
+    redis.kill()
+    time.sleep(down_s)
+    redis.start()
+    log("Valkey started again, empty")

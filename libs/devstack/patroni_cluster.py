@@ -151,16 +151,23 @@ class PatroniCluster:
         seen: list[str] = []
         while time.monotonic() < deadline:
             self._check_alive()
+            # The member list comes from etcd, where a lost node's key stays "streaming" until
+            # its TTL expires: a replica counts only once its own agent answers /replica too.
             seen = [
                 str(m["name"])
                 for m in self.members()
                 if m.get("role") in ("replica", "sync_standby", "quorum_standby")
                 and m.get("state") == "streaming"
+                and self._answers_replica(str(m["name"]))
             ]
             if len(seen) >= count:
                 return seen
             time.sleep(0.3)
         raise PatroniError(f"not {count} streaming replicas within {timeout:.0f} s: {self.members()}")
+
+    def _answers_replica(self, name: str) -> bool:
+        n = next((n for n in self.nodes if n.name == name), None)
+        return n is not None and not n.lost and http_json(f"{n.api}/replica", timeout=1.0)[0] == 200
 
     def leader_key(self) -> str | None:
         """The leader key's value in etcd (the leader's name), None when it has none: read from
@@ -176,8 +183,16 @@ class PatroniCluster:
     def prepare(self, database: str) -> dict[str, str]:
         """``database`` and its services' roles, as devstack.stores makes them for make chaos:
         SLUICE_DATABASE_URL and each role's URL (devstack.suite.ROLE_URL), all multi-host."""
-        from devstack.stores import create_database, create_roles
+        from devstack.stores import create_roles
         from devstack.suite import ROLE_URL
+
+        url = self.create(database)
+        roles = create_roles(url, database)
+        return {"SLUICE_DATABASE_URL": url, **{ROLE_URL + who.upper(): u for who, u in roles.items()}}
+
+    def create(self, database: str) -> str:
+        """``database`` created on the leader and present on every replica; its multi-host URL."""
+        from devstack.stores import create_database
 
         leader = self.leader()
         if leader is None:
@@ -187,9 +202,7 @@ class PatroniCluster:
         # starting up): a replica that has not replayed CREATE DATABASE yet ends the connect
         # with "database does not exist". Wait for every replica before anyone uses the URL.
         self.wait_database(database)
-        url = self.url(database)
-        roles = create_roles(url, database)
-        return {"SLUICE_DATABASE_URL": url, **{ROLE_URL + who.upper(): u for who, u in roles.items()}}
+        return self.url(database)
 
     def sql(self, n: PatroniNode, statement: str, timeout: float = 10.0) -> str:
         """``statement`` on ``n``'s ``postgres`` database (psql over TCP)."""

@@ -30,7 +30,7 @@ LINE = re.compile(
     r"^chaos: transfers (\d+) lost (\d+) duplicated (\d+) undecided (\d+) balance_drift (\S+) ",
     re.MULTILINE,
 )
-RECOVERY = re.compile(r"^chaos-failover: rpo (\d+) detection_s (\S+) rto_s (\S+) ", re.MULTILINE)
+RECOVERY = re.compile(r"^chaos-failover: failover rpo (\d+) detection_s (\S+) rto_s (\S+) ", re.MULTILINE)
 
 
 def failover_run(*extra: str) -> subprocess.CompletedProcess[str]:

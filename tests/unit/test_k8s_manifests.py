@@ -1,13 +1,16 @@
 """deploy/k8s (contract 13.6): every manifest of the production and cloudnative-pg overlays
 validates against a pinned Kubernetes version (kubernetes-validate, strict), the KEDA
-ScaledObjects and CloudNativePG's Cluster against the schemas kept in deploy/k8s/schemas; every
-Deployment has probes, limits and a non-root read-only security context; the base on disk is
-what the generator writes."""
+ScaledObjects, CloudNativePG's Cluster and ScheduledBackup and the Barman Cloud plugin's
+ObjectStore against the schemas kept in deploy/k8s/schemas (so does the commented restore
+example); every Deployment has probes, limits and a non-root read-only security context; the
+base on disk is what the generator writes."""
 
 from __future__ import annotations
 
 import copy
 import json
+import re
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +32,16 @@ KEDA_SCHEMAS = {
 }
 
 
-# CloudNativePG's Cluster (issue 45): the operator's own CRD schema (v1.30.0), made strict here
-CNPG_SCHEMA = "cnpg-cluster.json"
+# The operators' kinds, checked against their own CRD schemas kept in deploy/k8s/schemas, made
+# strict here: CloudNativePG's (v1.30.0) Cluster (issue 45) and ScheduledBackup, the Barman Cloud
+# plugin's (v0.14.0) ObjectStore. A kind of theirs without a schema here is refused.
+CRD_SCHEMAS = {
+    ("postgresql.cnpg.io/v1", "Cluster"): "cnpg-cluster.json",
+    ("postgresql.cnpg.io/v1", "ScheduledBackup"): "cnpg-scheduledbackup.json",
+    ("barmancloud.cnpg.io/v1", "ObjectStore"): "barman-cloud-objectstore.json",
+}
+BARMAN_CLOUD = "barman-cloud.cloudnative-pg.io"  # the plugin's name in a Cluster and a Backup
+CNPG_OVERLAY = K8S / "overlays" / "cloudnative-pg"
 
 
 GEN = generator()
@@ -54,8 +65,8 @@ def strict(node: Any) -> Any:
     return out
 
 
-def cnpg_schema() -> dict[str, Any]:
-    schema: dict[str, Any] = strict(json.loads((K8S / "schemas" / CNPG_SCHEMA).read_text()))
+def crd_schema(name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = strict(json.loads((K8S / "schemas" / name).read_text()))
     schema["properties"]["metadata"] = {"type": "object", "required": ["name", "namespace"]}
     return schema
 
@@ -67,9 +78,11 @@ def problems(doc: dict[str, Any]) -> list[str]:
         schema = json.loads((K8S / "schemas" / KEDA_SCHEMAS[doc["kind"]]).read_text())
         errors = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(doc)]
         return [f"{name}: {e}" for e in errors]
-    if doc["apiVersion"] == "postgresql.cnpg.io/v1":
-        assert doc["kind"] == "Cluster", name
-        errors = [e.message for e in jsonschema.Draft202012Validator(cnpg_schema()).iter_errors(doc)]
+    if doc["apiVersion"].split("/")[0].endswith("cnpg.io"):
+        schema = CRD_SCHEMAS.get((doc["apiVersion"], doc["kind"]))
+        if schema is None:
+            return [f"{name}: no schema of {doc['apiVersion']} {doc['kind']} in deploy/k8s/schemas"]
+        errors = [e.message for e in jsonschema.Draft202012Validator(crd_schema(schema)).iter_errors(doc)]
         return [f"{name}: {e}" for e in errors]
     try:
         kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
@@ -279,6 +292,9 @@ def test_every_manifest_of_the_cloudnative_pg_overlay_is_valid(cloudnative_pg: l
     assert database["spec"]["externalName"] == f"{cluster['metadata']['name']}-rw.sluice.svc.cluster.local"
     # the production overlay underneath is kept whole
     assert _one(cloudnative_pg, "Deployment", "sluice-gateway")["spec"]["replicas"] == 3
+    production_kinds = {d["kind"] for d in GEN.render(K8S / "overlays" / "production")}
+    added = {d["kind"] for d in cloudnative_pg} - production_kinds
+    assert added == {"Cluster", "ObjectStore", "ScheduledBackup"}  # the database and its backups
 
 
 def test_the_base_names_the_database_endpoint_it_expects() -> None:
@@ -301,3 +317,180 @@ def test_the_cluster_schema_refuses_a_broken_cluster(
     else:
         spec["postgresql"]["synchronous"]["number"] = "1"
     assert problems(cluster) != []
+
+
+BACKUPS_MD = Path(__file__).resolve().parents[2] / "docs" / "operations" / "backups.md"
+
+
+def _secret_refs(node: Any) -> list[Any]:
+    """Every credential of an ObjectStore's configuration that is not a reference to a key of a
+    Secret (``{name, key}``) or a flag (``inheritFromIAMRole``): what would be a secret inline."""
+    if isinstance(node, bool):
+        return []
+    if isinstance(node, dict) and set(node) == {"name", "key"}:
+        return []
+    if isinstance(node, dict):
+        return [x for v in node.values() for x in _secret_refs(v)]
+    return [node]
+
+
+def test_the_cluster_archives_its_wal_and_takes_a_daily_base_backup(
+    cloudnative_pg: list[dict[str, Any]],
+) -> None:
+    """Backups (docs/operations/backups.md): WAL archived continuously and base backups taken
+    daily to an object store through the Barman Cloud plugin (not the deprecated in-tree
+    spec.backup.barmanObjectStore), kept for a recovery window, with the store's credentials
+    from a Secret; the figures are the ones backups.md gives."""
+    doc = BACKUPS_MD.read_text()
+    cluster = _one(cloudnative_pg, "Cluster")
+    store = _one(cloudnative_pg, "ObjectStore")
+    daily = _one(cloudnative_pg, "ScheduledBackup")
+    spec, name = cluster["spec"], cluster["metadata"]["name"]
+    # the Cluster archives through the plugin, into this ObjectStore, in its own namespace
+    [archiver] = [p for p in spec["plugins"] if p.get("isWALArchiver")]
+    assert archiver["name"] == BARMAN_CLOUD and archiver.get("enabled", True)
+    assert archiver["parameters"] == {"barmanObjectName": store["metadata"]["name"]}
+    assert store["metadata"]["namespace"] == cluster["metadata"]["namespace"]
+    assert "barmanObjectStore" not in spec.get("backup", {})
+    # serverName is the plugin's parameter, never the store's (a CEL rule, not evaluated here);
+    # unset, the archive's folder is the Cluster's name, which the restore example names
+    assert "serverName" not in store["spec"]["configuration"]
+    timeout = re.search(r"^\| `archive_timeout` \| `(\w+)` \|", doc, re.M)
+    assert timeout and spec["postgresql"]["parameters"]["archive_timeout"] == timeout[1]
+    # daily base backups through the plugin, the first one at once
+    assert "**Daily** base backups" in doc
+    assert daily["spec"]["cluster"]["name"] == name
+    assert (daily["spec"]["method"], daily["spec"]["pluginConfiguration"]) == (
+        "plugin",
+        {"name": BARMAN_CLOUD},
+    )
+    second, minute, hour, *every = daily["spec"]["schedule"].split()
+    assert all(f.isdigit() for f in (second, minute, hour)) and every == ["*", "*", "*"]
+    assert daily["spec"]["immediate"] is True and not daily["spec"].get("suspend")
+    # a recovery window of at least the 14 days backups.md calls common (many daily backups)
+    window = re.fullmatch(r"([1-9][0-9]*)([dwm])", store["spec"]["retentionPolicy"])
+    assert window and int(window[1]) * {"d": 1, "w": 7, "m": 30}[window[2]] >= 14
+    # credentials by reference only, and no Secret written in the manifests
+    config = store["spec"]["configuration"]
+    credentials = {k: v for k, v in config.items() if k.endswith("Credentials")}
+    assert credentials and _secret_refs(credentials) == []
+    assert not [d for d in cloudnative_pg if d["kind"] == "Secret"]
+    # encrypted at rest by the store
+    assert config["wal"]["encryption"] and config["data"]["encryption"]
+
+
+def restore_example() -> list[dict[str, Any]]:
+    """The manifests of overlays/cloudnative-pg/restore-example.yaml, uncommented as its header
+    says: every line after the scissors line, less its leading "# "."""
+    text = (CNPG_OVERLAY / "restore-example.yaml").read_text()
+    _, manifest = text.split("# 8<", 1)
+    lines = manifest.splitlines()[1:]
+    assert all(line == "#" or line.startswith("# ") for line in lines)
+    return [d for d in yaml.safe_load_all("\n".join(line[2:] for line in lines)) if d]
+
+
+def _within(part: Any, whole: Any) -> bool:
+    """Whether every field of ``part`` is in ``whole`` with the same value."""
+    if isinstance(part, dict):
+        return isinstance(whole, dict) and all(k in whole and _within(v, whole[k]) for k, v in part.items())
+    if isinstance(part, list):
+        return isinstance(whole, list) and len(part) == len(whole) and all(map(_within, part, whole))
+    return bool(part == whole)
+
+
+def test_the_restore_example_is_a_point_in_time_restore_of_the_cluster(
+    cloudnative_pg: list[dict[str, Any]],
+) -> None:
+    """The commented restore example: a new Cluster bootstrapped from the ObjectStore's
+    backups of sluice-pg to a targetTime, otherwise sluice-pg's spec, backed up from its start;
+    valid against the same schemas, and the one docs/operations/backups.md shows."""
+    docs = restore_example()
+    assert [p for doc in docs for p in problems(doc)] == []
+    restore, daily = _one(docs, "Cluster"), _one(docs, "ScheduledBackup")
+    cluster, store = _one(cloudnative_pg, "Cluster"), _one(cloudnative_pg, "ObjectStore")
+    name = cluster["metadata"]["name"]
+    assert restore["metadata"]["name"] != name  # never in place
+    assert not [d for d in cloudnative_pg if d["metadata"]["name"] == restore["metadata"]["name"]]
+    spec = restore["spec"]
+    assert list(spec["bootstrap"]) == ["recovery"]
+    recovery = spec["bootstrap"]["recovery"]
+    [source] = [c for c in spec["externalClusters"] if c["name"] == recovery["source"]]
+    assert source["plugin"]["name"] == BARMAN_CLOUD
+    assert source["plugin"]["parameters"] == {
+        "barmanObjectName": store["metadata"]["name"],
+        "serverName": name,
+    }
+    target = datetime.fromisoformat(recovery["recoveryTarget"]["targetTime"])
+    assert target.tzinfo is not None  # without a zone the operator reads UTC
+    initdb = cluster["spec"]["bootstrap"]["initdb"]
+    assert (recovery["database"], recovery["owner"], recovery["secret"]) == (
+        initdb["database"],
+        initdb["owner"],
+        initdb["secret"],
+    )
+    rest = lambda s: {k: v for k, v in s.items() if k not in ("bootstrap", "externalClusters")}  # noqa: E731
+    assert rest(spec) == rest(cluster["spec"])  # the same cluster, archiving as it does
+    overlay_daily = _one(cloudnative_pg, "ScheduledBackup")
+    assert daily["spec"] == {**overlay_daily["spec"], "cluster": {"name": restore["metadata"]["name"]}}
+    # backups.md shows this manifest (abbreviated: every field it shows is the example's)
+    section = BACKUPS_MD.read_text().split("## On Kubernetes with CloudNativePG", 1)[1]
+    shown = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", section, re.S)]
+    assert shown and all(s["kind"] != "Cluster" or _within(s, restore) for s in shown)
+    assert any(s["kind"] == "Cluster" and "recovery" in s["spec"]["bootstrap"] for s in shown)
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        "schedule missing",
+        "unknown backup method",
+        "unknown field in the ScheduledBackup",
+        "secret inline",
+        "retention in words",
+        "unknown compression",
+        "unknown field in the ObjectStore",
+        "plugin without a name",
+        "restore target misspelled",
+        "a kind without a schema",
+    ],
+)
+def test_the_backup_schemas_refuse_a_broken_manifest(
+    cloudnative_pg: list[dict[str, Any]], breakage: str
+) -> None:
+    daily = copy.deepcopy(_one(cloudnative_pg, "ScheduledBackup"))
+    store = copy.deepcopy(_one(cloudnative_pg, "ObjectStore"))
+    cluster = copy.deepcopy(_one(cloudnative_pg, "Cluster"))
+    restore = copy.deepcopy(_one(restore_example(), "Cluster"))
+    assert [p for d in (daily, store, cluster, restore) for p in problems(d)] == []
+    config = store["spec"]["configuration"]
+    if breakage == "schedule missing":
+        broken = daily
+        del daily["spec"]["schedule"]
+    elif breakage == "unknown backup method":
+        broken = daily
+        daily["spec"]["method"] = "barmanCloud"
+    elif breakage == "unknown field in the ScheduledBackup":
+        broken = daily
+        daily["spec"]["pluginConfig"] = daily["spec"].pop("pluginConfiguration")
+    elif breakage == "secret inline":
+        broken = store
+        config["s3Credentials"]["secretAccessKey"] = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+    elif breakage == "retention in words":
+        broken = store
+        store["spec"]["retentionPolicy"] = "30 days"
+    elif breakage == "unknown compression":
+        broken = store
+        config["data"]["compression"] = "zstd"  # WAL may be zstd, base backups not
+    elif breakage == "unknown field in the ObjectStore":
+        broken = store
+        config["destinationpath"] = config.pop("destinationPath")
+    elif breakage == "plugin without a name":
+        broken = cluster
+        del cluster["spec"]["plugins"][0]["name"]
+    elif breakage == "restore target misspelled":
+        broken = restore
+        target = restore["spec"]["bootstrap"]["recovery"]["recoveryTarget"]
+        target["targetTimestamp"] = target.pop("targetTime")
+    else:
+        broken = {**daily, "kind": "Pooler"}
+    assert problems(broken) != []

@@ -182,6 +182,22 @@ class Scenario:
             steps.insert(min(1 + 3 * i, len(steps)), step)  # spread among the others
         return steps
 
+    def in_flight(self, progress: Progress, margin: int, clients: threading.Thread) -> None:
+        """Transfers in flight when a fault fires: a long fault before it (a node lost, then
+        rejoined) may have let the clients reach the gate and every transfer be decided; the
+        gate is then lifted by ``margin`` and the fault waits (10 s at most) for half of it."""
+        if progress.issued - progress.decided >= margin // 2 or progress.gate is None:
+            return
+        progress.gate = min(progress.issued + margin, self.args.transfers - 1)
+        deadline = time.monotonic() + 10
+        while (
+            progress.issued - progress.decided < margin // 2
+            and progress.issued < progress.gate
+            and clients.is_alive()
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.05)
+
     # ---- the run ----
     def run(self) -> int:
         args = self.args
@@ -249,12 +265,15 @@ class Scenario:
             if not clients.is_alive():
                 log(f"clients finished before fault {label!r}")
                 break
+            self.in_flight(progress, margin, clients)
             log(
                 f"{progress.decided}/{args.transfers} decided, {progress.issued - progress.decided} in flight"
             )
+            # The next gate first: the load goes on while the fault lasts (a standby lost must
+            # not stop the writes, and only new transfers show it), up to the next fault's gate.
+            progress.gate = gate_of(n + 1) if n < len(steps) else None
             act()
             fired += 1
-            progress.gate = gate_of(n + 1) if n < len(steps) else None
         progress.gate = None
         log(f"faults fired: {fired} of {len(steps)}")
         last = 0.0

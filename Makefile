@@ -89,7 +89,9 @@ fmt: setup
 wrk:
 	@command -v wrk >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq wrk >/dev/null)
 
-# BENCH_WALLETS, BENCH_DURATION_S, BENCH_CONNECTIONS, BENCH_PARTS (customers,transfers) are settable.
+# BENCH_WALLETS, BENCH_DURATION_S, BENCH_CONNECTIONS, BENCH_PARTS are settable; the parts are
+# sizing,customers,transfers,overload (sizing: the costs per transfer and per customer behind
+# docs/operations/sizing.md, written to .sluice/bench/sizing.json).
 bench: setup wrk
 	@$(UV) run --frozen python -m devstack.bench
 

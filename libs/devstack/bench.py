@@ -1,7 +1,9 @@
 """``make bench``: end-to-end throughput and latency of POST /v1/customers and of
 POST /v1/transfers (devstack.bench_transfers) beside two baselines each, measured in the same
 run on the same machine, on a fresh embedded stack. ``BENCH_PARTS`` (customers, transfers,
-overload) picks the parts; ``BENCH_IDLE_S=0`` skips the idle measurement.
+overload, sizing) picks the parts; ``BENCH_IDLE_S=0`` skips the idle measurement. ``sizing``
+(devstack.bench_sizing, issue 45) measures what one transfer and one customer cost, the inputs
+of docs/operations/sizing.md, and judges nothing.
 
 1. bare: a Litestar endpoint that answers at once; 2. monolith: Litestar doing the same work
 synchronously with asyncpg; 3. e2e: the suite (gateway -> compliance -> ledger -> gateway over
@@ -27,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from devstack import bench_capacity, bench_overload, bench_transfers, plot, quiesce
+from devstack import bench_capacity, bench_overload, bench_sizing, bench_transfers, plot, quiesce
 from devstack.benchstack import bench_stack, pg_settings
 from devstack.measure import (
     baseline_process,
@@ -91,7 +93,7 @@ def baseline(kind: str, dsn: str) -> dict[str, float]:
 
 
 QUIET_TIMEOUT_S = float(os.environ.get("BENCH_QUIET_TIMEOUT_S", "300"))  # the wait between turns
-PARTS = set(os.environ.get("BENCH_PARTS", "customers,transfers,overload").split(","))
+PARTS = set(os.environ.get("BENCH_PARTS", "sizing,customers,transfers,overload").split(","))
 
 
 def customers_e2e(
@@ -151,7 +153,8 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="sluice-bench-"))
     started = cpu_times()
     results = Results(frozenset(PARTS | ({"idle"} if os.environ.get("BENCH_IDLE_S", "30") != "0" else set())))
-    with bench_stack(work) as stack:
+    extra = bench_sizing.STACK_ENV if "sizing" in PARTS else None
+    with bench_stack(work, extra_env=extra) as stack:
         stores, procs, pids, token = stack.stores, stack.procs, stack.pids, stack.token
         print(
             f"stores: pg {stores.database_url.split('@')[-1]}, redis {stores.redis_url.split('@')[-1]}, "
@@ -200,6 +203,8 @@ def main() -> int:
             if not ok:
                 results.errors.append(f"turn {turns} started before the stack was quiet: {text}")
 
+        if "sizing" in PARTS:  # before the other parts drive the suite: costs on a fresh one
+            lines.append(bench_sizing.run(stack, between, results))
         if "customers" in PARTS:
             lines.append(customers_e2e(procs, token, pids, mono, results, dsn, between))
         capacity = 0.0

@@ -58,7 +58,11 @@ def pg_settings(dsn: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def bench_stack(work: Path, *, log_level: str = "WARNING") -> Iterator[BenchStack]:
+def bench_stack(
+    work: Path, *, log_level: str = "WARNING", extra_env: dict[str, str] | None = None
+) -> Iterator[BenchStack]:
+    """The stack, its services started with ``extra_env`` too (a part's own settings: the sizing
+    part's webhook receiver on the loopback)."""
     stores = Stores(work).start(
         fresh_kafka=True,
         database="sluice_bench",
@@ -72,6 +76,7 @@ def bench_stack(work: Path, *, log_level: str = "WARNING") -> Iterator[BenchStac
             **ephemeral_secrets("bench"),
             "SLUICE_ADMIN_TOKEN": token,
             "SLUICE_LOG_LEVEL": log_level,
+            **(extra_env or {}),
         }
         migrate(env)
         suite = Suite(env, work / "logs")

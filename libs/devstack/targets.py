@@ -9,6 +9,7 @@ its figure empty (no capacity, a pipeline that never settled) is an error, never
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 BROKERS = ("kafka", "tansu")  # how devstack.stores names a broker process
 
@@ -22,7 +23,7 @@ IDLE_STACK_MAX, IDLE_BROKER_MAX = 0.05, 0.035  # share of one core
 
 @dataclass
 class Results:
-    parts: frozenset[str]  # what was asked for: customers, transfers, overload, idle
+    parts: frozenset[str]  # what was asked for: customers, transfers, overload, sizing, idle
     idle: dict[str, float] | None = None  # each process's share of one core, idle
     customers_ratio: float | None = None
     transfers_ratio: float | None = None
@@ -32,6 +33,7 @@ class Results:
     half_load: dict[str, dict[str, float]] = field(default_factory=dict)  # part -> open-loop figures
     overload: dict[str, list[str]] = field(default_factory=dict)  # run label -> its missed targets
     errors: list[str] = field(default_factory=list)  # why a part asked for measured nothing
+    sizing: dict[str, Any] | None = None  # the sizing part's costs (devstack.bench_sizing): no target
 
 
 def _missed_idle(idle: dict[str, float]) -> list[str]:
@@ -85,7 +87,7 @@ def missed(r: Results) -> list[str]:
 def errors(r: Results) -> list[str]:
     """Parts asked for whose figures are missing: each is an error, not a pass."""
     out = list(r.errors)
-    wanted = {
+    wanted: dict[str, list[tuple[str, object]]] = {
         "idle": [("idle stack", r.idle)],
         "customers": [
             ("customers ratio", r.customers_ratio),
@@ -98,10 +100,11 @@ def errors(r: Results) -> list[str]:
             ("transfers half load", r.half_load.get("transfers")),
         ],
         "overload": [("overload", r.overload or None)],
+        "sizing": [("sizing inputs", r.sizing)],
     }
     for part in sorted(r.parts):
         if part not in wanted:
-            out.append(f"unknown part {part!r} (BENCH_PARTS: customers, transfers, overload)")
+            out.append(f"unknown part {part!r} (BENCH_PARTS: customers, transfers, overload, sizing)")
             continue
         out += [f"{name} not measured" for name, value in wanted[part] if value is None]
     return out

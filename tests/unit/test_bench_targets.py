@@ -79,7 +79,7 @@ def test_a_part_asked_for_but_not_measured_is_an_error() -> None:
 
 def test_an_unknown_part_is_an_error() -> None:
     assert errors(Results(frozenset({"transfer"}))) == [
-        "unknown part 'transfer' (BENCH_PARTS: customers, transfers, overload)"
+        "unknown part 'transfer' (BENCH_PARTS: customers, transfers, overload, sizing)"
     ]
 
 

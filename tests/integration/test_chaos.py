@@ -55,7 +55,9 @@ def test_short_chaos_run_audits_clean() -> None:
     # the failover, and the standby lost without one (writes went on)
     for fault in ("failover", "standby"):
         assert re.search(
-            rf"^chaos-failover: {fault} rpo 0 detection_s \S+ rto_s [\d.]+ rto_limit_s 15 ok$", out.stdout, re.M
+            rf"^chaos-failover: {fault} rpo 0 detection_s \S+ rto_s [\d.]+ rto_limit_s 15 ok$",
+            out.stdout,
+            re.M,
         ), audit
     assert out.returncode == 0, audit
 

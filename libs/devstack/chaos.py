@@ -269,11 +269,13 @@ class Scenario:
             log(
                 f"{progress.decided}/{args.transfers} decided, {progress.issued - progress.decided} in flight"
             )
-            # The next gate first: the load goes on while the fault lasts (a standby lost must
-            # not stop the writes, and only new transfers show it), up to the next fault's gate.
-            progress.gate = gate_of(n + 1) if n < len(steps) else None
+            # The load goes on while the fault lasts (a standby lost must not stop the writes,
+            # and only new transfers show it), up to the next fault's threshold: never so far
+            # that a long fault lets the clients finish what the later faults need in flight.
+            progress.gate = threshold(n + 1) if n < len(steps) else None
             act()
             fired += 1
+            progress.gate = gate_of(n + 1) if n < len(steps) else None
         progress.gate = None
         log(f"faults fired: {fired} of {len(steps)}")
         last = 0.0

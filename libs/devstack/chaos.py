@@ -86,6 +86,7 @@ class Scenario:
         self.restarting: list[tuple[Proc, float]] = []
         self.restarts_not_ready = 0
         self.scaler: Scaler | None = None
+        self.last_gate = args.transfers - 1  # the clients' gate never passes it before the last fault ends
 
     # ---- set-up ----
     def start(self) -> None:
@@ -188,7 +189,7 @@ class Scenario:
         gate is then lifted by ``margin`` and the fault waits (10 s at most) for half of it."""
         if progress.issued - progress.decided >= margin // 2 or progress.gate is None:
             return
-        progress.gate = min(progress.issued + margin, self.args.transfers - 1)
+        progress.gate = min(progress.issued + margin, self.last_gate)
         deadline = time.monotonic() + 10
         while (
             progress.issued - progress.decided < margin // 2
@@ -237,16 +238,18 @@ class Scenario:
         steps = self.scaler.plan() if args.scale else self.plan()
         # Fault n fires once ``threshold(n)`` transfers are decided, or as soon as the clients
         # have issued ``threshold(n) + margin`` and wait at the gate (a fast suite): either
-        # way with transfers in flight, and never after the load has ended.
+        # way with transfers in flight, and never after the load has ended: the last
+        # ``reserve`` transfers are sent only once the last fault is over (a failover's RTO
+        # needs requests sent after the promotion; the short variant has few to spare).
         margin = args.clients
+        reserve = min(margin // 2, args.transfers // 10)
+        self.last_gate = args.transfers - max(1, reserve)
 
         def threshold(n: int) -> int:
             return args.transfers * n // (len(steps) + 1)
 
         def gate_of(n: int) -> int:
-            # Never at or past the last transfer: with few transfers (the short variant) the
-            # margin reached past the end, and the clients could finish before the last fault.
-            return min(threshold(n) + margin, args.transfers - 1)
+            return min(threshold(n) + margin, self.last_gate)
 
         progress.gate = gate_of(1) if steps else None
         fired = 0
@@ -272,7 +275,7 @@ class Scenario:
             # The load goes on while the fault lasts (a standby lost must not stop the writes,
             # and only new transfers show it), up to the next fault's threshold: never so far
             # that a long fault lets the clients finish what the later faults need in flight.
-            progress.gate = threshold(n + 1) if n < len(steps) else None
+            progress.gate = min(threshold(n + 1), self.last_gate) if n < len(steps) else self.last_gate
             act()
             fired += 1
             progress.gate = gate_of(n + 1) if n < len(steps) else None

@@ -24,6 +24,7 @@ from devstack.pg_cluster import PgCluster
 pytestmark = pytest.mark.integration
 
 CONNECT_TIMEOUT_S = 2.0  # the services' default (SLUICE_DB_CONNECT_TIMEOUT_S)
+COMMAND_TIMEOUT_S = 1.0  # the services' is 10 s (SLUICE_DB_COMMAND_TIMEOUT_S): the same, sooner
 
 
 @pytest.fixture
@@ -72,3 +73,44 @@ def test_a_hung_primary_does_not_hide_the_promoted_standby(cluster: PgCluster) -
 def test_the_engine_writes_to_the_primary_only(cluster: PgCluster) -> None:
     """With every node up, each connection goes to the primary, never to a standby."""
     assert asyncio.run(_ports(cluster.url(), 3)) == [cluster.primary.port] * 3
+
+
+async def _pooled_then_hung(cluster: PgCluster, pool: int) -> list[int | str]:
+    """``pool`` connections opened to the primary and returned to the pool; then the primary
+    hangs and a standby is promoted; then ``pool + 1`` statements one after another: each the
+    port that answered it, or "timeout"."""
+    engine = create_engine(
+        cluster.url(), pool, connect_timeout_s=CONNECT_TIMEOUT_S, command_timeout_s=COMMAND_TIMEOUT_S
+    )
+    outcomes: list[int | str] = []
+    try:
+        held = [await engine.connect() for _ in range(pool)]
+        for c in held:
+            await c.execute(text("SELECT 1"))
+        for c in held:
+            await c.close()  # back to the pool, each still connected to the primary
+        cluster.pause(cluster.primary_name)
+        cluster.failover()
+        for _ in range(pool + 1):
+            try:
+                async with engine.connect() as c:
+                    outcomes.append(int((await c.execute(text("SELECT inet_server_port()"))).scalar_one()))
+            except TimeoutError:
+                outcomes.append("timeout")
+        return outcomes
+    finally:
+        await engine.dispose()
+
+
+def test_one_statement_timing_out_on_a_hung_primary_retires_the_whole_pool(cluster: PgCluster) -> None:
+    """Without common.db.timeout_is_a_lost_host every pooled connection to the hung primary
+    timed out in turn (["timeout", "timeout", "timeout", port]: each a command timeout, 10 s
+    in the services, before a request reached the promoted standby); with it the first
+    timeout invalidates the pool and the next statement connects afresh to the new primary."""
+    hung = cluster.primary_name
+    try:
+        outcomes = asyncio.run(_pooled_then_hung(cluster, 3))
+    finally:
+        cluster.resume(hung)
+    promoted = cluster.primary.port
+    assert outcomes == ["timeout", promoted, promoted, promoted]

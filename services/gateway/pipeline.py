@@ -38,7 +38,9 @@ from gateway.ratelimit import RateLimiter, Window
 log = logging.getLogger(__name__)
 
 _enc = msgspec.json.Encoder(decimal_format="string")
-STORE_ERRORS = (RedisError, SQLAlchemyError, KafkaError, ConnectionError)
+# TimeoutError: asyncpg's command timeout on a hung PostgreSQL reaches here unwrapped (a BEGIN or a
+# lookup that got no answer); the reply's own wait is upstream_timeout, decided in _run.
+STORE_ERRORS = (RedisError, SQLAlchemyError, KafkaError, ConnectionError, TimeoutError)
 
 
 @dataclass(slots=True)

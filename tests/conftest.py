@@ -27,8 +27,9 @@ from common import authority
 from common.auth import ALL_SCOPES as SCOPES
 from common.keyring import new_key_setting
 from common.settings import Settings
-from devstack.stores import Stores, drop_database, free_port
-from devstack.suite import Proc, Suite, migrate
+from tools.stack.processes import free_port
+from tools.stack.stores import Stores, drop_database
+from tools.stack.suite import Proc, Suite, migrate
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 # Compliance's and admin's signing keys and the verification keys (contract 15.1), per session.

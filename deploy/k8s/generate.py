@@ -99,7 +99,7 @@ KAFKA_SASL = {
     "SLUICE_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
     "SLUICE_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
 }
-KAFKA_BROKER_USER = "broker"  # devstack.kafka_embedded.BROKER_USER
+KAFKA_BROKER_USER = "broker"  # tools.stack.kafka.BROKER_USER
 KAFKA_SCALER_USER = "keda"  # common.acls.SCALER: KEDA's lag scaler
 KAFKA_JAAS_DIR = "/etc/kafka/jaas"
 # The brokers' certificate, its key and its CA, as cert-manager writes a Certificate's Secret
@@ -271,7 +271,7 @@ def deployment(name: str, port: int) -> dict[str, Any]:
     )
 
 
-# The broker: the release devstack.kafka_embedded runs (tests/unit/test_kafka_version.py).
+# The broker: the release tools.stack.kafka runs (tests/unit/test_kafka_version.py).
 KAFKA_IMAGE = "apache/kafka:4.1.2"
 KAFKA_NODES = 3
 KAFKA_UID = 1000  # appuser, who owns /opt/kafka in the image
@@ -338,7 +338,7 @@ exec /etc/kafka/docker/run
 
 def kafka() -> list[dict[str, Any]]:
     """Three KRaft nodes (broker and controller each), replication 3, min.insync.replicas 2:
-    the cluster `make chaos` kills, pauses and restarts on one machine (devstack.chaos_kafka)."""
+    the cluster `make chaos` kills, pauses and restarts on one machine (tools.chaos.kafka)."""
     voters = ",".join(f"{i}@{kafka_node(i)}:{KAFKA_PORTS['CONTROLLER']}" for i in range(KAFKA_NODES))
     env = {
         "KAFKA_PROCESS_ROLES": "broker,controller",

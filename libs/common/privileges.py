@@ -14,7 +14,7 @@ Every schema, table, sequence and function belongs to the migrations role
 Owning nothing, a service role cannot ALTER, DROP or TRUNCATE a table, nor disable its
 triggers. Two steps, two holders:
 
-1. :func:`bootstrap` (``python -m sluice roles``; devstack.stores for ``make run`` and the
+1. :func:`bootstrap` (``python -m sluice roles``; tools.stack.stores for ``make run`` and the
    tests) is run once by a superuser or a CREATEROLE role: the roles, CONNECT on the database
    for them and CREATE (schemas) for the migrations role, and the hand-over to the migrations
    role of what an earlier, single-role install made.

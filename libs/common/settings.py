@@ -354,7 +354,7 @@ class Settings(BaseSettings):
 def _development_fill(settings: Settings, missing: list[str]) -> None:
     """Development only: a random value for each missing secret, for this process alone (so
     a JWT signed by another process, or a secret sealed before a restart, will not verify).
-    ``make run`` and the tests generate shared ones instead; see devstack."""
+    ``make run`` and the tests generate shared ones instead; see tools/stack."""
     fill = {
         "SLUICE_ADMIN_TOKEN": ("admin_token", secrets.token_urlsafe(32)),
         "SLUICE_JWT_SECRET": ("jwt_secret", secrets.token_urlsafe(32)),

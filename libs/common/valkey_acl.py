@@ -10,7 +10,7 @@ use Valkey (ledger, compliance, webhooks, migrations) is given no Valkey URL at 
   families, and its own failed-login counters. It cannot SET a cache entry: even an unsigned
   one it could not write.
 
-The default user is refused unless it has a password (devstack generates one per run; it is
+The default user is refused unless it has a password (tools/stack generates one per run; it is
 what tests and operators' tools use). Passwords are stored only as SHA-256 (``#<hex>``) in the
 ACL file or ``ACL SETUSER``; the clear password is only in the URL handed to the one service.
 """

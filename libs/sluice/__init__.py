@@ -1,4 +1,4 @@
-"""The suite's one command line: ``python -m sluice run | migrate | bench | chaos | serve``."""
+"""The product's command line, the one the image runs: ``python -m sluice <command>``."""
 
 SERVICES = ("ledger", "compliance", "webhooks", "admin", "gateway")
 # Migration order: identity (admin) first, the gateway's own tables last.

@@ -1,7 +1,7 @@
-"""``python -m sluice <command>`` (what ``make run``, ``make bench`` and the image call).
+"""``python -m sluice <command>``: the production image's command line (the Dockerfile, compose
+and deploy/k8s call it). The development tooling (``make run``, ``make bench``, ``make chaos``)
+is not here: it lives in tools/ and is not in the image.
 
-- ``run``: the whole suite on this machine (stores embedded or from ``SLUICE_*``); needs the
-  development dependency group (``uv sync`` installs it by default).
 - ``migrate [service ...]``: apply migrations to ``SLUICE_DATABASE_URL`` (all services by
   default); the production image runs this before the services start.
 - ``roles``: create the database roles, one per service and the migrations role, as a
@@ -15,13 +15,12 @@
   anchor key, and the verification keys for them (contract 15.1), as ``NAME=value`` lines;
   ``--verify`` prints only the verification keys of the signing keys in the environment (for
   a rotation).
-- ``bench``: the benchmark (``make bench``); ``chaos``: the fault scenario (``devstack.chaos``).
+- ``valkey-acl``: Valkey's ACL file for the service users, passwords hashed.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import runpy
 import sys
@@ -160,16 +159,6 @@ def acls(dry_run: bool) -> int:
     return 1 if failed else 0
 
 
-def _devstack(module: str) -> int:
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        print(f"{module} is not available here ({exc}); install the dev group: uv sync", file=sys.stderr)
-        return 2
-    result = mod.main() if hasattr(mod, "main") else 0
-    return int(result or 0)
-
-
 def keys(verify_only: bool) -> int:
     """Print signing and verification keys (never logged: standard output only)."""
     from common import authority
@@ -194,7 +183,6 @@ def keys(verify_only: bool) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sluice", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("run", help="the whole suite on this machine (make run)")
     m = sub.add_parser("migrate", help="apply migrations to SLUICE_DATABASE_URL")
     m.add_argument("services", nargs="*", metavar="service", help=f"default: all of {', '.join(MIGRATED)}")
     s = sub.add_parser("serve", help="run one service")
@@ -210,8 +198,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--verify", action="store_true", help="the verification keys of the signing keys in the env"
     )
     sub.add_parser("valkey-acl", help="print Valkey's ACL file, passwords hashed (common.valkey_acl)")
-    sub.add_parser("bench", help="the benchmark (make bench)")
-    sub.add_parser("chaos", help="the fault scenario (devstack.chaos)")
     args = parser.parse_args(argv)
     if args.command == "migrate":
         unknown = set(args.services) - set(MIGRATED)
@@ -230,13 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return acls(args.dry_run)
     if args.command == "keys":
         return keys(args.verify)
-    if args.command == "valkey-acl":
-        return valkey_acl()
-    if args.command == "run":
-        from devstack.__main__ import run
-
-        return run()
-    return _devstack({"bench": "devstack.bench", "chaos": "devstack.chaos"}[args.command])
+    return valkey_acl()
 
 
 if __name__ == "__main__":

@@ -12,9 +12,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from devstack.stores import free_port
 from tests.conftest import ADMIN_TOKEN, Stack, customer_body, make_tenant
 from tests.support.admin import admin_error, admin_ok, db
+from tools.stack.processes import free_port
 
 pytestmark = pytest.mark.integration
 

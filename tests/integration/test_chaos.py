@@ -12,8 +12,8 @@ import re
 
 import pytest
 
-from devstack.suite import ROOT
 from tests.support.cli import run_module
+from tools.stack.processes import ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
 
@@ -30,7 +30,7 @@ DETAIL = re.compile(
 
 
 def test_short_chaos_run_audits_clean() -> None:
-    out = run_module("devstack.chaos", "--short", cwd=ROOT, timeout=380)
+    out = run_module("tools.chaos.scenario", "--short", cwd=ROOT, timeout=380)
     m = LINE.search(out.stdout)
     assert m, f"no audit line (exit {out.returncode}):\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
     transfers, lost, duplicated, undecided, drift, missing, longest = m.groups()
@@ -72,7 +72,7 @@ SCALE = re.compile(
 def test_short_scaling_run_audits_clean() -> None:
     """Issue 27: ledger and compliance grow from 1 to 3 instances and back, a gateway comes and
     goes, during 150 transfers: the same exact audit, every decision within 30 s."""
-    out = run_module("devstack.chaos", "--scale", "--short", cwd=ROOT, timeout=380)
+    out = run_module("tools.chaos.scenario", "--scale", "--short", cwd=ROOT, timeout=380)
     m = SCALE.search(out.stdout)
     audit = out.stdout[-2500:]
     assert m, f"no scaling line (exit {out.returncode}):\n{audit}\n{out.stderr[-3000:]}"

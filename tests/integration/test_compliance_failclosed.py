@@ -22,11 +22,12 @@ from sqlalchemy.engine import make_url
 
 from common.contracts.commands import ApproveRoute, ListDecisions
 from common.db import migrate
-from devstack.stores import create_database, drop_database, free_port
 from tests.conftest import Stack
 from tests.support.compliance import Probe, private_compliance, uid
 from tests.support.db import pg_connect
 from tests.support.kafka import dead_letters
+from tools.stack.processes import free_port
+from tools.stack.stores import create_database, drop_database
 
 pytestmark = pytest.mark.integration
 

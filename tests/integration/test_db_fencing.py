@@ -2,7 +2,7 @@
 independent servers are both primaries, as an old primary that came back as a writer next to
 the promoted standby would be. A service whose SLUICE_DATABASE_URL names both says so at error
 level, naming them, and sets sluice_database_writable_hosts to 2; a single-host URL starts no
-check. The servers are devstack.chaos_stores.OwnPostgres (the pgserver wheel's initdb)."""
+check. The servers are tools.chaos.stores.OwnPostgres (the pgserver wheel's initdb)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY
 
 from common.service import build_runtime
 from common.settings import Settings
-from devstack.chaos_stores import OwnPostgres
+from tools.chaos.stores import OwnPostgres
 
 pytestmark = pytest.mark.integration
 

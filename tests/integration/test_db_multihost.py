@@ -5,7 +5,7 @@ connections that nothing answers, as with a paused machine or a partition that d
 asyncpg's own multi-host connect spends its one timeout on such a host and never tries the
 next (shown here first); common.db.create_engine connects to each host in turn, each within
 the connect timeout (common.db_hosts), and so reaches the promoted standby. A PostgreSQL
-primary with two synchronous standbys from devstack.pg_cluster; no timing is asserted."""
+primary with two synchronous standbys from tools.chaos.pg_cluster; no timing is asserted."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import text
 
 from common.db import asyncpg_kwargs, create_engine
-from devstack.pg_cluster import PgCluster
+from tools.chaos.pg_cluster import PgCluster
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +29,7 @@ COMMAND_TIMEOUT_S = 1.0  # the services' is 10 s (SLUICE_DB_COMMAND_TIMEOUT_S): 
 
 @pytest.fixture
 def cluster() -> Iterator[PgCluster]:
-    # Not under pytest's tmp_path: PostgreSQL runs as an unprivileged user (devstack.chaos_stores).
+    # Not under pytest's tmp_path: PostgreSQL runs as an unprivileged user (tools.chaos.stores).
     with tempfile.TemporaryDirectory(prefix="sluice-multihost-") as work:
         c = PgCluster(Path(work)).init()
         try:

@@ -22,12 +22,12 @@ import pytest
 from aiokafka import AIOKafkaProducer
 
 from common.topics import Topics
-from devstack.stores import free_port
 from tests.conftest import Stack, Tenant, customer_body
 from tests.support.db import pg_kwargs
 from tests.support.kafka import dead_letters
 from tests.support.ledger import failing_ledger
 from tests.support.wait import eventually_async
+from tools.stack.processes import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

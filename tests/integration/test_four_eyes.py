@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 import pytest
 
-from devstack.stores import free_port
-from devstack.suite import Proc
 from tests.conftest import Stack, make_tenant
 from tests.support.db import pg_connect
+from tools.stack.processes import free_port
+from tools.stack.suite import Proc
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

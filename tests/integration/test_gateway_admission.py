@@ -25,11 +25,11 @@ import asyncpg
 import httpx
 import pytest
 
-from devstack.stores import free_port
-from devstack.suite import Proc
 from tests.conftest import Stack, Tenant, customer_body, make_tenant
 from tests.support.db import pg_kwargs
 from tests.support.flows import book, funded
+from tools.stack.processes import free_port
+from tools.stack.suite import Proc
 
 pytestmark = pytest.mark.integration
 

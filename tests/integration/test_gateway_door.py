@@ -18,10 +18,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from devstack.stores import free_port
-from devstack.suite import Proc
 from tests.conftest import Stack, Tenant, make_tenant
 from tests.support.flows import book, funded
+from tools.stack.processes import free_port
+from tools.stack.suite import Proc
 
 pytestmark = pytest.mark.integration
 

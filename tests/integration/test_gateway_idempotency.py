@@ -9,9 +9,9 @@ import uuid
 import httpx
 import pytest
 
-from devstack.stores import free_port
 from tests.conftest import Stack, Tenant, customer_body, make_tenant
 from tests.support.gateway import assert_error, call, fetchval, routed
+from tools.stack.processes import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from devstack.chaos_stores import OwnRedis
-from devstack.stores import free_port
 from tests.conftest import Stack, Tenant, customer_body
+from tools.chaos.stores import OwnRedis
+from tools.stack.processes import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from devstack.suite import ROOT
 from tests.conftest import Stack, make_tenant
 from tests.support.admin import admin_ok, db, tampered
 from tests.support.flows import book, created, funded, send
+from tools.stack.processes import ROOT
 
 pytestmark = pytest.mark.integration
 

@@ -1,7 +1,7 @@
 """Contract 14.3, issue 38 item 7: on Apache Kafka with SASL/PLAIN and ACLs, only admin's
 principal may produce to the control topic, and each service only to its own topics.
 
-One single-node broker of its own (devstack.kafka_embedded with ``sasl_users``: every listener
+One single-node broker of its own (tools.stack.kafka with ``sasl_users``: every listener
 SASL/PLAIN, the StandardAuthorizer, nothing allowed without an ACL), the topics created and
 the ACLs made by ``python -m sluice acls`` as the broker's principal (what the deploy/k8s Job
 runs); then every service publishes as its own principal through the broker it runs with
@@ -24,9 +24,9 @@ from common import acls, kafka
 from common.broker import create_broker, ensure_topics
 from common.settings import Settings
 from common.topics import Topic, Topics
-from devstack import kafka_embedded
-from devstack.suite import ROOT, python_env
 from tests.support.cli import run_module
+from tools.stack import kafka as kafka_embedded
+from tools.stack.processes import ROOT, python_env
 
 pytestmark = pytest.mark.integration
 TOPICS = Topics()

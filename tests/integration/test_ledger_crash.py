@@ -11,9 +11,9 @@ import uuid
 import pytest
 
 from common.contracts import Result, decode, encode
-from devstack.stores import free_port
 from tests.conftest import Stack
 from tests.support.ledger import open_kit
+from tools.stack.processes import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may start the stack
 

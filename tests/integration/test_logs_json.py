@@ -18,8 +18,8 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from common.logging import JsonFormatter, request_id_var
-from devstack.suite import ROOT, python_env
 from tests.conftest import ARTIFACTS, Stack, customer_body, make_tenant
+from tools.stack.processes import ROOT, python_env
 
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d)$")
 FIELDS = {"ts", "level", "service", "logger", "msg", "request_id", "trace_id"}

@@ -17,11 +17,11 @@ from common.contracts import Ctx, encode
 from common.contracts.commands import CreateCustomer
 from common.ids import new_id
 from common.settings import Settings
-from devstack.suite import Proc
 from gateway.onboarding_links import sign
 from tests.conftest import ARTIFACTS, Stack, Tenant, make_tenant
 from tests.support.admin import admin_ok, db, events_for
 from tests.support.db import run_async
+from tools.stack.suite import Proc
 
 pytestmark = pytest.mark.integration
 

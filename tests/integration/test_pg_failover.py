@@ -1,9 +1,9 @@
 """Contract 15.2 on real processes: the suite on a PostgreSQL primary with two synchronous
-standbys (devstack.pg_cluster), the services given every node in one multi-host URL with
+standbys (tools.chaos.pg_cluster), the services given every node in one multi-host URL with
 ``target_session_attrs=read-write``; two ledgers (and two of every other consumer and of the
 gateway) book a few hundred transfers from 24 same-key retrying clients while the primary is
 SIGKILLed mid-load and, a few seconds later, the harness promotes the standby that received the
-most WAL (devstack.chaos --faults failover).
+most WAL (tools.chaos.scenario --faults failover).
 
 Every acknowledged transfer must be in the promoted primary exactly once (the audit reads the
 node that is primary now, through the same multi-host URL), balances exact, and the suite must
@@ -19,8 +19,8 @@ import subprocess
 
 import pytest
 
-from devstack.suite import ROOT
 from tests.support.cli import run_module
+from tools.stack.processes import ROOT
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
 
@@ -36,7 +36,7 @@ RECOVERY = re.compile(r"^chaos-failover: failover rpo (\d+) detection_s (\S+) rt
 def failover_run(*extra: str) -> subprocess.CompletedProcess[str]:
     """The failover scenario alone: one Kafka node, no other fault."""
     return run_module(
-        "devstack.chaos",
+        "tools.chaos.scenario",
         *("--transfers", str(TRANSFERS), "--faults", "failover", "--brokers", "1"),
         *("--deadline-s", str(DEADLINE_S), "--webhook-grace-s", "30", "--rto-limit-s", str(DEADLINE_S)),
         *extra,

@@ -23,8 +23,6 @@ from pathlib import Path
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from devstack.stores import free_port
-from devstack.suite import Proc
 from sluice_api.api.customers import post_v1_customers
 from sluice_api.api.transfers import post_v1_transfers
 from sluice_api.api.wallets import get_v1_wallets_by_wallet_id
@@ -46,6 +44,8 @@ from tests.support.dropping_proxy import DroppingProxy
 from tests.support.flows import book, funded
 from tests.support.node import TS, node_test
 from tests.support.webhooks import Receiver
+from tools.stack.processes import free_port
+from tools.stack.suite import Proc
 
 pytestmark = pytest.mark.integration
 EXAMPLES = Path(__file__).resolve().parents[2] / "clients" / "python" / "examples"

@@ -16,10 +16,10 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from devstack.stores import free_port
 from tests.conftest import ADMIN_TOKEN, Stack, Tenant, make_tenant
 from tests.support.admin import admin_error, admin_ok, db
 from tests.support.gateway import assert_error
+from tools.stack.processes import free_port
 
 pytestmark = pytest.mark.integration
 

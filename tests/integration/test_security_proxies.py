@@ -7,8 +7,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from devstack.suite import Proc
 from tests.conftest import Stack, make_tenant
+from tools.stack.suite import Proc
 
 
 def _health(url: str, key: str, **headers: str) -> httpx.Response:

@@ -16,11 +16,11 @@ import pytest
 from redis import Redis
 
 from common.auth import FILL_IF_CURRENT, evict, generation_name, hash_api_key, key_cache_name
-from devstack.stores import free_port
-from devstack.suite import Proc
 from gateway.auth import CACHE_TTL_S
 from tests.conftest import ADMIN_TOKEN, Stack, make_tenant
 from tests.support.admin import admin_ok, db
+from tools.stack.processes import free_port
+from tools.stack.suite import Proc
 
 pytestmark = pytest.mark.integration
 

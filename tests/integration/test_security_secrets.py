@@ -16,9 +16,9 @@ from standardwebhooks.webhooks import Webhook
 from common import authority
 from common.keyring import KeyRing, KeyRingError, new_key_setting
 from common.settings import SERVICE_SECRETS, Settings
-from devstack.suite import ROOT, python_env
 from tests.conftest import Stack, customer_body, make_tenant
 from tests.support.webhooks import Receiver
+from tools.stack.processes import ROOT, python_env
 
 SECRETS = [
     "SLUICE_ADMIN_TOKEN",

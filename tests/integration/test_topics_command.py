@@ -10,9 +10,9 @@ import uuid
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
-from devstack.suite import ROOT, python_env
 from tests.conftest import Stack
 from tests.support.cli import run_module
+from tools.stack.processes import ROOT, python_env
 
 pytestmark = pytest.mark.integration
 

@@ -21,11 +21,11 @@ from aiokafka import AIOKafkaConsumer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from common.topics import Topics
-from devstack.stores import free_port
 from tests.conftest import Stack, customer_body, make_tenant
 from tests.support.compliance import uid
 from tests.support.db import run_async
 from tests.support.wait import eventually
+from tools.stack.processes import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 

@@ -17,8 +17,8 @@ from redis import Redis
 from redis.exceptions import AuthenticationError, NoPermissionError, ResponseError
 
 from common.auth import ALL_SCOPES, hash_api_key, key_cache_name
-from devstack.suite import scoped_env
 from tests.conftest import Stack, make_tenant
+from tools.stack.suite import scoped_env
 
 pytestmark = pytest.mark.integration
 

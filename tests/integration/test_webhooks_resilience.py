@@ -16,7 +16,6 @@ from common.contracts.commands import CreateWebhook
 from common.db import create_engine, migrate, sessionmaker, transaction
 from common.ids import new_id
 from common.keyring import KeyRing
-from devstack.stores import create_database, drop_database, free_port
 from tests.conftest import Stack
 from tests.support.webhooks import (
     Receiver,
@@ -29,6 +28,8 @@ from tests.support.webhooks import (
     wait_delivery,
     webhook_commands,
 )
+from tools.stack.processes import free_port
+from tools.stack.stores import create_database, drop_database
 from webhooks import repository as repo
 from webhooks.delivery import Policy, Sender, _send
 from webhooks.service import fan_out

@@ -20,7 +20,6 @@ from sqlalchemy import text
 from common.contracts import encode
 from common.db import create_engine, sessionmaker
 from common.topics import Topics
-from devstack.stores import free_port
 from tests.conftest import Stack, make_tenant
 from tests.support.webhooks import (
     Blackhole,
@@ -35,6 +34,7 @@ from tests.support.webhooks import (
     wait_disabled,
     webhook_commands,
 )
+from tools.stack.processes import free_port
 from webhooks.delivery import CLAIM_ENDPOINTS, Policy, claim_due
 from webhooks.repository import queue
 

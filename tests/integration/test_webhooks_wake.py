@@ -20,9 +20,9 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.db import create_engine, migrate, sessionmaker
-from devstack.stores import create_database, drop_database
 from tests.conftest import Stack
 from tests.support.webhooks import insert_backlog
+from tools.stack.stores import create_database, drop_database
 from webhooks import repository as repo
 from webhooks.delivery import Policy, claim_due
 

@@ -18,8 +18,8 @@ import sys
 import time
 from collections.abc import Iterable
 
-from devstack.stores import embedded_postgres
 from tests.simulation.sim import ROOT, Simulation, summary
+from tools.stack.stores import embedded_postgres
 
 TOTALS = re.compile(r"^simulate: seeds (\d+) violations (\d+) commands (\d+) crashes (\d+)")
 

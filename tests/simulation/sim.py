@@ -25,11 +25,11 @@ import asyncpg
 from common import authority, failpoints
 from common.failpoints import FailpointCrash
 from common.settings import Settings
-from devstack.stores import create_database, drop_database
 from tests.simulation.checks import end_violations, step_violations
 from tests.simulation.net import Net
 from tests.simulation.world import DAILY_CAP, FAULT_FREE, FAULTS, REPLIES, Client, Engine, Services
 from tests.support.db import pg_connect
+from tools.stack.stores import create_database, drop_database
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from typing import Any
 
-from devstack.suite import ROOT, python_env
+from tools.stack.processes import ROOT, python_env
 
 
 def run_module(*args: str, env: dict[str, str] | None = None, **kw: Any) -> subprocess.CompletedProcess[str]:

@@ -34,10 +34,10 @@ from common.contracts.commands import (
 )
 from common.settings import Settings
 from common.topics import Topics
-from devstack.stores import free_port
-from devstack.suite import Proc
 from tests.conftest import AUTHORITY, Stack
 from tests.support.db import pg_connect
+from tools.stack.processes import free_port
+from tools.stack.suite import Proc
 
 
 def uid(prefix: str) -> str:

@@ -9,7 +9,7 @@ import asyncio
 import threading
 from urllib.parse import urlsplit
 
-from devstack.stores import free_port
+from tools.stack.processes import free_port
 
 
 class DroppingProxy:

@@ -40,13 +40,13 @@ from common.ids import new_id
 from common.rpc import RpcClient
 from common.settings import Settings
 from common.topics import Topics
-from devstack.stores import free_port
-from devstack.suite import Proc
 from ledger import chain
 from ledger.authority import DECIDED_BY
 from tests.conftest import Stack
 from tests.support.db import pg_kwargs
 from tests.support.kafka import partitions
+from tools.stack.processes import free_port
+from tools.stack.suite import Proc
 
 C = TypeVar("C", bound=Command)
 

@@ -26,9 +26,9 @@ from common.keyring import KeyRing, open_reply_secrets
 from common.rpc import RpcClient
 from common.settings import Settings
 from common.topics import Topics
-from devstack.stores import free_port
 from tests.conftest import Stack, Tenant, customer_body, make_tenant
 from tests.support.db import pg_connect
+from tools.stack.processes import free_port
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""The capacity search's wiring (issue 44 item 1, devstack.bench_capacity): the steps run until
+"""The capacity search's wiring (issue 44 item 1, tools.bench.capacity): the steps run until
 the decision says stop, the quiet-stack wait runs between them, a search that gives up yields
 no capacity; a capacity step is one open-loop phase of the overload driver; the monolith gets
 the six tenants' shape over its own wallets; the open-loop generator reports what a step needs
@@ -11,10 +11,11 @@ import asyncio
 
 import pytest
 
-from devstack import bench_capacity, load
-from devstack.bench_overload import SHARES, WALLETS_PER_TENANT, same_shape
-from devstack.capacity import Step
-from devstack.overload_driver import drive, phases
+from tools.bench import capacity as bench_capacity
+from tools.bench import load
+from tools.bench.capacity_search import Step
+from tools.bench.driver import drive, phases
+from tools.bench.overload.part import SHARES, WALLETS_PER_TENANT, same_shape
 
 pytestmark = pytest.mark.unit
 

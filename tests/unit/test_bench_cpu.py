@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from devstack import wrk
-from devstack.bench_abab import cpu_ms, monolith_processes
-from devstack.bench_transfers import cpu_lines
+from tools.bench import wrk
+from tools.bench.abab import cpu_ms, monolith_processes
+from tools.bench.transfers import cpu_lines
 
 pytestmark = pytest.mark.unit
 
@@ -51,7 +51,7 @@ def test_the_judged_cpu_turns_are_open_loop_each_at_its_own_share(monkeypatch: p
     suite at its own (no closed loop whose refusals the suite pays for), each 2xx-divided."""
     import contextlib
 
-    from devstack import bench_abab
+    from tools.bench import abab as bench_abab
 
     turns: list[tuple[str, float]] = []
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from devstack import plot
+from tools.bench import plot
 
 pytestmark = pytest.mark.unit
 

@@ -1,5 +1,5 @@
-"""The sizing guide's arithmetic (issue 45, devstack.sizing) and the sizing part's accounting
-(devstack.bench_sizing): measured costs per operation, the idle background subtracted, and
+"""The sizing guide's arithmetic (issue 45, tools.bench.projection) and the sizing part's accounting
+(tools.bench.sizing): measured costs per operation, the idle background subtracted, and
 what 1,000 to 100,000 transfers/s take, with the rate where one PostgreSQL primary stops."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from devstack import bench_sizing
-from devstack.bench_sizing import Reading, delta, log_bytes, net, per_op
-from devstack.sizing import Assumptions, Costs, one_primary_max_rate, project, render, topic_group
+from tools.bench import sizing as bench_sizing
+from tools.bench.projection import Assumptions, Costs, one_primary_max_rate, project, render, topic_group
+from tools.bench.sizing import Reading, delta, log_bytes, net, per_op
 
 pytestmark = pytest.mark.unit
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "operations"

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from devstack import chaos_audit
-from devstack.chaos_audit import audit
-from devstack.chaos_clients import Booking
+from tools.chaos import audit as chaos_audit
+from tools.chaos.audit import audit
+from tools.chaos.clients import Booking
 
 pytestmark = pytest.mark.unit
 

@@ -1,4 +1,4 @@
-"""make chaos's Patroni pass (devstack.chaos_patroni) without a cluster: which faults it plans,
+"""make chaos's Patroni pass (tools.chaos.patroni.faults) without a cluster: which faults it plans,
 what each keeps for the recovery objectives (the promotion's start read from the leader key,
 a standby or etcd member lost kept as "writes must go on"), and that a leader key that never
 changes fails the fault instead of passing it."""
@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from devstack import chaos_patroni
-from devstack.chaos_args import parse
-from devstack.chaos_audit import recovery
-from devstack.chaos_patroni import FAULTS, PatroniFaults, PatroniStore
-from devstack.patroni_cluster import PatroniCluster, PatroniError
+from tools.chaos.args import parse
+from tools.chaos.audit import recovery
+from tools.chaos.patroni import faults as chaos_patroni
+from tools.chaos.patroni.cluster import PatroniCluster, PatroniError
+from tools.chaos.patroni.faults import FAULTS, PatroniFaults, PatroniStore
 
 pytestmark = pytest.mark.unit
 

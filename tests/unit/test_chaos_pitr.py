@@ -1,4 +1,4 @@
-"""The point-in-time restore drill's verdict (devstack.pitr_audit): clean facts pass, and each
+"""The point-in-time restore drill's verdict (tools.chaos.pitr.audit): clean facts pass, and each
 way a restore can be wrong fails it, a missing acknowledged transfer and a broken chain first."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from devstack.pitr_audit import PitrFacts, line, problems, verify_verdict
+from tools.chaos.pitr.audit import PitrFacts, line, problems, verify_verdict
 
 pytestmark = pytest.mark.unit
 
@@ -79,7 +79,7 @@ def test_every_other_finding_fails_it(change: dict[str, int], problem: str) -> N
 
 
 def test_the_restored_cluster_is_given_to_every_role_on_its_own_port() -> None:
-    from devstack.chaos_pitr import repointed
+    from tools.chaos.pitr.drill import repointed
 
     env = {
         "SLUICE_DATABASE_URL": "postgresql+asyncpg://postgres@127.0.0.1:5001/sluice_pitr",
@@ -94,7 +94,7 @@ def test_the_restored_cluster_is_given_to_every_role_on_its_own_port() -> None:
 
 
 def test_a_wal_position_is_read_as_a_byte_offset() -> None:
-    from devstack.chaos_pitr import _lsn
+    from tools.chaos.pitr.drill import _lsn
 
     assert _lsn("0/3000000") - _lsn("0/1000000") == 32 * 2**20
     assert _lsn("1/0") == 2**32

@@ -9,8 +9,8 @@ from decimal import Decimal
 import pytest
 
 from common.faults import is_transient
-from devstack.chaos_audit import recovery
-from devstack.chaos_clients import Booking
+from tools.chaos.audit import recovery
+from tools.chaos.clients import Booking
 
 pytestmark = pytest.mark.unit
 

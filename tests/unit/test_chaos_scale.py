@@ -1,11 +1,11 @@
-"""The scaling scenario's pause measures (devstack.chaos_scale)."""
+"""The scaling scenario's pause measures (tools.chaos.scale)."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 
-from devstack.chaos_clients import Booking
-from devstack.chaos_scale import longest_pause, pauses_by_change
+from tools.chaos.clients import Booking
+from tools.chaos.scale import longest_pause, pauses_by_change
 
 
 def booked(*spans: tuple[float, float]) -> list[Booking]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from devstack import clients
+from tools.codegen import clients
 
 pytestmark = pytest.mark.unit
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from common.settings import Settings
-from devstack import docs_site
+from tools.codegen import docs_site
 
 pytestmark = pytest.mark.unit
 

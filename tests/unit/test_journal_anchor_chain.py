@@ -296,8 +296,8 @@ def test_the_alert_fires_on_the_unanchored_gauge_past_three_intervals() -> None:
 
 
 def test_make_run_bench_chaos_and_the_tests_give_a_matching_key_pair() -> None:
-    from devstack.suite import ephemeral_secrets
     from tests.conftest import ANCHOR_KEYS
+    from tools.stack.suite import ephemeral_secrets
 
     for env in (ephemeral_secrets("t1"), ANCHOR_KEYS, authority.new_anchor_settings("x")):
         key = AnchorKey.parse(env["SLUICE_JOURNAL_ANCHOR_KEY"])

@@ -11,8 +11,8 @@ import pytest
 
 from common import acls
 from common.topics import Topic, Topics
-from devstack.kafka_embedded import BROKER_USER, KafkaNode
 from tests.support.k8s import generator
+from tools.stack.kafka import BROKER_USER, KafkaNode
 
 pytestmark = pytest.mark.unit
 K8S = Path(__file__).resolve().parents[2] / "deploy" / "k8s"

@@ -13,7 +13,7 @@ from pydantic import SecretStr
 
 from common import kafka
 from common.settings import Settings
-from devstack.suite import ROOT, python_env
+from tools.stack.processes import ROOT, python_env
 
 pytestmark = pytest.mark.unit
 SASL = "SASL_SSL"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from devstack import kafka_embedded
+from tools.stack import kafka as kafka_embedded
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = re.compile(r"\bapache/kafka:([0-9][\w.\-]*)")
@@ -21,10 +21,8 @@ pytestmark = pytest.mark.unit
 def versions() -> dict[str, set[str]]:
     """Every place that names a Kafka broker release, and the releases it names."""
     found: dict[str, set[str]] = {
-        "devstack.kafka_embedded.KAFKA_VERSION": {kafka_embedded.KAFKA_VERSION},
-        "devstack.kafka_embedded.KAFKA_IMAGE (testcontainers)": set(
-            IMAGE.findall(kafka_embedded.KAFKA_IMAGE)
-        ),
+        "tools.stack.kafka.KAFKA_VERSION": {kafka_embedded.KAFKA_VERSION},
+        "tools.stack.kafka.KAFKA_IMAGE (testcontainers)": set(IMAGE.findall(kafka_embedded.KAFKA_IMAGE)),
     }
     compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
     found["compose.yaml"] = {
@@ -34,9 +32,9 @@ def versions() -> dict[str, set[str]]:
         named = set(IMAGE.findall(path.read_text()))
         if named:
             found[str(path.relative_to(ROOT))] = named
-    stores = (ROOT / "libs" / "devstack" / "stores.py").read_text()
+    stores = (ROOT / "tools" / "stack" / "stores.py").read_text()
     other = re.findall(r"cp-kafka:([\w.\-]+)", stores)  # the testcontainers path, by name
-    found["devstack.stores (other images)"] = set(IMAGE.findall(stores)) | set(other)
+    found["tools.stack.stores (other images)"] = set(IMAGE.findall(stores)) | set(other)
     return found
 
 

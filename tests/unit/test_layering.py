@@ -1,5 +1,7 @@
-"""The suite's layering (issue 15): no service imports another, and libs/common imports no
-service. Read from the source with ``ast``, so a lazy import inside a function counts too."""
+"""The suite's layering: no service imports another, libs/ imports no service, and nothing of
+the product (libs/, services/) imports the development tooling (tools/); the layers run one way,
+libs <- services <- tools, and no import cycle exists anywhere. Read from the source with
+``ast``, so a lazy import inside a function counts too."""
 
 from __future__ import annotations
 
@@ -42,6 +44,147 @@ def test_no_service_imports_another(service: str) -> None:
 @pytest.mark.unit
 def test_common_imports_no_service() -> None:
     assert _offenders(ROOT / "libs" / "common", set(SERVICES)) == []
+
+
+@pytest.mark.unit
+def test_libs_holds_only_what_the_services_share() -> None:
+    """libs/ is the product's shared code (common) and its command line (sluice); tooling lives
+    in tools/."""
+    assert {p.name for p in (ROOT / "libs").iterdir() if (p / "__init__.py").exists()} == {"common", "sluice"}
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("folder", ["libs", "services"])
+def test_the_product_imports_no_tools(folder: str) -> None:
+    """The image holds libs/ and services/ only: an import of tools there would fail in production."""
+    assert _offenders(ROOT / folder, {"tools"}) == []
+
+
+# tools/stack is the bottom of the tooling (the stores, the broker, the suite runner); the other
+# folders each stand on it and on the product, never on each other.
+TOOL_FOLDERS = ("bench", "chaos", "codegen", "mutate", "stack")
+
+
+def _tool_imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+        found.update(n.split(".")[1] for n in names if n.startswith("tools.") and n.count(".") >= 1)
+    return found & set(TOOL_FOLDERS)
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("folder", TOOL_FOLDERS)
+def test_each_tool_stands_on_the_stack_alone(folder: str) -> None:
+    allowed = {folder} if folder == "stack" else {folder, "stack"}
+    offenders = sorted(
+        f"{p.relative_to(ROOT)} imports tools.{', tools.'.join(sorted(_tool_imports(p) - allowed))}"
+        for p in (ROOT / "tools" / folder).rglob("*.py")
+        if _tool_imports(p) - allowed
+    )
+    assert offenders == []
+
+
+def module_name(root: Path, path: Path) -> str:
+    """``libs/common/db.py`` -> ``common.db``, ``tools/stack/__init__.py`` -> ``tools.stack``."""
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[0] in ("libs", "services"):
+        parts = parts[1:]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(root: Path, folders: tuple[str, ...]) -> dict[str, set[str]]:
+    """Each module of ``folders`` (migrations aside) -> the modules of the tree it imports, at
+    any depth of its code; ``from package import name`` counts the package and, when it is
+    one, the module ``name``; relative imports resolved."""
+    paths = [p for f in folders for p in (root / f).rglob("*.py") if "migrations" not in p.parts]
+    modules = {module_name(root, p): p for p in paths}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        wanted: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                wanted += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*up, base] if base else up)
+                wanted += [base, *(f"{base}.{a.name}" for a in node.names)]
+        graph[name] = set()
+        for target in wanted:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                graph[name].add(target)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return found
+
+
+@pytest.mark.unit
+def test_no_import_cycle_anywhere() -> None:
+    graph = import_graph(ROOT, ("libs", "services", "tools"))
+    assert len(graph) > 200
+    assert cycles(graph) == []
+
+
+@pytest.mark.unit
+def test_the_cycle_check_finds_a_cycle_through_a_lazy_import(tmp_path: Path) -> None:
+    (tmp_path / "tools" / "stack").mkdir(parents=True)
+    (tmp_path / "tools" / "__init__.py").write_text("")
+    (tmp_path / "tools" / "stack" / "__init__.py").write_text("")
+    (tmp_path / "tools" / "stack" / "a.py").write_text("from tools.stack import b\n")
+    (tmp_path / "tools" / "stack" / "b.py").write_text("from . import c\n")
+    (tmp_path / "tools" / "stack" / "c.py").write_text("def f():\n    from tools.stack.a import g\n")
+    (tmp_path / "tools" / "stack" / "d.py").write_text("from tools.stack.a import g\n")
+    assert cycles(import_graph(tmp_path, ("tools",))) == [["tools.stack.a", "tools.stack.b", "tools.stack.c"]]
+
+
+@pytest.mark.unit
+def test_the_tool_check_sees_a_tool_importing_another(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text("from tools.stack.suite import Suite\ndef f():\n    from tools import chaos\n")
+    assert _tool_imports(f) == {"stack", "chaos"}
 
 
 @pytest.mark.unit

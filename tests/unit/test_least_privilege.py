@@ -18,7 +18,6 @@ from sqlalchemy.engine import make_url
 from common import privileges
 from common.settings import AUTHORITY_VERIFIERS, SECRET_SETTINGS, SERVICE_SECRETS, load_settings
 from common.valkey_acl import VALKEY_USERS
-from devstack.suite import ROLE_URL, scoped_env
 from tests.support.k8s import generator
 from tests.support.least_privilege import (
     CORE_SECRETS,
@@ -29,6 +28,8 @@ from tests.support.least_privilege import (
     SERVICES,
 )
 from tests.support.secrets_env import production_env, strong_secrets, verify_keys
+from tools.stack.stores import ROLE_URL
+from tools.stack.suite import scoped_env
 
 pytestmark = pytest.mark.unit
 
@@ -101,7 +102,7 @@ def test_a_service_without_its_secrets_refuses_naming_its_own_only(
         assert (name in refusal) == (name in SECRETS_OF[service]), (service, name, refusal)
 
 
-def test_devstack_gives_each_process_its_secrets_and_role_only() -> None:
+def test_the_stack_gives_each_process_its_secrets_and_role_only() -> None:
     env = {
         **strong_secrets(),
         "SLUICE_DATABASE_URL": "postgresql+asyncpg://postgres@/db",

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from devstack import __main__ as devrun
-from devstack.suite import Proc
+from tools.stack import run as devrun
+from tools.stack.suite import Proc
 
 pytestmark = pytest.mark.unit
 

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from devstack.mutate import TARGETS, killed_share, report, scores
+from tools.mutate.run import TARGETS, killed_share, report, scores
 
 pytestmark = pytest.mark.unit
 
@@ -81,7 +81,7 @@ def test_the_round_3_modules_are_targets() -> None:
 
 def test_the_trust_modules_are_targets_and_their_tests_are_selected() -> None:
     """Issue 44 Part C: each target is a file of the repository, each selected test exists."""
-    from devstack.mutate import PACKAGES, TESTS
+    from tools.mutate.run import PACKAGES, TESTS
 
     trust = (
         "gateway/limit.py",

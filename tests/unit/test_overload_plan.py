@@ -1,4 +1,4 @@
-"""No renice in any figure a target is judged on (issue 44 item 2, devstack.overload_plan): the
+"""No renice in any figure a target is judged on (issue 44 item 2, tools.bench.overload.plan): the
 judged overload runs, the hog run included, have the gateway and the hog at the stack's
 priority, and the load driver (the instrument, not the system) at DRIVER_NICE in every run;
 a reniced variant comes after them, labelled, and is judged on nothing. On
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from devstack import bench_overload
-from devstack.overload_plan import DRIVER_NICE, Run, parse_renice, plan
+from tools.bench.overload import part as bench_overload
+from tools.bench.overload.plan import DRIVER_NICE, Run, parse_renice, plan
 
 pytestmark = pytest.mark.unit
 
@@ -40,7 +40,8 @@ def test_the_driver_keeps_its_priority_in_every_load_it_drives(monkeypatch: pyte
     from pathlib import Path
     from typing import Any
 
-    from devstack import measure, overload_driver
+    from tools.bench import driver as overload_driver
+    from tools.bench import measure
 
     asked: list[int] = []
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from devstack.bench_overload import _door_line
-from devstack.overload_driver import Pool, cause, drive
-from devstack.overload_plan import shares
-from devstack.overload_report import (
+from tools.bench.driver import Pool, cause, drive
+from tools.bench.overload.part import _door_line
+from tools.bench.overload.plan import shares
+from tools.bench.overload.report import (
     Audit,
     Phases,
     Summary,

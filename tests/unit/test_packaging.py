@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
-from devstack.suite import MIGRATED
+from sluice import MIGRATED
 from tests.support.cli import run_module
 
 pytestmark = pytest.mark.unit
@@ -97,3 +97,27 @@ def test_one_entry_point() -> None:
     bad = run_module("sluice", "migrate", "nope")
     assert bad.returncode == 2 and "unknown services" in bad.stderr
     assert set(MIGRATED) == set(SERVICES)
+
+
+# The image's command line: the product's commands, none of the development tooling (tools/).
+PRODUCT_COMMANDS = {"migrate", "roles", "serve", "topics", "acls", "keys", "valkey-acl"}
+
+
+def test_the_product_command_line_offers_no_tooling() -> None:
+    shown = run_module("sluice", "--help", check=True).stdout
+    listed = set(re.search(r"\{([a-z,-]+)\}", shown).group(1).split(","))  # type: ignore[union-attr]
+    assert listed == PRODUCT_COMMANDS
+    for tool in ("run", "bench", "chaos"):
+        assert run_module("sluice", tool).returncode == 2  # argparse: invalid choice
+
+
+def test_the_image_copies_no_tools_code() -> None:
+    """Only libs/ and services/ go into the image (and tools/ is excluded from the build context
+    too, so a later ``COPY .`` would not bring it in)."""
+    copies = [
+        line.split()[1:-1]
+        for line in (ROOT / "Dockerfile").read_text().splitlines()
+        if line.startswith("COPY ") and "--from=" not in line
+    ]
+    assert copies == [["libs"], ["services"]]
+    assert "tools" in (ROOT / ".dockerignore").read_text().split()

@@ -1,11 +1,11 @@
-"""The Patroni drill's verdict (devstack.patroni_drill): a lost acknowledged commit or writes
+"""The Patroni drill's verdict (tools.chaos.patroni.drill): a lost acknowledged commit or writes
 back later than MAX_RTO_S after the promotion fail it; the measures it is built from."""
 
 from __future__ import annotations
 
 import pytest
 
-from devstack.patroni_drill import MAX_RTO_S, FaultResult, failures, first_write_after, lost_commits
+from tools.chaos.patroni.drill import MAX_RTO_S, FaultResult, failures, first_write_after, lost_commits
 
 pytestmark = pytest.mark.unit
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from common.db import asyncpg_kwargs
-from devstack.pg_cluster import NODES, PgCluster, one_host
+from tools.chaos.pg_cluster import NODES, PgCluster, one_host
 
 pytestmark = pytest.mark.unit
 

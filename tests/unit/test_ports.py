@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from common.service import port_taken, refuse_taken_port
-from devstack import __main__ as devrun
+from tools.stack import run as devrun
 
 pytestmark = pytest.mark.unit
 
@@ -87,7 +87,8 @@ def test_a_service_started_on_a_held_port_exits_naming_its_setting(held: int) ->
     import subprocess
     import sys
 
-    from devstack.suite import ROOT, ephemeral_secrets, python_env, scoped_env
+    from tools.stack.processes import ROOT, python_env
+    from tools.stack.suite import ephemeral_secrets, scoped_env
 
     env = scoped_env("ledger", {**ephemeral_secrets("t"), "SLUICE_LEDGER_PORT": str(held)})
     done = subprocess.run(  # our own service, argv list, no shell

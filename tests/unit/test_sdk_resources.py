@@ -20,7 +20,6 @@ from typing import Any
 import httpx
 import pytest
 
-from devstack import clients, sdk_resources
 from sluice_api.api.transfers import post_v1_transfers
 from sluice_sdk import (
     AsyncSluice,
@@ -40,6 +39,7 @@ from sluice_sdk import (
 )
 from sluice_sdk import core as sdk_core
 from sluice_sdk.retry import AdaptiveThrottle
+from tools.codegen import clients, sdk_resources
 
 pytestmark = pytest.mark.unit
 

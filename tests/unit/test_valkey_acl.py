@@ -1,4 +1,4 @@
-"""common.valkey_acl and devstack's scoped_env: Valkey users per service (contract 15.1)."""
+"""common.valkey_acl and tools.stack.suite's scoped_env: Valkey users per service (contract 15.1)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import pytest
 import yaml
 
 from common.valkey_acl import VALKEY_USERS, acl_file, password_hash, url_for, user_rule
-from devstack.suite import REDIS_URL, scoped_env
 from tests.support.least_privilege import SERVICES
+from tools.stack.stores import REDIS_URL
+from tools.stack.suite import scoped_env
 
 pytestmark = pytest.mark.unit
 

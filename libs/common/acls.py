@@ -81,7 +81,7 @@ CONSUMERS: dict[str, dict[str, str | None]] = {
 
 
 #: The topics a dead letter may be redriven to: each consumed by the service that gave up on it
-#: (admin checks the letter against the record at its origin first, admin.dead_letters).
+#: (admin checks the letter against the record at its origin first, admin.actions.dead_letters).
 REDRIVABLE: tuple[str, ...] = tuple(
     topic
     for topic, readers in CONSUMERS.items()

@@ -1,7 +1,7 @@
 """One strength rule for every secret setting, and one way to read ``SLUICE_ADMIN_TOKEN``.
 
 ``SLUICE_ADMIN_TOKEN`` is ``name=token`` (or a bare token), comma-separated. :func:`split_operator`
-is the one parser: admin authenticates with it (``admin.operators.parse_operators``) and the
+is the one parser: admin authenticates with it (``admin.operators.tokens.parse_operators``) and the
 settings check strength with it, so a base64 token ending in ``=`` (what ``openssl rand -base64
 32`` prints) is a bare token to both, never an operator called by most of the token.
 

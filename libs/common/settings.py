@@ -138,11 +138,11 @@ class Settings(BaseSettings):
     admin_token: SecretStr = SecretStr("")
     public_base_url: str = "http://127.0.0.1:8000"
     gateway_timeout_s: float = 10.0
-    # Admission (contract 13.1, gateway.admission): commands in flight per gateway instance and
+    # Admission (contract 13.1, gateway.door.admission): commands in flight per gateway instance and
     # per tenant; beyond, 503 overloaded at once. Sized from make bench (docs/performance).
     max_in_flight: int = 128
     tenant_max_in_flight: int = 64
-    # The door (contract 14.2, gateway.door): the bounds above are ceilings; under them the
+    # The door (contract 14.2, gateway.door.asgi): the bounds above are ceilings; under them the
     # limit adapts to measured latency (Gradient2, from the initial limit, never below the
     # minimum), windows averaging over the target latency shrink it, and an event loop lagging
     # over admission_lag_target_s for admission_lag_interval_s refuses new work. Reads have a
@@ -221,7 +221,7 @@ class Settings(BaseSettings):
     admin_signing_key: SecretStr = SecretStr("")
     authority_verify_keys: str = ""
     authority_ttl_s: int = Field(default=900, ge=10, le=86400)
-    # Four eyes on operator actions that move money or grant trust (admin.four_eyes): on by
+    # Four eyes on operator actions that move money or grant trust (admin.operators.four_eyes): on by
     # default in production, off in development; set to override.
     admin_four_eyes: bool | None = None
 

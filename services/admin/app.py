@@ -18,10 +18,13 @@ import msgspec
 from litestar import Litestar, Request, Response, post
 from litestar.datastructures import State
 
-from admin import actions, dead_letters, four_eyes, operators
 from admin import repository as repo
+from admin.actions import dead_letters
+from admin.actions import table as actions
 from admin.context import UNKNOWN, ActionContext
 from admin.openapi import build_document
+from admin.operators import four_eyes
+from admin.operators import tokens as operators
 from common.auth import evict
 from common.authfail import FailureLimiter
 from common.broker import ensure_topics, service_topics, subscribe

@@ -40,7 +40,7 @@ class ActionContext:
     details: dict[str, Any] = field(default_factory=dict)  # audit details (never secrets)
     stale_cache: list[str] = field(default_factory=list)
     signing: SigningKey | None = None  # admin's key: every command it sends is signed (15.1)
-    status: int = 200  # 202 for a proposal waiting for a second approver (admin.four_eyes)
+    status: int = 200  # 202 for a proposal waiting for a second approver (admin.operators.four_eyes)
 
     @property
     def topics(self) -> Topics:

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 
 from admin import schemas
-from admin.actions import ACTIONS
+from admin.actions.table import ACTIONS
 from common.http import success_json
 
 _REF = "#/components/schemas/{name}"
@@ -56,14 +56,14 @@ REQUESTS: dict[str, type] = {
 # Rules across fields that a struct cannot state, written into the action's schema so that a
 # client generated from the document (or schemathesis) sends only what is accepted.
 CONSTRAINTS: dict[str, dict[str, Any]] = {
-    # by tenant_id when given, else a new tenant by tenant_name (admin/tenants.py)
+    # by tenant_id when given, else a new tenant by tenant_name (admin/actions/tenants.py)
     "upsert_tenant": {
         "anyOf": [
             {"required": ["tenant_id"], "properties": {"tenant_id": {"type": "string"}}},
             {"required": ["tenant_name"]},
         ]
     },
-    # dead_letter_ids, or all: true, not both (admin/dead_letters.py)
+    # dead_letter_ids, or all: true, not both (admin/actions/dead_letters.py)
     "redrive_dead_letters": {
         "anyOf": [
             {

@@ -8,7 +8,7 @@ if __name__ == "__main__":
     from common.service import serve
     from common.settings import load_settings
     from gateway.app import create_app
-    from gateway.door_protocol import door_protocol
+    from gateway.door.protocol import door_protocol
 
     settings = load_settings("gateway")
     # A request waits up to its deadline for an answer: SIGTERM lets it have it.

@@ -22,12 +22,12 @@ from common.rpc import RpcClient
 from common.service import build_runtime
 from common.settings import Settings
 from gateway import control
-from gateway.admission import COMMANDS, READS, Admission, LaneMetrics
 from gateway.auth import Authenticator
-from gateway.door import Door, Identities
+from gateway.door.admission import COMMANDS, READS, Admission, LaneMetrics
+from gateway.door.asgi import Door, Identities
+from gateway.door.concurrency_limit import QueueDelay
 from gateway.idempotency import IdempotencyStore
-from gateway.limit import QueueDelay
-from gateway.openapi import build_document
+from gateway.openapi.document import build_document
 from gateway.pipeline import Endpoint, Pipeline
 from gateway.ratelimit import RateLimiter
 from gateway.routes import (

@@ -1,5 +1,5 @@
 """The request pipeline every partner endpoint goes through, in both access forms, once the
-door (gateway.door) has admitted the request:
+door (gateway.door.asgi) has admitted the request:
 
 authenticate -> scope -> IP allowlist -> rate limit -> idempotency key -> validate ->
 idempotency (replay / mismatch / wait) -> publish command -> await result -> answer.
@@ -31,7 +31,7 @@ from common.rpc import RpcClient
 from common.settings import Settings
 from common.topics import Topic, Topics
 from gateway.auth import Authenticator, ClaimWith, Principal, require_mode, require_scope
-from gateway.door import Identities
+from gateway.door.asgi import Identities
 from gateway.idempotency import Claimed, IdempotencyStore, command_id, fingerprint, validate_key
 from gateway.ratelimit import RateLimiter, Window
 

@@ -52,7 +52,7 @@ Address = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9]{16,128}$")]
 Amount = Annotated[
     str,
     msgspec.Meta(
-        # > 0 and <= 1e12, at most 6 decimals (gateway.openapi_rules.amount_pattern(6)).
+        # > 0 and <= 1e12, at most 6 decimals (gateway.openapi.rules.amount_pattern(6)).
         pattern=r"^([1-9][0-9]{0,11}(\.[0-9]{1,6})?|1000000000000(\.0{1,6})?"
         r"|0\.([1-9][0-9]{0,5}|0[1-9][0-9]{0,4}|00[1-9][0-9]{0,3}|000[1-9][0-9]{0,2}|0000[1-9][0-9]?|00000[1-9]))$",
         description="decimal string > 0 and <= 1e12; at most 6 decimals for stablecoins, 2 for fiat",

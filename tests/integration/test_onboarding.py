@@ -17,7 +17,7 @@ from common.contracts import Ctx, encode
 from common.contracts.commands import CreateCustomer
 from common.ids import new_id
 from common.settings import Settings
-from gateway.onboarding_links import sign
+from gateway.onboarding.links import sign
 from tests.conftest import ARTIFACTS, Stack, Tenant, make_tenant
 from tests.support.admin import admin_ok, db, events_for
 from tests.support.db import run_async

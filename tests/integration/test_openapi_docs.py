@@ -11,12 +11,12 @@ import jsonschema
 import pytest
 from openapi_spec_validator import validate
 
-from admin.actions import ACTIONS
+from admin.actions.table import ACTIONS
 from common.offerings import OFFERED_PAIRS as OFFERED_CHAINS
 from gateway.app import ENDPOINTS
-from gateway.openapi import build_document
-from gateway.openapi_examples import EXAMPLES
-from gateway.openapi_rules import REDIRECT_URL, amount_pattern
+from gateway.openapi.document import build_document
+from gateway.openapi.examples import EXAMPLES
+from gateway.openapi.rules import REDIRECT_URL, amount_pattern
 from tests.conftest import Stack, Tenant
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from prometheus_client import REGISTRY
 
-from gateway.admission import LIMIT, READS, Admission
-from gateway.limit import QueueDelay
+from gateway.door.admission import LIMIT, READS, Admission
+from gateway.door.concurrency_limit import QueueDelay
 
 pytestmark = pytest.mark.unit
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from gateway.admission import Admission
+from gateway.door.admission import Admission
 
 pytestmark = pytest.mark.unit
 

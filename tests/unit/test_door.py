@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from common.settings import Settings
-from gateway.admission import READS, Admission
 from gateway.app import create_app
-from gateway.door import Door, Identities
+from gateway.door.admission import READS, Admission
+from gateway.door.asgi import Door, Identities
 
 pytestmark = pytest.mark.unit
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from gateway import door as module
-from gateway.door import MESSAGE, PLACE, Door, Identities, Refusals
+from gateway.door import asgi as module
+from gateway.door.asgi import MESSAGE, PLACE, Door, Identities, Refusals
 
 pytestmark = pytest.mark.unit
 

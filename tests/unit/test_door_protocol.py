@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import uvicorn
 
-from gateway import door_protocol as dp
-from gateway.admission import READS, Admission
-from gateway.door import Door, Identities
+from gateway.door import protocol as dp
+from gateway.door.admission import READS, Admission
+from gateway.door.asgi import Door, Identities
 
 pytestmark = pytest.mark.unit
 

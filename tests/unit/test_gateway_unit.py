@@ -13,7 +13,7 @@ from common.errors import ServiceError
 from common.validation import ci_pattern
 from gateway import rules
 from gateway.app import ENDPOINTS
-from gateway.openapi import build_document
+from gateway.openapi.document import build_document
 from gateway.schemas import STABLECOINS, PartyIn, VADestinationIn
 from gateway.transport import Router
 
@@ -178,7 +178,7 @@ def test_partner_bank_numbers_are_checked_by_checksum(
     ],
 )
 def test_a_csp_form_target_is_rebuilt_from_a_validated_origin(url: str | None, origin: str | None) -> None:
-    from gateway.onboarding_pages import origin_of
+    from gateway.onboarding.pages import origin_of
 
     assert origin_of(url) == origin
 

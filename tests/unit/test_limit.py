@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from gateway.limit import ExpAvg, Gradient2, QueueDelay, Windowed
+from gateway.door.concurrency_limit import ExpAvg, Gradient2, QueueDelay, Windowed
 
 pytestmark = pytest.mark.unit
 
@@ -249,7 +249,7 @@ def test_the_override_defaults_to_5_ms_over_100_ms_and_trips_at_the_interval() -
 async def test_the_watcher_takes_the_lag_as_how_late_a_sleep_woke(monkeypatch: pytest.MonkeyPatch) -> None:
     from types import SimpleNamespace
 
-    from gateway import limit as module
+    from gateway.door import concurrency_limit as module
 
     clock = iter([1.0, 1.05, 2.0, 2.01, 3.0])
     periods: list[float] = []

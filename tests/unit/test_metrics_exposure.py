@@ -17,8 +17,8 @@ from prometheus_client import REGISTRY
 
 from common.http import serve_metrics
 from common.settings import Settings
-from gateway.admission import Admission
 from gateway.app import create_app
+from gateway.door.admission import Admission
 
 pytestmark = pytest.mark.unit
 

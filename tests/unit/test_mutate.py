@@ -16,18 +16,20 @@ RESULTS = """\
     common.fees.x_developer_fee_amount__mutmut_1: killed
     common.fees.x_developer_fee_amount__mutmut_2: killed
     common.fees.x_developer_fee_amount__mutmut_3: survived
-    gateway.admission.xǁAdmissionǁslot__mutmut_1: killed
-    gateway.admission.xǁAdmissionǁslot__mutmut_2: timeout
-    gateway.admission.xǁAdmissionǁ__init____mutmut_1: no tests
-    gateway.admission.xǁAdmissionǁ__init____mutmut_2: skipped
+    gateway.door.admission.xǁAdmissionǁslot__mutmut_1: killed
+    gateway.door.admission.xǁAdmissionǁslot__mutmut_2: timeout
+    gateway.door.admission.xǁAdmissionǁ__init____mutmut_1: no tests
+    gateway.door.admission.xǁAdmissionǁ__init____mutmut_2: skipped
 """
-TWO = {"common/fees.py": "fees", "gateway/admission.py": "admission"}
+TWO = {"common/fees.py": "fees", "gateway/door/admission.py": "admission"}
 
 
 def test_results_are_counted_per_module_methods_included() -> None:
     by_module = scores(RESULTS)
     assert by_module["common.fees"] == Counter({"killed": 2, "survived": 1})
-    assert by_module["gateway.admission"] == Counter({"killed": 1, "timeout": 1, "no tests": 1, "skipped": 1})
+    assert by_module["gateway.door.admission"] == Counter(
+        {"killed": 1, "timeout": 1, "no tests": 1, "skipped": 1}
+    )
 
 
 def test_killed_share_counts_timeouts_as_killed_and_no_tests_as_survived() -> None:
@@ -60,7 +62,7 @@ def test_each_target_must_reach_the_minimum_on_its_own() -> None:
     assert score == pytest.approx(4 / 6)  # 4 of 6 counted
     assert failing == [
         "common.fees: 66.7 % killed, below 70 %",
-        "gateway.admission: 66.7 % killed, below 70 %",
+        "gateway.door.admission: 66.7 % killed, below 70 %",
     ]
     _, _, failing = report(scores(RESULTS), TWO, 0.6)
     assert failing == []
@@ -73,7 +75,7 @@ def test_the_round_3_modules_are_targets() -> None:
         "ledger/verification.py",
         "ledger/reconcile.py",
         "ledger/states.py",
-        "gateway/admission.py",
+        "gateway/door/admission.py",
         "common/clientaddr.py",
     ):
         assert path in TARGETS
@@ -84,11 +86,11 @@ def test_the_trust_modules_are_targets_and_their_tests_are_selected() -> None:
     from tools.mutate.run import PACKAGES, TESTS
 
     trust = (
-        "gateway/limit.py",
-        "gateway/door.py",
+        "gateway/door/concurrency_limit.py",
+        "gateway/door/asgi.py",
         "ledger/anchors.py",
         "common/auth.py",
-        "admin/operators.py",
+        "admin/operators/tokens.py",
         "common/secret_strength.py",
         "common/keyring.py",
         "webhooks/targets.py",

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from common.errors import ServiceError
-from gateway.onboarding_links import check_redirect
-from gateway.openapi_rules import REDIRECT_URL
+from gateway.onboarding.links import check_redirect
+from gateway.openapi.rules import REDIRECT_URL
 
 FUZZED = "HTtPS://\u00d1\U0009a9d2K\U00021d67\u00cc]\u00e3\u00c5@>\u00b9>(\x05\x1d\U000cab89\x97J\U000d2c1e:31070#\u00b9"
 

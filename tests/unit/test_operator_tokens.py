@@ -10,7 +10,7 @@ import math
 
 import pytest
 
-from admin.operators import (
+from admin.operators.tokens import (
     Operator,
     authenticate,
     authenticate_limited,

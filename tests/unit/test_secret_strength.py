@@ -17,7 +17,7 @@ import secrets
 
 import pytest
 
-from admin.operators import authenticate, parse_operators
+from admin.operators.tokens import authenticate, parse_operators
 from common import authority
 from common.keyring import new_key_setting
 from common.secret_strength import split_operator, token_bits, weakness

@@ -1,7 +1,7 @@
 """The partner SDKs' generated halves, made from the gateway's OpenAPI document (issue 39).
 
 ``python -m tools.codegen.clients write`` (``make clients``) rebuilds, from
-:func:`gateway.openapi.build_document` (the document ``GET /schema/openapi.json`` serves):
+:func:`gateway.openapi.document.build_document` (the document ``GET /schema/openapi.json`` serves):
 
 - ``clients/openapi.json``: the document itself, as the gateway serves it;
 - ``clients/python/sluice_api/``: openapi-python-client's package (PyPI, pinned in uv.lock);
@@ -17,7 +17,7 @@ Both generators read :func:`for_generators` of the document, the same document w
 rewrites that change no request or answer the gateway accepts:
 
 - a request body stated as ``allOf: [$ref, rules]`` becomes the ``$ref``: the rules
-  (``gateway.openapi_rules``) are cross-field conditions the gateway enforces, and
+  (``gateway.openapi.rules``) are cross-field conditions the gateway enforces, and
   openapi-python-client 0.29 cannot merge a property's ``anyOf`` with the struct's property (it
   dropped ``POST /v1/payouts``); the bodies keep the structs' names (``TransferCreate``);
 - ``{"enum": [false]}`` (msgspec's ``Literal[False]``) becomes ``{"const": false}``, which the
@@ -58,7 +58,7 @@ _MODE_REF = {"$ref": "#/components/schemas/ServiceMode"}
 
 def document() -> dict[str, Any]:
     from gateway.app import ENDPOINTS
-    from gateway.openapi import build_document
+    from gateway.openapi.document import build_document
 
     return build_document(ENDPOINTS)
 

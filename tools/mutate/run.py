@@ -50,14 +50,16 @@ TARGETS: dict[str, str] = {
     "ledger/verification.py": "verify_journal: the first entry a chain no longer matches",
     "ledger/reconcile.py": "reconciliation: totals and the four row checks",
     "ledger/states.py": "the transfer state machine and the sandbox's steps",
-    "gateway/admission.py": "admission control: in-flight bounds at the door",
+    "gateway/door/admission.py": "admission control: in-flight bounds at the door",
     "common/clientaddr.py": "the client address behind trusted proxies",
     # issue 44 Part C: the trust modules
-    "gateway/limit.py": "the adaptive concurrency limit (Gradient2, its window) and the queue-delay override",
-    "gateway/door.py": "the door's lane, identity and prebuilt 503 of each request before the app",
+    "gateway/door/concurrency_limit.py": (
+        "the adaptive concurrency limit (Gradient2, its window) and the queue-delay override"
+    ),
+    "gateway/door/asgi.py": "the door's lane, identity and prebuilt 503 of each request before the app",
     "ledger/anchors.py": "which journal chains are anchored, and which refused as no longer extending",
     "common/auth.py": "API key format and hash, cache names, access token lifetime and claims",
-    "admin/operators.py": "which operator a bearer token is, and with which role",
+    "admin/operators/tokens.py": "which operator a bearer token is, and with which role",
     "common/secret_strength.py": "whether a secret is strong enough, and how an admin token entry splits",
     "common/keyring.py": "sealing at rest: which key seals, which opens, what a ciphertext must carry",
     "webhooks/targets.py": "which webhook endpoint URLs are acceptable (SSRF vetting)",

@@ -15,9 +15,9 @@ from litestar.datastructures import State
 from common.clientaddr import client_key
 from common.errors import ServiceError
 from common.http import request_id_of
-from gateway import onboarding_signup as signup
-from gateway.onboarding_links import OnboardingAuthorization, OnboardingAuthorizationCreate, build_create
-from gateway.onboarding_pages import too_many
+from gateway.onboarding import signup
+from gateway.onboarding.links import OnboardingAuthorization, OnboardingAuthorizationCreate, build_create
+from gateway.onboarding.pages import too_many
 from gateway.pipeline import Endpoint
 from gateway.transport import client_ip
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from admin import dead_letters, four_eyes, keys, operations, policy, schemas, tenants
 from admin import repository as repo
+from admin import schemas
+from admin.actions import dead_letters, keys, operations, policy, tenants
 from admin.context import ActionContext
+from admin.operators import four_eyes
 from common.errors import ErrorCode, ServiceError
 from common.paging import page, seq_cursor
 from common.validation import decode_body

@@ -25,10 +25,10 @@ from common.contracts.commands import CreateCustomer, partition_key
 from common.errors import ServiceError, invalid
 from common.ids import new_id
 from common.validation import convert
-from gateway import onboarding_repository as repo
 from gateway import repository as identity
-from gateway.onboarding_links import verify
-from gateway.onboarding_pages import Page, branding, gone, origin_of, render
+from gateway.onboarding import repository as repo
+from gateway.onboarding.links import verify
+from gateway.onboarding.pages import Page, branding, gone, origin_of, render
 from gateway.schemas import CustomerCreate
 
 FIELDS = (

@@ -4,7 +4,7 @@
 middleware, the request id, authentication and any read of the body. From the method, the
 path and the ``Authorization`` header alone it puts a request in a lane (commands: every
 ``POST``/``PUT``/``PATCH``/``DELETE``; reads: the rest; health, readiness and the API
-reference in none) and asks that lane's :class:`gateway.admission.Admission` for a place. A
+reference in none) and asks that lane's :class:`gateway.door.admission.Admission` for a place. A
 refusal is written at once from prebuilt bytes: ``503``, ``Retry-After``, the contract's
 envelope (``provider_unavailable``, ``details.reason`` ``overloaded``, ``details.bound``, the
 request id spliced in), on a connection that stays open, with a counter and no log line.
@@ -30,7 +30,7 @@ import msgspec
 
 from common.errors import ErrorCode, Unavailable, envelope
 from common.ids import new_id
-from gateway.admission import Admission
+from gateway.door.admission import Admission
 
 ASGIApp = Any  # (scope, receive, send) -> Awaitable[None]; litestar.types.ASGIApp
 _SAFE_RID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")

@@ -1,14 +1,14 @@
 """Admission control (contract 13.1 and 14.2): how much work one lane of the door admits.
 
-A lane (commands, or reads) holds an adaptive limit (:class:`gateway.limit.Gradient2` fed by
+A lane (commands, or reads) holds an adaptive limit (:class:`gateway.door.concurrency_limit.Gradient2` fed by
 the latency of the requests it admitted) under a ceiling (``SLUICE_MAX_IN_FLIGHT`` for
 commands), and counts the requests in flight per tenant key (a tenant and mode, or the bucket
-of credentials not yet seen; see :mod:`gateway.door`). :meth:`Admission.admit` decides at once,
+of credentials not yet seen; see :mod:`gateway.door.asgi`). :meth:`Admission.admit` decides at once,
 with nothing queued:
 
 1. The lane is *full* when its requests in flight reach the limit (sandbox requests, while
    live work is in flight, see ``sandbox_share`` of it), or when the event loop is lagging
-   (``delayed``, the CoDel override of :class:`gateway.limit.QueueDelay`): then the limit is
+   (``delayed``, the CoDel override of :class:`gateway.door.concurrency_limit.QueueDelay`): then the limit is
    what is in flight already, unless that is under the limit's floor.
 2. A full lane still admits live work while sandbox work holds places (sandbox is shed before
    live), and, while another tenant of its class is over its fair share (the limit over the
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from prometheus_client import Counter as PromCounter
 from prometheus_client import Gauge
 
-from gateway.limit import Gradient2, QueueDelay, Windowed
+from gateway.door.concurrency_limit import Gradient2, QueueDelay, Windowed
 
 # No tenant label anywhere (contract 14.3): tenant ids would be disclosed, series unbounded.
 LIMIT = Gauge("sluice_admission_limit", "The bounds on work in flight at the door", ["scope"])

@@ -2,7 +2,7 @@
 uvicorn's parser callback, before any task exists.
 
 uvicorn parses a request's head in ``HttpToolsProtocol.on_headers_complete`` and then starts its
-ASGI task (``_start_asgi_task``). A refusal made by the ASGI door (:meth:`gateway.door.Door.around`)
+ASGI task (``_start_asgi_task``). A refusal made by the ASGI door (:meth:`gateway.door.asgi.Door.around`)
 runs in that task, so it waits until the event loop reaches it: behind every callback that
 became ready first, the admitted requests' work included. :func:`door_protocol` asks the door
 before the task is made: a refused request's prebuilt 503 goes to the socket inside the read
@@ -24,10 +24,10 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from gateway.door import Door
+from gateway.door.asgi import Door
 
 TESTED_UVICORN = "0.54.0"
-log = logging.getLogger("gateway.door")
+log = logging.getLogger("gateway.door.asgi")
 
 
 def door_protocol(door: Door) -> type[HttpToolsProtocol] | None:

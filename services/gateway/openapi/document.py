@@ -15,8 +15,8 @@ import msgspec
 
 from common.http import success_json
 from common.validation import ci_pattern
-from gateway.openapi_examples import EXAMPLES, NOTES
-from gateway.openapi_rules import request_rules
+from gateway.openapi.examples import EXAMPLES, NOTES
+from gateway.openapi.rules import request_rules
 from gateway.pipeline import Endpoint
 from gateway.schemas import IDEMPOTENCY_KEY_PATTERN, ErrorEnvelope
 

@@ -1,6 +1,6 @@
 """Policy actions, relayed to compliance (which owns the data) over Kafka request/reply:
 approve_route, revoke_route, set_transfer_cap, upsert_external_account (list_decisions is
-relayed as it is, see :mod:`admin.operations`).
+relayed as it is, see :mod:`admin.actions.operations`).
 
 Admin checks what it owns (the tenant exists) and the shape of the request, so a mistake is
 a 400 naming the field before anything is sent.

@@ -21,8 +21,8 @@ from common.errors import invalid
 from common.ids import new_id
 from common.settings import Settings
 from common.times import iso
-from gateway import onboarding_repository as repo
-from gateway.openapi_rules import REDIRECT_URL
+from gateway.onboarding import repository as repo
+from gateway.openapi.rules import REDIRECT_URL
 from gateway.pipeline import Call, Local
 from gateway.routes.base import body_of
 from gateway.schemas import Email, Text

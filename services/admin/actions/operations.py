@@ -15,8 +15,8 @@ from typing import Any
 import msgspec
 
 from admin import schemas
+from admin.actions.policy import known_tenant
 from admin.context import ActionContext
-from admin.policy import known_tenant
 from common.contracts import commands
 from common.contracts.base import Envelope
 from common.ids import new_id

@@ -19,8 +19,9 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from admin import origins, schemas
 from admin import repository as repo
+from admin import schemas
+from admin.actions import origins
 from admin.context import ActionContext
 from common.broker import DeadLetter
 from common.consume import BatchProcessor, Failure
@@ -68,7 +69,7 @@ async def list_dead_letters(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
 
 async def redrive_dead_letters(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
     """Redrive dead letters to where they came from, each only if its origin verifies
-    (admin.origins); the others are marked refused with their reason, never sent."""
+    (admin.actions.origins); the others are marked refused with their reason, never sent."""
     p = decode_body(raw, schemas.RedriveDeadLetters)
     if (p.dead_letter_ids is None) == (not p.all):
         raise invalid("dead_letter_ids", "give dead_letter_ids, or all: true (not both)")

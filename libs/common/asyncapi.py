@@ -24,9 +24,9 @@ def _members(union: Any) -> tuple[type, ...]:
     return tuple(getattr(union, "__args__", (union,)))
 
 
-def build_asyncapi(prefix: str = "sluice") -> dict[str, Any]:
-    t = Topics(prefix)
-    channels_spec: list[tuple[str, str, str, Any]] = [
+def _channels_spec(t: Topics) -> list[tuple[str, str, str, Any]]:
+    """Each channel: its id, its topic, what travels on it, and the union of its structs."""
+    return [
         (
             "complianceCommands",
             t.compliance_commands,
@@ -57,6 +57,21 @@ def build_asyncapi(prefix: str = "sluice") -> dict[str, Any]:
             JournalAnchor,
         ),
     ]
+
+
+def _message(struct: type) -> dict[str, Any]:
+    info = msgspec.inspect.type_info(struct)
+    tag = info.tag if isinstance(info, msgspec.inspect.StructType) else None
+    return {
+        "name": struct.__name__,
+        "title": str(tag or struct.__name__),
+        "contentType": "application/json",
+        "payload": {"$ref": f"#/components/schemas/{struct.__name__}"},
+    }
+
+
+def build_asyncapi(prefix: str = "sluice") -> dict[str, Any]:
+    channels_spec = _channels_spec(Topics(prefix))
     types = sorted({m for *_, u in channels_spec for m in _members(u)}, key=lambda c: c.__name__)
     schemas, components = msgspec.json.schema_components(types, ref_template="#/components/schemas/{name}")
     del schemas
@@ -66,16 +81,8 @@ def build_asyncapi(prefix: str = "sluice") -> dict[str, Any]:
     for cid, address, description, union in channels_spec:
         refs = {}
         for m in _members(union):
-            name = m.__name__
-            info = msgspec.inspect.type_info(m)
-            tag = info.tag if isinstance(info, msgspec.inspect.StructType) else None
-            messages[name] = {
-                "name": name,
-                "title": str(tag or name),
-                "contentType": "application/json",
-                "payload": {"$ref": f"#/components/schemas/{name}"},
-            }
-            refs[name] = {"$ref": f"#/components/messages/{name}"}
+            messages[m.__name__] = _message(m)
+            refs[m.__name__] = {"$ref": f"#/components/messages/{m.__name__}"}
         channels[cid] = {"address": address, "description": description, "messages": refs}
         if "{instance}" in address:
             channels[cid]["parameters"] = {"instance": {"description": "the gateway or admin instance id"}}

@@ -12,6 +12,7 @@ import functools
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -94,83 +95,110 @@ async def _audit_refusal(
         log.exception("could not audit a refused %s", action)
 
 
+@dataclass
+class Attempt:
+    """What is known of a request so far, for its audit row if it fails at any stage."""
+
+    request_id: str
+    actor: str = "unauthenticated"
+    action: str = "unknown"
+    ctx: ActionContext | None = None
+
+
+async def _authenticate(request: Request[Any, Any, State], state: State) -> operators.Operator:
+    address = client_address(
+        request.client.host if request.client else None,
+        lambda name: request.headers.getall(name, []),
+        state.settings.trusted_networks,
+        state.settings.client_ip_header,
+    )
+    return await operators.authenticate_limited(
+        state.failures, address, state.operators, request.headers.get("authorization")
+    )
+
+
+def _authorize(state: State, operator: operators.Operator, attempt: Attempt, raw: bytes) -> actions.Action:
+    """The action asked for, as the operator's role allows it: run at once, or proposed for a
+    second approver under four eyes. ``attempt.action`` names it for the audit before it is
+    known to be valid."""
+    attempt.action = _requested_action(raw)
+    attempt.action = actions.action_of(raw)
+    four_eyes.check_role(operator.role, attempt.action, raw)
+    if four_eyes.needs_approval(state.settings.four_eyes, attempt.action, raw):
+        return functools.partial(four_eyes.propose, action=attempt.action)
+    return actions.ACTIONS[attempt.action]
+
+
+async def _run(state: State, attempt: Attempt, run: actions.Action, raw: bytes) -> Any:
+    """The action and its audit row in one transaction; the after-commit effects once it holds."""
+    async with state.sm() as session:
+        async with session.begin():
+            ctx = attempt.ctx = ActionContext(
+                session,
+                state.redis,
+                state.settings,
+                state.rpc,
+                state.outbox,
+                attempt.actor,
+                attempt.request_id,
+                signing=state.signing,
+            )
+            data = await run(ctx, raw)
+            await repo.append_audit(
+                session,
+                actor=attempt.actor,
+                action=attempt.action,
+                request_id=attempt.request_id,
+                outcome="proposed" if ctx.status == 202 else "ok",
+                target=ctx.target,
+                details=ctx.details,
+            )
+            msgs = await state.outbox.write(session)
+        await _after_commit(state, ctx, msgs)
+    return data
+
+
+async def _refused(state: State, attempt: Attempt, exc: Exception) -> Exception:
+    """The one place a failure becomes an answer: audited (a login flood aside), and what to
+    raise. A store away for a moment (Valkey restarted, PostgreSQL failing over) is a refusal
+    the operator retries (503 store_unavailable), not an internal error."""
+    audit = functools.partial(_audit_refusal, state, attempt.actor, attempt.action, attempt.request_id)
+    if isinstance(exc, ServiceError):
+        if exc.details.get("reason") == "authentication_failures":
+            return exc  # a login flood is answered from Redis alone: no audit row per attempt
+        details = {k: v for k, v in exc.details.items() if k != "request_id"}
+        outcome = UNKNOWN if exc.details.get("outcome") == UNKNOWN else f"refused:{exc.code}"
+        error = {"error": {"code": str(exc.code), "message": exc.message, **details}}
+        await audit(outcome, attempt.ctx, error)
+        return exc
+    if is_transient(exc):
+        log.warning("a store is unavailable: %r", exc)
+        await audit(f"failed:{ErrorCode.PROVIDER_UNAVAILABLE}", attempt.ctx, {})
+        return unavailable(Unavailable.STORE_UNAVAILABLE, "a store admin needs is unavailable; retry")
+    await audit(f"failed:{ErrorCode.INTERNAL_ERROR}", attempt.ctx, {})
+    return exc
+
+
 @post("/", status_code=200)
 async def administer(request: Request[Any, Any, State], state: State) -> Response[Any]:
-    rid = request_id_of(request)
-    actor, action, ctx = "unauthenticated", "unknown", None
+    """One operator action, as its stages: authenticate, read the body (only once the operator
+    is known, its depth checked before it is decoded: a deeply nested body is 400, never a
+    RecursionError), authorize, run with its audit row, answer."""
+    attempt = Attempt(request_id_of(request))
     try:
-        address = client_address(
-            request.client.host if request.client else None,
-            lambda name: request.headers.getall(name, []),
-            state.settings.trusted_networks,
-            state.settings.client_ip_header,
-        )
-        operator = await operators.authenticate_limited(
-            state.failures, address, state.operators, request.headers.get("authorization")
-        )
-        actor = operator.name
-        # The body is read only once the operator is known (13.4), and its depth checked
-        # before it is decoded: a deeply nested body is 400, never a RecursionError.
+        operator = await _authenticate(request, state)
+        attempt.actor = operator.name
         raw = await request.body()
         check_nesting(raw)
-        action = _requested_action(raw)
-        action = actions.action_of(raw)
-        four_eyes.check_role(operator.role, action, raw)
-        run = actions.ACTIONS[action]
-        if four_eyes.needs_approval(state.settings.four_eyes, action, raw):
-            run = functools.partial(four_eyes.propose, action=action)
-        async with state.sm() as session:
-            async with session.begin():
-                ctx = ActionContext(
-                    session,
-                    state.redis,
-                    state.settings,
-                    state.rpc,
-                    state.outbox,
-                    actor,
-                    rid,
-                    signing=state.signing,
-                )
-                data = await run(ctx, raw)
-                await repo.append_audit(
-                    session,
-                    actor=actor,
-                    action=action,
-                    request_id=rid,
-                    outcome="proposed" if ctx.status == 202 else "ok",
-                    target=ctx.target,
-                    details=ctx.details,
-                )
-                msgs = await state.outbox.write(session)
-            await _after_commit(state, ctx, msgs)
-    except ServiceError as err:
-        if err.details.get("reason") == "authentication_failures":
-            raise  # a login flood is answered from Redis alone: no audit row per attempt
-        details = {k: v for k, v in err.details.items() if k != "request_id"}
-        await _audit_refusal(
-            state,
-            actor,
-            action,
-            rid,
-            UNKNOWN if err.details.get("outcome") == UNKNOWN else f"refused:{err.code}",
-            ctx,
-            {"error": {"code": str(err.code), "message": err.message, **details}},
-        )
-        raise
+        run = _authorize(state, operator, attempt, raw)
+        data = await _run(state, attempt, run, raw)
     except Exception as exc:
-        if is_transient(exc):
-            # A store away for a moment (Valkey restarted, PostgreSQL failing over): a refusal
-            # the operator retries (503 store_unavailable, contract 15.3), not an internal error.
-            log.warning("a store is unavailable: %r", exc)
-            await _audit_refusal(
-                state, actor, action, rid, f"failed:{ErrorCode.PROVIDER_UNAVAILABLE}", ctx, {}
-            )
-            raise unavailable(
-                Unavailable.STORE_UNAVAILABLE, "a store admin needs is unavailable; retry"
-            ) from exc
-        await _audit_refusal(state, actor, action, rid, f"failed:{ErrorCode.INTERNAL_ERROR}", ctx, {})
-        raise
-    return Response({"success": True, "data": data}, status_code=ctx.status)
+        answer = await _refused(state, attempt, exc)
+        if answer is exc:
+            raise
+        raise answer from exc
+    assert attempt.ctx is not None
+    return Response({"success": True, "data": data}, status_code=attempt.ctx.status)
 
 
 def create_app(settings: Settings) -> Litestar:

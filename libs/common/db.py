@@ -96,9 +96,9 @@ def sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
 
 
 @asynccontextmanager
-async def transaction(sm: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
+async def transaction(sessions: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
     """The boundary's transaction: commit on success, roll back on error."""
-    async with sm() as session, session.begin():
+    async with sessions() as session, session.begin():
         yield session
 
 
@@ -240,10 +240,10 @@ def migrate(service: str, url: str) -> None:
     from alembic import command
     from alembic.config import Config
 
-    cfg = Config()
-    cfg.set_main_option("script_location", str(ROOT / "services" / service / "migrations"))
-    cfg.attributes["url"] = url  # not a main option: URLs may hold '%' (socket paths)
-    command.upgrade(cfg, "head")
+    alembic_config = Config()
+    alembic_config.set_main_option("script_location", str(ROOT / "services" / service / "migrations"))
+    alembic_config.attributes["url"] = url  # not a main option: URLs may hold '%' (socket paths)
+    command.upgrade(alembic_config, "head")
 
 
 def run_alembic_env(schema: str, target_metadata: Any = None) -> None:

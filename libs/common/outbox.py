@@ -99,7 +99,10 @@ class Outbox:
         return msgs
 
     async def dispatch(
-        self, sm: async_sessionmaker[AsyncSession], msgs: list[OutMessage], pruned: list[int] | None = None
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        msgs: list[OutMessage],
+        pruned: list[int] | None = None,
     ) -> None:
         """After commit: publish, then delete what was published (or remember it, with
         lazy_delete). ``pruned``: ids the committed write deleted. Failures stay for the relay.
@@ -121,20 +124,20 @@ class Outbox:
         if self.lazy_delete:
             self._published.update(ids)
             return
-        async with sm() as session, session.begin():
+        async with sessions() as session, session.begin():
             await self._delete(session, ids)
 
     @asynccontextmanager
-    async def transaction(self, sm: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
+    async def transaction(self, sessions: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
         """The boundary's transaction: what the body stages with :meth:`add` is written in it
         and published after commit (:meth:`dispatch`; the relay publishes what that could
         not). Compliance and webhooks run each batch in one; the ledger calls the same steps
         itself, to time its batch and fire its failpoint between commit and publish."""
-        async with sm() as session:
+        async with sessions() as session:
             async with session.begin():
                 yield session
                 msgs = await self.write(session)
-            await self.dispatch(sm, msgs, self.pruned(session))
+            await self.dispatch(sessions, msgs, self.pruned(session))
 
     @staticmethod
     def pruned(session: AsyncSession) -> list[int]:
@@ -149,13 +152,13 @@ class Outbox:
             self.broker, m.payload, topic=m.topic, key=m.key, partition=m.partition, request_id=m.request_id
         )
 
-    async def relay_once(self, sm: async_sessionmaker[AsyncSession], limit: int = 500) -> int:
+    async def relay_once(self, sessions: async_sessionmaker[AsyncSession], limit: int = 500) -> int:
         """Publish rows older than the grace period (left by a crash). Safe with many relays.
 
         First deletes the rows this instance published but has not deleted yet (lazy_delete).
         """
         if self._published:
-            async with sm() as session, session.begin():
+            async with sessions() as session, session.begin():
                 # SKIP LOCKED: rows a batch is deleting right now are left to that batch.
                 gone = await session.execute(
                     text(
@@ -166,7 +169,7 @@ class Outbox:
                 )
                 deleted = [r.id for r in gone]
             self._published.difference_update(deleted)
-        async with sm() as session, session.begin():
+        async with sessions() as session, session.begin():
             rows = (
                 await session.execute(
                     text(
@@ -189,9 +192,11 @@ class Outbox:
             log.info("outbox relay published %d left-over messages", len(msgs))
             return len(msgs)
 
-    async def relay_forever(self, sm: async_sessionmaker[AsyncSession], interval_s: float = 1.0) -> None:
+    async def relay_forever(
+        self, sessions: async_sessionmaker[AsyncSession], interval_s: float = 1.0
+    ) -> None:
         """Relay every ``interval_s``. A failed pass raises: run it under
         :class:`common.tasks.Supervisor`, which restarts it with backoff and reports it."""
         while True:
-            await self.relay_once(sm)
+            await self.relay_once(sessions)
             await asyncio.sleep(interval_s)

@@ -53,7 +53,7 @@ class Runtime:
     settings: Settings
     broker: KafkaBroker
     engine: AsyncEngine
-    sm: async_sessionmaker[AsyncSession]
+    sessions: async_sessionmaker[AsyncSession]
     topics: Topics
     readiness: Readiness = field(default_factory=Readiness)
     redis: Redis | None = None
@@ -118,22 +118,22 @@ def build_runtime(
         settings=settings,
         broker=create_broker(settings, name),
         engine=engine,
-        sm=sessionmaker(engine),
+        sessions=sessionmaker(engine),
         topics=Topics(settings.topic_prefix),
         redis=connect_redis(settings) if redis else None,
     )
 
 
-async def readyz(rt: Runtime) -> tuple[int, dict[str, Any]]:
+async def readyz(runtime: Runtime) -> tuple[int, dict[str, Any]]:
     """``/readyz`` of any service: stores, broker, consumers and supervised tasks."""
-    return await readiness_report(rt.name, rt.checks(), rt.readiness)
+    return await readiness_report(runtime.name, runtime.checks(), runtime.readiness)
 
 
 TASKS = "supervised tasks"
 
 
 def consumer_app(
-    rt: Runtime,
+    runtime: Runtime,
     *,
     tasks: dict[str, Callable[[], Awaitable[None]]] | None = None,
     stats: Callable[[], dict[str, Any]] | None = None,
@@ -143,25 +143,25 @@ def consumer_app(
     groups); ``/readyz`` says not ready until then."""
 
     async def startup() -> None:
-        await ensure_topics(rt.settings, service_topics(rt.settings))
+        await ensure_topics(runtime.settings, service_topics(runtime.settings))
         if tasks:  # not ready until they run: a new instance would report ready and do no work
-            rt.readiness.fail(TASKS, "not started: the consumers are joining their groups")
+            runtime.readiness.fail(TASKS, "not started: the consumers are joining their groups")
 
     async def started() -> None:
-        rt.watch_database()
+        runtime.watch_database()
         for name, run in (tasks or {}).items():
-            rt.supervisor.start(name, run)
-        rt.readiness.ok(TASKS)
+            runtime.supervisor.start(name, run)
+        runtime.readiness.ok(TASKS)
 
     return AsgiFastStream(
-        rt.broker,
+        runtime.broker,
         asgi_routes=[
-            *health_routes(rt.name, rt.checks, stats=stats, readiness=rt.readiness),
+            *health_routes(runtime.name, runtime.checks, stats=stats, readiness=runtime.readiness),
             ("/metrics", make_asgi_app()),
         ],
         on_startup=[startup],
         after_startup=[started],
-        on_shutdown=[rt.close],
+        on_shutdown=[runtime.close],
     )
 
 

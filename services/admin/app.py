@@ -68,7 +68,7 @@ async def _after_commit(state: State, ctx: ActionContext, msgs: list[OutMessage]
             # The control event in the outbox makes every gateway group evict them as soon
             # as Redis answers (gateway.control): the change still holds.
             log.exception("could not drop %d cache entries", len(ctx.stale_cache))
-    await state.outbox.dispatch(state.sm, msgs)
+    await state.outbox.dispatch(state.sessions, msgs)
 
 
 async def _audit_refusal(
@@ -81,7 +81,7 @@ async def _audit_refusal(
     details: dict[str, Any],
 ) -> None:
     try:
-        async with transaction(state.sm) as session:
+        async with transaction(state.sessions) as session:
             await repo.append_audit(
                 session,
                 actor=actor,
@@ -131,7 +131,7 @@ def _authorize(state: State, operator: operators.Operator, attempt: Attempt, raw
 
 async def _run(state: State, attempt: Attempt, run: actions.Action, raw: bytes) -> Any:
     """The action and its audit row in one transaction; the after-commit effects once it holds."""
-    async with state.sm() as session:
+    async with state.sessions() as session:
         async with session.begin():
             ctx = attempt.ctx = ActionContext(
                 session,
@@ -214,36 +214,36 @@ def create_app(settings: Settings) -> Litestar:
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         setup_logging("admin")
-        rt = build_runtime("admin", settings, redis=True)
-        assert rt.redis is not None
+        runtime = build_runtime("admin", settings, redis=True)
+        assert runtime.redis is not None
         await ensure_topics(settings, service_topics(settings))
         subscribe(
-            rt.broker,
+            runtime.broker,
             settings,
-            rt.topics.dead_letters,
-            rt.topics.group("admin-dlq"),
-            dead_letters.processor(rt.sm, rt.readiness),
+            runtime.topics.dead_letters,
+            runtime.topics.group("admin-dlq"),
+            dead_letters.processor(runtime.sessions, runtime.readiness),
             background=True,
         )
-        await rt.broker.start()
-        rpc = RpcClient(rt.broker, settings, "admin", background=True)
-        await rpc.start(rt.supervisor)
-        outbox = Outbox("identity", rt.broker)
-        rt.supervisor.start("identity-outbox-relay", lambda: outbox.relay_forever(rt.sm))
+        await runtime.broker.start()
+        rpc = RpcClient(runtime.broker, settings, "admin", background=True)
+        await rpc.start(runtime.supervisor)
+        outbox = Outbox("identity", runtime.broker)
+        runtime.supervisor.start("identity-outbox-relay", lambda: outbox.relay_forever(runtime.sessions))
         app.state.update(
             settings=settings,
-            runtime=rt,
-            engine=rt.engine,
-            sm=rt.sm,
-            redis=rt.redis,
-            broker=rt.broker,
+            runtime=runtime,
+            engine=runtime.engine,
+            sessions=runtime.sessions,
+            redis=runtime.redis,
+            broker=runtime.broker,
             rpc=rpc,
             outbox=outbox,
             operators=roster,
             signing=settings.signing_key("admin"),
-            failures=FailureLimiter(rt.redis, "admin", settings.auth_failure_limit_per_minute),
+            failures=FailureLimiter(runtime.redis, "admin", settings.auth_failure_limit_per_minute),
         )
-        async with rt.serving():
+        async with runtime.serving():
             yield
 
     return http_app("admin", settings, lifespan, [administer], build_document)

@@ -14,29 +14,37 @@ from compliance.handlers import ComplianceConsumer
 
 def create_app(settings: Settings) -> AsgiFastStream:
     setup_logging("compliance")
-    rt = build_runtime("compliance", settings)
-    outbox = Outbox("compliance", rt.broker, lazy_delete=True)
-    runtime = ComplianceConsumer(settings, rt.broker, rt.sm, rt.topics, outbox)
-    group = rt.topics.group("compliance")  # follows the prefix: see Topics.group
-    subscribe(rt.broker, settings, rt.topics.compliance_commands, group, runtime.processor(rt.readiness))
+    service_runtime = build_runtime("compliance", settings)
+    outbox = Outbox("compliance", service_runtime.broker, lazy_delete=True)
+    runtime = ComplianceConsumer(
+        settings, service_runtime.broker, service_runtime.sessions, service_runtime.topics, outbox
+    )
+    group = service_runtime.topics.group("compliance")  # follows the prefix: see Topics.group
     subscribe(
-        rt.broker,
+        service_runtime.broker,
         settings,
-        rt.topics.compliance_releases,
+        service_runtime.topics.compliance_commands,
+        group,
+        runtime.processor(service_runtime.readiness),
+    )
+    subscribe(
+        service_runtime.broker,
+        settings,
+        service_runtime.topics.compliance_releases,
         f"{group}-releases",
-        runtime.releases_processor(rt.readiness),
+        runtime.releases_processor(service_runtime.readiness),
         background=True,
     )
     subscribe(
-        rt.broker,
+        service_runtime.broker,
         settings,
-        rt.topics.events,
+        service_runtime.topics.events,
         f"{group}-usage",
-        runtime.usage_processor(rt.readiness),
+        runtime.usage_processor(service_runtime.readiness),
         background=True,
     )
     return consumer_app(
-        rt,
-        tasks={"outbox-relay": lambda: outbox.relay_forever(rt.sm)},
+        service_runtime,
+        tasks={"outbox-relay": lambda: outbox.relay_forever(service_runtime.sessions)},
         stats=lambda: {"decided": runtime.decided, "failed_closed": runtime.failed_closed},
     )

@@ -75,7 +75,7 @@ def operator_signed(cmd: Envelope) -> tuple[str, ...]:
 class ComplianceConsumer:
     settings: Settings
     broker: KafkaBroker
-    sm: async_sessionmaker[AsyncSession]
+    sessions: async_sessionmaker[AsyncSession]
     topics: Topics
     outbox: Outbox
     decided: int = 0
@@ -91,11 +91,11 @@ class ComplianceConsumer:
         snap = Snapshot(self.settings.sandbox_default_cap)
         # The decisions and what they publish commit together (the outbox); a redelivered
         # command finds its stored decision and stages the same outcome again.
-        async with self.sm() as session:
+        async with self.sessions() as session:
             async with session.begin():
                 outs, writes = await service.decide_batch(session, snap, self.topics, cmds, self.sign)
                 msgs = await service.write(session, writes, outs, self.outbox)
-            await self.outbox.dispatch(self.sm, msgs, Outbox.pruned(session))
+            await self.outbox.dispatch(self.sessions, msgs, Outbox.pruned(session))
         self.decided += len(cmds)
 
     async def answer_undecided(self, failure: Failure) -> None:
@@ -137,7 +137,7 @@ class ComplianceConsumer:
             await dead_letter(self.broker, self.settings, "compliance", failure)
 
         async def release(cmds: Sequence[ReleaseAllowance]) -> None:
-            await usage.release_given(self.sm, [(c.transfer_id, c.ctx.tenant_id) for c in cmds])
+            await usage.release_given(self.sessions, [(c.transfer_id, c.ctx.tenant_id) for c in cmds])
 
         return BatchProcessor(
             name="compliance-releases",
@@ -155,7 +155,7 @@ class ComplianceConsumer:
             await dead_letter(self.broker, self.settings, "compliance", failure)
 
         async def release(raws: Sequence[bytes]) -> None:
-            await usage.release_batch(self.sm, raws)
+            await usage.release_batch(self.sessions, raws)
 
         return BatchProcessor(
             name="compliance-usage",

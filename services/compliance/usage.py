@@ -52,22 +52,22 @@ def releases(raws: Sequence[bytes]) -> list[tuple[str, str]]:
     return out
 
 
-async def release_given(sm: async_sessionmaker[AsyncSession], holds: Sequence[tuple[str, str]]) -> int:
+async def release_given(sessions: async_sessionmaker[AsyncSession], holds: Sequence[tuple[str, str]]) -> int:
     """Release the holds (transfer_id, tenant_id) the ledger gave back, each once."""
     if not holds:
         return 0
-    async with sm() as session, session.begin():
+    async with sessions() as session, session.begin():
         released = await allowance.release(session, holds)
     for transfer_id, amount in released.items():
         log.info("gave back %s of daily cap for refused transfer %s", amount, transfer_id)
     return len(released)
 
 
-async def release_batch(sm: async_sessionmaker[AsyncSession], raws: Sequence[bytes]) -> int:
+async def release_batch(sessions: async_sessionmaker[AsyncSession], raws: Sequence[bytes]) -> int:
     todo = releases(raws)
     if not todo:
         return 0
-    async with sm() as session, session.begin():
+    async with sessions() as session, session.begin():
         released = len(await allowance.release(session, [(transfer, tenant) for tenant, transfer in todo]))
     if released:
         log.info("released daily cap of %d failed or rejected transfers", released)

@@ -124,14 +124,14 @@ def create_app(settings: Settings) -> Litestar:
         setup_logging("gateway")
         # A partner waits on the gateway: its store calls are bounded well inside 2 s, so a
         # store that is down is a 503 with Retry-After, never a hang.
-        rt = build_runtime("gateway", settings, redis=True, command_timeout_s=1.5)
-        redis = rt.redis
+        runtime = build_runtime("gateway", settings, redis=True, command_timeout_s=1.5)
+        redis = runtime.redis
         assert redis is not None
         await ensure_topics(settings, service_topics(settings))
-        await rt.broker.start()
+        await runtime.broker.start()
         failures = FailureLimiter(redis, "gateway", settings.auth_failure_limit_per_minute)
         mac = settings.cache_mac  # the gateway's key for what it trusts from Valkey
-        auth = Authenticator(redis, rt.sm, mac, settings.jwt_key, settings.jwt_issuer, failures)
+        auth = Authenticator(redis, runtime.sessions, mac, settings.jwt_key, settings.jwt_issuer, failures)
         idem = IdempotencyStore(
             redis,
             settings.idempotency_ttl_s,
@@ -144,26 +144,26 @@ def create_app(settings: Settings) -> Litestar:
         async def record(results: list[Result]) -> None:  # answers seen by the reply consumer
             await pipeline.on_results(results)
 
-        rpc = RpcClient(rt.broker, settings, "gateway", on_results=record)
-        pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, rpc, rt.sm, door.identities)
-        await rpc.start(rt.supervisor)
+        rpc = RpcClient(runtime.broker, settings, "gateway", on_results=record)
+        pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, rpc, runtime.sessions, door.identities)
+        await rpc.start(runtime.supervisor)
         reader = control.ControlReader(
-            settings, rt.topics.control_events, control.processor(rt.broker, settings, redis)
+            settings, runtime.topics.control_events, control.processor(runtime.broker, settings, redis)
         )
-        rt.supervisor.start("control-events", reader.run)
-        rt.supervisor.start("loop-lag", door.commands.queue.watch)
+        runtime.supervisor.start("control-events", reader.run)
+        runtime.supervisor.start("loop-lag", door.commands.queue.watch)
         app.state.update(
             settings=settings,
-            runtime=rt,
-            engine=rt.engine,
+            runtime=runtime,
+            engine=runtime.engine,
             redis=redis,
-            broker=rt.broker,
+            broker=runtime.broker,
             pipeline=pipeline,
             router=Router(ENDPOINTS),
             asyncapi=msgspec.json.encode(build_asyncapi(settings.topic_prefix)),
         )
         metrics_host = settings.gateway_metrics_host or settings.gateway_host
-        async with serve_metrics(metrics_host, settings.gateway_metrics_port), rt.serving():
+        async with serve_metrics(metrics_host, settings.gateway_metrics_port), runtime.serving():
             yield
 
     handlers = [*_direct_handlers(ENDPOINTS), routed_handler, asyncapi_json, *onboarding.PAGES]

@@ -119,7 +119,7 @@ def _unauthorized(message: str) -> ServiceError:
 @dataclass(eq=False)
 class Authenticator:
     redis: Redis
-    sm: async_sessionmaker[AsyncSession]
+    sessions: async_sessionmaker[AsyncSession]
     mac: CacheMac
     jwt_secret: bytes = b""
     jwt_issuer: str = "sluice"
@@ -192,7 +192,7 @@ class Authenticator:
         cached, gen = await self._read("api_key", name, use_cache)
         if cached is not None:
             return _key_dec.decode(cached) if cached != b"-" else None
-        async with self.sm() as session:
+        async with self.sessions() as session:
             row = await repo.key_by_hash(session, key_hash)
         if row is None:
             await self._fill(name, gen, b"-", 30)
@@ -212,7 +212,7 @@ class Authenticator:
         cached, gen = await self._read("tenant", name, use_cache)
         if cached is not None:
             return _tenant_dec.decode(cached)
-        async with self.sm() as session:
+        async with self.sessions() as session:
             row = await repo.tenant_by_id(session, tenant_id)
         if row is None:
             return None
@@ -307,7 +307,7 @@ class Authenticator:
         cached, gen = await self._read("access_token", name)
         if cached is not None:
             return _token_dec.decode(cached) if cached != b"-" else None
-        async with self.sm() as session:
+        async with self.sessions() as session:
             row = await repo.access_token(session, jti)
         if row is None:
             await self._fill(name, gen, b"-", 30)

@@ -50,7 +50,7 @@ class Claimed:
 
 class Record(msgspec.Struct, kw_only=True):
     state: str  # pending | done
-    fp: str
+    request_fingerprint: str = msgspec.field(name="fp")  # stored in Redis as "fp"
     status: int = 0
     body: bytes = b""
 
@@ -64,10 +64,10 @@ def fingerprint(method: str, path: str, body: object) -> str:
     return hashlib.sha256(f"{method} {path} ".encode() + canonical).hexdigest()
 
 
-def command_id(tenant_id: str, mode: str, key: str, fp: str) -> str:
+def command_id(tenant_id: str, mode: str, key: str, request_fingerprint: str) -> str:
     """The command id of a keyed request: the same for every retry of the same request, on
     any gateway, so the services that execute it deduplicate it through their inbox."""
-    digest = hashlib.sha256(f"{tenant_id}\x00{mode}\x00{key}\x00{fp}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{tenant_id}\x00{mode}\x00{key}\x00{request_fingerprint}".encode()).hexdigest()
     return f"cmd_{digest[:32]}"
 
 
@@ -117,14 +117,14 @@ class IdempotencyStore:
         return f"{PREFIX}{tenant_id}:{mode}:{cls.key_hash(key)}"
 
     @staticmethod
-    def pending(fp: str) -> bytes:
+    def pending(request_fingerprint: str) -> bytes:
         """The record a request that owns its key leaves while it runs."""
-        return msgspec.json.encode(Record(state="pending", fp=fp))
+        return msgspec.json.encode(Record(state="pending", request_fingerprint=request_fingerprint))
 
-    async def begin(self, name: str, fp: str, first: Claimed | None = None) -> Replay | None:
+    async def begin(self, name: str, request_fingerprint: str, first: Claimed | None = None) -> Replay | None:
         """None: this request owns the key and must run. Otherwise the outcome to replay.
         ``first``: the claim the key lookup already made (its first try, without a call)."""
-        pending = self.pending(fp)
+        pending = self.pending(request_fingerprint)
         deadline = time.monotonic() + self.wait_s
         raw: bytes | str | None
         while True:
@@ -142,7 +142,7 @@ class IdempotencyStore:
             if rec is None:
                 await self.redis.delete(name)  # refused: dropped, and this request runs
                 continue
-            if rec.fp != fp:
+            if rec.request_fingerprint != request_fingerprint:
                 raise ServiceError(
                     ErrorCode.IDEMPOTENCY_REPLAY_MISMATCH,
                     "this Idempotency-Key was used with a different request",
@@ -155,8 +155,8 @@ class IdempotencyStore:
                 )
             await asyncio.sleep(0.02)
 
-    async def complete(self, name: str, fp: str, status: int, body: bytes) -> None:
-        await self.complete_many([(name, fp, status, body)])
+    async def complete(self, name: str, request_fingerprint: str, status: int, body: bytes) -> None:
+        await self.complete_many([(name, request_fingerprint, status, body)])
 
     async def complete_many(self, outcomes: list[tuple[str, str, int, bytes]]) -> None:
         """Record several outcomes (name, fingerprint, status, body) in one round trip.
@@ -166,11 +166,16 @@ class IdempotencyStore:
         if not outcomes:
             return
         async with self.redis.pipeline(transaction=False) as pipe:
-            for name, fp, status, body in outcomes:
+            for name, request_fingerprint, status, body in outcomes:
                 if invites_retry(status):
                     pipe.delete(name)
                     continue
-                rec = Record(state="done", fp=fp, status=status, body=self._seal(name, body))
+                rec = Record(
+                    state="done",
+                    request_fingerprint=request_fingerprint,
+                    status=status,
+                    body=self._seal(name, body),
+                )
                 pipe.set(name, self.mac.seal(name, b"", msgspec.json.encode(rec), self.ttl_s), ex=self.ttl_s)
             await pipe.execute()
 

@@ -56,7 +56,8 @@ class Call:
     window: Window
     request_id: str
     settings: Settings
-    sm: async_sessionmaker[AsyncSession]  # for the builders that answer locally from the gateway's table
+    # for the builders that answer locally from the gateway's table
+    sessions: async_sessionmaker[AsyncSession]
 
 
 @dataclass(slots=True, frozen=True)
@@ -110,7 +111,7 @@ class KeyClaim:
     (``taken``) until the dispatch uses it; a request refused before that gives it back."""
 
     key: str
-    fp: str
+    request_fingerprint: str
     pending: ClaimWith
     taken: Claimed | None = None
     used: bool = False
@@ -173,7 +174,7 @@ class Pipeline:
         limiter: RateLimiter,
         idem: IdempotencyStore,
         rpc: RpcClient,
-        sm: async_sessionmaker[AsyncSession],
+        sessions: async_sessionmaker[AsyncSession],
         identities: Identities | None = None,
     ) -> None:
         self.settings = settings
@@ -182,7 +183,7 @@ class Pipeline:
         self.limiter = limiter
         self.idem = idem
         self.rpc = rpc
-        self.sm = sm
+        self.sessions = sessions
         self.topics = Topics(settings.topic_prefix)
         # command_id -> (idempotency record name, fingerprint): lets a late result be recorded.
         self.inflight: dict[str, tuple[str, str, float]] = {}
@@ -197,7 +198,7 @@ class Pipeline:
             entry = self.inflight.pop(result.command_id, None)
             if entry is None:
                 continue
-            name, fp, _ = entry
+            name, request_fingerprint, _ = entry
             try:
                 body = result_body(result, result.request_id, self.ring)
             except KeyRingError as exc:
@@ -205,7 +206,7 @@ class Pipeline:
                 # again); the others of the batch, other tenants' included, still are.
                 log.error("a result's sealed secret does not open: %s (command %s)", exc, result.command_id)
                 continue
-            done.append((name, fp, result.status, body))
+            done.append((name, request_fingerprint, result.status, body))
         await self.idem.complete_many(done)
         if len(self.inflight) > 10000:
             cutoff = time.monotonic() - 3600
@@ -225,21 +226,23 @@ class Pipeline:
         # The concrete path (contract 12.1): one key on two webhooks' rotate-secret must not
         # replay the first answer for the second.
         path = _PARAM.sub(lambda m: req.params.get(m.group(1), ""), ep.path)
-        fp = fingerprint(ep.method, path, req.body)
-        pending = ClaimWith(self.idem.key_hash(key), self.idem.pending(fp), self.idem.lease_ms)
-        return KeyClaim(key, fp, pending)
+        request_fingerprint = fingerprint(ep.method, path, req.body)
+        pending = ClaimWith(
+            self.idem.key_hash(key), self.idem.pending(request_fingerprint), self.idem.lease_ms
+        )
+        return KeyClaim(key, request_fingerprint, pending)
 
     async def handle(self, ep: Endpoint, req: Incoming) -> Answer:
         headers, request_id, client_ip = req.headers, req.request_id, req.client_ip
         window: Window | None = None
-        kc = self._key_claim(ep, req)
+        key_claim = self._key_claim(ep, req)
         principal: Principal | None = None
         try:
             principal = await self.auth.authenticate(
-                headers.get("authorization"), client_ip, kc.pending if kc else None
+                headers.get("authorization"), client_ip, key_claim.pending if key_claim else None
             )
-            if kc is not None:
-                kc.taken = principal.claimed
+            if key_claim is not None:
+                key_claim.taken = principal.claimed
             self.identities.learn(headers.get("authorization"), principal.tenant.tenant_id, principal.mode)
             try:
                 require_mode(principal, headers.get("x-service-mode"))
@@ -260,7 +263,7 @@ class Pipeline:
                 window = self.limiter.check(limit, *principal.counted)
             else:
                 window = await self.limiter.hit(principal.tenant.tenant_id, principal.mode, limit)
-            answer = await self._run(ep, principal, window, req, kc)
+            answer = await self._run(ep, principal, window, req, key_claim)
         except ServiceError as err:
             answer = Answer(err.status, error_body(err, request_id), dict(err.headers))
             if err.code == ErrorCode.UNAUTHORIZED:
@@ -277,8 +280,8 @@ class Pipeline:
             UNAVAILABLE.labels(str(Unavailable.STORE_UNAVAILABLE)).inc()
             answer = Answer(failure.status, error_body(failure, request_id), dict(failure.headers))
         finally:
-            if principal is not None and kc is not None and kc.unused():
-                await self._give_key_back(principal, kc.key)
+            if principal is not None and key_claim is not None and key_claim.unused():
+                await self._give_key_back(principal, key_claim.key)
         if window is not None:
             for k, v in window.headers().items():
                 answer.headers.setdefault(k, v)
@@ -292,7 +295,7 @@ class Pipeline:
             log.warning("could not give an idempotency key back: %r", exc)
 
     async def _run(
-        self, ep: Endpoint, principal: Principal, window: Window, req: Incoming, kc: KeyClaim | None
+        self, ep: Endpoint, principal: Principal, window: Window, req: Incoming, key_claim: KeyClaim | None
     ) -> Answer:
         body, params, request_id = req.body, req.params, req.request_id
         if ep.sandbox_only and principal.mode != "sandbox":
@@ -307,13 +310,13 @@ class Pipeline:
             idempotency_key=key,
         )
         call = Call(
-            principal, ctx, body, req.raw, params, req.query, window, request_id, self.settings, self.sm
+            principal, ctx, body, req.raw, params, req.query, window, request_id, self.settings, self.sessions
         )
         made = ep.build(call)
         built = made if isinstance(made, Command | Local) else await made
         if isinstance(built, Local) and not ep.mutating:
             return Answer(built.status, success_body(built.data))
-        return await self._dispatch(ep, principal, req, key, built, kc)
+        return await self._dispatch(ep, principal, req, key, built, key_claim)
 
     async def _dispatch(
         self,
@@ -322,30 +325,30 @@ class Pipeline:
         req: Incoming,
         key: str | None,
         built: Command | Local,
-        kc: KeyClaim | None,
+        key_claim: KeyClaim | None,
     ) -> Answer:
         """Idempotency (replay, or claim the key), then the command's round trip."""
         request_id = req.request_id
-        name = fp = ""
+        name = request_fingerprint = ""
         if key is not None:
-            assert kc is not None and kc.key == key  # a valid key: _key_claim made its claim
-            fp, first, kc.used = kc.fp, kc.taken, True
+            assert key_claim is not None and key_claim.key == key  # a valid key: _key_claim made its claim
+            request_fingerprint, first, key_claim.used = key_claim.request_fingerprint, key_claim.taken, True
             name = self.idem.name(principal.tenant.tenant_id, principal.mode, key)
-            replay = await self.idem.begin(name, fp, first)
+            replay = await self.idem.begin(name, request_fingerprint, first)
             if replay is not None:
                 IDEMPOTENCY_REPLAYS.inc()
                 return Answer(replay.status, replay.body, {"X-Idempotent-Replay": "true"})
             if isinstance(built, Command):  # every retry of this request: the same command
-                cid = command_id(principal.tenant.tenant_id, principal.mode, key, fp)
+                cid = command_id(principal.tenant.tenant_id, principal.mode, key, request_fingerprint)
                 built = msgspec.structs.replace(built, command_id=cid)
         if isinstance(built, Local):
             out = Answer(built.status, success_body(built.data))
             if key is not None:
-                await self.idem.complete(name, fp, out.status, out.body)
+                await self.idem.complete(name, request_fingerprint, out.status, out.body)
             return out
         assert ep.topic is not None and isinstance(built, Command)
         if key is not None:
-            self.inflight[built.command_id] = (name, fp, time.monotonic())
+            self.inflight[built.command_id] = (name, request_fingerprint, time.monotonic())
         try:
             result = await self.rpc.call(self.topics[ep.topic], built, key=partition_key(built))
         except TimeoutError:

@@ -196,13 +196,13 @@ class Anchors:
     def __init__(
         self,
         settings: Settings,
-        sm: async_sessionmaker[AsyncSession],
+        sessions: async_sessionmaker[AsyncSession],
         topic: str,
         publish: Callable[..., Awaitable[None]],
         *,
         read_timeout_s: float = 30.0,
     ) -> None:
-        self.settings, self.sm, self.topic, self._publish = settings, sm, topic, publish
+        self.settings, self.sessions, self.topic, self._publish = settings, sessions, topic, publish
         setting = settings.journal_anchor_key.get_secret_value()
         self.key = AnchorKey.parse(setting) if setting else None
         self.keys = AnchorVerifyKeys.parse(settings.journal_anchor_verify_keys)
@@ -228,7 +228,7 @@ class Anchors:
         async def send(record_key: bytes, value: bytes) -> None:
             await self._publish(value, topic=self.topic, key=record_key)
 
-        async with self.sm() as session, session.begin():
+        async with self.sessions() as session, session.begin():
             plan = await plan_anchors(session, self.key, self.found, self._logged)
         UNANCHORED.set(plan.unanchored_s(datetime.now(UTC), published=False))
         if unread is not None:  # never anchor without the newest anchors: another may have signed

@@ -23,40 +23,48 @@ from ledger.simulator import Simulator
 
 def create_app(settings: Settings) -> AsgiFastStream:
     setup_logging("ledger")
-    rt = build_runtime("ledger", settings)
-    anchors = _anchors(settings, rt)
-    cfg = LedgerConfig(
+    service_runtime = build_runtime("ledger", settings)
+    anchors = _anchors(settings, service_runtime)
+    ledger_config = LedgerConfig(
         settle_s=settings.sandbox_settle_s,
         read_anchors=anchors.read if anchors else None,
         # A chain without any anchor is a finding once its first entry is this old: three
         # intervals, and never under 30 s (a turn delayed on a loaded host is not a lost topic).
         anchor_grace_s=max(3 * settings.journal_anchor_interval_s, 30.0),
     )
-    outbox = Outbox("ledger", rt.broker, lazy_delete=True)
-    runtime = LedgerConsumer(settings, rt.broker, rt.sm, outbox, Inbox("ledger"), rt.topics, cfg=cfg)
-    simulator = Simulator(rt.sm, outbox, rt.topics, cfg)
-    subscribe(
-        rt.broker,
+    outbox = Outbox("ledger", service_runtime.broker, lazy_delete=True)
+    runtime = LedgerConsumer(
         settings,
-        rt.topics.ledger_commands,
-        rt.topics.group("ledger"),
-        runtime.processor(rt.readiness),
+        service_runtime.broker,
+        service_runtime.sessions,
+        outbox,
+        Inbox("ledger"),
+        service_runtime.topics,
+        ledger_config=ledger_config,
+    )
+    simulator = Simulator(service_runtime.sessions, outbox, service_runtime.topics, ledger_config)
+    subscribe(
+        service_runtime.broker,
+        settings,
+        service_runtime.topics.ledger_commands,
+        service_runtime.topics.group("ledger"),
+        runtime.processor(service_runtime.readiness),
     )
     subscribe(
-        rt.broker,
+        service_runtime.broker,
         settings,
-        rt.topics.ledger_reads,
-        rt.topics.group("ledger-reads"),
-        runtime.reads_processor(rt.readiness),
+        service_runtime.topics.ledger_reads,
+        service_runtime.topics.group("ledger-reads"),
+        runtime.reads_processor(service_runtime.readiness),
     )
     tasks: dict[str, Callable[[], Awaitable[None]]] = {
-        "outbox-relay": lambda: outbox.relay_forever(rt.sm),
+        "outbox-relay": lambda: outbox.relay_forever(service_runtime.sessions),
         "simulator": simulator.run_forever,
     }
     if anchors is not None and anchors.key is not None:
         tasks["journal-anchors"] = anchors.run_forever
     return consumer_app(
-        rt,
+        service_runtime,
         tasks=tasks,
         stats=lambda: {
             "processed": runtime.processed,
@@ -66,7 +74,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
     )
 
 
-def _anchors(settings: Settings, rt: Runtime) -> Anchors | None:
+def _anchors(settings: Settings, service_runtime: Runtime) -> Anchors | None:
     """The journal's anchors (contract 14.3, 15.1): the signing key and the verify keys are
     required in production (the verify keys must hold the signing key's public key: checked
     with the other secrets, ``Settings.weak_secrets``). In development a missing verify keys
@@ -84,11 +92,21 @@ def _anchors(settings: Settings, rt: Runtime) -> Anchors | None:
         raise SystemExit(2)
     if not signing and settings.journal_anchor_verify_keys.strip():
         log.warning("journal anchors: %s is not set: this instance verifies, never anchors", KEY_SETTING)
-        return Anchors(settings, rt.sm, rt.topics.journal_anchors, functools.partial(publish, rt.broker))
+        return Anchors(
+            settings,
+            service_runtime.sessions,
+            service_runtime.topics.journal_anchors,
+            functools.partial(publish, service_runtime.broker),
+        )
     if not signing:
         log.warning("journal anchors off: %s is not set (development)", KEY_SETTING)
         return None
     if not settings.journal_anchor_verify_keys.strip():
         public = AnchorKey.parse(signing).public_entry()  # a public key, not a secret
         settings = settings.model_copy(update={"journal_anchor_verify_keys": public})
-    return Anchors(settings, rt.sm, rt.topics.journal_anchors, functools.partial(publish, rt.broker))
+    return Anchors(
+        settings,
+        service_runtime.sessions,
+        service_runtime.topics.journal_anchors,
+        functools.partial(publish, service_runtime.broker),
+    )

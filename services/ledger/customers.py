@@ -11,7 +11,7 @@ from ledger import repository as repo
 from ledger.effects import Effects, LedgerConfig
 
 
-async def create_customer(session: AsyncSession, cmd: CreateCustomer, cfg: LedgerConfig) -> Effects:
+async def create_customer(session: AsyncSession, cmd: CreateCustomer, ledger_config: LedgerConfig) -> Effects:
     await repo.insert_customer(session, cmd)
     return created(cmd)
 
@@ -24,8 +24,8 @@ def create_customers(session: AsyncSession, cmds: list[CreateCustomer]) -> list[
 
 
 def created(cmd: CreateCustomer) -> Effects:
-    fx = Effects(201, {"customer_id": cmd.customer_id, "provider": "service"})
-    fx.emit(
+    effects = Effects(201, {"customer_id": cmd.customer_id, "provider": "service"})
+    effects.emit(
         CustomerCreated,
         cmd.ctx,
         country_code=cmd.country_code,
@@ -35,4 +35,4 @@ def created(cmd: CreateCustomer) -> Effects:
             "service_user_id": cmd.service_user_id,
         },
     )
-    return fx
+    return effects

@@ -13,7 +13,7 @@ from ledger import repository as repo
 from ledger.effects import Effects, LedgerConfig, missing, money, parse_amount
 
 
-async def sandbox_deposit(session: AsyncSession, cmd: SandboxDeposit, cfg: LedgerConfig) -> Effects:
+async def sandbox_deposit(session: AsyncSession, cmd: SandboxDeposit, ledger_config: LedgerConfig) -> Effects:
     t, m = cmd.ctx.tenant_id, cmd.ctx.mode
     if m != "sandbox":
         # Production has no such endpoint: it does not exist there (contract section 5).
@@ -62,6 +62,6 @@ async def sandbox_deposit(session: AsyncSession, cmd: SandboxDeposit, cfg: Ledge
         "state": "completed",
         "created_at": iso(created_at),
     }
-    fx = Effects(201, data)
-    fx.emit(DepositReceived, cmd.ctx, data["created_at"], data=data)
-    return fx
+    effects = Effects(201, data)
+    effects.emit(DepositReceived, cmd.ctx, data["created_at"], data=data)
+    return effects

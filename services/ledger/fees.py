@@ -40,7 +40,7 @@ def charged(cmd: CreateTransfer, amount: Decimal, places: int) -> Decimal:
     return fee
 
 
-async def fee_balances(session: AsyncSession, cmd: GetFeeBalances, cfg: LedgerConfig) -> Effects:
+async def fee_balances(session: AsyncSession, cmd: GetFeeBalances, ledger_config: LedgerConfig) -> Effects:
     rows = await repo.fee_balances(session, cmd.ctx.tenant_id, cmd.ctx.mode)
     items = [{"currency": c, "available_balance": money(b)} for c, b in rows]
     return Effects(200, {"items": items, "next_cursor": None})  # one row per currency: no paging

@@ -81,32 +81,32 @@ class BatchStats:
 class LedgerConsumer:
     settings: Settings
     broker: KafkaBroker
-    sm: async_sessionmaker[AsyncSession]
+    sessions: async_sessionmaker[AsyncSession]
     outbox: Outbox
     inbox: Inbox
     topics: Topics
-    cfg: LedgerConfig = field(default_factory=LedgerConfig)
+    ledger_config: LedgerConfig = field(default_factory=LedgerConfig)
     processed: int = 0
     stats: BatchStats = field(default_factory=lambda: BatchStats())
 
     async def _read(self, session: AsyncSession, cmd: LedgerCommand) -> bytes:
         try:
             async with session.begin_nested():
-                fx = await service.execute(session, cmd, self.cfg)
+                effects = await service.execute(session, cmd, self.ledger_config)
             err = None
         except ServiceError as exc:
-            fx, err = None, exc
-        return self._settle(session, cmd, fx, err)
+            effects, err = None, exc
+        return self._settle(session, cmd, effects, err)
 
     def _settle(
-        self, session: AsyncSession, cmd: LedgerCommand, fx: Effects | None, err: ServiceError | None
+        self, session: AsyncSession, cmd: LedgerCommand, effects: Effects | None, err: ServiceError | None
     ) -> bytes:
         """Encode the result and stage the events of one executed command."""
         if err is not None:
             log.info("refused %s: %s %s", type(cmd).__name__, err.code, err.details)
-        result = encode(service.result_of(cmd, fx, err))
-        if fx is not None and fx.events:
-            service.stage_fact(session, self.outbox, self.topics, fx.events)
+        result = encode(service.result_of(cmd, effects, err))
+        if effects is not None and effects.events:
+            service.stage_fact(session, self.outbox, self.topics, effects.events)
         if err is not None and (release := service.allowance_release(cmd, self.topics)) is not None:
             self.outbox.add(session, release)
         return result
@@ -115,7 +115,7 @@ class LedgerConsumer:
         """One transaction for the batch, three statements for its writes (claim and read,
         lock, write: ``repository.batch``); the reads after them; commit, dispatch the outbox."""
         started = time.perf_counter()
-        async with self.sm() as session:
+        async with self.sessions() as session:
             async with session.begin():
                 writes = list({c.command_id: c for c in cmds if not service.is_read(c)}.values())
                 claimed = await service.claim(session, writes, self.inbox) if writes else None
@@ -124,10 +124,10 @@ class LedgerConsumer:
                     request_id_var.set(todo[0].ctx.request_id)
                 results: dict[str, bytes] = {}
                 if claimed is not None:
-                    outcomes = await service.execute_writes(session, todo, self.cfg, claimed)
-                    for cmd, (fx, err) in zip(todo, outcomes, strict=True):
+                    outcomes = await service.execute_writes(session, todo, self.ledger_config, claimed)
+                    for cmd, (effects, err) in zip(todo, outcomes, strict=True):
                         request_id_var.set(cmd.ctx.request_id)
-                        results[cmd.command_id] = self._settle(session, cmd, fx, err)
+                        results[cmd.command_id] = self._settle(session, cmd, effects, err)
                     # Replies in batch order; a redelivered command answers its stored result again.
                     for cmd in cmds:
                         stored = results.get(cmd.command_id) or claimed.previous.get(cmd.command_id)
@@ -152,7 +152,7 @@ class LedgerConsumer:
             self.stats.add(len(cmds), time.perf_counter() - started, journal.of(session).lock_wait_s)
             if msgs:
                 await failpoint("ledger.after_commit")
-            await self.outbox.dispatch(self.sm, msgs, Outbox.pruned(session))
+            await self.outbox.dispatch(self.sessions, msgs, Outbox.pruned(session))
         self.processed += len(cmds)
 
     async def run_single(self, cmd: LedgerCommand) -> None:

@@ -19,7 +19,7 @@ def _resource(name: str) -> str:
     return name
 
 
-async def get_resource(session: AsyncSession, cmd: GetResource, cfg: LedgerConfig) -> Effects:
+async def get_resource(session: AsyncSession, cmd: GetResource, ledger_config: LedgerConfig) -> Effects:
     resource = _resource(cmd.resource)
     row = await repo.read_one(session, resource, cmd.ctx.tenant_id, cmd.ctx.mode, cmd.resource_id)
     if row is None:  # another tenant's (or mode's) id is as unknown as a made-up one
@@ -27,7 +27,7 @@ async def get_resource(session: AsyncSession, cmd: GetResource, cfg: LedgerConfi
     return Effects(200, RENDER[resource](row))
 
 
-async def list_resources(session: AsyncSession, cmd: ListResources, cfg: LedgerConfig) -> Effects:
+async def list_resources(session: AsyncSession, cmd: ListResources, ledger_config: LedgerConfig) -> Effects:
     resource = _resource(cmd.resource)
     if not 1 <= cmd.limit <= MAX_LIMIT:
         raise invalid("limit", f"limit must be between 1 and {MAX_LIMIT}")

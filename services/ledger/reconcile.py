@@ -37,7 +37,7 @@ from ledger.effects import Effects, LedgerConfig, money
 from ledger.repository import audit
 
 
-async def reconcile(session: AsyncSession, cmd: Reconcile, cfg: LedgerConfig) -> Effects:
+async def reconcile(session: AsyncSession, cmd: Reconcile, ledger_config: LedgerConfig) -> Effects:
     tenant_id, mode = cmd.ctx.tenant_id, cmd.ctx.mode
     if not tenant_id:
         raise invalid("tenant_id", "reconcile names one tenant")

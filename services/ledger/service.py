@@ -80,11 +80,11 @@ def is_read(cmd: Envelope) -> bool:
     return isinstance(cmd, READS)
 
 
-async def execute(session: AsyncSession, cmd: Envelope, cfg: LedgerConfig) -> Effects:
+async def execute(session: AsyncSession, cmd: Envelope, ledger_config: LedgerConfig) -> Effects:
     handler = HANDLERS.get(type(cmd))
     if handler is None:
         raise ServiceError(ErrorCode.INVALID_REQUEST, f"unsupported command {type(cmd).__name__}")
-    return await handler(session, cmd, cfg)
+    return await handler(session, cmd, ledger_config)
 
 
 #: What one command's handler gave: its effects, or the refusal that took it back.
@@ -92,7 +92,7 @@ Handled = tuple[Effects | None, ServiceError | None]
 
 
 async def execute_writes(
-    session: AsyncSession, cmds: Sequence[Envelope], cfg: LedgerConfig, claimed: repo.Claimed
+    session: AsyncSession, cmds: Sequence[Envelope], ledger_config: LedgerConfig, claimed: repo.Claimed
 ) -> list[Handled]:
     """Execute a batch of write commands in one transaction; outcomes in command order.
 
@@ -114,20 +114,20 @@ async def execute_writes(
     moving = [(i, c) for i, c in enumerate(cmds) if isinstance(c, CreateTransfer)]
     if queued:
         done = customers.create_customers(session, [c for _, c in queued])
-        for (i, _), fx in zip(queued, done, strict=True):
-            out[i] = (fx, None)
+        for (i, _), effects in zip(queued, done, strict=True):
+            out[i] = (effects, None)
     for i, cmd in enumerate(cmds):
         if out[i] is not None or isinstance(cmd, CreateTransfer):
             continue
         mark = jr.mark()
         try:
             async with session.begin_nested():
-                out[i] = (await execute(session, cmd, cfg), None)
+                out[i] = (await execute(session, cmd, ledger_config), None)
         except ServiceError as exc:
             jr.rollback_to(mark)
             out[i] = (None, exc)
     prepared = transfers.prepare_transfers(
-        session, [c for _, c in moving], cfg, claimed.known, claimed.wallets
+        session, [c for _, c in moving], ledger_config, claimed.known, claimed.wallets
     )
     inserted = await jr.lock(session, transfers.new_rows(prepared))
     await transfers.answer_concurrent_twins(session, prepared, inserted)
@@ -165,7 +165,7 @@ async def write(session: AsyncSession, results: dict[str, bytes], outbox: Outbox
     return outbox.written(session, msgs, ids, writes.pruned)
 
 
-def result_of(cmd: Envelope, fx: Effects | None, err: ServiceError | None) -> Result:
+def result_of(cmd: Envelope, effects: Effects | None, err: ServiceError | None) -> Result:
     if err is not None:
         return Result(
             command_id=cmd.command_id,
@@ -173,8 +173,10 @@ def result_of(cmd: Envelope, fx: Effects | None, err: ServiceError | None) -> Re
             status=err.status,
             error=ErrorBody(code=err.code, message=err.message, details=err.details),
         )
-    assert fx is not None
-    return Result(command_id=cmd.command_id, request_id=cmd.ctx.request_id, status=fx.status, data=fx.data)
+    assert effects is not None
+    return Result(
+        command_id=cmd.command_id, request_id=cmd.ctx.request_id, status=effects.status, data=effects.data
+    )
 
 
 def stage_events(session: AsyncSession, outbox: Outbox, topics: Topics, events: list[Event]) -> None:

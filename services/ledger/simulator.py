@@ -28,20 +28,20 @@ log = logging.getLogger(__name__)
 class Simulator:
     def __init__(
         self,
-        sm: async_sessionmaker[AsyncSession],
+        sessions: async_sessionmaker[AsyncSession],
         outbox: Outbox,
         topics: Topics,
-        cfg: LedgerConfig,
+        ledger_config: LedgerConfig,
         *,
         poll_s: float = 0.2,
         batch: int = 50,
     ) -> None:
-        self.sm, self.outbox, self.topics, self.cfg = sm, outbox, topics, cfg
+        self.sessions, self.outbox, self.topics, self.ledger_config = sessions, outbox, topics, ledger_config
         self.poll_s, self.batch = poll_s, batch
         self.steps = 0
 
     async def step_once(self) -> int:
-        async with self.sm() as session:
+        async with self.sessions() as session:
             async with session.begin():
                 due = await repo.due_transfers(session, self.batch)
                 events = []
@@ -53,7 +53,9 @@ class Simulator:
                         if to is None:
                             raise ServiceError(ErrorCode.INTERNAL_ERROR, f"nothing to do in {t.state}")
                         async with session.begin_nested():
-                            _, ev = await transition(session, t, to, cause="sandbox_simulator", cfg=self.cfg)
+                            _, ev = await transition(
+                                session, t, to, cause="sandbox_simulator", ledger_config=self.ledger_config
+                            )
                         events.append(ev)
                     except ServiceError:
                         jr.rollback_to(mark)
@@ -63,7 +65,7 @@ class Simulator:
                 await jr.apply(session)
                 service.stage_events(session, self.outbox, self.topics, events)
                 msgs = await self.outbox.write(session)
-            await self.outbox.dispatch(self.sm, msgs, Outbox.pruned(session))
+            await self.outbox.dispatch(self.sessions, msgs, Outbox.pruned(session))
         self.steps += len(events)
         return len(due)
 

@@ -45,7 +45,7 @@ def _view(r: Any) -> dict[str, Any]:
 
 
 async def wallet_transactions(
-    session: AsyncSession, cmd: ListWalletTransactions, cfg: LedgerConfig
+    session: AsyncSession, cmd: ListWalletTransactions, ledger_config: LedgerConfig
 ) -> Effects:
     if not 1 <= cmd.limit <= MAX_LIMIT:
         raise invalid("limit", f"limit must be between 1 and {MAX_LIMIT}")

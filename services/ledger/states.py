@@ -79,14 +79,14 @@ def simulated_next(t: Row) -> str | None:
     return None
 
 
-def next_step_s(t: Row, state: str, cfg: LedgerConfig) -> float | None:
+def next_step_s(t: Row, state: str, ledger_config: LedgerConfig) -> float | None:
     """When the simulator should look at a transfer again; never in production."""
     if t.mode != "sandbox" or t.route == "book":
         return None
     if state in ("pending", "processing"):
-        return cfg.settle_s
+        return ledger_config.settle_s
     if state == "completed" and t.kind == "payout" and cents(t.amount) == MAGIC_RETURN:
-        return cfg.settle_s
+        return ledger_config.settle_s
     return None
 
 
@@ -178,7 +178,7 @@ async def transition(
     to: str,
     *,
     cause: str,
-    cfg: LedgerConfig,
+    ledger_config: LedgerConfig,
     request_id: str | None = None,
 ) -> tuple[Transfer, Event]:
     """Move a locked transfer row to ``to``; refuses (and logs) an illegal transition."""
@@ -186,7 +186,7 @@ async def transition(
         log.warning("illegal transition refused: %s %s %s -> %s (%s)", t.kind, t.id, t.state, to, cause)
         raise illegal(t, to)
     await _move_money(session, t, to)
-    row = await repo.set_state(session, t.id, to, t.state, next_step_s(t, to, cfg))
+    row = await repo.set_state(session, t.id, to, t.state, next_step_s(t, to, ledger_config))
     await repo.record_state_change(session, t.id, t.state, to, cause, request_id)
     log.info("%s %s: %s -> %s (%s)", t.kind, t.id, t.state, to, cause)
     return row, updated_event(row, request_id)

@@ -117,7 +117,9 @@ def _checked_amount(cmd: CreateTransfer) -> Decimal:
     return parse_amount(cmd.amount, STABLECOIN_PLACES, "source.amount")
 
 
-def _plan(idx: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal, cfg: LedgerConfig) -> Planned:
+def _plan(
+    idx: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal, ledger_config: LedgerConfig
+) -> Planned:
     """Validate one transfer against the batch's wallets and add its movement to the journal."""
     if cmd.source.currency.upper() != cmd.currency:
         raise invalid("source.currency", "currency must be the source currency")
@@ -188,7 +190,7 @@ def _plan(idx: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal, cfg: L
 def prepare_transfers(
     session: AsyncSession,
     cmds: Sequence[CreateTransfer],
-    cfg: LedgerConfig,
+    ledger_config: LedgerConfig,
     known: Sequence[Transfer],
     wallets: Sequence[Wallet],
 ) -> list[Prepared]:
@@ -216,8 +218,8 @@ def prepare_transfers(
             elif key in first_of:
                 out[i] = Twin(first_of[key], cmd, amount)
             else:
-                planned = _plan(idx, cmd, amount, cfg)
-                planned.changes, planned.events = _steps_of(planned, cfg, now)
+                planned = _plan(idx, cmd, amount, ledger_config)
+                planned.changes, planned.events = _steps_of(planned, ledger_config, now)
                 out[i] = planned
                 first_of[key] = i
         except ServiceError as exc:
@@ -268,7 +270,9 @@ async def answer_concurrent_twins(session: AsyncSession, out: list[Prepared], in
     log.info("%d transfers answered a concurrent twin of their idempotency key", len(lost))
 
 
-def _steps_of(p: Planned, cfg: LedgerConfig, now: datetime) -> tuple[list[dict[str, Any]], list[Event]]:
+def _steps_of(
+    p: Planned, ledger_config: LedgerConfig, now: datetime
+) -> tuple[list[dict[str, Any]], list[Event]]:
     """The state changes of one transfer (its row brought to its final state) and its
     events: created at ``pending``, then one update per step. Each step is checked against
     the state machine (``states.is_legal``), as :func:`states.transition` checks a stored row."""
@@ -289,7 +293,7 @@ def _steps_of(p: Planned, cfg: LedgerConfig, now: datetime) -> tuple[list[dict[s
         )
         v["previous_state"], v["state"] = v["state"], to
         events.append(updated_event(repo.read_only(Transfer, v), p.request_id))
-    wait = next_step_s(SimpleNamespace(**v), v["state"], cfg)
+    wait = next_step_s(SimpleNamespace(**v), v["state"], ledger_config)
     v["next_step_at"] = None if wait is None else now + timedelta(seconds=wait)
     return changes, events
 
@@ -320,9 +324,9 @@ def finish_transfers(session: AsyncSession, prepared: list[Prepared]) -> list[Ef
             if p.move.refused:
                 out.append(journal.insufficient_funds(p.values["source_wallet_id"], p.amount))
             else:
-                fx = _answer(SimpleNamespace(**p.values))
-                fx.events.extend(p.events)
-                out.append(fx)
+                effects = _answer(SimpleNamespace(**p.values))
+                effects.events.extend(p.events)
+                out.append(effects)
         elif isinstance(p, Replayed):
             out.append(p.outcome)
         else:
@@ -337,21 +341,25 @@ def _outcome_error(outcome: Effects | ServiceError) -> ServiceError:
     return outcome
 
 
-async def review_transfer(session: AsyncSession, cmd: ReviewTransfer, cfg: LedgerConfig) -> Effects:
+async def review_transfer(session: AsyncSession, cmd: ReviewTransfer, ledger_config: LedgerConfig) -> Effects:
     """An operator's decision on an ``in_review`` transfer or payout."""
     t = await lock_for_operator(session, cmd.transfer_id, cmd.ctx)
     rid, events = cmd.ctx.request_id, []
     if cmd.decision == "reject":
-        t, ev = await transition(session, t, "rejected", cause="operator_reject", cfg=cfg, request_id=rid)
+        t, ev = await transition(
+            session, t, "rejected", cause="operator_reject", ledger_config=ledger_config, request_id=rid
+        )
         events.append(ev)
     else:
-        t, ev = await transition(session, t, "processing", cause="operator_approve", cfg=cfg, request_id=rid)
+        t, ev = await transition(
+            session, t, "processing", cause="operator_approve", ledger_config=ledger_config, request_id=rid
+        )
         events.append(ev)
         if t.route == "book":
             t, ev = await transition(
-                session, t, "completed", cause="book_settlement", cfg=cfg, request_id=rid
+                session, t, "completed", cause="book_settlement", ledger_config=ledger_config, request_id=rid
             )
             events.append(ev)
-    fx = Effects(200, views.transfer(t))
-    fx.events.extend(events)
-    return fx
+    effects = Effects(200, views.transfer(t))
+    effects.events.extend(events)
+    return effects

@@ -55,15 +55,15 @@ PAGE = 2000
 SHOWN = 10  # untrusted anchor records listed in an answer
 
 
-async def verify_journal(session: AsyncSession, cmd: VerifyJournal, cfg: LedgerConfig) -> Effects:
+async def verify_journal(session: AsyncSession, cmd: VerifyJournal, ledger_config: LedgerConfig) -> Effects:
     tenant_id, mode = cmd.target_tenant_id, cmd.mode
     # Anchors first: each names a head committed before the database is read below.
-    found = await _anchors(cfg)
+    found = await _anchors(ledger_config)
     chains = {k: c for k, c in (found.chains if found else {}).items() if _in(k, tenant_id, mode)}
     newest = {k: c.newest for k, c in chains.items() if c.newest is not None}
     entries, head_hash, anchored, unanchored = 0, chain.GENESIS, 0, []
     heads = await repo.chain_heads(session, tenant_id, mode)
-    cutoff = datetime.now(UTC) - timedelta(seconds=cfg.anchor_grace_s)
+    cutoff = datetime.now(UTC) - timedelta(seconds=ledger_config.anchor_grace_s)
     for head in heads:
         anchors = chains.get((head.tenant_id, head.mode))
         checked = await _verify_chain(session, head, anchors)
@@ -115,13 +115,13 @@ def _stream_findings(
     return {}
 
 
-async def _anchors(cfg: LedgerConfig) -> Found | None:
+async def _anchors(ledger_config: LedgerConfig) -> Found | None:
     """What the anchors topic holds (None: anchoring is off). Unreadable (Kafka down, the topic
     gone): 503, never an answer that would pass a chain unanchored."""
-    if cfg.read_anchors is None:
+    if ledger_config.read_anchors is None:
         return None
     try:
-        return await cfg.read_anchors()
+        return await ledger_config.read_anchors()
     except (KafkaError, OSError, RuntimeError) as exc:  # TimeoutError is an OSError
         log.warning("journal anchors unreadable: %r", exc)
         raise ServiceError(

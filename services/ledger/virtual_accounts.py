@@ -16,7 +16,7 @@ DESTINATION_RAILS = ("provider_wallet", "stablecoin")
 
 
 async def create_virtual_account(
-    session: AsyncSession, cmd: CreateVirtualAccount, cfg: LedgerConfig
+    session: AsyncSession, cmd: CreateVirtualAccount, ledger_config: LedgerConfig
 ) -> Effects:
     t, m = cmd.ctx.tenant_id, cmd.ctx.mode
     currency = cmd.currency.upper()
@@ -68,10 +68,10 @@ async def create_virtual_account(
     )
     await repo.insert_virtual_account(session, account)
     data = {"virtual_account_id": cmd.virtual_account_id, "currency": currency, **numbers}
-    fx = Effects(201, data)
-    fx.emit(
+    effects = Effects(201, data)
+    effects.emit(
         VirtualAccountCreated,
         cmd.ctx,
         data={**data, "customer_id": cmd.customer_id, "destination": destination},
     )
-    return fx
+    return effects

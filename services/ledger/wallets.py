@@ -13,7 +13,7 @@ from ledger.models import Wallet
 from ledger.numbers import OFFERED_PAIRS, deposit_address
 
 
-async def create_wallet(session: AsyncSession, cmd: CreateWallet, cfg: LedgerConfig) -> Effects:
+async def create_wallet(session: AsyncSession, cmd: CreateWallet, ledger_config: LedgerConfig) -> Effects:
     symbol, chain = cmd.symbol.upper(), cmd.chain.upper()
     if symbol not in OFFERED_PAIRS:
         raise invalid("symbol", f"symbol must be one of {', '.join(sorted(OFFERED_PAIRS))}")
@@ -33,6 +33,6 @@ async def create_wallet(session: AsyncSession, cmd: CreateWallet, cfg: LedgerCon
     )
     await repo.insert_wallet(session, wallet)
     data = {"wallet_id": cmd.wallet_id, "deposit_address": address, "symbol": symbol, "chain": chain}
-    fx = Effects(201, data)
-    fx.emit(WalletCreated, cmd.ctx, data={**data, "customer_id": cmd.customer_id})
-    return fx
+    effects = Effects(201, data)
+    effects.emit(WalletCreated, cmd.ctx, data={**data, "customer_id": cmd.customer_id})
+    return effects

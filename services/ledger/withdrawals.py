@@ -43,7 +43,7 @@ def check(cmd: CreateTransfer, src: Wallet) -> None:
         raise invalid("destination.address", f"{why} ({src.chain})")
 
 
-async def settle_transfer(session: AsyncSession, cmd: SettleTransfer, cfg: LedgerConfig) -> Effects:
+async def settle_transfer(session: AsyncSession, cmd: SettleTransfer, ledger_config: LedgerConfig) -> Effects:
     """An operator settles an asynchronous transfer (production has no simulator):
     ``completed`` or ``failed``, through ``processing`` when it is still ``pending``."""
     t = await lock_for_operator(session, cmd.transfer_id, cmd.ctx)
@@ -51,10 +51,14 @@ async def settle_transfer(session: AsyncSession, cmd: SettleTransfer, cfg: Ledge
         raise invalid("transfer_id", "a book transfer settles at once", reason="not_asynchronous")
     rid, events = cmd.ctx.request_id, []
     if t.state == "pending":
-        t, ev = await transition(session, t, "processing", cause="operator_settle", cfg=cfg, request_id=rid)
+        t, ev = await transition(
+            session, t, "processing", cause="operator_settle", ledger_config=ledger_config, request_id=rid
+        )
         events.append(ev)
-    t, ev = await transition(session, t, cmd.outcome, cause="operator_settle", cfg=cfg, request_id=rid)
+    t, ev = await transition(
+        session, t, cmd.outcome, cause="operator_settle", ledger_config=ledger_config, request_id=rid
+    )
     events.append(ev)
-    fx = Effects(200, views.transfer(t))
-    fx.events.extend(events)
-    return fx
+    effects = Effects(200, views.transfer(t))
+    effects.events.extend(events)
+    return effects

@@ -28,39 +28,54 @@ from webhooks.signing import SecretBox
 
 def create_app(settings: Settings) -> AsgiFastStream:
     setup_logging("webhooks")
-    rt = build_runtime("webhooks", settings)
-    group = rt.topics.group("webhooks")  # follows the prefix: see Topics.group
+    service_runtime = build_runtime("webhooks", settings)
+    group = service_runtime.topics.group("webhooks")  # follows the prefix: see Topics.group
     policy = Policy.from_settings(settings)
     box = SecretBox(settings.key_ring)
     sender = Sender(policy)
     worker = DeliveryWorker(
-        rt.sm,
+        service_runtime.sessions,
         sender,
         box,
         instance_id(settings, "webhooks"),
         settings.webhooks_poll_s,
         linger_s=settings.webhooks_linger_s,
     )
-    pruner = Pruner(rt.sm, settings.webhooks_retention_s, settings.webhooks_prune_interval_s)
+    pruner = Pruner(
+        service_runtime.sessions, settings.webhooks_retention_s, settings.webhooks_prune_interval_s
+    )
     env = Env(
         box=box,
         allow_private=policy.allow_private,
         max_attempts=policy.max_attempts,
         events_kept_s=settings.webhooks_retention_s,
     )
-    outbox = Outbox("webhooks", rt.broker, lazy_delete=True)
-    runtime = WebhooksConsumer(settings, rt.broker, rt.sm, rt.topics, env, worker.wake, outbox)
-    subscribe(
-        rt.broker, settings, rt.topics.events, group, runtime.event_processor(rt.readiness), background=True
-    )
-    subscribe(
-        rt.broker,
+    outbox = Outbox("webhooks", service_runtime.broker, lazy_delete=True)
+    runtime = WebhooksConsumer(
         settings,
-        rt.topics.webhooks_commands,
-        group + "-commands",
-        runtime.command_processor(rt.readiness),
+        service_runtime.broker,
+        service_runtime.sessions,
+        service_runtime.topics,
+        env,
+        worker.wake,
+        outbox,
     )
-    rt.on_stop += [worker.stop, sender.close]
+    subscribe(
+        service_runtime.broker,
+        settings,
+        service_runtime.topics.events,
+        group,
+        runtime.event_processor(service_runtime.readiness),
+        background=True,
+    )
+    subscribe(
+        service_runtime.broker,
+        settings,
+        service_runtime.topics.webhooks_commands,
+        group + "-commands",
+        runtime.command_processor(service_runtime.readiness),
+    )
+    service_runtime.on_stop += [worker.stop, sender.close]
 
     def stats() -> dict[str, Any]:
         return {
@@ -74,12 +89,14 @@ def create_app(settings: Settings) -> AsgiFastStream:
         }
 
     return consumer_app(
-        rt,
+        service_runtime,
         tasks={
-            "delivery-worker": partial(worker.run, rt.readiness),
-            "retention": partial(pruner.run, rt.readiness),
-            "webhook-metrics": partial(MetricsRefresher(rt.sm).run, rt.readiness),
-            "outbox-relay": partial(outbox.relay_forever, rt.sm),
+            "delivery-worker": partial(worker.run, service_runtime.readiness),
+            "retention": partial(pruner.run, service_runtime.readiness),
+            "webhook-metrics": partial(
+                MetricsRefresher(service_runtime.sessions).run, service_runtime.readiness
+            ),
+            "outbox-relay": partial(outbox.relay_forever, service_runtime.sessions),
         },
         stats=stats,
     )

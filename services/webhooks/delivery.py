@@ -142,7 +142,7 @@ class DeliveryWorker:
     for those still in flight). Each claimed delivery is sent as its own task, which wakes
     the loop when done; fan-out wakes it too, else it polls."""
 
-    sm: async_sessionmaker[AsyncSession]
+    sessions: async_sessionmaker[AsyncSession]
     sender: Sender
     box: SecretBox
     worker: str
@@ -168,7 +168,7 @@ class DeliveryWorker:
         free = self.policy.max_in_flight - len(self.tasks)
         started = time.perf_counter()
         try:
-            async with transaction(self.sm) as session:
+            async with transaction(self.sessions) as session:
                 if batch:
                     await record(session, self.policy, batch)
                 claimed, more = (
@@ -238,7 +238,7 @@ class DeliveryWorker:
         if not batch:
             return
         try:
-            async with transaction(self.sm) as session:
+            async with transaction(self.sessions) as session:
                 await record(session, self.policy, batch)
         except Exception:  # noqa: BLE001 - shutting down; the leases expire
             log.warning("recording the last %d outcomes failed", len(batch), exc_info=True)

@@ -61,7 +61,7 @@ def recorded_before_sealed(result: Result) -> Result:
 class WebhooksConsumer:
     settings: Settings
     broker: KafkaBroker
-    sm: async_sessionmaker[AsyncSession]
+    sessions: async_sessionmaker[AsyncSession]
     topics: Topics
     env: service.Env
     on_new_deliveries: Callable[[], None]
@@ -93,7 +93,7 @@ class WebhooksConsumer:
         return result
 
     async def _endpoint_counts(self, owners: Iterable[tuple[str, str]]) -> dict[tuple[str, str], int]:
-        async with self.sm() as session:
+        async with self.sessions() as session:
             return await endpoint_counts(session, owners)
 
     async def run_commands(self, cmds: Sequence[WebhooksCommand]) -> None:
@@ -101,7 +101,7 @@ class WebhooksConsumer:
         vetted = await vet_creations(
             cmds, self.env.allow_private, self._endpoint_counts, per_tenant=self.vet_per_tenant
         )
-        async with self.outbox.transaction(self.sm) as session:
+        async with self.outbox.transaction(self.sessions) as session:
             for cmd in cmds:
                 result = await self.run_one(session, cmd, vetted)
                 if cmd.ctx.reply_to:
@@ -114,7 +114,7 @@ class WebhooksConsumer:
     async def run_events(self, records: Sequence[EventRecord]) -> None:
         """A fetched batch of records, each one event or one fact's events (``EventBatch``)."""
         events = unbatched(records)
-        async with self.sm() as session, session.begin():
+        async with self.sessions() as session, session.begin():
             created = await service.fan_out(session, events, self.env.max_attempts)
         self.deliveries_created += len(created)
         if created:

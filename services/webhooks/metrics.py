@@ -71,11 +71,11 @@ def observe_batch(batch: Sequence[Finished]) -> None:
 class MetricsRefresher:
     """Refreshes the per-endpoint gauges from the database."""
 
-    sm: async_sessionmaker[AsyncSession]
+    sessions: async_sessionmaker[AsyncSession]
     interval_s: float = 15.0
 
     async def refresh(self) -> int:
-        async with self.sm() as session, session.begin():
+        async with self.sessions() as session, session.begin():
             counts = await repo.delivery_counts(session)
         DELIVERIES.clear()
         for c in counts:

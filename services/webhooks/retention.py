@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Pruner:
-    sm: async_sessionmaker[AsyncSession]
+    sessions: async_sessionmaker[AsyncSession]
     retention_s: float
     interval_s: float
     batch: int = 1000
@@ -34,7 +34,7 @@ class Pruner:
         """Sweep until less than a full batch is left; returns (deliveries, events) deleted."""
         total_d = total_e = 0
         while True:
-            async with self.sm() as session, session.begin():
+            async with self.sessions() as session, session.begin():
                 d, e = await repo.prune(session, self.retention_s, self.batch)
             total_d, total_e = total_d + d, total_e + e
             if d < self.batch and e < self.batch:

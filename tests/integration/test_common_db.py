@@ -20,20 +20,20 @@ async def test_a_bulk_claim_sent_first_rolls_back_with_its_transaction(stack: St
     """Regression: SQLAlchemy begins lazily, so a raw statement sent first used to autocommit,
     and a command whose batch failed was then seen as already processed (and never answered)."""
     engine = create_engine(stack.stores.database_url, 2)
-    sm = sessionmaker(engine)
+    sessions = sessionmaker(engine)
     inbox = Inbox("ledger")
     cid = new_id("cmd")
     try:
         with pytest.raises(Boom):
-            async with sm() as s, s.begin():
+            async with sessions() as s, s.begin():
                 fresh, _ = await inbox.claim_many(s, [cid])
                 assert fresh == {cid}
                 raise Boom
-        async with sm() as s, s.begin():
+        async with sessions() as s, s.begin():
             fresh, previous = await inbox.claim_many(s, [cid])
             assert fresh == {cid} and previous == {}
             await inbox.record_many(s, {cid: b"result"})
-        async with sm() as s, s.begin():
+        async with sessions() as s, s.begin():
             fresh, previous = await inbox.claim_many(s, [cid, new_id("cmd")])
             assert cid not in fresh and len(fresh) == 1
             assert previous == {cid: b"result"}

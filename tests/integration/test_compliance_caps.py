@@ -57,12 +57,12 @@ def _claim(tenant: str, amount: int, daily: int, currency: str = "USDC", mode: s
 async def test_racing_transactions_cannot_share_the_last_of_a_cap(stack: Stack) -> None:
     """20 concurrent transactions take 10 each from a daily 50: exactly 5 succeed."""
     engine = create_engine(stack.stores.database_url, pool_size=20)
-    sm = sessionmaker(engine)
+    sessions = sessionmaker(engine)
     tenant, day = uid("ten"), datetime.now(UTC).date()
     gate = asyncio.Event()
 
     async def take() -> bool:
-        async with sm() as session, session.begin():
+        async with sessions() as session, session.begin():
             await gate.wait()
             refused = await allowance.settle(session, [_claim(tenant, 10, 50)])
             await asyncio.sleep(0.01)  # hold the row lock a moment: racers must wait, then re-check
@@ -73,7 +73,7 @@ async def test_racing_transactions_cannot_share_the_last_of_a_cap(stack: Stack) 
         await asyncio.sleep(0.2)
         gate.set()
         results = await asyncio.gather(*tasks)
-        async with sm() as session:
+        async with sessions() as session:
             used = await repo.used_today(session, tenant, "production", "USDC", day)
     finally:
         await engine.dispose()
@@ -87,7 +87,7 @@ async def test_concurrent_batches_never_approve_beyond_the_cap(stack: Stack) -> 
     refused that would still have fitted (the caps are filled exactly)."""
     rnd = random.Random(15)
     engine = create_engine(stack.stores.database_url, pool_size=16)
-    sm = sessionmaker(engine)
+    sessions = sessionmaker(engine)
     a, b = uid("ten"), uid("ten")
     daily = {(a, "USDC"): 500, (b, "USDC"): 300, (b, "EUR"): 200}
     keys = list(daily)
@@ -101,7 +101,7 @@ async def test_concurrent_batches_never_approve_beyond_the_cap(stack: Stack) -> 
     gate = asyncio.Event()
 
     async def settle(batch: list[Claim]) -> dict[str, Decimal]:
-        async with sm() as session, session.begin():
+        async with sessions() as session, session.begin():
             await gate.wait()
             refused = await allowance.settle(session, batch)
             await asyncio.sleep(0.02)  # hold the locks: the other instances must wait, then re-read
@@ -115,7 +115,7 @@ async def test_concurrent_batches_never_approve_beyond_the_cap(stack: Stack) -> 
         refusals = await asyncio.gather(*tasks)
         elapsed = time.monotonic() - started
         day = datetime.now(UTC).date()
-        async with sm() as session:
+        async with sessions() as session:
             used = {k: await repo.used_today(session, k[0], "production", k[1], day) for k in keys}
     finally:
         await engine.dispose()
@@ -224,26 +224,26 @@ async def test_settling_and_releasing_at_once_keep_usage_equal_to_open_holds(sta
     sum of its holds not released."""
     rnd = random.Random(11)
     engine = create_engine(stack.stores.database_url, pool_size=16)
-    sm = sessionmaker(engine)
+    sessions = sessionmaker(engine)
     t = uid("ten")
     currencies = ["USDC", "USDT", "EURC"]
     held = [_claim(t, 5, 10_000, rnd.choice(currencies)) for _ in range(60)]
     gate = asyncio.Event()
 
     async def settle(batch: list[Claim]) -> None:
-        async with sm() as session, session.begin():
+        async with sessions() as session, session.begin():
             await gate.wait()
             assert await allowance.settle(session, batch) == {}
             await asyncio.sleep(0.02)
 
     async def release(holds: list[tuple[str, str]]) -> None:
-        async with sm() as session, session.begin():
+        async with sessions() as session, session.begin():
             await gate.wait()
             await allowance.release(session, holds)
             await asyncio.sleep(0.02)
 
     try:
-        async with sm() as session, session.begin():
+        async with sessions() as session, session.begin():
             assert await allowance.settle(session, held) == {}
         work = [settle([_claim(t, 3, 10_000, rnd.choice(currencies)) for _ in range(20)]) for _ in range(8)]
         samples = [rnd.sample(held, 20) for _ in range(8)]

@@ -50,17 +50,17 @@ async def test_two_writable_hosts_are_reported(
         f"postgresql+asyncpg://postgres@/postgres?host=127.0.0.1:{a.port}&host=127.0.0.1:{b.port}"
         "&target_session_attrs=read-write"
     )
-    rt = build_runtime("ledger", Settings(database_url=url, db_fencing_interval_s=0.5))
+    runtime = build_runtime("ledger", Settings(database_url=url, db_fencing_interval_s=0.5))
     caplog.set_level(logging.ERROR, logger="common.db")
     try:
-        rt.watch_database()  # what every service does as it starts
+        runtime.watch_database()  # what every service does as it starts
         deadline = time.monotonic() + 15
         while not [r for r in caplog.records if "database fencing" in r.getMessage()]:
             assert time.monotonic() < deadline, "no fencing line within 15 s"
             await asyncio.sleep(0.1)
     finally:
-        await rt.supervisor.stop()
-        await rt.engine.dispose()
+        await runtime.supervisor.stop()
+        await runtime.engine.dispose()
     assert REGISTRY.get_sample_value("sluice_database_writable_hosts") == 2
     line = next(r for r in caplog.records if "database fencing" in r.getMessage())
     assert line.levelno == logging.ERROR
@@ -69,10 +69,10 @@ async def test_two_writable_hosts_are_reported(
 
 async def test_a_single_host_url_starts_no_check(two_primaries: tuple[OwnPostgres, OwnPostgres]) -> None:
     a, _ = two_primaries
-    rt = build_runtime("ledger", Settings(database_url=a.url))
+    runtime = build_runtime("ledger", Settings(database_url=a.url))
     try:
-        rt.watch_database()
-        assert "database-fencing" not in rt.supervisor.tasks
+        runtime.watch_database()
+        assert "database-fencing" not in runtime.supervisor.tasks
     finally:
-        await rt.supervisor.stop()
-        await rt.engine.dispose()
+        await runtime.supervisor.stop()
+        await runtime.engine.dispose()

@@ -115,7 +115,7 @@ async def two_runtimes(stack: Stack) -> AsyncIterator[list[LedgerConsumer]]:
             Outbox("ledger", broker, lazy_delete=True),
             Inbox("ledger"),
             Topics(settings_.topic_prefix),
-            cfg=LedgerConfig(settle_s=3600),
+            ledger_config=LedgerConfig(settle_s=3600),
         )
         for e in engines
     ]

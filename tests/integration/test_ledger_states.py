@@ -46,20 +46,22 @@ async def test_every_pair_through_the_one_transition_function(kit: LedgerKit) ->
     payout = (await kit.send(kit.payout_cmd(a["wallet_id"], "7", decision=allow("review")))).data
     assert book["state"] == payout["state"] == "in_review"
     engine = create_engine(kit.stack.stores.database_url, 2)
-    sm = sessionmaker(engine)
-    cfg = LedgerConfig(settle_s=60)
+    sessions = sessionmaker(engine)
+    ledger_config = LedgerConfig(settle_s=60)
     checked = 0
     try:
         for tid, kind in ((book["transfer_id"], "transfer"), (payout["transfer_id"], "payout")):
             for frm, to in itertools.product(STATES, STATES):
-                async with sm() as session, session.begin():
+                async with sessions() as session, session.begin():
                     # Put the row in ``frm`` (test-only, rolled back), funds held as at in_review.
                     await session.execute(
                         text("UPDATE ledger.transfers SET state = :s WHERE id = :id"), {"s": frm, "id": tid}
                     )
                     row = await repo.lock_transfer(session, tid, kit.tenant_id, kit.mode)
                     if is_legal(kind, frm, to):
-                        new, event = await transition(session, row, to, cause="test", cfg=cfg)
+                        new, event = await transition(
+                            session, row, to, cause="test", ledger_config=ledger_config
+                        )
                         assert (new.state, new.previous_state) == (to, frm)
                         assert event.data["state"] == to and event.data["previous_state"] == frm
                         assert type(event).__name__ == (
@@ -67,7 +69,7 @@ async def test_every_pair_through_the_one_transition_function(kit: LedgerKit) ->
                         )
                     else:
                         with pytest.raises(ServiceError) as err:
-                            await transition(session, row, to, cause="test", cfg=cfg)
+                            await transition(session, row, to, cause="test", ledger_config=ledger_config)
                         assert err.value.details["reason"] == "illegal_transition"
                         assert err.value.details["state"] == frm
                     await session.rollback()

@@ -279,8 +279,8 @@ async def test_an_outcome_recorded_after_its_lease_was_taken_over_is_kept_on_its
     async with endpoint(stack) as (tenant, receiver, _, created):
         webhook_id = created.data["webhook_id"]
         event = customer_created(tenant.tenant_id, "cus_late")
-        sm = sessionmaker(engine)
-        async with transaction(sm) as session:
+        sessions = sessionmaker(engine)
+        async with transaction(sessions) as session:
             (delivery_id,) = await fan_out(session, [event], max_attempts=4)
             (slow,) = await repo.claim(session, [delivery_id], lease_s=1.0, worker="slowpoke")
         assert (slow.attempts, slow.leased_by) == (1, "slowpoke")
@@ -291,7 +291,7 @@ async def test_an_outcome_recorded_after_its_lease_was_taken_over_is_kept_on_its
         late = repo.Finished(
             delivery_id, 1, webhook_id, "slowpoke", before[0]["started_at"], 503, 40, "http_503", False, 5.0
         )
-        async with transaction(sm) as session:
+        async with transaction(sessions) as session:
             moved, disabled = await repo.record_outcomes(session, [late], disable_after_s=432000)
         assert (moved, disabled) == (0, [])
         after = await attempts_of(stack, delivery_id)

@@ -50,12 +50,12 @@ async def _claim_ms(
     service never sees the endpoint due); wall-clock milliseconds, and the EXPLAIN ANALYZE of
     the claim's three statements."""
     engine = create_engine(stack.stores.database_url, 2)
-    sm = sessionmaker(engine)
+    sessions = sessionmaker(engine)
     times: list[float] = []
     plans: list[str] = []
     try:
         for i in range(rounds):
-            async with sm() as session:
+            async with sessions() as session:
                 await session.begin()
                 await session.execute(
                     text("UPDATE webhooks.endpoints SET next_due_at = now() WHERE id = :id"),

@@ -43,7 +43,7 @@ def own_database(stack: Stack) -> Iterator[str]:
 
 
 async def _blocked_on_endpoint(
-    sm: async_sessionmaker[AsyncSession], holder: int, timeout_s: float = 30
+    sessions: async_sessionmaker[AsyncSession], holder: int, timeout_s: float = 30
 ) -> str:
     """The statement of a backend waiting for a lock ``holder`` holds, once it is a statement on
     the endpoints table; "" when none is within ``timeout_s`` (a deadline, not a wait)."""
@@ -52,7 +52,7 @@ async def _blocked_on_endpoint(
         " AND query LIKE '%webhooks.endpoints%'"
     )
     deadline = time.monotonic() + timeout_s
-    async with sm() as s:
+    async with sessions() as s:
         while time.monotonic() < deadline:
             found = (await s.execute(waiting, {"holder": holder})).scalars().first()
             await s.rollback()  # a fresh snapshot of pg_stat_activity each time
@@ -64,9 +64,9 @@ async def _blocked_on_endpoint(
 
 async def test_a_replay_during_a_claim_of_its_endpoint_is_claimed_next(own_database: str) -> None:
     engine = create_engine(own_database, 3)
-    sm = sessionmaker(engine)
+    sessions = sessionmaker(engine)
     try:
-        async with sm() as s, s.begin():
+        async with sessions() as s, s.begin():
             await s.execute(
                 text(
                     "INSERT INTO webhooks.endpoints (id, tenant_id, mode, url, secret_enc, next_due_at)"
@@ -78,23 +78,23 @@ async def test_a_replay_during_a_claim_of_its_endpoint_is_claimed_next(own_datab
             await s.execute(text("UPDATE webhooks.deliveries SET status = 'dead'"))
         delivery_id = "dlv_" + event_id
 
-        claim = sm()
+        claim = sessions()
         await claim.begin()
         claim_pid = (await claim.execute(text("SELECT pg_backend_pid()"))).scalar_one()
         # The endpoint is due (the enable's now()), nothing of it is pending: the claim locks it,
         # leases nothing and resets next_due_at to unset, not committed yet.
         assert await claim_due(claim, POLICY, "probe", 4) == []
-        async with sm() as replay, replay.begin():
+        async with sessions() as replay, replay.begin():
             replayed = asyncio.create_task(repo.replay_delivery(replay, delivery_id))
             # The replay's wake waits for the claim's lock on the endpoint (it must, to read what
             # the claim writes): seen in pg_stat_activity, not assumed after a sleep.
-            blocked = await _blocked_on_endpoint(sm, claim_pid)
+            blocked = await _blocked_on_endpoint(sessions, claim_pid)
             assert blocked, "the replay's wake did not wait for the claim's lock on the endpoint"
             assert not replayed.done()
             await claim.commit()
             await claim.close()
             assert (await replayed) is not None
-        async with sm() as s, s.begin():
+        async with sessions() as s, s.begin():
             due = (
                 await s.execute(
                     text("SELECT next_due_at <= now() FROM webhooks.endpoints WHERE id = 'we_race'")

@@ -122,7 +122,7 @@ class Simulation:
             sandbox_default_cap=DAILY_CAP,
             **{k[len("SLUICE_") :].lower(): v for k, v in AUTHORITY.items()},  # type: ignore[arg-type]
         )
-        svc = Services(settings, self.engine.sm, net)
+        svc = Services(settings, self.engine.sessions, net)
         client = Client(rng, net, svc.topics, admin=settings.signing_key("admin"))
         out = Outcome(seed, steps)
         layers = client.setup()
@@ -198,10 +198,10 @@ class Simulation:
         try:
             if action == "relay":
                 if rng.random() < 0.5:
-                    await svc.outbox.relay_once(svc.sm)
+                    await svc.outbox.relay_once(svc.sessions)
                 else:
                     service = "compliance"
-                    await svc.compliance_outbox.relay_once(svc.sm)
+                    await svc.compliance_outbox.relay_once(svc.sessions)
             elif action == "settle":
                 await svc.simulator.step_once()
             else:
@@ -231,14 +231,16 @@ class Simulation:
             if moved:
                 continue  # settle only once every queue is empty
             try:
-                moved = bool(await svc.compliance_outbox.relay_once(svc.sm))
+                moved = bool(await svc.compliance_outbox.relay_once(svc.sessions))
             except FailpointCrash:
                 svc.crashed("compliance")
                 moved = True
             if moved:
                 continue
             try:
-                moved = bool(await svc.outbox.relay_once(svc.sm)) or bool(await svc.simulator.step_once())
+                moved = bool(await svc.outbox.relay_once(svc.sessions)) or bool(
+                    await svc.simulator.step_once()
+                )
             except FailpointCrash:
                 svc.crashed("ledger")
                 moved = True

@@ -79,7 +79,7 @@ class Engine:
 
     def __init__(self, database_url: str) -> None:
         self.engine: AsyncEngine = create_engine(database_url, 2)
-        self.sm: async_sessionmaker[AsyncSession] = sessionmaker(self.engine)
+        self.sessions: async_sessionmaker[AsyncSession] = sessionmaker(self.engine)
         event.listen(self.engine.sync_engine, "before_cursor_execute", _statement)
 
 
@@ -92,7 +92,7 @@ class Services:
     """The ledger and compliance as one process each would hold them: rebuilt after a crash."""
 
     settings: Settings
-    sm: async_sessionmaker[AsyncSession]
+    sessions: async_sessionmaker[AsyncSession]
     net: Net
     topics: Topics = field(default_factory=lambda: Topics("sim"))
     crashes: dict[str, int] = field(default_factory=lambda: {"ledger": 0, "compliance": 0})
@@ -103,18 +103,24 @@ class Services:
         self.start_compliance()
 
     def start_ledger(self) -> None:
-        cfg = LedgerConfig(settle_s=0)
+        ledger_config = LedgerConfig(settle_s=0)
         self.outbox = Outbox("ledger", self.broker, grace_s=0, lazy_delete=True)
         self.ledger = LedgerConsumer(
-            self.settings, self.broker, self.sm, self.outbox, Inbox("ledger"), self.topics, cfg=cfg
+            self.settings,
+            self.broker,
+            self.sessions,
+            self.outbox,
+            Inbox("ledger"),
+            self.topics,
+            ledger_config=ledger_config,
         )
         self.ledger_commands = self.ledger.processor()
-        self.simulator = Simulator(self.sm, self.outbox, self.topics, cfg)
+        self.simulator = Simulator(self.sessions, self.outbox, self.topics, ledger_config)
 
     def start_compliance(self) -> None:
         self.compliance_outbox = Outbox("compliance", self.broker, grace_s=0, lazy_delete=True)
         self.compliance = ComplianceConsumer(
-            self.settings, self.broker, self.sm, self.topics, self.compliance_outbox
+            self.settings, self.broker, self.sessions, self.topics, self.compliance_outbox
         )
         self.compliance_commands = self.compliance.processor()
         self.usage = self.compliance.usage_processor()

@@ -231,7 +231,7 @@ async def test_a_turn_publishes_to_the_topic_by_chain_and_counts(
         sent.append((value, topic, key))
 
     turn = instance(publish)
-    monkeypatch.setattr(test_journal_verification, "SESSION", turn.sm)  # what the fakes expect
+    monkeypatch.setattr(test_journal_verification, "SESSION", turn.sessions)  # what the fakes expect
     assert (turn.read_timeout_s, turn.positions, turn._logged, turn.published) == (30.0, {}, set(), 0)
 
     async def nothing() -> None:

@@ -109,10 +109,10 @@ async def test_the_loop_checks_at_start_then_every_interval() -> None:
 async def test_every_service_runtime_watches_a_multi_host_url(url: str, watched: bool) -> None:
     """common.service.Runtime starts the check as the supervised task ``database-fencing``
     (serving() for gateway and admin, consumer_app's start for the consumers)."""
-    rt = build_runtime("ledger", Settings(database_url=url))
+    runtime = build_runtime("ledger", Settings(database_url=url))
     try:
-        rt.watch_database()
-        assert ("database-fencing" in rt.supervisor.tasks) is watched
+        runtime.watch_database()
+        assert ("database-fencing" in runtime.supervisor.tasks) is watched
     finally:
-        await rt.supervisor.stop()
-        await rt.engine.dispose()
+        await runtime.supervisor.stop()
+        await runtime.engine.dispose()

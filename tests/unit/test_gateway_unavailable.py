@@ -83,14 +83,14 @@ class FakeIdem:
         return IdempotencyStore.key_hash(key)
 
     @staticmethod
-    def pending(fp: str) -> bytes:
-        return IdempotencyStore.pending(fp)
+    def pending(request_fingerprint: str) -> bytes:
+        return IdempotencyStore.pending(request_fingerprint)
 
     @staticmethod
     def name(tenant_id: str, mode: str, key: str) -> str:
         return IdempotencyStore.name(tenant_id, mode, key)
 
-    async def begin(self, name: str, fp: str, first: Any = None) -> None:
+    async def begin(self, name: str, request_fingerprint: str, first: Any = None) -> None:
         return None  # this request owns its key
 
     async def abandon(self, name: str) -> None:
@@ -164,8 +164,8 @@ async def test_each_503_for_admitted_work_is_counted_by_its_reason(
 class StillPending:
     """A Redis where the key's record stays ``pending`` (its first request still running)."""
 
-    def __init__(self, fp: str) -> None:
-        self.raw = msgspec.json.encode(Record(state="pending", fp=fp))
+    def __init__(self, request_fingerprint: str) -> None:
+        self.raw = msgspec.json.encode(Record(state="pending", request_fingerprint=request_fingerprint))
 
     async def set(self, *args: Any, **kwargs: Any) -> bool:
         return False

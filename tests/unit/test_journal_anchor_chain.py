@@ -89,8 +89,10 @@ def test_verification_needs_only_the_public_keys() -> None:
     assert SIGNING.partition(":")[2] not in public
     from ledger import app
 
-    rt = SimpleNamespace(sm=None, topics=SimpleNamespace(journal_anchors="t.journal.anchors"), broker=None)
-    verifier = app._anchors(settings, rt)  # type: ignore[arg-type]  # a ledger given the public keys only
+    runtime = SimpleNamespace(
+        sessions=None, topics=SimpleNamespace(journal_anchors="t.journal.anchors"), broker=None
+    )
+    verifier = app._anchors(settings, runtime)  # type: ignore[arg-type]  # a ledger given the public keys only
     assert verifier is not None and verifier.key is None and verifier.keys.keys.keys() == {"anchor-2026a"}
     as_seed = AnchorKey.parse(public)  # the public key's bytes used as a seed: another key
     assert not reader.keys.verifies(anchor(key=as_seed))

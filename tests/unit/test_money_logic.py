@@ -150,11 +150,11 @@ def test_money_text_keeps_two_to_six_places() -> None:
 
 def test_effects_stamp_events_with_the_command_context() -> None:
     ctx = Ctx(tenant_id="ten_1", mode="sandbox", request_id="req_1")
-    fx = effects.Effects(201, {"id": 1})
-    fx.emit(CustomerCreated, ctx, data={"customer_id": "cus_1"})
-    fx.emit(CustomerCreated, ctx, created_at="2026-01-01T00:00:00Z", data={})
-    first, second = fx.events
-    assert (fx.status, fx.data) == (201, {"id": 1})
+    ledger_effects = effects.Effects(201, {"id": 1})
+    ledger_effects.emit(CustomerCreated, ctx, data={"customer_id": "cus_1"})
+    ledger_effects.emit(CustomerCreated, ctx, created_at="2026-01-01T00:00:00Z", data={})
+    first, second = ledger_effects.events
+    assert (ledger_effects.status, ledger_effects.data) == (201, {"id": 1})
     assert (first.tenant_id, first.mode, first.request_id) == ("ten_1", "sandbox", "req_1")
     assert first.event_id.startswith("evt_") and first.event_id != second.event_id
     assert first.created_at.endswith("Z") and second.created_at == "2026-01-01T00:00:00Z"
@@ -196,8 +196,8 @@ async def test_fee_balances_answer_one_row_per_currency(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(ledger_fees.repo, "fee_balances", rows)
     cmd = SimpleNamespace(ctx=SimpleNamespace(tenant_id="ten_1", mode="sandbox"))
-    fx = await ledger_fees.fee_balances(given, cmd, effects.LedgerConfig())  # type: ignore[arg-type]
-    assert (fx.status, fx.data) == (
+    ledger_effects = await ledger_fees.fee_balances(given, cmd, effects.LedgerConfig())  # type: ignore[arg-type]
+    assert (ledger_effects.status, ledger_effects.data) == (
         200,
         {
             "items": [
@@ -629,20 +629,20 @@ def test_a_claim_within_the_cap_exactly_is_granted() -> None:
 
 
 def test_fingerprints_and_command_ids() -> None:
-    fp = idempotency.fingerprint("POST", "/v1/transfers", {"b": 1, "a": [1, 2]})
-    assert fp == idempotency.fingerprint("POST", "/v1/transfers", {"a": [1, 2], "b": 1})  # key order
-    assert len(fp) == 64 and int(fp, 16) >= 0
+    fingerprint = idempotency.fingerprint("POST", "/v1/transfers", {"b": 1, "a": [1, 2]})
+    assert fingerprint == idempotency.fingerprint("POST", "/v1/transfers", {"a": [1, 2], "b": 1})  # key order
+    assert len(fingerprint) == 64 and int(fingerprint, 16) >= 0
     for other in (
         idempotency.fingerprint("PUT", "/v1/transfers", {"b": 1, "a": [1, 2]}),
         idempotency.fingerprint("POST", "/v1/payouts", {"b": 1, "a": [1, 2]}),
         idempotency.fingerprint("POST", "/v1/transfers", {"b": 1, "a": [2, 1]}),
     ):
-        assert other != fp
-    cid = idempotency.command_id("ten", "sandbox", "key12345", fp)
+        assert other != fingerprint
+    cid = idempotency.command_id("ten", "sandbox", "key12345", fingerprint)
     assert cid.startswith("cmd_") and len(cid) == 36
-    assert cid == idempotency.command_id("ten", "sandbox", "key12345", fp)
-    assert cid != idempotency.command_id("ten", "production", "key12345", fp)
-    assert cid != idempotency.command_id("ten", "sandbox", "key12346", fp)
+    assert cid == idempotency.command_id("ten", "sandbox", "key12345", fingerprint)
+    assert cid != idempotency.command_id("ten", "production", "key12345", fingerprint)
+    assert cid != idempotency.command_id("ten", "sandbox", "key12346", fingerprint)
     assert [idempotency.invites_retry(s) for s in (200, 409, 499, 500, 503)] == [False] * 3 + [True] * 2
 
 
@@ -745,7 +745,7 @@ async def test_a_key_in_flight_waits_then_answers_503_and_a_5xx_is_never_final(
     await store.abandon(name)
     assert name not in redis.data
     await store.complete_many([])
-    redis.data[name] = msgspec.json.encode(idempotency.Record(state="pending", fp="fp1"))
+    redis.data[name] = msgspec.json.encode(idempotency.Record(state="pending", request_fingerprint="fp1"))
     redis.vanish_once.add(name)
     assert await store.begin(name, "fp1") is None  # expired meanwhile: this request owns it now
 

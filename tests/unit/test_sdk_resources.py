@@ -92,8 +92,8 @@ class Clock:
 
 def sluice(script: Script, **config: Any) -> Sluice:
     config.setdefault("retry", RetryPolicy(max_attempts=4, base_s=0.1, cap_s=1.0))
-    cfg = Config(api_key=config.pop("api_key", KEY), base_url="http://gw.test", **config)
-    return Sluice(cfg, rng=random.Random(5), transport=httpx.MockTransport(script))
+    client_config = Config(api_key=config.pop("api_key", KEY), base_url="http://gw.test", **config)
+    return Sluice(client_config, rng=random.Random(5), transport=httpx.MockTransport(script))
 
 
 def test_resources_send_typed_bodies_and_return_the_inner_object(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -281,8 +281,8 @@ async def test_cancellation_is_honoured_during_back_off() -> None:
         return error("provider_unavailable", 503, {"Retry-After": "30"})
 
     script = Script(shed, envelope({}))
-    cfg = Config(api_key=KEY, base_url="http://gw.test")
-    async with AsyncSluice(cfg, transport=httpx.MockTransport(script)) as s:
+    client_config = Config(api_key=KEY, base_url="http://gw.test")
+    async with AsyncSluice(client_config, transport=httpx.MockTransport(script)) as s:
         task = asyncio.create_task(s.health.retrieve())
         await answered.wait()
         await asyncio.sleep(0.05)  # in its 30 s back-off now
@@ -349,9 +349,9 @@ def test_hooks_and_debug_logging_never_show_the_key(
         error("internal_error", 500),
         httpx.Response(200, json={"data": {"tenant_id": "t"}}, headers={"X-Request-Id": "req_9"}),
     )
-    cfg = Config(api_key=KEY, base_url="http://gw.test")
+    client_config = Config(api_key=KEY, base_url="http://gw.test")
     s = Sluice(
-        cfg,
+        client_config,
         transport=httpx.MockTransport(script),
         on_request=lambda r: seen.append(f"> {r.method} {r.url.path}"),
         on_response=lambda r: seen.append(f"< {r.status_code}"),
@@ -452,8 +452,8 @@ async def test_the_async_client_has_the_same_resources(monkeypatch: pytest.Monke
         envelope({"items": [{"customer_id": "cus_1"}], "next_cursor": "cus_1"}),
         envelope({"items": [{"customer_id": "cus_0"}], "next_cursor": None}),
     )
-    cfg = Config(api_key=KEY, base_url="http://gw.test")
-    async with AsyncSluice(cfg, transport=httpx.MockTransport(script)) as s:
+    client_config = Config(api_key=KEY, base_url="http://gw.test")
+    async with AsyncSluice(client_config, transport=httpx.MockTransport(script)) as s:
         made = await s.customers.create(
             account_type="business", email="e", country_code="US", service_user_id="u"
         )

@@ -107,7 +107,7 @@ def test_simulator_steps_and_magic_amounts() -> None:
         assert simulated_next(T(state, "3.52")) is None
 
 
-CFG = LedgerConfig(settle_s=7.5)
+LEDGER_CONFIG = LedgerConfig(settle_s=7.5)
 
 
 def row(**kw: Any) -> SimpleNamespace:
@@ -116,16 +116,16 @@ def row(**kw: Any) -> SimpleNamespace:
 
 
 def test_the_simulator_looks_again_after_settle_s_in_sandbox_only() -> None:
-    assert next_step_s(row(), "pending", CFG) == 7.5
-    assert next_step_s(row(), "processing", CFG) == 7.5
-    assert next_step_s(row(), "completed", CFG) == 7.5  # a payout of x.52 comes back
-    assert next_step_s(row(amount=D("3.00")), "completed", CFG) is None
-    assert next_step_s(row(kind="transfer"), "completed", CFG) is None
+    assert next_step_s(row(), "pending", LEDGER_CONFIG) == 7.5
+    assert next_step_s(row(), "processing", LEDGER_CONFIG) == 7.5
+    assert next_step_s(row(), "completed", LEDGER_CONFIG) == 7.5  # a payout of x.52 comes back
+    assert next_step_s(row(amount=D("3.00")), "completed", LEDGER_CONFIG) is None
+    assert next_step_s(row(kind="transfer"), "completed", LEDGER_CONFIG) is None
     for state in ("in_review", "failed", "rejected", "returned"):
-        assert next_step_s(row(), state, CFG) is None
-    assert next_step_s(row(mode="production"), "pending", CFG) is None
-    assert next_step_s(row(route="book"), "pending", CFG) is None
-    assert next_step_s(row(route="external"), "processing", CFG) == 7.5
+        assert next_step_s(row(), state, LEDGER_CONFIG) is None
+    assert next_step_s(row(mode="production"), "pending", LEDGER_CONFIG) is None
+    assert next_step_s(row(route="book"), "pending", LEDGER_CONFIG) is None
+    assert next_step_s(row(route="external"), "processing", LEDGER_CONFIG) == 7.5
 
 
 # ---- one transition, its money, its record and its event ----
@@ -200,7 +200,7 @@ SESSION = object()
 
 async def go(store: FakeStore, t: Transfer, to: str, **kw: Any) -> tuple[Transfer, Any]:
     store.row = t
-    return await states.transition(SESSION, t, to, cause="test", cfg=CFG, **kw)  # type: ignore[arg-type]
+    return await states.transition(SESSION, t, to, cause="test", ledger_config=LEDGER_CONFIG, **kw)  # type: ignore[arg-type]
 
 
 def postings(store: FakeStore) -> tuple[str, list[tuple[str, str, Decimal]]]:

@@ -122,7 +122,7 @@ class FakeOutbox:
         self.log = log
 
     @asynccontextmanager
-    async def transaction(self, sm: Any) -> AsyncIterator[object]:
+    async def transaction(self, sessions: Any) -> AsyncIterator[object]:
         self.log.append("transaction opened")
         yield object()
         self.log.append("transaction closed")
@@ -138,7 +138,7 @@ async def test_the_consumer_resolves_before_its_batch_transaction(monkeypatch: p
 
     monkeypatch.setattr(targets, "_resolve", resolve)
     consumer: Any = handlers.WebhooksConsumer.__new__(handlers.WebhooksConsumer)
-    consumer.outbox, consumer.sm, consumer.vet_per_tenant, consumer.commands_handled = (
+    consumer.outbox, consumer.sessions, consumer.vet_per_tenant, consumer.commands_handled = (
         FakeOutbox(log),
         None,
         2,

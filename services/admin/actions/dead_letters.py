@@ -89,7 +89,7 @@ async def redrive_dead_letters(ctx: ActionContext, raw: bytes) -> dict[str, Any]
     }
 
 
-def processor(sm: async_sessionmaker[AsyncSession], readiness: Readiness) -> BatchProcessor[DeadLetter]:
+def processor(sessions: async_sessionmaker[AsyncSession], readiness: Readiness) -> BatchProcessor[DeadLetter]:
     """The consumer of ``<prefix>.dlq``: keeps each dead letter in ``identity.dead_letters``."""
 
     async def keep(letters: Sequence[DeadLetter]) -> None:
@@ -100,7 +100,7 @@ def processor(sm: async_sessionmaker[AsyncSession], readiness: Readiness) -> Bat
             }
             for d in letters
         ]
-        async with sm() as session, session.begin():
+        async with sessions() as session, session.begin():
             await repo.record_dead_letters(session, rows)
 
     async def unreadable(failure: Failure) -> None:  # never back onto the DLQ: no loop

@@ -104,7 +104,7 @@ async def build_create(call: Call) -> Local:
     if p.redirect_url is not None:
         check_redirect(p.redirect_url)
     expires_at = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=p.expires_in_seconds)
-    async with transaction(call.sm) as session:
+    async with transaction(call.sessions) as session:
         row = await repo.insert_authorization(
             session,
             {

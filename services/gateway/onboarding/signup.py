@@ -49,7 +49,7 @@ async def _load(state: State, token: str) -> tuple[Any, Any] | Response[str]:
     authorization_id = verify(state.settings, token)
     if authorization_id is None:
         return gone(EXPIRED)
-    async with state.pipeline.sm() as session:
+    async with state.pipeline.sessions() as session:
         row = await repo.get_authorization(session, authorization_id)
         if row is None or row.expires_at <= datetime.now(UTC):
             return gone(EXPIRED)
@@ -117,7 +117,7 @@ async def _send(state: State, row: Any, cmd: CreateCustomer, payload: bytes) -> 
         result = await rpc.call(rpc.topics.compliance_commands, cmd, key=partition_key(cmd))
     except TimeoutError:
         return None  # stays claimed: the next submit resends this very command
-    async with state.pipeline.sm() as session, session.begin():
+    async with state.pipeline.sessions() as session, session.begin():
         if result.ok:
             data = result.data if isinstance(result.data, dict) else {}
             await repo.consume(session, row.id, str(data.get("customer_id") or cmd.customer_id))
@@ -171,7 +171,7 @@ async def submit(state: State, token: str, values: dict[str, str], request_id: s
         # An earlier attempt never got its answer: resend that very command (once it is stale;
         # until then another submit is in flight right now).
         payload = bytes(row.pending_command)
-        async with state.pipeline.sm() as session, session.begin():
+        async with state.pipeline.sessions() as session, session.begin():
             taken = await repo.retake_pending(session, row.id, payload, state.settings.gateway_timeout_s)
         if not taken:
             again = await _load(state, token)
@@ -196,7 +196,7 @@ async def submit(state: State, token: str, values: dict[str, str], request_id: s
         )
         return render("form.mako", _page(row, tenant, token, values=values, error=message), 400)
     payload = encode(cmd)
-    async with state.pipeline.sm() as session, session.begin():
+    async with state.pipeline.sessions() as session, session.begin():
         claimed = await repo.mark_pending(session, row.id, payload)
     if not claimed:
         again = await _load(state, token)

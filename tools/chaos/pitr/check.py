@@ -43,15 +43,15 @@ async def _never(*args: Any, **kwargs: Any) -> None:
 async def check(tenant_id: str, mode: str, anchors_only: bool = False) -> dict[str, Any]:
     settings = load_settings("ledger")
     engine = create_engine(settings.database_url, 1, command_timeout_s=120.0)
-    sm = sessionmaker(engine)
-    anchors = Anchors(settings, sm, Topics(settings.topic_prefix).journal_anchors, _never)
+    sessions = sessionmaker(engine)
+    anchors = Anchors(settings, sessions, Topics(settings.topic_prefix).journal_anchors, _never)
     seen: list[Found] = []
 
     async def read() -> Found:
         seen.append(await anchors.read())
         return seen[-1]
 
-    cfg = LedgerConfig(
+    ledger_config = LedgerConfig(
         settle_s=settings.sandbox_settle_s,
         read_anchors=read,
         anchor_grace_s=max(3 * settings.journal_anchor_interval_s, 30.0),  # as ledger.app
@@ -62,12 +62,14 @@ async def check(tenant_id: str, mode: str, anchors_only: bool = False) -> dict[s
     whole = Ctx(request_id=new_id("req"), tenant_id="", mode=as_mode(mode))
     ctx = Ctx(request_id=new_id("req"), tenant_id=tenant_id, mode=as_mode(mode))
     try:
-        async with sm() as session, session.begin():
+        async with sessions() as session, session.begin():
             await session.execute(text("SET TRANSACTION READ ONLY"))
             verified = await verification.verify_journal(
-                session, VerifyJournal(command_id=new_id("cmd"), ctx=whole), cfg
+                session, VerifyJournal(command_id=new_id("cmd"), ctx=whole), ledger_config
             )
-            reconciled = await reconcile.reconcile(session, Reconcile(command_id=new_id("cmd"), ctx=ctx), cfg)
+            reconciled = await reconcile.reconcile(
+                session, Reconcile(command_id=new_id("cmd"), ctx=ctx), ledger_config
+            )
     finally:
         await engine.dispose()
     return {

@@ -233,58 +233,80 @@ class Pipeline:
         return KeyClaim(key, request_fingerprint, pending)
 
     async def handle(self, ep: Endpoint, req: Incoming) -> Answer:
-        headers, request_id, client_ip = req.headers, req.request_id, req.client_ip
-        window: Window | None = None
+        """A request as its stages: authenticate, authorize, limit, run; every refusal and
+        every store failure on the way becomes an answer in one place (:meth:`_failure`). An
+        Idempotency-Key the key lookup took for a request refused before it ran is given back."""
         key_claim = self._key_claim(ep, req)
         principal: Principal | None = None
+        window: Window | None = None
         try:
-            principal = await self.auth.authenticate(
-                headers.get("authorization"), client_ip, key_claim.pending if key_claim else None
-            )
-            if key_claim is not None:
-                key_claim.taken = principal.claimed
-            self.identities.learn(headers.get("authorization"), principal.tenant.tenant_id, principal.mode)
-            try:
-                require_mode(principal, headers.get("x-service-mode"))
-                require_scope(principal, ep.scope)
-                if not _ip_allowed(principal.tenant.metadata, client_ip):
-                    raise ServiceError(
-                        ErrorCode.FORBIDDEN,
-                        "requests from this IP address are not allowed",
-                        details={"reason": "ip_not_allowed"},
-                    )
-            except ServiceError:
-                if principal.counted is not None:  # refusals before the limit do not count
-                    tenant, (_, start) = principal.tenant.tenant_id, principal.counted
-                    await self.limiter.give_back(tenant, principal.mode, start)
-                raise
-            limit = principal.tenant.rate_limit_per_minute
-            if principal.counted is not None:  # counted by the key lookup, in the same round trip
-                window = self.limiter.check(limit, *principal.counted)
-            else:
-                window = await self.limiter.hit(principal.tenant.tenant_id, principal.mode, limit)
+            principal = await self._authenticate(req, key_claim)
+            await self._authorize(ep, req, principal)
+            window = await self._limit(principal)
             answer = await self._run(ep, principal, window, req, key_claim)
-        except ServiceError as err:
-            answer = Answer(err.status, error_body(err, request_id), dict(err.headers))
-            if err.code == ErrorCode.UNAUTHORIZED:
-                answer.headers.setdefault("WWW-Authenticate", "Bearer")
-            elif err.status == 503:  # a failure of admitted work (the door sheds before)
-                UNAVAILABLE.labels(str(err.details.get("reason", "unknown"))).inc()
-        except STORE_ERRORS as exc:
-            # Fail closed: a check that cannot be made is a refusal the caller may retry.
-            log.warning("a store is unavailable: %r", exc)
-            failure = unavailable(
-                Unavailable.STORE_UNAVAILABLE,
-                "a service the gateway needs is unavailable; retry with the same Idempotency-Key",
-            )
-            UNAVAILABLE.labels(str(Unavailable.STORE_UNAVAILABLE)).inc()
-            answer = Answer(failure.status, error_body(failure, request_id), dict(failure.headers))
+        except (ServiceError, *STORE_ERRORS) as exc:
+            answer = self._failure(exc, req.request_id)
         finally:
             if principal is not None and key_claim is not None and key_claim.unused():
                 await self._give_key_back(principal, key_claim.key)
         if window is not None:
             for k, v in window.headers().items():
                 answer.headers.setdefault(k, v)
+        return answer
+
+    async def _authenticate(self, req: Incoming, key_claim: KeyClaim | None) -> Principal:
+        """Who is asking; the key lookup's round trip also takes the Idempotency-Key and counts
+        the request against the rate limit. The door learns which tenant the credential is."""
+        authorization = req.headers.get("authorization")
+        principal = await self.auth.authenticate(
+            authorization, req.client_ip, key_claim.pending if key_claim else None
+        )
+        if key_claim is not None:
+            key_claim.taken = principal.claimed
+        self.identities.learn(authorization, principal.tenant.tenant_id, principal.mode)
+        return principal
+
+    async def _authorize(self, ep: Endpoint, req: Incoming, principal: Principal) -> None:
+        """Mode, scope and the tenant's IP allowlist. A request refused here does not count
+        against the rate limit: what the key lookup counted is given back."""
+        try:
+            require_mode(principal, req.headers.get("x-service-mode"))
+            require_scope(principal, ep.scope)
+            if not _ip_allowed(principal.tenant.metadata, req.client_ip):
+                raise ServiceError(
+                    ErrorCode.FORBIDDEN,
+                    "requests from this IP address are not allowed",
+                    details={"reason": "ip_not_allowed"},
+                )
+        except ServiceError:
+            if principal.counted is not None:
+                tenant, (_, start) = principal.tenant.tenant_id, principal.counted
+                await self.limiter.give_back(tenant, principal.mode, start)
+            raise
+
+    async def _limit(self, principal: Principal) -> Window:
+        """The tenant's rate limit: already counted by the key lookup in the same round trip
+        when it could be, else one hit of its own."""
+        limit = principal.tenant.rate_limit_per_minute
+        if principal.counted is not None:
+            return self.limiter.check(limit, *principal.counted)
+        return await self.limiter.hit(principal.tenant.tenant_id, principal.mode, limit)
+
+    @staticmethod
+    def _failure(exc: Exception, request_id: str) -> Answer:
+        """A refusal's answer, or fail closed on a store that cannot answer: a check that
+        cannot be made is a refusal the caller may retry (503 store_unavailable)."""
+        if not isinstance(exc, ServiceError):
+            log.warning("a store is unavailable: %r", exc)
+            exc = unavailable(
+                Unavailable.STORE_UNAVAILABLE,
+                "a service the gateway needs is unavailable; retry with the same Idempotency-Key",
+            )
+        answer = Answer(exc.status, error_body(exc, request_id), dict(exc.headers))
+        if exc.code == ErrorCode.UNAUTHORIZED:
+            answer.headers.setdefault("WWW-Authenticate", "Bearer")
+        elif exc.status == 503:  # a failure of admitted work (the door sheds before)
+            UNAVAILABLE.labels(str(exc.details.get("reason", "unknown"))).inc()
         return answer
 
     async def _give_key_back(self, principal: Principal, key: str) -> None:

@@ -32,9 +32,9 @@ from tools.stack.stores import Stores, drop_database
 from tools.stack.suite import Proc, Suite, migrate
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
-# Compliance's and admin's signing keys and the verification keys (contract 15.1), per session.
+# Compliance's and admin's signing keys and the verification keys (docs/security.md), per session.
 AUTHORITY = authority.new_settings("test")
-# The journal's anchor key (Ed25519, the ledger's) and its public key (contract 15.1), per session.
+# The journal's anchor key (Ed25519, the ledger's) and its public key (docs/security.md), per session.
 ANCHOR_KEYS = authority.new_anchor_settings("test")
 ADMIN_TOKEN = "test-admin-token-" + uuid.uuid4().hex
 SECOND_ADMIN_TOKEN = "second-admin-token-" + uuid.uuid4().hex

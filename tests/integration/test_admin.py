@@ -51,7 +51,7 @@ def test_missing_or_wrong_operator_token_is_401_and_audited(stack: Stack, auth: 
     assert r.headers["www-authenticate"] == "Bearer"
     row = _audit(stack, r.headers["x-request-id"])
     assert row["actor"] == "unauthenticated"
-    assert row["action"] == "unknown"  # contract 13.4: no body is read before authentication
+    assert row["action"] == "unknown"  # no body is read before authentication (docs/security.md)
     assert row["outcome"] == "refused:unauthorized"
     assert ADMIN_TOKEN not in str(row)
 

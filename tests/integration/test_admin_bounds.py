@@ -1,5 +1,6 @@
-"""Contract 13.4: the admin service authenticates before it reads a body, and refuses a body
-nested deeper than 32 levels with 400 (it raised RecursionError, a 500, before)."""
+"""The admin service authenticates before it reads a body, and refuses a body nested deeper
+than 32 levels with 400 (it raised RecursionError, a 500, before): docs/security.md, "Admin
+reads no body before authentication"."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 25: schemathesis over the admin service's own OpenAPI document, as over the
+"""Schemathesis over the admin service's own OpenAPI document, as over the
 gateway's (test_gateway_fuzz): every action's body (one ``oneOf`` member per action, fixed
 ``action``), malformed and valid, with an operator token. Nothing may answer 5xx, and every
 answer must be one the document declares (status, headers, body); every schema-valid body is

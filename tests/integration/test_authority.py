@@ -1,4 +1,5 @@
-"""Authority between services (issue 43, contract 15.1), attacked on the real stack.
+"""Authority between services (docs/security.md, "no single point of trust"), attacked on the
+real stack.
 
 Each test does what an attacker holding one internal component did on main (2026-11-26):
 write the ledger's or compliance's commands topic directly (the gateway's principal could), or
@@ -64,7 +65,7 @@ def refused(r: Result, why: str) -> None:
 
 
 async def test_a_forged_decision_moves_no_money(stack: Stack, kit: LedgerKit) -> None:
-    """Finding 1: a CreateTransfer with ``decision: allow`` produced straight to the ledger's
+    """A CreateTransfer with ``decision: allow`` produced straight to the ledger's
     topic moved 50 USDC on main. Unsigned, signed with a key compliance does not hold, signed
     by admin, expired, or altered after compliance signed it: each is refused, nothing moves,
     and each is dead-lettered and counted."""
@@ -151,7 +152,7 @@ async def test_a_forged_policy_command_is_refused_by_compliance(stack: Stack, ki
 
 
 async def test_a_forged_dead_letter_is_not_redriven(stack: Stack, tenant: Tenant) -> None:
-    """Finding 3: a dead letter produced by hand, naming the events topic and a made-up
+    """A dead letter produced by hand, naming the events topic and a made-up
     ``transfer.updated``, was redriven on main, delivered signed and served by the events API.
     Now a letter is redriven only when the record at its origin is its payload, on a topic its
     service consumes; the forged ones are refused with their reasons and counted."""

@@ -1,8 +1,8 @@
-"""The short chaos scenario (issue 10 item 7) on real processes: its own PostgreSQL (a primary
+"""The short chaos scenario on real processes: its own PostgreSQL (a primary
 and two synchronous standbys), Redis and broker, two instances of each consumer service and of
 the gateway, 24 same-key retrying clients booking 150 transfers while a ledger is SIGKILLed,
 the primary is stopped for 5 s, a standby is lost for 5 s and the primary is lost and a standby
-promoted (issue 45). The audit from the clients' side must be exact: nothing lost, duplicated
+promoted. The audit from the clients' side must be exact: nothing lost, duplicated
 or undecided, balances exact, every transfer's webhook delivered, RPO 0 and the recovery
 within its limit."""
 
@@ -46,7 +46,7 @@ def test_short_chaos_run_audits_clean() -> None:
     _, _, unexpected, dup_rows, dup_effects, dup_events, invariants, slow = d.groups()
     assert (int(unexpected), int(dup_rows), int(dup_effects), int(dup_events)) == (0, 0, 0, 0), audit
     assert (int(invariants), int(slow)) == (0, 0), audit
-    # transient faults are never dead-lettered; admin's reconcile (contract 13.4) finds nothing;
+    # transient faults are never dead-lettered; admin's reconcile (docs/operations/backups.md) finds nothing;
     # the killed ledger came back ready
     assert (
         "chaos: dead_letters 0 reconcile_discrepancies 0 journal_chain_broken 0 faults_missed 0"
@@ -70,7 +70,7 @@ SCALE = re.compile(
 
 
 def test_short_scaling_run_audits_clean() -> None:
-    """Issue 27: ledger and compliance grow from 1 to 3 instances and back, a gateway comes and
+    """Ledger and compliance grow from 1 to 3 instances and back, a gateway comes and
     goes, during 150 transfers: the same exact audit, every decision within 30 s."""
     out = run_module("tools.chaos.scenario", "--scale", "--short", cwd=ROOT, timeout=380)
     m = SCALE.search(out.stdout)

@@ -25,7 +25,7 @@ def _wallet(t: Tenant, country: str = "US") -> tuple[str, str]:
 
 
 def _payout(t: Tenant, wallet: str, ea: str, amount: str = "5") -> Any:
-    # send(): header and body carry the same key (contract section 3)
+    # send(): header and body carry the same key (docs/guides/idempotency.md)
     return send(t, "/v1/payouts", payout(wallet, ea, amount, "po-" + uuid.uuid4().hex))
 
 
@@ -96,7 +96,8 @@ def test_restricted_customer_refused_at_the_gateway_in_sandbox(stack: Stack) -> 
 
 def test_allowance_given_back_when_the_ledger_refuses(stack: Stack) -> None:
     """Compliance approves 8 of a daily 10; the empty wallet makes the ledger refuse it; the 8
-    comes back to the day (contract 12.2), so a later 8 is approved, not refused for the cap."""
+    comes back to the day (docs/failure-model.md, "Cap allowances"), so a later 8 is approved, not
+    refused for the cap."""
     t = make_tenant(stack)
     _, a = _wallet(t)
     _, b = _wallet(t)

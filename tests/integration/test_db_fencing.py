@@ -1,4 +1,4 @@
-"""The fencing check against two real PostgreSQL servers (contract 15.2, issue 45): two
+"""The fencing check against two real PostgreSQL servers (docs/operations/fencing.md): two
 independent servers are both primaries, as an old primary that came back as a writer next to
 the promoted standby would be. A service whose SLUICE_DATABASE_URL names both says so at error
 level, naming them, and sets sluice_database_writable_hosts to 2; a single-host URL starts no

@@ -1,5 +1,5 @@
 """The services' engine on a multi-host URL finds the promoted standby when the old primary
-hangs instead of dying (contract 15.2): its postmaster SIGSTOPped, so the kernel still accepts
+hangs instead of dying (docs/operations/failover.md): its postmaster SIGSTOPped, so the kernel still accepts
 connections that nothing answers, as with a paused machine or a partition that drops packets.
 
 asyncpg's own multi-host connect spends its one timeout on such a host and never tries the

@@ -1,5 +1,5 @@
 """The gateway's reference page renders every operation in headless Chromium with the network
-cut off beyond the gateway (issue 39): Redoc from the pinned build the gateway serves, a CSP
+cut off beyond the gateway: Redoc from the pinned build the gateway serves, a CSP
 that names no other origin, no request leaving the gateway's origin."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The documentation site (issue 46): built from docs/ in strict mode, served from a local
+"""The documentation site: built from docs/ in strict mode, served from a local
 directory, read in headless Chromium with every request beyond the site refused. Every page
 of the nav renders (its title, a heading and text in the main column, no console error); the
 built-in search finds the idempotency guide; the API reference renders every operation of

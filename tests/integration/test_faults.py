@@ -1,4 +1,4 @@
-"""The fault model on real processes (issue 10, contract 12.1 and 12.2).
+"""The fault model (docs/failure-model.md) on real processes.
 
 - a transient fault (store unreachable) in a consumer is waited out: the command succeeds
   once, nothing is dead-lettered, and ``/readyz`` says not ready meanwhile;
@@ -153,7 +153,7 @@ def test_gateway_killed_in_flight_retry_elsewhere_decides_once(stack: Stack, ten
         r = tenant.post("/v1/customers", body, idem=key, gateway=1)
         if r.status_code != 503:
             break
-        # the first request's lease holds the key: the same key is being decided (contract 15.3)
+        # the first request's lease holds the key: the same key is being decided (docs/guides/errors.md)
         assert r.json()["error"]["details"]["reason"] == "in_flight", r.text
         assert time.monotonic() - started < 60, r.text
         time.sleep(float(r.headers.get("Retry-After", "1")))

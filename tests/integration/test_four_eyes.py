@@ -1,4 +1,5 @@
-"""Operator roles and four eyes (issue 43, contract 15.1), on an admin process of their own.
+"""Operator roles and four eyes (docs/security.md, "no single point of trust"), on an admin
+process of their own.
 
 On main every operator token could run every action, alone. Now a viewer only reads, an
 operator acts where no money moves and no trust is granted, and with four eyes on an

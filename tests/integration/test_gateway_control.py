@@ -1,4 +1,4 @@
-"""The gateways' control-event reader (gateway.control, issue 25) against the real broker and
+"""The gateways' control-event reader (gateway.control) against the real broker and
 Redis: a gateway that starts after admin published a revocation still evicts the revoked key's
 cached entry (it re-reads the last cache TTL's events on start), and one published while it
 runs is honoured within seconds. Without the look-back the first half fails: the event came

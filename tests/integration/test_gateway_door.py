@@ -1,4 +1,4 @@
-"""The door (contract 14.2, issue 37) on a real gateway process whose limit is two commands in
+"""The door (docs/performance/overload.md) on a real gateway process whose limit is two commands in
 flight and whose commands are held after their publish (failpoint ``rpc.after_send``): a
 command beyond the limit gets the prebuilt 503 (Retry-After, the contract's envelope, the
 request id), even on a route that does not exist (refused before routing); two refusals on one

@@ -1,4 +1,4 @@
-"""Idempotency (contract section 3): replay, mismatch, concurrent duplicates, what is not
+"""Idempotency (docs/guides/idempotency.md): replay, mismatch, concurrent duplicates, what is not
 saved, agreement across both forms and both gateways, and survival of a gateway restart."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Rate limits shared by both gateways (contract section 4) and the timeout path: a command
-the pipeline does not answer in time is 503 provider_unavailable with Retry-After, and the
-outcome that arrives later is what a retry with the same key gets."""
+"""Rate limits shared by both gateways (docs/guides/sandbox-and-live.md, "Limits") and the
+timeout path: a command the pipeline does not answer in time is 503 provider_unavailable with
+Retry-After, and the outcome that arrives later is what a retry with the same key gets."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def test_timeout_is_503_and_the_late_outcome_is_replayed(stack: Stack) -> None:
         body = customer_body()
         r = httpx.post(gw.url + "/v1/customers", json=body, headers=t.headers(key), timeout=30)
         err = assert_error(r, 503, "provider_unavailable")
-        assert err["details"]["reason"] == "upstream_timeout"  # contract 15.3
+        assert err["details"]["reason"] == "upstream_timeout"  # docs/guides/errors.md, "Reasons"
         assert r.headers["retry-after"].isdigit()
         assert "Idempotency-Key" in err["message"]
         deadline = time.monotonic() + 30

@@ -1,6 +1,6 @@
 """A gateway whose Redis stalls answers every request within 2 s (503 provider_unavailable with
 Retry-After, never a hang), says it is not ready, and serves again as soon as Redis is back
-(issue 10, contract 12.2). The gateway runs with a Redis of its own that the test pauses."""
+(docs/failure-model.md, "Bounded calls"). The gateway runs with a Redis of its own that the test pauses."""
 
 from __future__ import annotations
 
@@ -63,7 +63,8 @@ def test_redis_stalled_requests_answered_503_before_the_gateway_timeout_then_ser
             slowest = max(slowest, time.monotonic() - started)
             assert r.status_code == 503, r.text
             assert r.json()["error"]["code"] == "provider_unavailable"
-            assert r.json()["error"]["details"]["reason"] == "store_unavailable"  # contract 15.3
+            # the reason docs/guides/errors.md ("Reasons") names for a store that is down
+            assert r.json()["error"]["details"]["reason"] == "store_unavailable"
             assert r.headers["Retry-After"] == "1"
         # Refused by the store's own bound (SLUICE_REDIS_TIMEOUT_S, 1 s a call), well before the
         # gateway's command timeout: a stalled store never holds a request for that long.

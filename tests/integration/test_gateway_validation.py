@@ -1,5 +1,5 @@
-"""Every field rule of spec section 2 / contract section 5 answers 400 invalid_request naming
-the dotted field, in both access forms, and nothing reaches Kafka for it."""
+"""Every field rule of the API reference (docs/reference/index.md) answers 400 invalid_request
+naming the dotted field, in both access forms, and nothing reaches Kafka for it."""
 
 from __future__ import annotations
 

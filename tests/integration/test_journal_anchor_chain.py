@@ -1,4 +1,4 @@
-"""The anchored journal, round 2 (issue 43, contract 15.1) on the real stack: what round 1 let
+"""The anchored journal, round 2 (docs/security.md, "Journal anchors") on the real stack: what round 1 let
 through, read from its code.
 
 - Two ledger instances: a rewrite past one instance's last anchor, once the other instance has

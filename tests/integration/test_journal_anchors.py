@@ -1,4 +1,4 @@
-"""The anchored journal (contract 14.3, issue 38; Ed25519 and chained, issue 43) on the stack:
+"""The anchored journal (Ed25519 and chained; docs/security.md, "Journal anchors") on the stack:
 the ledger publishes its chain heads, signed, to a topic kept forever, and verify_journal finds
 what someone with database write did behind Sluice's back, each undone afterwards so the
 journal holds again:
@@ -168,7 +168,7 @@ def test_a_rewritten_posting_with_recomputed_hashes_is_an_anchor_mismatch(
         time.sleep(2 * float(stack.env["SLUICE_JOURNAL_ANCHOR_INTERVAL_S"]) + 1)  # the publisher's turns
         bad = _verify(stack, t.tenant_id)
     assert script[0] == 0, script  # the chain alone holds: rewritten end to end
-    # Every anchor is compared (issue 43): the first one past the rewrite is named, the newest at the latest.
+    # Every anchor is compared: the first one past the rewrite is named, the newest at the latest.
     assert (bad["ok"], bad["reason"]) == (False, "anchor_mismatch"), bad
     assert third["seq"] <= bad["anchor"]["seq"] <= anchor["seq"], bad
     assert bad["first_bad_entry_id"] == _entries(stack, t.tenant_id)[bad["anchor"]["seq"] - 1]["id"]

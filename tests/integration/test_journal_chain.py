@@ -1,6 +1,6 @@
-"""The tamper-evident journal (contract 13.5): verify_journal is ok on real money flows, and
-names the entry when a posting's amount is changed, a hash rewritten or an entry deleted by
-SQL; the standalone script in docs/ agrees with it on the same export."""
+"""The tamper-evident journal (docs/security.md, "Threat model"): verify_journal is ok on real
+money flows, and names the entry when a posting's amount is changed, a hash rewritten or an
+entry deleted by SQL; the standalone script in docs/ agrees with it on the same export."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def test_the_chain_verifies_and_names_each_tampered_entry(stack: Stack, tmp_path
         assert created(send(t, "/v1/transfers", body))["state"] == "completed"
     [count] = db(stack, "SELECT count(*) AS n FROM ledger.journal_entries WHERE tenant_id = $1", t.tenant_id)
     ok = _verify(stack, t.tenant_id)
-    # anchor_forks: the stack's two ledgers anchored the chain in the same instant (issue 43)
+    # anchor_forks: the stack's two ledgers anchored the chain in the same instant
     shape = {"ok": True, "entries": count["n"], "head_hash": ok["head_hash"], "anchored": ok["anchored"]}
     assert ok == shape | ({"anchor_forks": ok["anchor_forks"]} if "anchor_forks" in ok else {})
     assert count["n"] == 8 and ok["anchored"] in (0, 1)  # anchored within the interval: test_journal_anchors

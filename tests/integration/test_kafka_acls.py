@@ -1,4 +1,4 @@
-"""Contract 14.3, issue 38 item 7: on Apache Kafka with SASL/PLAIN and ACLs, only admin's
+"""On Apache Kafka with SASL/PLAIN and ACLs (docs/security.md, "Kafka ACLs"), only admin's
 principal may produce to the control topic, and each service only to its own topics.
 
 One single-node broker of its own (tools.stack.kafka with ``sasl_users``: every listener
@@ -148,7 +148,7 @@ def test_reply_topics_belong_to_their_caller(sasl_kafka: Broker) -> None:
 
 
 def test_the_gateway_cannot_write_what_moves_money(sasl_kafka: Broker) -> None:
-    """Issue 43 finding 1, on a broker with SASL and ACLs: the gateway's principal may not
+    """On a broker with SASL and ACLs: the gateway's principal may not
     produce to the ledger's commands (on main it could: it sent its reads there) nor to the
     ledger's allowance releases; its reads go to ledger.reads."""
     topics = [TOPICS.ledger_reads, TOPICS.ledger_commands, TOPICS.compliance_releases]

@@ -1,8 +1,8 @@
-"""Least privilege on the running stack (issue 38 item 3, contract 14.3): each service process is
-given only its own secrets and its own database role; each role's grants, read back from
-PostgreSQL's catalog, are exactly the table below; every object belongs to the migrations role,
-so a service role cannot alter, drop or un-trigger a table (the journal's append-only triggers
-above all), while the migrations role can.
+"""Least privilege on the running stack (docs/security.md, "Database roles and per-service
+secrets"): each service process is given only its own secrets and its own database role; each
+role's grants, read back from PostgreSQL's catalog, are exactly the table below; every object
+belongs to the migrations role, so a service role cannot alter, drop or un-trigger a table (the
+journal's append-only triggers above all), while the migrations role can.
 
 The expected tables are written out in tests/support/least_privilege.py, not imported from the
 code: a grant or a secret added there fails these tests until the table is changed too;
@@ -237,7 +237,7 @@ async def _try(url: str, statements: list[str]) -> dict[str, str]:
 
 
 def test_a_service_role_cannot_disable_the_journal_triggers(stack: Stack) -> None:
-    """Done-when of issue 38: run as a service role, every way to switch off or go around the
+    """Run as a service role, every way to switch off or go around the
     journal's append-only triggers is refused; run as the migrations role (the positive
     control, rolled back), the same statements that need ownership are allowed."""
     answered = run_async(_try(service_url(stack, "ledger"), DENIED))
@@ -269,7 +269,7 @@ def test_the_gateway_reads_identity_and_cannot_write_it(stack: Stack) -> None:
 
 
 def test_a_service_role_must_prove_its_password(stack: Stack) -> None:
-    """Issue 43: the embedded PostgreSQL (make run, the tests) trusted every local connection,
+    """The embedded PostgreSQL (make run, the tests) trusted every local connection,
     so any local process could log in as any service role and the per-service roles held by
     convention only. Now every service role's password is checked (scram-sha-256): a wrong
     one is refused, the role's own is accepted."""

@@ -1,4 +1,4 @@
-"""Developer fees (contract 12.4, issue 16) through gateway -> compliance -> ledger: charged on
+"""Developer fees (docs/guides/money.md) through gateway -> compliance -> ledger: charged on
 completion into the tenant's fee balance, shown on the transfer, refused when malformed."""
 
 from __future__ import annotations

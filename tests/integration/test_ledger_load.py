@@ -1,4 +1,4 @@
-"""Load (issue 11): 3,000 book transfers per mix (``SLUICE_LEDGER_LOAD_TRANSFERS``) among 20
+"""Load: 3,000 book transfers per mix (``SLUICE_LEDGER_LOAD_TRANSFERS``) among 20
 wallets through the gateway, from 24 concurrent clients, over the two gateways and the two
 ledger instances of the test stack; once uniform, once with half of them from one hot wallet.
 

@@ -149,8 +149,9 @@ async def test_onchain_source_resolution(kit: LedgerKit) -> None:
     sol = await kit.funded_wallet("0", "USDC", "SOL")
     r = await kit.send(kit.onchain_cmd(a, sol["deposit_address"], "1.00", from_address=a["deposit_address"]))
     assert r.status == 400 and r.error.details["field"] == "destination.chain"
-    # An address that is no wallet of the tenant is a withdrawal out of the suite (contract 12.4),
-    # if it is an address of the source's chain at all.
+    # An address that is no wallet of the tenant is a withdrawal out of the suite
+    # (docs/guides/money.md, "Withdrawing to an external address"), if it is an address of the
+    # source's chain at all.
     r = await kit.send(kit.onchain_cmd(a, "0x" + "1" * 40, "1.00", from_address=a["deposit_address"]))
     assert r.status == 201 and r.data["state"] == "pending", r
     r = await kit.send(kit.onchain_cmd(a, "0x" + "1" * 39, "1.00", from_address=a["deposit_address"]))

@@ -1,4 +1,5 @@
-"""Every service answers ``GET /metrics`` in the Prometheus text format (contract 12.5)."""
+"""Every service answers ``GET /metrics`` in the Prometheus text format (docs/operations.md,
+"Metrics")."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Contract 15.2 on real processes: the suite on a PostgreSQL primary with two synchronous
-standbys (tools.chaos.pg_cluster), the services given every node in one multi-host URL with
-``target_session_attrs=read-write``; two ledgers (and two of every other consumer and of the
-gateway) book a few hundred transfers from 24 same-key retrying clients while the primary is
-SIGKILLed mid-load and, a few seconds later, the harness promotes the standby that received the
-most WAL (tools.chaos.scenario --faults failover).
+"""PostgreSQL failover (docs/operations/failover.md) on real processes: the suite on a
+PostgreSQL primary with two synchronous standbys (tools.chaos.pg_cluster), the services given
+every node in one multi-host URL with ``target_session_attrs=read-write``; two ledgers (and two
+of every other consumer and of the gateway) book a few hundred transfers from 24 same-key
+retrying clients while the primary is SIGKILLed mid-load and, a few seconds later, the harness
+promotes the standby that received the most WAL (tools.chaos.scenario --faults failover).
 
 Every acknowledged transfer must be in the promoted primary exactly once (the audit reads the
 node that is primary now, through the same multi-host URL), balances exact, and the suite must

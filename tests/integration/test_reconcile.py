@@ -1,5 +1,6 @@
-"""Reconciliation in one action (contract 13.4): ok on real money flows, and every kind of
-tampering by SQL is named (the wallet, the entry, the transfer), never fixed."""
+"""Reconciliation in one action (docs/operations/backups.md, "How to check a restore"): ok on
+real money flows, and every kind of tampering by SQL is named (the wallet, the entry, the
+transfer), never fixed."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The partner SDKs install from their built artefacts (contract 15.4, issue 46): the wheel
+"""The partner SDKs install from their built artefacts (docs/sdks/index.md): the wheel
 (``uv build``) into a new virtual environment, the npm tarball (``npm pack``, which builds on
 prepack) into a new npm project. There a partner's script (tests/support/partner) type-checks
 strictly (mypy --strict; tsc --strict without skipLibCheck), the same script with a misspelt

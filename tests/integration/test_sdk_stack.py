@@ -1,4 +1,4 @@
-"""The partner SDKs against the real stack (issue 39): the README walk-throughs, a transfer
+"""The partner SDKs against the real stack: the README walk-throughs, a transfer
 whose answer is lost and retried makes exactly one transfer, a shedding gateway sees the clients
 back off and every operation complete once, a webhook from the stack verifies and a tampered or
 stale one is refused. The TypeScript SDK's stack tests (clients/typescript/test/stack, node
@@ -220,7 +220,8 @@ def test_the_typescript_sdk_against_the_stack(stack: Stack, shedding: Proc) -> N
 def test_secret_rotation_end_to_end_old_and_new_secret_verify_during_the_overlap(stack: Stack) -> None:
     """Resources end to end: create an endpoint, rotate its secret, and a delivery made after the
     rotation verifies with the old secret alone and with the new one alone (two signatures,
-    contract section 7). Broken when either secret stops verifying during the overlap."""
+    docs/guides/webhooks.md, "Rotate a secret"). Broken when either secret stops verifying during
+    the overlap."""
     t = make_tenant(stack)
     receiver = Receiver().start()
     try:

@@ -1,5 +1,5 @@
-"""Contract 13.2: failed authentications are counted atomically per address, an IPv6 client by
-its /64, against the real Redis."""
+"""Failed authentications are counted atomically per address, an IPv6 client by its /64,
+against the real Redis (docs/security.md, "Failed-authentication limiter")."""
 
 from __future__ import annotations
 

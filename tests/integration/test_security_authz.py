@@ -134,7 +134,8 @@ def test_mass_assignment_is_refused_naming_the_field(
 
 
 def test_one_idempotency_key_on_two_objects_is_a_mismatch_not_a_replay(stack: Stack, tenant: Tenant) -> None:
-    """The fingerprint covers the concrete path (contract 12.1): rotating webhook B with the key
+    """The fingerprint covers the concrete path (docs/failure-model.md, "Idempotency that
+    survives a dead gateway"): rotating webhook B with the key
     used for webhook A must not replay A's answer (B would never be rotated)."""
     a = _ok(tenant.post("/v1/webhooks", {"endpoint_url": "http://127.0.0.1:9/a"}))["webhook_id"]
     b = _ok(tenant.post("/v1/webhooks", {"endpoint_url": "http://127.0.0.1:9/b"}))["webhook_id"]

@@ -1,4 +1,5 @@
-"""Issue 43 finding 2 (contract 15.1): Valkey is a cache, never a source of trust.
+"""Valkey is a cache, never a source of trust (docs/security.md, "Valkey is a cache, never a
+root of trust").
 
 The attack on main: a JSON record written under ``sluice:apikey:<sha256 of an invented key>``
 made the gateway answer 200 to GET and 201 to POST /v1/customers for that key, which

@@ -1,4 +1,4 @@
-"""Access tokens can be revoked, and a tenant can be switched off (issue 38, contract 14.3).
+"""Access tokens can be revoked, and a tenant can be switched off (docs/security.md, "Round 4").
 
 Before, an access token from ``issue_access_token`` stayed valid for up to an hour whatever
 happened, and nothing stopped every credential of a tenant at once. ``revoke_access_token``

@@ -1,6 +1,7 @@
-"""Contract 12.3: API keys, access tokens and webhook signing secrets never appear in a log,
-in a Kafka message in clear, or in any response after the one that created them; nor do the
-suite's own secrets (operator tokens, JWT and onboarding secrets, encryption keys)."""
+"""API keys, access tokens and webhook signing secrets (docs/security.md, "OWASP API Security
+Top 10", API3) never appear in a log, in a Kafka message in clear, or in any response after the
+one that created them; nor do the suite's own secrets (operator tokens, JWT and onboarding
+secrets, encryption keys)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Contract 12.3, numbers: every number anywhere in a request (gateway and admin, both access
-forms) is a decimal string or a JSON number with at most 18 significant digits and exponent
-within +-18; exponent bombs, NaN, Infinity and huge integers are 400 naming the field, and
-nothing stored or echoed can outgrow its input (the developer fee percentage case)."""
+"""Numbers (docs/security.md, "OWASP API Security Top 10", API4): every number anywhere in a
+request (gateway and admin, both access forms) is a decimal string or a JSON number with at
+most 18 significant digits and exponent within +-18; exponent bombs, NaN, Infinity and huge
+integers are 400 naming the field, and nothing stored or echoed can outgrow its input (the
+developer fee percentage case)."""
 
 from __future__ import annotations
 

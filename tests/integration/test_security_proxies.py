@@ -1,6 +1,6 @@
-"""Contract 12.3, trust: forwarding headers are believed only from SLUICE_TRUSTED_PROXIES;
-otherwise the TCP peer is the client address (the IP allowlist, per-address limits). How
-common.clientaddr reads each header: tests/unit/test_clientaddr.py."""
+"""Forwarding headers are believed only from SLUICE_TRUSTED_PROXIES (docs/security.md, "Client
+address behind proxies"); otherwise the TCP peer is the client address (the IP allowlist,
+per-address limits). How common.clientaddr reads each header: tests/unit/test_clientaddr.py."""
 
 from __future__ import annotations
 

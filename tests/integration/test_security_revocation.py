@@ -1,6 +1,6 @@
-"""Contract 12.3: a revoked key or a tenant change holds on every gateway within 1 s (the
-versioned cache of common.auth), and unknown keys / failed operator logins are cheap and
-limited per client address (common.authfail)."""
+"""A revoked key or a tenant change holds on every gateway within 1 s (docs/security.md, "OWASP
+API Security Top 10", API2; the versioned cache of common.auth), and unknown keys / failed
+operator logins are cheap and limited per client address (common.authfail)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ def _after(answers: list[tuple[float, int, int]], since: float) -> dict[int, set
     return out
 
 
-# Contract 12.3 allows 1 s; admin evicts the cache entries after its commit and before it
+# docs/security.md allows 1 s; admin evicts the cache entries after its commit and before it
 # answers (common.auth.evict), so a request sent once admin has answered is refused: checked
 # with no allowance at all, by when each request was sent, not by a clock bound on answers.
 

@@ -1,4 +1,4 @@
-"""Partner text is never taken for a secret (issue 38, contract 14.3), end to end.
+"""Partner text is never taken for a secret (docs/security.md, "Round 4"), end to end.
 
 Before, a transfer created with ``Idempotency-Key: sealed:AAAAAAAAAAAAAAAAAAAAAAAA`` answered
 201 and then ``GET /v1/transfers/{id}`` answered 500 every time (the gateway "opened" the

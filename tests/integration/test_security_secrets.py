@@ -1,5 +1,6 @@
-"""Contract 12.3, secrets: explicit settings, production refuses to start without them, and
-the key ring rotates without losing what it sealed (webhook secrets, idempotency answers)."""
+"""Secrets (docs/security.md, "Settings that matter"): explicit settings, production refuses to
+start without them, and the key ring rotates without losing what it sealed (webhook secrets,
+idempotency answers)."""
 
 from __future__ import annotations
 
@@ -84,7 +85,7 @@ def _refusal(stderr: str) -> str:
 @pytest.mark.unit
 @pytest.mark.parametrize("service", ["gateway", "admin", "webhooks"])
 def test_a_production_service_without_secrets_refuses_to_start(service: str) -> None:
-    """Each names the secrets it uses (contract 14.3, common.settings.SERVICE_SECRETS), and no
+    """Each names the secrets it uses (common.settings.SERVICE_SECRETS; docs/security.md), and no
     other: the gateway never asks for the operator token, webhooks only for the key ring."""
     done = _start_bare(service, {"SLUICE_ENV": "production"})
     assert done.returncode == 2, done.stderr[-2000:]
@@ -117,7 +118,7 @@ def _production_env() -> dict[str, str]:
         **authority.new_anchor_settings("p"),
         "SLUICE_GATEWAY_CACHE_KEY": new_key_setting("c1"),
         "SLUICE_ENV": "production",
-        # four eyes is on in production: two approvers (contract 15.1)
+        # four eyes is on in production: two approvers (docs/security.md)
         "SLUICE_ADMIN_TOKEN": f"ops:approver={token()},ops2:approver={token()}",
         "SLUICE_JWT_SECRET": base64.urlsafe_b64encode(os.urandom(32)).decode(),
         "SLUICE_ONBOARDING_SECRET": base64.urlsafe_b64encode(os.urandom(32)).decode(),
@@ -155,7 +156,8 @@ def test_production_refuses_test_only_settings_with_status_2(setting: tuple[str,
     ],
 )
 def test_production_refuses_a_weak_admin_token(token: str) -> None:
-    """Contract 13.4: at least 32 random bytes; a short, repeated or word-like token refuses
+    """An operator token has at least 32 random bytes (docs/security.md, "Operator tokens in
+    production"); a short, repeated or word-like token refuses
     start like a missing secret (the control: the well-formed token of _production_env starts)."""
     done = _start_bare("admin", {**_production_env(), "SLUICE_ADMIN_TOKEN": token})
     assert done.returncode == 2 and "SLUICE_ADMIN_TOKEN" in done.stderr, done.stderr[-1500:]
@@ -167,7 +169,7 @@ def test_production_refuses_a_weak_admin_token(token: str) -> None:
 @pytest.mark.unit
 def test_a_production_service_without_secrets_exits_with_status_2() -> None:
     """docs/security.md says status 2: the code and the document agree. (The gateway: it has
-    secrets of its own to miss; a service needs only its own, contract 14.3.)"""
+    secrets of its own to miss; a service needs only its own: docs/security.md.)"""
     assert _start_bare("gateway", {"SLUICE_ENV": "production"}).returncode == 2
     assert "status 2" in (ROOT / "docs" / "security.md").read_text()
 

@@ -1,5 +1,6 @@
-"""Issue 43 finding 5 (contract 15.1): an access token is accepted only if admin recorded its
-jti when it issued it, for that tenant and mode, and it lives at most 3600 s (``exp - iat``).
+"""An access token is accepted only if admin recorded its jti when it issued it (docs/security.md,
+"Valkey is a cache, never a root of trust"), for that tenant and mode, and it lives at most
+3600 s (``exp - iat``).
 
 Before: a JWT signed with the suite's key whose jti admin never recorded was accepted for ten
 years (GET and POST /v1/customers answered 200 and 201) and revoke_access_token answered 404.

@@ -1,4 +1,4 @@
-"""The deterministic simulation's short budget (issue 28; ``make simulate`` runs the long one).
+"""The deterministic simulation's short budget (``make simulate`` runs the long one).
 
 The real ledger and compliance code on a real PostgreSQL, the broker simulated: records
 reordered, duplicated and delivered again, services crashed at random statements. Then the

@@ -60,7 +60,7 @@ def test_check_configured_names_the_setting() -> None:
 def test_make_run_shows_one_line_per_migrated_service_and_logs_the_rest(
     stack: Stack, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 27: migrations' JSON log lines go to the log file, not the console."""
+    """Migrations' JSON log lines go to the log file, not the console."""
     log = tmp_path / "migrate.log"
     migrate(stack.env, log)
     shown = [line for line in capfd.readouterr().out.splitlines() if line.strip()]

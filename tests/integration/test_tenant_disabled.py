@@ -1,4 +1,4 @@
-"""A disabled tenant is disabled everywhere (issue 43 finding 4, contract 15.1), each service
+"""A disabled tenant is disabled everywhere (docs/security.md, "no single point of trust"), each service
 learning it from admin's record (identity.tenants), not from a broadcast it may have missed.
 
 On main only the gateway read the control event: after ``disable_tenant`` a pending delivery

@@ -1,4 +1,4 @@
-"""One request followed through every service by its trace id (contract 12.5, issue 14).
+"""One request followed through every service by its trace id (docs/operations.md, "Traces").
 
 A private suite (its own topic prefix, so its own consumer groups) exports spans over OTLP/HTTP
 to a collector in this test. The request arrives with a W3C ``traceparent``; the gateway's

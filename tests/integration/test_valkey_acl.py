@@ -1,4 +1,5 @@
-"""Issue 43 finding 2, the store half (contract 15.1): Valkey is no root of trust.
+"""Valkey is no root of trust, the store half (docs/security.md, "Valkey is a cache, never a
+root of trust").
 
 Before: the test stack's (and make run's) Valkey took commands from anyone who could reach its
 port, with no password, and every service was handed its URL, so any service could write a

@@ -1,4 +1,4 @@
-"""Issue 45 (c): Valkey is a cache. Emptied (a SIGKILLed Valkey without persistence starts
+"""Valkey is a cache. Emptied (a SIGKILLed Valkey without persistence starts
 again empty: make chaos does that to the suite under load), what the gateways kept there is
 rebuilt from PostgreSQL: an active key works again on both gateways, a revoked key and a
 disabled tenant's key stay refused, and a request retried with its Idempotency-Key gets its

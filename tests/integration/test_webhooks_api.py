@@ -128,7 +128,7 @@ async def test_endpoint_failing_too_long_is_disabled_then_re_enabled(stack: Stac
         webhook_id = created.data["webhook_id"]
         # Failing for six days before the delivery exists: its first failed attempt disables
         # the endpoint, however late this process gets to run (marked after the first attempt,
-        # the delivery could run out of its 1, 1, 1 s retries first: issue 35).
+        # the delivery could run out of its 1, 1, 1 s retries first, which disable nothing).
         await mark_failing_for_days(stack, webhook_id)
         await create_customer(tenant)
         rows, row = await wait_disabled(stack, webhook_id, timeout=30)

@@ -229,7 +229,7 @@ async def test_slow_endpoint_does_not_delay_a_healthy_one(stack: Stack) -> None:
             )
             # Every healthy delivery started before any of the slow endpoint's requests could have
             # finished (SLOW_S each), while it held all 8 in flight (its limit is
-            # SLUICE_WEBHOOKS_ENDPOINT_CONCURRENCY, 32, since issue 12; it was 4): none waited
+            # SLUICE_WEBHOOKS_ENDPOINT_CONCURRENCY, 32 by default): none waited
             # behind them. A bound from the receiver's delay, not from this machine's speed.
             assert len(fast) == 8 and fast[-1] < SLOW_S, fast
             assert max(busy) == 8, busy

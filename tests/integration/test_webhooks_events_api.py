@@ -1,5 +1,6 @@
 """The events API, per-endpoint event types and secrets rotated several times a day
-(contract 12.4, issue 16), through the gateway and the webhooks service on the real stack."""
+(docs/guides/webhooks.md, "The Events API"), through the gateway and the webhooks service on
+the real stack."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Contract 13.3: a tenant has at most 16 webhook endpoints per mode; the 17th is
-400 invalid_request naming endpoint_url and the limit, also when the creations race. Delivery
+"""A tenant has at most 16 webhook endpoints per mode; the 17th is 400 invalid_request naming
+endpoint_url and the limit, also when the creations race (docs/security.md, "Round 3"). Delivery
 capacity is shared fairly: a noisy tenant cannot hold back a quiet tenant's delivery."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_the_seventeenth_endpoint_of_a_tenant_and_mode_is_refused(stack: Stack) 
     assert _create(stack, other.key, 1).status_code == 201
 
 
-# ---- fair delivery capacity (contract 13.3) ----
+# ---- fair delivery capacity (docs/security.md, "Delivery capacity shared fairly") ----
 
 POLICY = Policy(schedule=(1, 1, 1), jitter=0, timeout_s=15, disable_after_s=432000, allow_private=True)
 

@@ -142,7 +142,7 @@ async def test_private_targets_refused_at_registration(stack: Stack, production_
 async def test_non_global_targets_refused_at_registration(
     stack: Stack, production_like_webhooks: str
 ) -> None:
-    """Issue 43 finding 6: site-local fec0::1 passed Python 3.11's is_global and was accepted
+    """Site-local fec0::1 passed Python 3.11's is_global and was accepted
     as a public target; every special-purpose block and all IPv6 outside 2000::/3 is refused."""
     refused = [
         "https://[fec0::1]/h",

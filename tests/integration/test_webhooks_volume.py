@@ -1,9 +1,9 @@
-"""Webhooks at volume (issue 12), against the running stack: a claim whose work does not grow
+"""Webhooks at volume, against the running stack: a claim whose work does not grow
 with the backlog (20,000 pending, index scans, the rows its plan reads), a backlog drained to a
 fast local receiver, a dead endpoint with 10,000 pending beside a healthy one, and endpoint
 health (the disable notice to the tenant, the bulk replay of dead deliveries).
 
-Behaviour, not speed (issue 35): the drain rate, the claim's milliseconds and the peak in
+Behaviour, not speed: the drain rate, the claim's milliseconds and the peak in
 flight are printed; what is asserted holds on a slow or loaded machine as on a fast one."""
 
 from __future__ import annotations
@@ -91,10 +91,10 @@ _REMOVED = re.compile(r"Rows Removed by (?:Filter|Index Recheck|Join Filter): (\
 
 def _backlog_nodes(plan: str) -> str:
     """The plan without its scans of identity.tenants and their detail lines: the disabled-
-    tenant check (contract 15.1) reads the tenants table, whose size is the number of tenants,
-    not the backlog's (the shared test database holds every test's tenants: 197 in the
-    2026-11-26 run, whose seq scan threw 194 away). Flat in the backlog is what this test
-    checks; the tenants' rows are counted apart."""
+    tenant check (docs/security.md, "no single point of trust") reads the tenants table, whose
+    size is the number of tenants, not the backlog's (the shared test database holds every
+    test's tenants: 197 in the 2026-11-26 run, whose seq scan threw 194 away). Flat in the
+    backlog is what this test checks; the tenants' rows are counted apart."""
     kept: list[str] = []
     skip_deeper_than: int | None = None
     for line in plan.splitlines():
@@ -176,7 +176,7 @@ async def test_twenty_thousand_pending_claim_flat_and_drain_fast(stack: Stack) -
             arrived = sorted(receiver.arrived.values())
             elapsed = (arrived[-1] if arrived else time.time()) - released
             rate = len(arrived) / elapsed
-            # Printed, not asserted (issue 35): 852-1,187/s on the 2-core machine of issue 12,
+            # Printed, not asserted (a speed would fail on a slower machine): 852-1,187/s on a 2-core machine,
             # 462/s on a slower one (services/webhooks/README.md). make bench has no webhooks part.
             print(f"drained {len(arrived)} in {elapsed:.1f} s: {rate:.0f} deliveries/s")
             print(f"connections used: {len(receiver.connections)}")
@@ -324,7 +324,7 @@ async def test_a_dead_endpoint_with_ten_thousand_pending_does_not_delay_a_health
             f" beside a dead one with 10,000 pending: p50 {statistics.median(beside):.3f} s,"
             f" p99 {_p99(beside):.3f} s; connections the dead one got: {blackhole.accepted}"
         )
-        # Issue 12 measured 0.03 s alone, 0.05 s beside the dead one (printed above). Asserted:
+        # Measured once at 0.03 s alone, 0.05 s beside the dead one (printed above). Asserted:
         # well within one attempt's timeout, the least a healthy delivery would wait if the dead
         # endpoint's held attempts kept the workers from it (the setting, halved as a margin).
         timeout_s = Policy.from_settings(stack.settings()).timeout_s
@@ -349,7 +349,7 @@ async def test_disabled_endpoint_is_told_to_the_tenant_and_dead_deliveries_repla
             # Three deliveries stored while the endpoint is not due, the endpoint marked failing
             # for six days, then released: its first failed attempt disables it and dead-letters
             # all three, whatever the timing (marked after the attempts, deliveries could run
-            # out of their 1, 1, 1 s retries first, and those disable nothing: issue 35).
+            # out of their 1, 1, 1 s retries first, and those disable nothing).
             conn = await connect_db(stack)
             try:
                 await insert_backlog(conn, tenant.tenant_id, bad, 3)

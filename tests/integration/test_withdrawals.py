@@ -1,6 +1,7 @@
-"""External on-chain withdrawals with address screening (contract 12.4, issue 16): the gateway
-checks the address, compliance screens it, the ledger holds, settles out of the suite or
-releases; operators manage the screening list and settle in production."""
+"""External on-chain withdrawals with address screening (docs/guides/money.md, "Withdrawing to
+an external address"): the gateway checks the address, compliance screens it, the ledger holds,
+settles out of the suite or releases; operators manage the screening list and settle in
+production."""
 
 from __future__ import annotations
 

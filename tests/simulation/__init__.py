@@ -1,1 +1,1 @@
-"""Deterministic simulation of the money logic (issue 28): see ``world`` and ``sim``."""
+"""Deterministic simulation of the money logic (docs/testing/simulation.md): see ``world`` and ``sim``."""

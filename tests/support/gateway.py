@@ -43,7 +43,7 @@ def jwt_for(
 ) -> str:
     """A token minted here with the suite's secret and, with ``record``, its jti recorded in
     identity.access_tokens as admin's issue_access_token records it (the gateway refuses a
-    token admin never recorded, contract 15.1); ``tenant_id`` must then be a tenant's id."""
+    token admin never recorded: docs/security.md); ``tenant_id`` must then be a tenant's id."""
     s = suite_settings(stack)
     jti = new_jti()
     token, exp = issue_access_token(

@@ -1,4 +1,4 @@
-"""The expected secrets and database grants of each service (contract 14.3), written out here
+"""The expected secrets and database grants of each service (docs/security.md), written out here
 and not imported from the code: a secret or a grant added there fails
 tests/unit/test_least_privilege.py and tests/integration/test_least_privilege.py until this
 table is changed too, in the same review."""

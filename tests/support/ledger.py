@@ -76,7 +76,7 @@ class LedgerKit:
         return Ctx(**{**base, **over})
 
     def signed(self, cmd: C) -> C:
-        """``cmd`` signed as its decider signs it (contract 15.1: compliance or admin)."""
+        """``cmd`` signed as its decider signs it (compliance or admin: docs/security.md)."""
         return self.stack.settings().signing_key(DECIDED_BY[type(cmd)]).sign(cmd)
 
     async def send(self, cmd: Command, wait_s: float = 20, *, sign: bool = True) -> Result:

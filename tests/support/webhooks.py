@@ -215,7 +215,7 @@ async def mark_failing_for_days(stack: Stack, webhook_id: str, days: int = 6) ->
 
     Mark it before its deliveries are attempted: marked after the first attempt, a delivery
     can run out of attempts first (the stack retries after 1, 1, 1 s) when the test process
-    is slow to mark, and a delivery dead of exhaustion disables nothing (issue 35)."""
+    is slow to mark, and a delivery dead of exhaustion disables nothing."""
     conn = await connect_db(stack)
     try:
         await conn.execute(

@@ -1,4 +1,5 @@
-"""Withdrawal addresses (contract 12.4): EIP-55, base58 (SOL) and base58check (TRON)."""
+"""Withdrawal addresses (docs/guides/money.md, "Withdrawing to an external address"): EIP-55,
+base58 (SOL) and base58check (TRON)."""
 
 from __future__ import annotations
 

@@ -227,7 +227,7 @@ def test_the_reads_lane_counts_apart() -> None:
     assert commands.admit("t-a") is None  # the reads' bound does not touch commands
 
 
-# ---- issue 44 Part C: the gaps mutation testing found (docs/testing/mutation.md) ----
+# ---- the gaps mutation testing found (docs/testing/mutation.md) ----
 
 
 def steady(a: Admission, rtt_s: float, seconds: float = 12.0) -> int:

@@ -1,9 +1,9 @@
-"""The door's lane against a simulated service (issue 37's "Done when", in miniature and in
+"""The door's lane against a simulated service (the door's overload targets, in miniature and in
 simulated time, so it asserts behaviour and never speed): a service of capacity ``mu`` whose
 latency grows with the work in flight (50 ms plus the queue ahead, ``in_flight / mu``), fed an
 open-loop overload from six tenants (one sends half, five a tenth each). The limit must find
 the capacity by itself: it grows under load, settles lower when the service is halved (the
-CPU hog of the issue) and higher again when it is restored; admitted latency stays within the
+CPU hog of the bench's hog run) and higher again when it is restored; admitted latency stays within the
 target; the noisy tenant is refused far more often than any light one."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""deploy/prometheus/alerts.yml (issue 45): every expression parses as PromQL, names only
+"""deploy/prometheus/alerts.yml: every expression parses as PromQL, names only
 metrics some process really exports, and every alert carries a severity, a summary, a
 description and a runbook_url whose anchor is a heading of docs/operations/runbooks.md.
 
@@ -172,7 +172,7 @@ def test_every_alert_has_severity_summary_and_a_runbook() -> None:
         assert anchor in targets, f"{rule['alert']}: no heading #{anchor} in {RUNBOOKS.name}"
 
 
-def test_the_alerts_of_issue_45_exist() -> None:
+def test_every_watched_metric_has_its_alert() -> None:
     """Consumer lag, unanswered requests, shed rate, dead letters, unanchored journal entries,
     replication lag, a service not ready."""
     exprs = {rule["alert"]: rule["expr"] for rule in rules()}

@@ -1,4 +1,4 @@
-"""ledger.anchors under mutation (issue 44 Part C): which chains a turn anchors and which it
+"""ledger.anchors under mutation: which chains a turn anchors and which it
 refuses, what it reads to decide (every page asked), when the oldest unanchored entry was
 written, what is logged once, and a lost partition's finding. The journal is the fake of
 test_journal_verification (its reads recorded); Kafka's side is in the integration tests
@@ -101,7 +101,7 @@ async def test_entries_written_after_the_head_was_read_are_the_next_turns(journa
 
 
 async def test_entries_hashed_as_version_1_still_extend_an_anchor(journal: FakeJournal) -> None:
-    journal.rows["ten_a"] = entries("ten_a", 5, v1=4)  # written before issue 38
+    journal.rows["ten_a"] = entries("ten_a", 5, v1=4)  # version 1: written before transfer terms were hashed
     journal.heads["ten_a"].head_hash = journal.rows["ten_a"][-1][0].hash
     assert (await extends(journal, at(journal, "ten_a", 1)))[0] is True
 

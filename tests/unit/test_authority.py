@@ -1,5 +1,5 @@
-"""common.authority (issue 43, contract 15.1): what a signature covers, whose key may sign what,
-expiry, rotation, and settings that never echo key material."""
+"""common.authority (docs/security.md, "no single point of trust"): what a signature covers,
+whose key may sign what, expiry, rotation, and settings that never echo key material."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""How the benches count an answer (issue 44 items 3 and 4, tools.bench.answers): only a 503 whose
+"""How the benches count an answer (yardsticks 3 and 4, tools.bench.answers): only a 503 whose
 body names ``overloaded`` is shed; any other 5xx is admitted work that failed, counted by its
 reason; the half-load percentiles are over 2xx answers only (millisecond-fast refusals must not
 flatter them) with the refusals counted apart; the load generator reads each 5xx's reason."""

@@ -1,4 +1,4 @@
-"""The capacity search's wiring (issue 44 item 1, tools.bench.capacity): the steps run until
+"""The capacity search's wiring (yardstick 1, tools.bench.capacity): the steps run until
 the decision says stop, the quiet-stack wait runs between them, a search that gives up yields
 no capacity; a capacity step is one open-loop phase of the overload driver; the monolith gets
 the six tenants' shape over its own wallets; the open-loop generator reports what a step needs

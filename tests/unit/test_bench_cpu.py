@@ -1,4 +1,4 @@
-"""make bench's CPU per transfer divides by the transfers done (issue 35): the closed-loop
+"""make bench's CPU per transfer divides by the transfers done: the closed-loop
 run's 2xx answers, not every request. A run that answers half its requests 503 (shed at the
 door) or 402 spent its CPU on the half it did; dividing by every request would halve the
 figure and flatter a stack that refuses."""
@@ -36,8 +36,9 @@ def test_no_transfer_done_prints_no_chain_share() -> None:
 
 
 def test_the_monoliths_cpu_counts_its_postgresql() -> None:
-    """Issue 44 item 5: the suite's CPU per transfer counts PostgreSQL (the postmaster and every
-    process under it); the monolith's counted only its own process. Both count it now."""
+    """Yardstick 5 (docs/performance/index.md): the suite's CPU per transfer counts PostgreSQL
+    (the postmaster and every process under it); the monolith's counted only its own process.
+    Both count it now."""
     stack = {"gateway": 10, "ledger": 11, "kafka": 12, "valkey": 13, "postgres": 14}
     assert monolith_processes(stack, 99) == {"monolith": 99, "postgres": 14}
     assert monolith_processes({"gateway": 10}, 99) == {"monolith": 99}  # PostgreSQL given by URL

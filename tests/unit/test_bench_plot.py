@@ -1,4 +1,4 @@
-"""make bench keeps its figures and draws them (issue 14): JSON and a PNG per run."""
+"""make bench keeps its figures and draws them: JSON and a PNG per run."""
 
 from __future__ import annotations
 

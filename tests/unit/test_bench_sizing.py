@@ -1,4 +1,4 @@
-"""The sizing guide's arithmetic (issue 45, tools.bench.projection) and the sizing part's accounting
+"""The sizing guide's arithmetic (tools.bench.projection) and the sizing part's accounting
 (tools.bench.sizing): measured costs per operation, the idle background subtracted, and
 what 1,000 to 100,000 transfers/s take, with the rate where one PostgreSQL primary stops."""
 

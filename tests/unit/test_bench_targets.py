@@ -1,4 +1,4 @@
-"""make bench's verdict (issue 44 item 9, tools.bench.targets): every missed target of part B is
+"""make bench's verdict (yardstick 9, tools.bench.targets): every missed target is
 a ``MISSED:`` line and exits 1; a part asked for but not measured is an ``ERROR:`` line and
 exits 1. On today's harness a run that missed the ratio, CPU, sequential and idle targets
 exited 0, and ``BENCH_PARTS=overload`` without a capacity measured nothing and exited 0."""

@@ -1,5 +1,6 @@
-"""common.cache_mac: the MAC on what the gateway trusts from Valkey (contract 15.1, issue 43
-finding 2), and SLUICE_GATEWAY_CACHE_KEY refused in production when weak or missing."""
+"""common.cache_mac: the MAC on what the gateway trusts from Valkey (docs/security.md, "Valkey
+is a cache, never a root of trust"), and SLUICE_GATEWAY_CACHE_KEY refused in production when
+weak or missing."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One capacity (issue 44 item 1, tools.bench.capacity_search): the highest open-loop rate sustained with
+"""One capacity (yardstick 1, tools.bench.capacity_search): the highest open-loop rate sustained with
 p99 <= 500 ms and at most 1 % not 2xx, by a ramp and a bisection of steps of at least 10 s,
 a step invalid when the driver lags its schedule by more than 5 ms at p99. On today's harness
 the capacity was a closed loop's throughput (64 connections that never back off), with no

@@ -1,4 +1,4 @@
-"""Each check of the chaos audit fails on a deliberately wrong fixture (issue 24), and a clean
+"""Each check of the chaos audit fails on a deliberately wrong fixture, and a clean
 fixture passes: the audit line's zeros are measured, not true by construction."""
 
 from __future__ import annotations
@@ -76,8 +76,8 @@ def test_a_clean_run_is_clean_and_counts_the_allowed_refusal_apart() -> None:
 
 
 # what each wrong fixture must trip, and nothing else: a fixture that also tripped another
-# check would stay unclean with its own check deleted (issue 35: the duplicated-rows and
-# refused-but-done fixtures lacked webhook events, so missing_webhooks alone made them unclean)
+# check would stay unclean with its own check deleted (as the duplicated-rows and
+# refused-but-done fixtures did without webhook events: missing_webhooks alone made them unclean)
 FINDINGS = (
     "refused_unexpected",
     "undecided",
@@ -170,7 +170,7 @@ def test_a_restarted_service_that_never_became_ready_is_not_clean() -> None:
     [
         (True, None, 3.0, True),  # answered /readyz
         (False, None, 3.0, None),  # still starting: ask again later
-        (False, 3, 3.0, False),  # exited (the gateway's exit 3 at start, issue 35)
+        (False, 3, 3.0, False),  # exited (the gateway's exit 3 at start)
         (False, None, 121.0, False),  # running but never ready within the bound
         (False, None, 120.0, None),  # at the bound, not past it
     ],

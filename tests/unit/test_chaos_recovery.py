@@ -1,4 +1,4 @@
-"""The failover's recovery objectives (contract 15.2) decide the chaos run: an acknowledged
+"""The failover's recovery objectives (docs/operations/failover.md) decide the chaos run: an acknowledged
 transfer missing from the promoted primary fails it (RPO), so does a suite that answers 201
 again only 16 s after the promotion started (RTO, limit 15 s); a clean failover passes."""
 

@@ -1,4 +1,4 @@
-"""Client addresses in every form, one keying function, and NAT64 refused (issue 38).
+"""Client addresses in every form, one keying function, and NAT64 refused.
 
 Before: ``[v6]:port`` in X-Forwarded-For, RFC 7239's ``unknown`` and obfuscated identifiers
 all fell back to the proxy's address (behind an ingress every such client was the ingress:

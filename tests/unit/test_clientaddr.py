@@ -1,4 +1,4 @@
-"""The client address behind proxies (contract 12.3): forwarding headers believed only from
+"""The client address behind proxies (docs/security.md): forwarding headers believed only from
 SLUICE_TRUSTED_PROXIES and only the one header they set, read from the right. Through a
 real gateway: tests/integration/test_security_proxies.py."""
 

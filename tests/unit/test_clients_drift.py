@@ -1,5 +1,5 @@
 """The committed SDK halves are what the generators make of the gateway's current OpenAPI
-document (issue 39): a change to an endpoint or a struct without `make clients` fails here."""
+document: a change to an endpoint or a struct without `make clients` fails here."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``sluice_consumer_lag`` (common.broker.record_lag): the lag a batch leaves behind, and no
 stale series for a partition a rebalance took away (the consumer-lag alert of
-deploy/prometheus/alerts.yml would otherwise fire on a number nobody updates, issue 45)."""
+deploy/prometheus/alerts.yml would otherwise fire on a number nobody updates)."""
 
 from __future__ import annotations
 

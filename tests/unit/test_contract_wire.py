@@ -2,8 +2,8 @@
 encodes them: tag, field names, field order and defaults. The structs may share base classes;
 what a consumer decodes must not change. The expected bytes were taken from the commands
 before any of them shared a base. Round 5 added one field to every command, ``authority``
-(contract 15.1: null unless a decider signed it), right after ``ctx``; a message without it
-still decodes (test_v1_bytes_without_authority_still_decode)."""
+(null unless a decider signed it: docs/security.md, "no single point of trust"), right after
+``ctx``; a message without it still decodes (test_v1_bytes_without_authority_still_decode)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The gateways' control-event reader (gateway.control), its gaps closed (issue 38):
+"""The gateways' control-event reader (gateway.control), its gaps closed:
 
 - the end offsets are read before the timestamp lookup (read after, an event published in
   between was skipped);

@@ -1,5 +1,5 @@
-"""The Grafana dashboard and docs/operations.md name the same metrics: the ones contract
-section 12.5 asks for, so what the services emit and what the dashboard reads agree."""
+"""The Grafana dashboard and docs/operations.md name the same metrics, REQUIRED among
+them (docs/operations.md, "Metrics"), so what the services emit and what the dashboard reads agree."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The fencing check of a multi-host SLUICE_DATABASE_URL (contract 15.2, issue 45): which hosts a
+"""The fencing check of a multi-host SLUICE_DATABASE_URL (docs/operations/fencing.md): which hosts a
 URL names, which of them accept writes, and what the check reports when more than one does.
 tests/integration/test_db_fencing.py runs it against two real PostgreSQL servers."""
 

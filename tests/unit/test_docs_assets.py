@@ -1,4 +1,4 @@
-"""The docs page's renderer is the pinned build (issue 39): the vendored bundle's sha256 is
+"""The docs page's renderer is the pinned build: the vendored bundle's sha256 is
 the manifest's, and the page and its policy name no other origin."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The documentation site's settings reference (docs/operations/settings.md, issue 46) is
+"""The documentation site's settings reference (docs/operations/settings.md) is
 generated from common.settings when the site is built: every setting, its default, and the
 comment the code carries above it; a secret's default is never shown."""
 

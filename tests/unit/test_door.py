@@ -1,4 +1,4 @@
-"""The door as an ASGI handler (contract 14.2, issue 37), around a fake app: a refusal is the
+"""The door as an ASGI handler (docs/performance/overload.md), around a fake app: a refusal is the
 prebuilt 503 before the app runs (no routing, no body read), exempt paths pass, reads have a
 lane of their own, credentials map to tenants once authenticated, a place is given back
 however the request ends, and only a success or a 5xx teaches the limit. On the gateway's

@@ -1,4 +1,4 @@
-"""The door's edges that mutation testing found unpinned (issue 44 Part C): how a credential is
+"""The door's edges that mutation testing found unpinned: how a credential is
 read and remembered, the prebuilt 503 byte for byte, which requests have no lane, and exactly
 what a finished request gives back to its lane. The lane here is a recording fake; the real
 lanes: tests/unit/test_door.py and test_admission.py."""

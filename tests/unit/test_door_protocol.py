@@ -1,4 +1,4 @@
-"""The door in uvicorn's protocol (issue 37 item 1): on a real uvicorn server and real sockets,
+"""The door in uvicorn's protocol (docs/performance/overload.md): on a real uvicorn server and real sockets,
 a request beyond the limit is answered the prebuilt 503 from the parser callback, no ASGI task
 is made for it (the app and the ASGI door never see it), its body is ignored, the connection
 stays open for the next request, and an admitted request's place is given back by the ASGI

@@ -1,6 +1,6 @@
-"""The gateway's cross-field rules (contract section 5), every refusal by its field AND its
+"""The gateway's cross-field rules (docs/reference/index.md), every refusal by its field AND its
 words: a partner reads the message, so it is part of the contract, and ``make mutate``
-(issue 24) showed that tests naming only the field let a wrong message or a wrong branch pass.
+showed that tests naming only the field let a wrong message or a wrong branch pass.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Events and journal entries are stamped in UTC whatever the process's time zone (issue 35).
+"""Events and journal entries are stamped in UTC whatever the process's time zone.
 ``now_iso`` must read an aware UTC clock: a naive ``datetime.now()`` is local time, and ``iso``
 takes a naive time as UTC, so every event would be off by the zone's offset on a machine whose
 ``TZ`` is not UTC (mutmut's ``datetime.now(None)`` survived because every test ran in UTC)."""

@@ -1,4 +1,4 @@
-"""Every 503 the gateway sends names its ``details.reason`` (contract 15.3, issue 44 item 3), so a
+"""Every 503 the gateway sends names its ``details.reason`` (docs/guides/errors.md, "Reasons"), so a
 bench can tell a refusal for overload (``overloaded``: nothing was taken) from a failure of
 admitted work (``upstream_timeout``, ``store_unavailable``, ``in_flight``). Each path is driven
 here: the door's refusal, a store that fails during the pipeline, a command with no answer in
@@ -153,7 +153,7 @@ def unavailable_count(why: str) -> float:
 async def test_each_503_for_admitted_work_is_counted_by_its_reason(
     fail: BaseException | None, why: Unavailable
 ) -> None:
-    """sluice_gateway_unavailable_total (issue 45): the unanswered-requests alert reads it."""
+    """sluice_gateway_unavailable_total: the unanswered-requests alert reads it."""
     ep, req = create_customer()
     before = unavailable_count(why)
     answer = await pipeline(FakeAuth(fail)).handle(ep, req)

@@ -1,6 +1,6 @@
-"""Issue 43, the anchored journal round 2, as pure logic (the same on the real stack:
-tests/integration/test_journal_anchor_chain.py). Each claim read from round 1's code has a test
-here that failed on it:
+"""The anchored journal round 2 (docs/security.md, "Journal anchors"), as pure logic (the same
+on the real stack: tests/integration/test_journal_anchor_chain.py). Each claim read from round
+1's code has a test here that failed on it:
 
 - the anchor key had no id and could not rotate: ``test_the_anchor_key_has_an_id_and_rotates``;
 - HMAC: the verifier held the signing key: ``test_verification_needs_only_the_public_keys``;

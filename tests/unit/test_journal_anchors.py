@@ -1,9 +1,9 @@
-"""Issues 38 and 43, the anchored journal: canonical version 2 (currency and the transfer's terms
-in the hash), anchors signed with Ed25519 under a key id and chained (``prev``), the publisher
-that anchors only chains that moved and still extend the newest anchor on the topic (whoever
-signed it), and verify_journal against every anchor (``anchor_mismatch``, ``truncated_tail``,
-``missing_head``, ``anchors_missing``, ``anchor_chain_broken``, an untrusted record). The same
-tampering by SQL on the stack: tests/integration/test_journal_anchors.py and
+"""The anchored journal (docs/security.md, "Journal anchors"): canonical version 2 (currency and
+the transfer's terms in the hash), anchors signed with Ed25519 under a key id and chained
+(``prev``), the publisher that anchors only chains that moved and still extend the newest anchor
+on the topic (whoever signed it), and verify_journal against every anchor (``anchor_mismatch``,
+``truncated_tail``, ``missing_head``, ``anchors_missing``, ``anchor_chain_broken``, an untrusted
+record). The same tampering by SQL on the stack: tests/integration/test_journal_anchors.py and
 test_journal_anchor_chain.py."""
 
 from __future__ import annotations
@@ -500,7 +500,7 @@ async def test_a_head_anchored_at_genesis_is_extended_by_any_chain(journal: Fake
     assert (found["ok"], found["reason"], found["first_bad_entry_id"]) == (False, "anchor_mismatch", None)
 
 
-# ---- the answers whole (a partner's operator reads every field; make mutate, issue 35) ----
+# ---- the answers whole (a partner's operator reads every field; make mutate) ----
 
 AT = "2026-01-02T03:04:05Z"
 

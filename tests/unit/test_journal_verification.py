@@ -1,4 +1,4 @@
-"""verify_journal (contract 13.5) against a fake journal: an intact chain, a changed posting, a
+"""verify_journal (docs/security.md) against a fake journal: an intact chain, a changed posting, a
 rewritten hash, a deleted entry, a truncated tail, several chains and several pages. The real
 tampering by SQL, and the standalone script agreeing: tests/integration/test_journal_chain.py."""
 
@@ -29,7 +29,7 @@ NO_TRANSFER = {f"t_{name}": None for name in chain.TRANSFER_FIELDS}
 
 def entries(tenant: str, n: int, v1: int = 0) -> list[tuple[SimpleNamespace, Legs]]:
     """A chain of ``n`` entries, hashed as the journal writes them (the first ``v1`` in
-    version 1, as written before issue 38), as the repository reads them back."""
+    version 1, which hashed no transfer terms), as the repository reads them back."""
     out, previous = [], chain.GENESIS
     for seq in range(1, n + 1):
         legs = [(f"w{seq}.available", "USDC", D(seq)), (f"ext.{tenant}.deposits", "USDC", D(-seq))]
@@ -186,7 +186,7 @@ async def test_a_deleted_entry_names_the_next_one_and_the_gap(journal: FakeJourn
 
 async def test_a_truncated_tail_is_found_by_the_head(journal: FakeJournal) -> None:
     """The last entries deleted: every entry left links, only the head knows the chain was
-    longer (issue 35: this branch had no test)."""
+    longer."""
     del journal.rows["ten_a"][3:]
     assert await verify("ten_a") == bad(
         None, journal.heads["ten_a"], "the chain's head names entry 5, the journal ends at 3", 3

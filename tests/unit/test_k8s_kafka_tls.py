@@ -1,9 +1,10 @@
-"""Issue 43, "secure by default": deploy/k8s sent SASL/PLAIN passwords in clear. Now no listener
-and no client uses PLAINTEXT or SASL_PLAINTEXT; every client (the five services, the ACL Job,
-KEDA) logs in with SCRAM-SHA-512 over SASL_SSL and checks the brokers against a CA file that a
-volume mounts; the brokers' keystore comes from the TLS Secret; the SCRAM Job gives a credential
-to every principal of common.acls, reading each password from a mounted file; every name dialed
-over TLS is one the certificate must carry (and the operations guide lists)."""
+"""Secure by default (docs/security.md, "Kafka over TLS"): deploy/k8s sent SASL/PLAIN passwords
+in clear. Now no listener and no client uses PLAINTEXT or SASL_PLAINTEXT; every client (the five
+services, the ACL Job, KEDA) logs in with SCRAM-SHA-512 over SASL_SSL and checks the brokers
+against a CA file that a volume mounts; the brokers' keystore comes from the TLS Secret; the
+SCRAM Job gives a credential to every principal of common.acls, reading each password from a
+mounted file; every name dialed over TLS is one the certificate must carry (and the operations
+guide lists)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""deploy/k8s (contract 13.6): every manifest of the production and cloudnative-pg overlays
-validates against a pinned Kubernetes version (kubernetes-validate, strict), the KEDA
-ScaledObjects, CloudNativePG's Cluster and ScheduledBackup and the Barman Cloud plugin's
+"""deploy/k8s (docs/operations.md, "Run on Kubernetes"): every manifest of the production and
+cloudnative-pg overlays validates against a pinned Kubernetes version (kubernetes-validate,
+strict), the KEDA ScaledObjects, CloudNativePG's Cluster and ScheduledBackup and the Barman Cloud plugin's
 ObjectStore against the schemas kept in deploy/k8s/schemas (so does the commented restore
 example); every Deployment has probes, limits and a non-root read-only security context; the
 base on disk is what the generator writes."""
@@ -28,12 +28,12 @@ KUBERNETES_VERSION = "1.33.0"
 # KEDA's kinds, checked against the schemas kept in deploy/k8s/schemas
 KEDA_SCHEMAS = {
     "ScaledObject": "keda-scaledobject.json",
-    "TriggerAuthentication": "keda-triggerauthentication.json",  # KEDA's Kafka principal (issue 38)
+    "TriggerAuthentication": "keda-triggerauthentication.json",  # KEDA's Kafka principal
 }
 
 
 # The operators' kinds, checked against their own CRD schemas kept in deploy/k8s/schemas, made
-# strict here: CloudNativePG's (v1.30.0) Cluster (issue 45) and ScheduledBackup, the Barman Cloud
+# strict here: CloudNativePG's (v1.30.0) Cluster and ScheduledBackup, the Barman Cloud
 # plugin's (v0.14.0) ObjectStore. A kind of theirs without a schema here is refused.
 CRD_SCHEMAS = {
     ("postgresql.cnpg.io/v1", "Cluster"): "cnpg-cluster.json",
@@ -114,13 +114,13 @@ def test_every_manifest_of_the_production_overlay_is_valid(production: list[dict
         "Deployment",
         "HorizontalPodAutoscaler",
         "Job",
-        "Namespace",  # sluice, Pod Security admission's restricted profile (issue 38)
+        "Namespace",  # sluice, Pod Security admission's restricted profile
         "NetworkPolicy",
         "PodDisruptionBudget",
         "ScaledObject",
         "Service",
-        "StatefulSet",  # the three-node Apache Kafka cluster (issue 34)
-        "TriggerAuthentication",  # KEDA's SASL login to Kafka (issue 38)
+        "StatefulSet",  # the three-node Apache Kafka cluster
+        "TriggerAuthentication",  # KEDA's SASL login to Kafka
     ]
     gateway = next(
         d for d in production if d["kind"] == "Deployment" and d["metadata"]["name"] == "sluice-gateway"
@@ -131,10 +131,10 @@ def test_every_manifest_of_the_production_overlay_is_valid(production: list[dict
 
 
 def scanner_findings(docs: list[dict[str, Any]]) -> list[str]:
-    """What checkov's Kubernetes checks found in the base on 2026-11-26 (issue 38 item 6),
-    checked without checkov (``make lint`` runs checkov itself): a resource in the default
-    namespace, a pod without a pod-level security context, a secret passed as an environment
-    variable, an image by ``latest`` or by no tag."""
+    """What checkov's Kubernetes checks found in the base on 2026-11-26 (docs/security.md,
+    "Kubernetes manifests and checkov"), checked without checkov (``make lint`` runs checkov
+    itself): a resource in the default namespace, a pod without a pod-level security context, a
+    secret passed as an environment variable, an image by ``latest`` or by no tag."""
     out = []
     for doc in docs:
         name = f"{doc['kind']}/{doc['metadata']['name']}"
@@ -244,7 +244,7 @@ def _policy(docs: list[dict[str, Any]], name: str) -> dict[str, Any]:
 def test_admin_is_reached_from_the_operators_namespace_and_prometheus_only(
     production: list[dict[str, Any]],
 ) -> None:
-    """Issue 43: the NetworkPolicy admitted anyone to admin, and kept Prometheus (in its own
+    """The NetworkPolicy admitted anyone to admin, and kept Prometheus (in its own
     namespace) off the gateway's metrics port and the consumers."""
     spaces = lambda rule: {  # noqa: E731 - a small reading aid
         p.get("namespaceSelector", {}).get("matchLabels", {}).get("kubernetes.io/metadata.name")
@@ -274,7 +274,7 @@ def _one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict
 
 
 def test_every_manifest_of_the_cloudnative_pg_overlay_is_valid(cloudnative_pg: list[dict[str, Any]]) -> None:
-    """Issue 45: a three-instance Cluster with one synchronous standby, the services' roles
+    """A three-instance Cluster with one synchronous standby, the services' roles
     managed by the operator, and the services pointed at its read-write Service."""
     from common.privileges import MIGRATIONS, SCHEMA_OF, role_name
 

@@ -1,4 +1,4 @@
-"""Contract 14.3, issue 38 item 7: the Kafka ACL plan (common.acls) gives WRITE on the control
+"""The Kafka ACL plan (common.acls; docs/security.md, "Kafka ACLs") gives WRITE on the control
 topic to admin alone, and each service WRITE on the topics it produces to and nothing else;
 the embedded broker's SASL node enforces ACLs (tests/integration/test_kafka_acls.py runs it)."""
 
@@ -29,8 +29,8 @@ def test_only_admin_may_write_the_control_topic(prefix: str) -> None:
 
 @pytest.mark.parametrize("prefix", ["sluice", "staging"])
 def test_only_the_deciders_may_write_the_ledgers_commands(prefix: str) -> None:
-    """Topics follow authority (issue 43, contract 15.1): the ledger's commands topic is
-    written by compliance and admin alone (on main the gateway could, and so approve its own
+    """Topics follow authority (docs/security.md, "no single point of trust"): the ledger's
+    commands topic is written by compliance and admin alone (on main the gateway could, and so approve its own
     transfers); the gateway's reads travel on ledger.reads."""
     access, t = acls.plan(prefix), Topics(prefix)
     assert acls.writers(access, t.ledger_commands) == {"User:compliance", "User:admin"}

@@ -1,5 +1,6 @@
-"""Contract 13.6: one settings object builds every Kafka client (common.kafka); the arguments
-each kind of client receives, and the start refused on an unknown or missing value."""
+"""One settings object builds every Kafka client (common.kafka; docs/operations.md, "Kafka
+client security"); the arguments each kind of client receives, and the start refused on an
+unknown or missing value."""
 
 from __future__ import annotations
 
@@ -99,7 +100,7 @@ def test_a_service_refuses_to_start_naming_the_setting() -> None:
 
 
 def test_the_producer_is_idempotent_with_acks_all_unless_switched_off() -> None:
-    """Apache Kafka (the default since issue 34): every service's producer gets
+    """Apache Kafka (the default broker): every service's producer gets
     enable_idempotence and acks=all; SLUICE_KAFKA_IDEMPOTENT_PRODUCER=false (a broker without
     it, Tansu) gives leader acks."""
     from common.broker import create_broker

@@ -1,4 +1,4 @@
-"""One Apache Kafka release everywhere (issue 34): the embedded broker of make run, the tests,
+"""One Apache Kafka release everywhere: the embedded broker of make run, the tests,
 the bench and the fault runs; the testcontainers path; compose.yaml; deploy/k8s. A test that
 finds two versions fails, naming each place and what it says."""
 

@@ -1,4 +1,4 @@
-"""common.keyring under mutation (issue 44 Part C): what a key ring setting must be, what a
+"""common.keyring under mutation: what a key ring setting must be, what a
 ciphertext must carry to open, and what each refusal says (never a key)."""
 
 from __future__ import annotations

@@ -195,7 +195,7 @@ def test_the_check_sees_imports_at_any_depth(tmp_path: Path) -> None:
     assert _imported_tops(f) == {"os", "ledger", "admin"}
 
 
-# ---- tables (issue 26): no service names another's schema; identity is written by admin only ----
+# ---- tables: no service names another's schema; identity is written by admin only ----
 
 SCHEMA_OF = {
     "admin": "identity",
@@ -259,7 +259,7 @@ def test_no_service_names_another_services_tables(service: str) -> None:
 
 
 # admin owns identity; the gateway authenticates from it; compliance and webhooks read whether
-# a tenant is disabled (contract 15.1: learned durably, from the source, by every service)
+# a tenant is disabled (learned durably, from the source, by every service: docs/security.md)
 IDENTITY_READERS = {"admin", "gateway", "compliance", "webhooks"}
 
 
@@ -316,7 +316,7 @@ def test_the_table_check_finds_a_private_view_a_raw_query_and_a_write(tmp_path: 
     assert not any(":1 " in o for o in found), found
 
 
-# ---- one publish scheme (issue 26): every consumer emits through its outbox ----
+# ---- one publish scheme: every consumer emits through its outbox ----
 
 EMITTING = ("ledger", "compliance", "webhooks")
 # A command that finally failed is answered straight away (no transaction committed anything),

@@ -1,9 +1,9 @@
-"""Least privilege without a stack (issue 38 item 3, contract 14.3): each service's settings
-require and keep only its own secrets; compose and deploy/k8s give each service only its own
-secrets and its own database role; the database plan grants what the table says. Any widening
-(a secret or a grant added in the code or a manifest) fails here until the table in
-tests/support/least_privilege.py is changed too; tests/integration/test_least_privilege.py reads
-the grants back from PostgreSQL's catalog."""
+"""Least privilege without a stack (docs/security.md, "Database roles and per-service
+secrets"): each service's settings require and keep only its own secrets; compose and deploy/k8s
+give each service only its own secrets and its own database role; the database plan grants what
+the table says. Any widening (a secret or a grant added in the code or a manifest) fails here
+until the table in tests/support/least_privilege.py is changed too;
+tests/integration/test_least_privilege.py reads the grants back from PostgreSQL's catalog."""
 
 from __future__ import annotations
 
@@ -225,7 +225,7 @@ def test_compose_gives_each_service_its_secrets_and_role_only() -> None:
 
 
 def test_compose_runs_kafka_with_sasl_and_acls_and_no_shared_superuser() -> None:
-    """Issue 43: compose ran Kafka without ACLs and gave PostgreSQL a built-in superuser
+    """Compose ran Kafka without ACLs and gave PostgreSQL a built-in superuser
     password. Now the broker takes SASL/PLAIN only and refuses what no ACL allows; each service
     connects as its own principal; the superuser's password is a required variable that only
     postgres and the roles job see."""

@@ -1,5 +1,5 @@
 """ledger.parties: the wallets a transfer names and its route, from the batch's wallets in memory
-(issue 44 Part C, under mutation). Every refusal is compared whole: code, field and message
+(under mutation). Every refusal is compared whole: code, field and message
 are what a partner reads. Against the stack: tests/integration/test_withdrawals.py, test_ledger_money.py."""
 
 from __future__ import annotations

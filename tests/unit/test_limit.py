@@ -1,7 +1,7 @@
-"""The door's adaptive limit and queue-delay override (issue 37), fed numbers instead of load:
-the limit grows while latency holds, shrinks when latency rises (queueing) or passes the
-target, stays put when the work never reached it, and stays within its floor and ceiling;
-the loop-lag override trips only after the lag held for the whole interval."""
+"""The door's adaptive limit and queue-delay override (docs/performance/overload.md), fed
+numbers instead of load: the limit grows while latency holds, shrinks when latency rises
+(queueing) or passes the target, stays put when the work never reached it, and stays within its
+floor and ceiling; the loop-lag override trips only after the lag held for the whole interval."""
 
 from __future__ import annotations
 
@@ -158,7 +158,7 @@ async def test_the_watcher_measures_a_blocked_loop() -> None:
         task.cancel()
 
 
-# ---- issue 44 Part C: the edges mutation testing found unpinned ----
+# ---- the edges mutation testing found unpinned ----
 
 
 def test_an_average_without_warm_up_starts_from_zero() -> None:

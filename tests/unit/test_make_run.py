@@ -1,4 +1,4 @@
-"""make run (issue 46): the addresses it prints name every service's /metrics (the gateway's on
+"""make run: the addresses it prints name every service's /metrics (the gateway's on
 its own port), and Ctrl-C stops the suite with no traceback, even when a second interrupt
 arrives while the services and stores are being stopped."""
 

@@ -1,4 +1,4 @@
-"""Metrics off the partner port, and no tenant id as a label (issue 38, contract 14.3).
+"""Metrics off the partner port, and no tenant id as a label (docs/security.md, "Round 4").
 
 Before, the gateway served ``/metrics`` on the partner port without credentials, and the
 overload counter carried a ``tenant`` label (tenant ids disclosed to anyone, one series per
@@ -61,7 +61,7 @@ async def test_metrics_are_served_on_their_own_port_while_the_block_runs() -> No
 
 
 async def test_a_taken_metrics_port_names_the_setting_to_change(caplog: pytest.LogCaptureFixture) -> None:
-    """Issue 45: a second gateway on one host failed with only 'Application startup failed';
+    """A second gateway on one host failed with only 'Application startup failed';
     the refusal now names SLUICE_GATEWAY_METRICS_PORT."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -1,7 +1,7 @@
 """The money rules at their edges: fee arithmetic, amount parsing, bank check digits, the
 journal's batch application and overdraft rule, the daily cap, idempotency records.
 
-Written against the mutants ``make mutate`` (issue 24) left alive: each test pins a boundary
+Written against the mutants ``make mutate`` left alive: each test pins a boundary
 (``<`` against ``<=``), a rounding direction, a field name or a reason that a refusal must
 carry. Stores are replaced by small fakes holding what a statement would have returned: what
 is checked here is the logic around the statements; the statements themselves are covered by
@@ -765,7 +765,7 @@ async def test_the_key_lookups_claim_is_used_as_the_first_try(store: idempotency
     assert await store.begin(store.name("ten", "sandbox", "other123"), "fp1", gone) is None
 
 
-# ---- what the first `make mutate` left alive (issue 24) ----
+# ---- what the first `make mutate` left alive ----
 
 
 def test_iban_length_country_and_check_digit_positions() -> None:
@@ -910,7 +910,7 @@ async def test_a_5xx_in_a_batch_does_not_stop_the_others(store: idempotency.Idem
 async def test_a_done_record_the_gateway_did_not_sign_is_refused_and_the_request_runs(
     store: idempotency.IdempotencyStore,
 ) -> None:
-    """Issue 43 finding 2: a replay is trusted only with the gateway's MAC over its name."""
+    """A replay is trusted only with the gateway's MAC over its name."""
     redis: FakeRedis = store.redis  # type: ignore[assignment]
     name, other = store.name("t", "sandbox", "dddddddd"), store.name("t", "sandbox", "eeeeeeee")
     await store.begin(other, "fp")

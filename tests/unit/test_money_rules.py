@@ -1,4 +1,4 @@
-"""Each money rule has one definition (issue 26): ``common.money``. A module-level assignment
+"""Each money rule has one definition: ``common.money``. A module-level assignment
 to one of its names anywhere else under libs/ or services/ fails this test."""
 
 from __future__ import annotations

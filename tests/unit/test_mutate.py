@@ -1,4 +1,4 @@
-"""``make mutate`` fails when it cannot have checked anything (issue 35): a target with no
+"""``make mutate`` fails when it cannot have checked anything: a target with no
 mutant counted (a path that matches nothing, a changed mutmut output) is a failure, not 100 %,
 and each target must reach the minimum on its own, not hide behind the others' average."""
 
@@ -82,7 +82,7 @@ def test_the_round_3_modules_are_targets() -> None:
 
 
 def test_the_trust_modules_are_targets_and_their_tests_are_selected() -> None:
-    """Issue 44 Part C: each target is a file of the repository, each selected test exists."""
+    """Each target is a file of the repository, each selected test exists."""
     from tools.mutate.run import PACKAGES, TESTS
 
     trust = (

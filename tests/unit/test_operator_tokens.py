@@ -1,4 +1,4 @@
-"""Operator tokens and secret strength under mutation (issue 44 Part C): which operator a token
+"""Operator tokens and secret strength under mutation: which operator a token
 is and with which role, what a refusal says, and where the strength rule's bounds lie.
 Against the stack: tests/integration/test_admin.py, test_security_authfail.py."""
 

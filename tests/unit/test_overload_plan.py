@@ -1,4 +1,4 @@
-"""No renice in any figure a target is judged on (issue 44 item 2, tools.bench.overload.plan): the
+"""No renice in any figure a target is judged on (yardstick 2, tools.bench.overload.plan): the
 judged overload runs, the hog run included, have the gateway and the hog at the stack's
 priority, and the load driver (the instrument, not the system) at DRIVER_NICE in every run;
 a reniced variant comes after them, labelled, and is judged on nothing. On

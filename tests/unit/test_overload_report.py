@@ -1,4 +1,4 @@
-"""Bench honesty (issues 37 item 4 and 44 items 3 and 9), on synthetic records and against a
+"""Bench honesty (docs/performance/index.md, yardsticks 3 and 9), on synthetic records and against a
 scripted local server: only a 503 overloaded is shed (any other 5xx is admitted work that
 failed), the same targets at 2x and 4x, 503s are not recovered, keys without a 2xx are
 undecided, requests with no answer are counted with their cause, requests still running at the
@@ -139,7 +139,7 @@ def test_at_four_times_only_recovery_and_quiet_latency_are_not_targets() -> None
 
 
 def test_the_same_targets_at_two_and_four_times() -> None:
-    """Issue 44 part B: at 2x and 4x alike admitted p99 <= 500 ms, shed p99 <= 20 ms, goodput
+    """Yardstick 9: at 2x and 4x alike admitted p99 <= 500 ms, shed p99 <= 20 ms, goodput
     >= 0.9, no answer and still running 0 (today's harness let 4x miss all four)."""
     reqs = healthy()
     reqs[150].update(status=0, cause="reset")
@@ -306,7 +306,7 @@ def test_the_door_line_shows_the_limit_and_the_refusals_of_this_run() -> None:
 
 
 def test_beside_the_hog_the_limit_must_come_down_a_quarter_within_5_s() -> None:
-    """Issue 44 item 7: on today's harness the hog run had the overload targets of any 2x run,
+    """Yardstick 7: on today's harness the hog run had the overload targets of any 2x run,
     and whether the door's limit came down beside the hog was printed, not judged."""
     samples = [(t / 4, 40.0) for t in range(40)] + [(10.0 + t / 4, 40.0 - 2 * t) for t in range(12)]
     assert limit_down_s(samples, hog_start=10.0) == pytest.approx(1.25)  # 30 <= 0.75 * 40
@@ -323,7 +323,7 @@ def test_beside_the_hog_the_limit_must_come_down_a_quarter_within_5_s() -> None:
 
 
 def test_the_tenant_at_its_fair_share_may_lose_at_most_1_percent() -> None:
-    """Issue 44 item 8: the quiet tenant is watched at 2 % of the load (0 refused) and a tenant
+    """Yardstick 8: the quiet tenant is watched at 2 % of the load (0 refused) and a tenant
     at exactly its fair share of the capacity, a sixth (at most 1 % refused); on today's harness
     only the 2 % tenant was watched."""
     reqs = healthy()

@@ -66,7 +66,7 @@ def test_compose_deployment_rules() -> None:
         if name in ("roles", "migrate"):  # one-shot jobs; the services wait for them to complete
             assert svc["command"] == [name]
             continue
-        if name == "kafka-setup":  # one-shot: the topics, then every principal's ACLs (issue 43)
+        if name == "kafka-setup":  # one-shot: the topics, then every principal's ACLs
             assert svc["command"] == ["python -m sluice topics && python -m sluice acls"]
             continue
         assert svc.get("healthcheck", {}).get("test"), f"{name} has no healthcheck"

@@ -1,6 +1,7 @@
-"""The URL the services are given for a PostgreSQL cluster (contract 15.2): every node in the
-libpq multi-host form with ``target_session_attrs=read-write``, parsed by SQLAlchemy's asyncpg
-dialect into the host list asyncpg tries in turn; the negative control names one node only."""
+"""The URL the services are given for a PostgreSQL cluster (docs/operations/failover.md, "What
+to give the services"): every node in the libpq multi-host form with
+``target_session_attrs=read-write``, parsed by SQLAlchemy's asyncpg dialect into the host list
+asyncpg tries in turn; the negative control names one node only."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Compliance's verdicts compared whole (outcome, rule, reason, message, details, code): the
 decision log and the partner's error both show them, so every field is contract. ``make
-mutate`` (issue 24) found the earlier tests checked the reason and let the rule name, the
+mutate`` found the earlier tests checked the reason and let the rule name, the
 details or the words change unnoticed."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Several instances on one host (issue 45): a service whose port another process holds stops
+"""Several instances on one host: a service whose port another process holds stops
 its start with one line naming the setting to change, and ``make run`` honours every port
 setting (the gateway's metrics port included) and names the setting of a port already taken."""
 

@@ -1,4 +1,4 @@
-"""A turn starts when the last one has finished (issue 44 item 6, tools.bench.quiesce): consumer
+"""A turn starts when the last one has finished (yardstick 6, tools.bench.quiesce): consumer
 lag 0, outboxes empty, the stack's CPU back at idle, each printed. On today's harness ABAB turns
 and the runs after them were separated by a 2 s sleep, whatever the stack still had to do."""
 

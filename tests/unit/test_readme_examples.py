@@ -1,5 +1,5 @@
 """The README's SDK walk-throughs and webhook receivers are the example files that
-tests/integration/test_sdk_stack.py runs against the stack (issue 39): a block edited in one
+tests/integration/test_sdk_stack.py runs against the stack: a block edited in one
 place only fails here."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def test_the_readme_shows_the_examples_that_run() -> None:
 
 
 def test_the_python_examples_type_check_strictly() -> None:
-    """The walk-through calls resources with typed parameters (issue 46): mypy --strict checks
+    """The walk-through calls resources with typed parameters: mypy --strict checks
     every field it sends and reads (the TypeScript examples are compiled strictly by tsc with
     the SDK's tests, tests/support/node.py)."""
     files = [str(ROOT / path) for lang, path in EXAMPLES if lang == "python"]

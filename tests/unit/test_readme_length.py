@@ -1,4 +1,4 @@
-"""The README is the one-screen entry (contract 15.4, issue 46): at most 250 lines, and every
+"""The README is the one-screen entry (docs/sdks/index.md): at most 250 lines, and every
 link it gives into the documentation site names a file that exists (the site itself is built
 in strict mode by make lint and tests/integration/test_docs_site.py)."""
 

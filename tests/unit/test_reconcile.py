@@ -1,6 +1,7 @@
-"""reconcile (contract 13.4) against fake audit queries: the totals per currency and their
-difference, each row check's offenders in the answer, the limit, the gauges. The queries
-against real books, and books broken by SQL: tests/integration/test_reconcile.py."""
+"""reconcile (docs/operations/backups.md, "How to check a restore") against fake audit queries:
+the totals per currency and their difference, each row check's offenders in the answer, the
+limit, the gauges. The queries against real books, and books broken by SQL:
+tests/integration/test_reconcile.py."""
 
 from __future__ import annotations
 

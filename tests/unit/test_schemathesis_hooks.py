@@ -1,7 +1,7 @@
 """The schemathesis hooks (tests/support/schemathesis_hooks.py) make the rules no JSON Schema can
 state hold in a body generated valid, and leave a body generated invalid alone: a hook that
 touched negative bodies could turn one valid, and one that missed a rule would make the fuzz
-run report the server refusing valid data (issue 35)."""
+run report the server refusing valid data."""
 
 from __future__ import annotations
 

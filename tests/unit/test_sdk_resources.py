@@ -1,4 +1,4 @@
-"""The Python SDK's resources and per-request options (issue 46) against a scripted transport
+"""The Python SDK's resources and per-request options against a scripted transport
 (httpx.MockTransport) and a fake clock: each test names the broken behaviour that fails it."""
 
 from __future__ import annotations

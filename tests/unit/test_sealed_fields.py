@@ -1,4 +1,4 @@
-"""Secrets are never inferred from data (issue 38, contract 14.3).
+"""Secrets are never inferred from data (docs/security.md, "Round 4").
 
 A secret rides in ``Result.sealed`` (typed bytes under a known field name) and only those
 names are opened; partner text in ``data`` that starts with ``sealed:`` (an Idempotency-Key

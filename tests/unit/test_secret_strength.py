@@ -1,4 +1,4 @@
-"""Secret strength (issue 38): one rule for the operator token, the JWT secret and the
+"""Secret strength: one rule for the operator token, the JWT secret and the
 onboarding secret, the operator-token parsing admin authenticates with, and no secret in
 any log line.
 

@@ -1,5 +1,5 @@
 """docs/security.md maps each OWASP API Security Top 10 (2023) risk to the tests that prove
-Sluice's answer (issue 25). The map must not drift: every row names at least one test, and
+Sluice's answer. The map must not drift: every row names at least one test, and
 every test it names exists (a file, and each ``::name`` a test function in that file), so a
 renamed or deleted test breaks this check instead of leaving the row pointing at nothing."""
 

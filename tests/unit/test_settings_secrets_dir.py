@@ -1,4 +1,4 @@
-"""Secrets as mounted files (issue 38 item 6, checkov CKV_K8S_35): deploy/k8s mounts the Secret
+"""Secrets as mounted files (checkov CKV_K8S_35): deploy/k8s mounts the Secret
 ``sluice-secrets`` as files and points ``SLUICE_SECRETS_DIR`` at them; ``load_settings`` reads
 each secret from the file named after its setting. Environment variables keep working (and win
 over a file), so development and the tests are unchanged."""

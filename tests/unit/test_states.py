@@ -1,4 +1,4 @@
-"""The transfer state machine (contract section 6) without a database: the table, planned
+"""The transfer state machine (docs/guides/money.md) without a database: the table, planned
 paths, the sandbox's steps and magic amounts, and what one transition moves, records and
 emits (the repository and the journal replaced by fakes that keep what they were given).
 The same transitions against real rows: tests/integration/test_ledger_states.py."""
@@ -46,7 +46,7 @@ def test_transition_table_is_exactly_the_contract(kind: str) -> None:
 
 def test_a_planned_path_is_checked_step_by_step() -> None:
     """A new transfer's steps are planned in memory (the batch path): each one must be a legal
-    transition from the state before it, like a stored row's (issue 26)."""
+    transition from the state before it, like a stored row's."""
     check_path("transfer", "pending", ["processing", "completed"])
     check_path("payout", "pending", ["in_review"])
     check_path("payout", "pending", ["processing", "completed", "returned"])

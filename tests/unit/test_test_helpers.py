@@ -1,4 +1,4 @@
-"""The suite's own waiting helpers fail when what they wait for does not happen (issue 24: a
+"""The suite's own waiting helpers fail when what they wait for does not happen (a
 helper that returned what it had on a timeout made its caller's check always true)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""No ``type: ignore`` in the services or libs/common without its reason (issue 26): each one
+"""No ``type: ignore`` in the services or libs/common without its reason: each one
 must say, on its own line, which upstream typing gap it works around (a library's stubs, or
 a PEP not yet in the type system). A bare ignore hides a real error; this test fails on one."""
 

@@ -1,4 +1,4 @@
-"""common.valkey_acl and tools.stack.suite's scoped_env: Valkey users per service (contract 15.1)."""
+"""common.valkey_acl and tools.stack.suite's scoped_env: Valkey users per service (docs/security.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""docs/verify_journal.py, the offline verifier (contract 13.5, 15.1; issue 43): with the
+"""docs/verify_journal.py, the offline verifier (docs/security.md, "Journal anchors"): with the
 anchors and the public verify keys only, it checks a chain's anchors as verify_journal does
 (its own Ed25519 code, standard library only, agreeing with the ``cryptography`` package's)."""
 

@@ -1,4 +1,4 @@
-"""webhooks.targets under mutation (issue 44 Part C): what an endpoint URL must be, what each
+"""webhooks.targets under mutation: what an endpoint URL must be, what each
 refusal says (``details.reason`` and the message a partner reads), and how a host's answers
 are read. The resolver is the running loop's ``getaddrinfo``, replaced by a fake: no DNS."""
 

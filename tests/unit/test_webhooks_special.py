@@ -1,4 +1,5 @@
-"""Webhook targets against the IANA special-purpose registries (contract 15.1, issue 43 finding 6).
+"""Webhook targets against the IANA special-purpose registries (docs/security.md, "Webhook
+targets").
 
 Each registry row is named here by one address inside it (an independent copy of the registry,
 so a row dropped from ``webhooks.special`` fails), and every block of the code's table is

@@ -1,4 +1,4 @@
-"""Slow DNS cannot stall a partition (issue 38): endpoint URLs are vetted before the batch's
+"""Slow DNS cannot stall a partition: endpoint URLs are vetted before the batch's
 transaction, limits first, with a deadline and a per-tenant cap (webhooks.vetting).
 
 Before, each creation resolved its host inside the consumer's batch transaction, one after

@@ -1,4 +1,4 @@
-"""The suite against the monolith in alternating pairs (issue 36, item 5): a bench that can see
+"""The suite against the monolith in alternating pairs: a bench that can see
 a 10 % change.
 
 Neighbouring runs of the same code differed by 15 %, and the monolith baseline by 2x across
@@ -6,9 +6,10 @@ days, so a ratio of one suite run to one monolith run taken minutes apart said l
 monolith (one process, the same transfer in one transaction) and the suite take turns, A B A B
 A B, each for ``BENCH_DURATION_S`` on the same stack and wallets; each pair gives a ratio of
 throughputs and a ratio of CPU per transfer (every process of the suite, the broker and
-PostgreSQL included, over the monolith's, its PostgreSQL included: issue 44 item 5). The
-medians of the pairs are printed with their min-max. CPU is divided by answered 2xx (a refusal
-moves no money); a store the bench cannot see (given by URL) is named as not counted.
+PostgreSQL included, over the monolith's, its PostgreSQL included: docs/performance/index.md,
+yardstick 5). The medians of the pairs are printed with their min-max. CPU is divided by
+answered 2xx (a refusal moves no money); a store the bench cannot see (given by URL) is named
+as not counted.
 
 The judged CPU figure comes from :func:`run_open`: each system open loop at the same share of
 its own capacity, on the same six-tenant shape as the capacity steps: the cost of a transfer
@@ -42,7 +43,7 @@ STORES_OF_THE_MONOLITH = ("postgres",)  # the stack's processes that do the mono
 
 
 def monolith_processes(stack: dict[str, int], monolith_pid: int) -> dict[str, int]:
-    """What the monolith's CPU per transfer counts (issue 44 item 5): its own process and its
+    """What the monolith's CPU per transfer counts (yardstick 5): its own process and its
     PostgreSQL (the postmaster and every process under it: its backends, the WAL writer, the
     checkpointer, autovacuum), as the suite's figure counts them. The monolith uses the stack's
     PostgreSQL; the suite's services idle during its turn and are not counted."""

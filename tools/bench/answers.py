@@ -1,4 +1,4 @@
-"""How every bench counts one offered request (contract 15.3, issue 44 items 3 and 4): pure.
+"""How every bench counts one offered request (docs/performance/index.md, yardsticks 3 and 4): pure.
 
 Every 503 the gateway sends names its ``details.reason``. Only ``overloaded`` (the door) is a
 refusal for overload: nothing was taken, and it is *shed*. Any other 5xx (``upstream_timeout``,

@@ -1,5 +1,5 @@
-"""Capacity of the suite and of the monolith, measured the same way (issue 44 item 1, contract
-15.3): the open-loop steps :mod:`tools.bench.capacity_search` decides, each at least ``BENCH_STEP_S``
+"""Capacity of the suite and of the monolith, measured the same way (docs/performance/index.md,
+yardstick 1): the open-loop steps :mod:`tools.bench.capacity_search` decides, each at least ``BENCH_STEP_S``
 (10) seconds, until it has the highest rate with p99 <= 500 ms and at most 1 % not 2xx.
 
 Transfers: the overload part's six tenants (:data:`tools.bench.overload.part.SHARES`, 20 wallets

@@ -1,4 +1,4 @@
-"""One capacity (contract 15.3, issue 44 item 1): the highest open-loop rate a system sustains
+"""One capacity (docs/performance/index.md, yardstick 1): the highest open-loop rate a system sustains
 with p99 <= 500 ms and at most 1 % refused, found by a ramp then a bisection of open-loop steps.
 Pure: :func:`next_rate` decides the next step from the steps so far, :func:`capacity` reads the
 answer; the bench only runs the steps (tools.bench.capacity).

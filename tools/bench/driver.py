@@ -1,4 +1,4 @@
-"""The open-loop driver of the overload part and of the capacity steps (issues 37 and 44): its
+"""The open-loop driver of the overload part and of the capacity steps: its
 own process (``python -m tools.bench.driver PLAN OUT``), raw keep-alive connections
 (tools.bench.load.Conn) opened as the offered rate needs them, so the system measured, not the
 client, is the queue. A plan names the URL, the tenants (key, wallets, share) and its phases
@@ -134,7 +134,7 @@ async def drive(plan: dict[str, Any]) -> dict[str, Any]:
         rec["sent_lag"] = time.perf_counter() - rec["at"]
         try:
             rec["status"] = await asyncio.wait_for(c.request(raw), timeout)
-            if rec["status"] >= 500:  # only a 503 overloaded is shed (contract 15.3)
+            if rec["status"] >= 500:  # only a 503 overloaded is shed (docs/performance/index.md, yardstick 3)
                 rec["reason"] = reason_of(c.body)
         except (
             OSError,

@@ -159,7 +159,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 nonlocal opened
                 if free.empty() and opened < MAX_OPEN_CONNECTIONS:
                     # Open loop: a request never waits for one of our connections (the client
-                    # must not be the queue, issue 37); the server's answer is what is timed.
+                    # must not be the queue); the server's answer is what is timed.
                     opened += 1
                     free.put_nowait(Conn(parts.hostname or "127.0.0.1", parts.port or 80))
                 c = await free.get()

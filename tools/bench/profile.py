@@ -1,4 +1,4 @@
-"""``make profile``: where each service spends its CPU under the transfers load (issue 22).
+"""``make profile``: where each service spends its CPU under the transfers load.
 
 Starts the bench stack (tools.bench.stack), provisions ``PROFILE_WALLETS`` (300) funded
 wallets through the API, waits for the pipeline to settle, then drives ``POST /v1/transfers``

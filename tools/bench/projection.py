@@ -1,4 +1,4 @@
-"""The sizing guide's arithmetic (issue 45): pure, unit-tested, no stack.
+"""The sizing guide's arithmetic (docs/operations/sizing.md): pure, unit-tested, no stack.
 
 ``make bench``'s ``sizing`` part (tools.bench.sizing) measures what one transfer and one
 customer cost (CPU per process, PostgreSQL WAL bytes and commits, Kafka records and bytes,

@@ -1,4 +1,4 @@
-"""A turn starts when the last one has finished (issue 44 item 6).
+"""A turn starts when the last one has finished (docs/performance/index.md, yardstick 6).
 
 ABAB turns and capacity steps were separated by a 2 s sleep: what the last turn left (consumer
 lag, outbox rows not yet published, the stack still busy) was measured in the next. Here the

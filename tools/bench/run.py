@@ -2,13 +2,13 @@
 POST /v1/transfers (tools.bench.transfers) beside two baselines each, measured in the same
 run on the same machine, on a fresh embedded stack. ``BENCH_PARTS`` (customers, transfers,
 overload, sizing) picks the parts; ``BENCH_IDLE_S=0`` skips the idle measurement. ``sizing``
-(tools.bench.sizing, issue 45) measures what one transfer and one customer cost, the inputs
+(tools.bench.sizing) measures what one transfer and one customer cost, the inputs
 of docs/operations/sizing.md, and judges nothing.
 
 1. bare: a Litestar endpoint that answers at once; 2. monolith: Litestar doing the same work
 synchronously with asyncpg; 3. e2e: the suite (gateway -> compliance -> ledger -> gateway over
 Kafka), one process per service. Load comes from separate processes (tools.bench.load, wrk, the
-overload driver). One capacity (issue 44 item 1, tools.bench.capacity): the highest
+overload driver). One capacity (tools.bench.capacity; docs/performance/index.md): the highest
 open-loop rate with p99 <= 500 ms and at most 1 % not 2xx, searched the same way for the
 monolith and the suite; the ratios are capacity over capacity, and the half load, 2x and 4x
 are multiples of the suite's. The last lines are the verdict (tools.bench.targets): a ``MISSED:``
@@ -167,7 +167,7 @@ def main() -> int:
         )
         if "idle" in results.parts:
             idle_s = float(os.environ.get("BENCH_IDLE_S", "30"))
-            results.idle = idle_shares(pids, idle_s)  # issue 34: an idle stack <= 5 % of one core
+            results.idle = idle_shares(pids, idle_s)  # a target: an idle stack <= 5 % of one core
             idle = shares_line(results.idle)
             print(f"idle stack, share of one core over {idle_s:.0f} s with no request: {idle}", flush=True)
         dsn = stack.asyncpg_dsn
@@ -198,7 +198,7 @@ def main() -> int:
         turns = 0
 
         def between() -> None:
-            """A turn starts when the last one has finished (issue 44 item 6): consumer lag 0,
+            """A turn starts when the last one has finished (yardstick 6): consumer lag 0,
             outboxes empty, the stack's CPU back at idle; printed, and an error if not."""
             nonlocal turns
             turns += 1
@@ -217,7 +217,7 @@ def main() -> int:
         if "transfers" in PARTS:
             line, hints = bench_transfers.e2e(gw.url, admin, token, pids, transfer_base, results, between)
             lines.append(line)
-            if hints:  # one capacity (issue 44 item 1): ratio, half load, 2x and 4x use it
+            if hints:  # one capacity (yardstick 1): ratio, half load, 2x and 4x use it
                 tenants = bench_overload.provision_tenants(gw.url, admin, token)
                 capacity = bench_capacity.transfers(
                     gw.url, tenants, dsn, transfer_base["seeded"], hints, results, between
@@ -238,7 +238,7 @@ def main() -> int:
                     )
                 )
         if "transfers" not in PARTS:
-            # Tuning the door (issue 37): the overload part alone, at a capacity measured before
+            # Tuning the door: the overload part alone, at a capacity measured before
             # by a full run. The figures that count come from a run that measured it itself.
             capacity = float(os.environ.get("BENCH_OVERLOAD_CAPACITY", "0"))
         if "overload" in PARTS and capacity <= 0:
@@ -263,7 +263,7 @@ def main() -> int:
         data, png = plot.write(Path(os.environ.get("BENCH_OUT", ".sluice/bench")))
         print(f"results: {data}" + (f", plot: {png}" if png else " (no matplotlib: no plot)"), flush=True)
         # Every missed target on a MISSED: line, every part asked for but not measured on an
-        # ERROR: line; either fails the run (issue 44 item 9, tools.bench.targets).
+        # ERROR: line; either fails the run (tools.bench.targets).
         for line in verdict(results):
             print(line, flush=True)
         return exit_code(results)

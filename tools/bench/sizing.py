@@ -1,4 +1,4 @@
-"""The ``sizing`` part of ``make bench`` (issue 45): what one transfer and one customer cost, the
+"""The ``sizing`` part of ``make bench``: what one transfer and one customer cost, the
 inputs of docs/operations/sizing.md.
 
 On the bench's running suite (tools.bench.stack), one tenant set up through the API

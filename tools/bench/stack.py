@@ -1,7 +1,7 @@
 """The stack ``make bench`` and ``make profile`` measure: fresh embedded stores (pgserver,
 valkey, Apache Kafka), migrations, one process per service; and the CPU accounting over every process
-of it, PostgreSQL's backends and Redis included (issue 22: CPU per transfer summed over the
-whole stack, not only the Python services)."""
+of it, PostgreSQL's backends and Redis included (CPU per transfer summed over the whole stack,
+not only the Python services)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``make bench``'s verdict (issue 44 item 9, the targets of part B): pure, unit-tested.
+"""``make bench``'s verdict (docs/performance/index.md, yardstick 9): pure, unit-tested.
 
 The parts fill a :class:`Results` with what they measured; :func:`verdict` names every missed
 target on a ``MISSED:`` line and every part asked for but not measured on an ``ERROR:`` line,
@@ -13,7 +13,7 @@ from typing import Any
 
 BROKERS = ("kafka", "tansu")  # how tools.stack.stores names a broker process
 
-# Part B of issue 44.
+# The targets of docs/performance/index.md, yardstick 9.
 RATIO_MIN = 0.5  # transfers and customers: capacity over the monolith's capacity
 CPU_MULTIPLE_MAX = 4.0  # CPU per transfer over the monolith's, both with their PostgreSQL
 SEQUENTIAL_P50_MS, SEQUENTIAL_P99_MS = 12.0, 25.0
@@ -60,7 +60,7 @@ def _missed_half_load(part: str, fig: dict[str, float]) -> list[str]:
 
 
 def missed(r: Results) -> list[str]:
-    """Every target of part B a measured figure misses, with the figure."""
+    """Every target a measured figure misses, with the figure."""
     out: list[str] = []
     if r.idle is not None:
         out += _missed_idle(r.idle)

@@ -72,7 +72,7 @@ def baselines(dsn: str, stack: dict[str, int] | None = None) -> dict[str, Any]:
         with baseline_process(kind, dsn) as (p, base):
             url = base + "/v1/transfers"
             wrk.run(url, wallets=seeded, duration=2, connections=CONNECTIONS)  # warm-up
-            # the monolith's CPU with its PostgreSQL's (issue 44 item 5); bare uses none
+            # the monolith's CPU with its PostgreSQL's (yardstick 5); bare uses none
             counted = (
                 bench_abab.monolith_processes(stack or {}, p.pid) if kind == "monolith" else {kind: p.pid}
             )
@@ -124,7 +124,7 @@ def settle(url: str, key: str, wallets: list[str], timeout: float = 900.0) -> bo
 
 def sequential(url: str, key: str, wallets: list[str], n: int = 200) -> dict[str, float]:
     """One client, one transfer at a time, on the settled stack: the latency of the three hops
-    when nothing queues (issue 22: p50 <= 15 ms, a hop must not wait out a fixed poll)."""
+    when nothing queues (a hop must not wait out a fixed poll)."""
     lat: list[float] = []
     with httpx.Client(timeout=30, headers={"Authorization": f"Bearer {key}"}) as c:
         for i in range(n):
@@ -251,7 +251,7 @@ def cpu_abab(
     results: Results,
     between: Callable[[], None],
 ) -> str:
-    """The judged CPU per transfer (issue 44): the monolith and the suite in alternating
+    """The judged CPU per transfer (yardstick 5): the monolith and the suite in alternating
     open-loop turns, each at ``ABAB_SHARE`` of its own capacity (``capacities``: the
     monolith's, the suite's) on the capacity
     steps' six-tenant shape (``mono_tenants``: the same shares over the monolith's seeded

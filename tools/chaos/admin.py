@@ -1,4 +1,5 @@
-"""The chaos audit's questions to admin: reconcile (contract 13.4) and verify_journal (13.5)."""
+"""The chaos audit's questions to admin: reconcile and verify_journal (what each checks:
+docs/operations/backups.md, "How to check a restore")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The chaos run's audit (issue 24: checks that can fail), as pure functions over what the run
+"""The chaos run's audit (checks that can fail), as pure functions over what the run
 read, so that each check is shown to fail on doctored data (tests/unit/test_chaos_audit.py).
 
 - **Refusals apart**: a definitive 4xx is decided, not done; each one must carry a reason the
@@ -70,9 +70,9 @@ class Findings:
     dead_letters: int = 0
     longest_s: float = 0.0
     slow: int = 0  # decided, but later than the bound
-    reconcile_discrepancies: int = 0  # what admin's reconcile listed (contract 13.4); -1: it failed
+    reconcile_discrepancies: int = 0  # admin's reconcile (docs/operations/backups.md) listed; -1: it failed
     faults_missed: int = 0  # faults of the plan that never fired (the load ended first)
-    journal_chain_broken: int = 0  # verify_journal (contract 13.5) not ok, or not every entry
+    journal_chain_broken: int = 0  # verify_journal (docs/security.md) not ok, or not every entry
     restarts_not_ready: int = 0  # restarted services that exited or never answered /readyz
 
     @property
@@ -193,7 +193,7 @@ class Started(Booked, Protocol):
 
 @dataclass
 class Recovery:
-    """The recovery objectives of one failover (contract 15.2), from the clients' side.
+    """The recovery objectives of one failover (docs/operations/failover.md), from the clients' side.
 
     - ``rpo``: acknowledged transfers (a 2xx) that existed before the promotion started (their
       first attempt was sent before it, so the lost primary may have committed them) and are

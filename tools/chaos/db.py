@@ -1,6 +1,7 @@
 """What the chaos run reads from PostgreSQL, through the superuser's URL: with a cluster
 (tools.chaos.pg_cluster) every node, ``target_session_attrs=read-write``, so the reads come from
-the node that is primary now, found as the services find it (contract 15.2)."""
+the node that is primary now, found as the services find it (docs/operations/failover.md,
+"What to give the services")."""
 
 from __future__ import annotations
 
@@ -79,7 +80,8 @@ async def read(url: str, tenant_id: str) -> Readout:
         entries = await conn.fetch(chaos_audit.ENTRIES_SQL, tenant_id)
         broken = await conn.fetch(chaos_audit.UNBALANCED_SQL, tenant_id)
         broken += await conn.fetch(chaos_audit.BALANCE_SQL, tenant_id)
-        # Transient faults are never dead-lettered (contract 12.2): admin keeps every one.
+        # Transient faults are never dead-lettered (docs/failure-model.md, "Two kinds of failure"):
+        # admin keeps every one.
         dead = await dead_letters_when_idle(conn)
         port = int(await conn.fetchval("SELECT inet_server_port()"))
         return Readout(list(rows), list(entries), list(broken), dead, port)

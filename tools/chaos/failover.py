@@ -1,4 +1,4 @@
-"""The chaos run's store faults (issues 10 and 45): PostgreSQL as a primary with two synchronous
+"""The chaos run's store faults: PostgreSQL as a primary with two synchronous
 standbys (tools.chaos.pg_cluster) and a Valkey without persistence (tools.chaos.stores).
 
 - ``pg``: the primary stopped (``pg_ctl stop -m fast``), started again after a while.

@@ -1,4 +1,4 @@
-"""Broker faults for ``make chaos`` on the three-node Apache Kafka cluster (issue 34, step 4).
+"""Broker faults for ``make chaos`` on the three-node Apache Kafka cluster.
 
 The cluster is tools.stack.kafka's: three KRaft nodes on this machine, replication 3,
 ``min.insync.replicas`` 2, every producer idempotent with ``acks=all``. Three faults under the

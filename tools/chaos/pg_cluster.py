@@ -1,5 +1,5 @@
-"""A PostgreSQL cluster the fault runs can fail over (contract 15.2): a primary and two
-synchronous standbys streaming from it, each its own data directory and port, from the same
+"""A PostgreSQL cluster the fault runs can fail over (docs/operations/failover.md): a primary and
+two synchronous standbys streaming from it, each its own data directory and port, from the same
 binaries as :class:`tools.chaos.stores.OwnPostgres` (the pgserver wheel's; ``SLUICE_PG_BIN``
 may name another bin) and run as the same unprivileged user when we are root.
 

@@ -1,4 +1,4 @@
-"""``make chaos`` scaling scenario (issue 27): instances added and removed under load.
+"""``make chaos`` scaling scenario: instances added and removed under load.
 
 The suite starts with one instance of each service. During the transfers, the plan grows the
 ledger and compliance from 1 to 3 instances (each new consumer joins its group: a rebalance),

@@ -1,4 +1,4 @@
-"""``make chaos``: the fault scenario of issue 10, run as a platform team would.
+"""``make chaos``: the suite under real faults, run as a platform team would.
 
 The suite runs as separate processes (two gateways, ledgers, compliance and webhooks instances,
 one admin) on stores this run owns: its own PostgreSQL cluster (a primary and two synchronous
@@ -17,7 +17,8 @@ Then an exact audit from the clients' side against the database, ending in one l
 ``chaos: transfers N lost N duplicated N undecided N balance_drift X webhooks_missing N
 longest_decision_s S`` (exit 1 unless lost, duplicated, undecided, drift and missing are 0),
 and for each failover its recovery objectives: ``chaos-failover: rpo N detection_s S rto_s S``
-(exit 1 unless RPO is 0 and RTO within ``--rto-limit-s``, contract 15.2).
+(exit 1 unless RPO is 0 and RTO within ``--rto-limit-s``; docs/operations/failover.md,
+"Recovery objectives, as measured").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The partner SDKs' generated halves, made from the gateway's OpenAPI document (issue 39).
+"""The partner SDKs' generated halves, made from the gateway's OpenAPI document.
 
 ``python -m tools.codegen.clients write`` (``make clients``) rebuilds, from
 :func:`gateway.openapi.document.build_document` (the document ``GET /schema/openapi.json`` serves):

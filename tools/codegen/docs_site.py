@@ -1,4 +1,4 @@
-"""MkDocs hook of the documentation site (mkdocs.yml, issue 46): the API reference, offline.
+"""MkDocs hook of the documentation site (mkdocs.yml): the API reference, offline.
 
 Adds three files to the site under ``reference/``, as generated files (so ``mkdocs serve``
 has them too and strict mode checks the links to them): Redoc's standalone build as the

@@ -1,5 +1,5 @@
 """``make redoc``: vendor the docs page's renderer from the npm package pinned in
-``libs/common/static/redoc.json`` (issue 39).
+``libs/common/static/redoc.json``.
 
 ``npm pack`` fetches the package's tarball from the registry; it is refused unless its sha512
 equals the pinned ``integrity`` (the registry's own ``dist.integrity``), then its

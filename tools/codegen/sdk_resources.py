@@ -1,4 +1,4 @@
-"""The partner SDKs' resource layer, generated from the gateway's OpenAPI document (issue 46).
+"""The partner SDKs' resource layer, generated from the gateway's OpenAPI document.
 
 Every operation of the document becomes a method of a resource, in both languages, named by
 one rule (:func:`operations`): ``POST /v1/customers`` is ``customers.create``, ``GET

@@ -1,4 +1,4 @@
-"""``make mutate``: mutation testing (mutmut 3) of the money-critical modules (issue 24).
+"""``make mutate``: mutation testing (mutmut 3) of the money-critical modules.
 
 Every mutant is a small change to one function (``<`` for ``<=``, a constant off by one, a
 branch dropped); a mutant the unit tests do not notice "survives" and names a check nobody
@@ -15,7 +15,7 @@ be enough to pin them. Functions that only move rows to and from the database ar
 with ``# pragma: no mutate`` blocks in place, each saying which integration test covers it.
 
 Every target must reach ``--min-score`` on its own, and a target with no mutant fails: a
-changed mutmut output, or a path that matches nothing, must not pass as 100 % (issue 35).
+changed mutmut output, or a path that matches nothing, must not pass as 100 %.
 ``--only ledger/chain.py`` (repeatable) mutates the named targets alone.
 """
 
@@ -52,7 +52,7 @@ TARGETS: dict[str, str] = {
     "ledger/states.py": "the transfer state machine and the sandbox's steps",
     "gateway/door/admission.py": "admission control: in-flight bounds at the door",
     "common/clientaddr.py": "the client address behind trusted proxies",
-    # issue 44 Part C: the trust modules
+    # the trust modules: the door, credentials, keys, anchors and where money may go
     "gateway/door/concurrency_limit.py": (
         "the adaptive concurrency limit (Gradient2, its window) and the queue-delay override"
     ),
@@ -85,7 +85,7 @@ TESTS = [
     "tests/unit/test_journal_anchors.py",
     "tests/unit/test_reconcile.py",
     "tests/unit/test_states.py",
-    # issue 44 Part C
+    # the trust modules' own tests
     "tests/unit/test_limit.py",
     "tests/unit/test_door_protocol.py",
     "tests/unit/test_gateway_unavailable.py",

@@ -1,6 +1,6 @@
 """etcd without Docker: one pinned release built from the Go module proxy, run as ``etcd``.
 
-Patroni's DCS for the failover drill (issue 45, :mod:`tools.chaos.patroni.cluster`). ``python -m
+Patroni's DCS for the failover drill (:mod:`tools.chaos.patroni.cluster`). ``python -m
 tools.stack.etcd build`` builds ``go.etcd.io/etcd/server/v3`` at the pinned release (the
 server module's main package is the ``etcd`` binary; ``go install module@version`` refuses it
 for its replace directives, so a throw-away wrapper module requires it and ``go build`` names

@@ -57,7 +57,8 @@ def admin_token() -> str:
 
 
 def local_secrets() -> dict[str, str]:
-    """Every secret a service needs (contract 12.3), generated once per checkout under make run."""
+    """Every secret a service needs (docs/security.md, "Settings that matter"), generated once per
+    checkout under make run."""
     return {
         "SLUICE_ENV": os.environ.get("SLUICE_ENV", "development"),
         "SLUICE_ADMIN_TOKEN": admin_token(),
@@ -77,8 +78,9 @@ def local_secrets() -> dict[str, str]:
 
 
 def anchor_keys() -> dict[str, str]:
-    """The journal's anchor key (Ed25519, the ledger's alone; contract 15.1), saved once per
-    checkout, and its public key, which verify_journal checks anchors with (not a secret)."""
+    """The journal's anchor key (Ed25519, the ledger's alone; docs/security.md, "Journal
+    anchors"), saved once per checkout, and its public key, which verify_journal checks anchors
+    with (not a secret)."""
     key = _saved(
         "SLUICE_JOURNAL_ANCHOR_KEY", "journal_anchor_ed25519_key", lambda: new_seed_setting("anchor-local1")
     )
@@ -90,8 +92,9 @@ def anchor_keys() -> dict[str, str]:
 
 
 def authority_keys() -> dict[str, str]:
-    """Compliance's and admin's signing keys (contract 15.1), each saved once per checkout, and
-    the verification keys the ledger and compliance hold (their public halves: not secrets)."""
+    """Compliance's and admin's signing keys (docs/security.md, "no single point of trust"),
+    each saved once per checkout, and the verification keys the ledger and compliance hold
+    (their public halves: not secrets)."""
     compliance = _saved(
         "SLUICE_COMPLIANCE_SIGNING_KEY", "compliance_signing_key", lambda: new_signing_setting("compliance")
     )
@@ -289,8 +292,8 @@ METRICS = "gateway-metrics"
 
 
 def service_ports(environ: Mapping[str, str]) -> dict[str, tuple[str, int]]:
-    """Each service's port, and the gateway's metrics port, from its setting (issue 45: every
-    one is honoured, so two suites can share a host): ``{name: (setting, port)}``."""
+    """Each service's port, and the gateway's metrics port, from its setting (every one is
+    honoured, so two suites can share a host): ``{name: (setting, port)}``."""
     ports = {
         name: (PORT_SETTING[name], int(environ.get(PORT_SETTING[name], default)))
         for name, default in DEFAULT_PORTS.items()

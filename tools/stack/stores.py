@@ -80,7 +80,7 @@ def _database_address(url: str) -> str:
 
     u = make_url(url)
     hosts = u.query.get("host") or f"{u.host or '127.0.0.1'}:{u.port or 5432}"
-    where = hosts if isinstance(hosts, str) else ",".join(hosts)  # several: contract 15.2
+    where = hosts if isinstance(hosts, str) else ",".join(hosts)  # several: docs/operations/failover.md
     return f"{where}/{u.database or ''}"
 
 
@@ -325,8 +325,8 @@ class Stores:
         srv = pgserver.get_server(str(data), cleanup_mode="stop")
         self._closers.append(srv.cleanup)
         # pgserver's initdb trusts every local connection: then a service role's password was
-        # never checked, and the per-service roles held on a laptop only by convention (issue
-        # 43). The superuser (the stack's own, never given to a service) keeps the socket's
+        # never checked, and the per-service roles held on a laptop only by convention.
+        # The superuser (the stack's own, never given to a service) keeps the socket's
         # trust; every other role proves its password (scram-sha-256).
         (data / "pg_hba.conf").write_text(HBA)
         srv.psql("SELECT pg_reload_conf();")

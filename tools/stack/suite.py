@@ -29,7 +29,8 @@ PORT_SETTING = {
 
 def ephemeral_secrets(tag: str) -> dict[str, str]:
     """Fresh secrets for a suite that lives for one run (bench, chaos): development mode,
-    explicit and separate secrets, as production requires them (contract 12.3)."""
+    explicit and separate secrets, as production requires them (docs/security.md, "Settings that
+    matter")."""
     import secrets
 
     from common import authority
@@ -48,9 +49,10 @@ def ephemeral_secrets(tag: str) -> dict[str, str]:
 
 
 def scoped_env(who: str, env: dict[str, str]) -> dict[str, str]:
-    """What ``who`` (a service, or ``migrations``) is given of ``env`` (contract 14.3): only the
-    secrets it uses (common.settings.SERVICE_SECRETS), only its own role's database URL and
-    only its own Valkey user's URL (none for a process that does not use Valkey)."""
+    """What ``who`` (a service, or ``migrations``) is given of ``env`` (docs/security.md,
+    "Database roles and per-service secrets"): only the secrets it uses
+    (common.settings.SERVICE_SECRETS), only its own role's database URL and only its own Valkey
+    user's URL (none for a process that does not use Valkey)."""
     from common.settings import SECRET_SETTINGS, SERVICE_SECRETS
     from common.valkey_acl import VALKEY_USERS
 

@@ -1,4 +1,4 @@
-"""The overload part of ``make bench`` (issues 23, 37 and 44, contract 14.2): offered a multiple
+"""The overload part of ``make bench`` (docs/performance/overload.md): offered a multiple
 of the suite's capacity (``BENCH_OVERLOAD_FACTORS``, 2 and 4; the capacity searched open loop,
 tools.bench.capacity), open loop, for ``BENCH_OVERLOAD_S`` (30) seconds, from six tenants
 (tools.bench.overload.plan.shares: one sends half the load, a quiet one 2 %, one exactly its fair
@@ -57,7 +57,7 @@ from tools.stack.provision import provision
 
 OVERLOAD_S = float(os.environ.get("BENCH_OVERLOAD_S", "30"))
 FACTORS = [float(f) for f in os.environ.get("BENCH_OVERLOAD_FACTORS", "2,4").split(",") if f.strip()]
-HOG = float(os.environ.get("BENCH_OVERLOAD_HOG", "0.5"))  # share of one core (issue 44 item 7); 0: none
+HOG = float(os.environ.get("BENCH_OVERLOAD_HOG", "0.5"))  # share of one core (yardstick 7); 0: none
 # Every judged run has the gateway and the driver at the stack's priority (nice 0): the capacity
 # they are measured against was. BENCH_OVERLOAD_RENICE=GATEWAY,DRIVER (e.g. -5,-10: what a CPU
 # request is in a deployment) adds those runs again afterwards, labelled, judged on nothing

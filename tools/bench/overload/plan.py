@@ -1,5 +1,5 @@
-"""Which runs the overload part of ``make bench`` makes, in which order (issue 44 items 2 and 7):
-pure, unit-tested.
+"""Which runs the overload part of ``make bench`` makes, in which order (docs/performance/index.md,
+yardsticks 2 and 7): pure, unit-tested.
 
 Every run a target is judged on has the gateway and the hog at the priority of the rest of the
 stack (nice 0): a reniced gateway (a CPU request in a deployment) is a different machine from
@@ -24,8 +24,8 @@ DRIVER_NICE = int(os.environ.get("BENCH_DRIVER_NICE", "-10"))  # the load driver
 
 
 def shares(factor: float) -> tuple[float, ...]:
-    """Each of the six tenants' share of the offered load at ``factor`` x the capacity (issue
-    44 item 8): the heavy one half; the quiet one 2 %; the fair one exactly its fair share of
+    """Each of the six tenants' share of the offered load at ``factor`` x the capacity
+    (yardstick 8): the heavy one half; the quiet one 2 %; the fair one exactly its fair share of
     the capacity, a sixth (1 / (6 x factor) of the load); three others split the rest."""
     fair = 1 / (6 * factor)
     rest = (1 - 0.5 - QUIET_SHARE - fair) / 3

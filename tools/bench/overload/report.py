@@ -1,4 +1,4 @@
-"""What ``tools.bench.overload.part`` prints, from the driver's records alone (issue 37, item 4):
+"""What ``tools.bench.overload.part`` prints, from the driver's records alone:
 pure, so the honesty rules are unit-tested (tests/unit/test_overload_report.py).
 
 Every request the schedule offered is a record, whatever became of it: ``status`` is the HTTP
@@ -158,12 +158,12 @@ def limit_down_s(samples: list[tuple[float, float]], hog_start: float, drop: flo
 
 
 def missed(s: Summary, factor: float, hog: bool = False) -> list[str]:
-    """The targets this run missed (issue 44 part B), at 2x and 4x alike: admitted p99, shed p99,
-    goodput, the quiet tenant, nothing lost, duplicated, undecided or unanswered (no answer and
-    still running are failures at every load); at 2x also issue 37's quiet-tenant latency and
-    recovery. Beside the hog (its capacity is not the one measured): admitted p99 <= 1 s, the
-    door's limit down by a quarter within 5 s of the hog's start, and nothing lost,
-    duplicated, undecided or unanswered."""
+    """The targets this run missed (docs/performance/index.md, yardstick 9), at 2x and 4x alike:
+    admitted p99, shed p99, goodput, the quiet tenant, nothing lost, duplicated, undecided or
+    unanswered (no answer and still running are failures at every load); at 2x also the quiet
+    tenant's latency and recovery. Beside the hog (its capacity is not the one measured):
+    admitted p99 <= 1 s, the door's limit down by a quarter within 5 s of the hog's start, and
+    nothing lost, duplicated, undecided or unanswered."""
     integrity = [
         ("lost 0", s.audit.lost == 0),
         ("duplicated 0", s.audit.duplicated == 0),

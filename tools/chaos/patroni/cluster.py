@@ -1,4 +1,4 @@
-"""A PostgreSQL cluster failed over by Patroni with etcd as its DCS (issue 45): what
+"""A PostgreSQL cluster failed over by Patroni with etcd as its DCS: what
 :mod:`tools.chaos.pg_cluster` does by hand, done the way platform teams run it.
 
 Three nodes, each a ``patroni <config.yml>`` agent (its own process, run as the same

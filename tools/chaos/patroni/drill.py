@@ -1,4 +1,4 @@
-"""The Patroni failover drill (issue 45, ``make chaos-patroni``; not part of make test or make
+"""The Patroni failover drill (``make chaos-patroni``; not part of make test or make
 chaos yet): etcd (:mod:`tools.stack.etcd`) and three Patroni nodes
 (:mod:`tools.chaos.patroni.cluster`), a table, and a small asyncpg client writing numbered rows
 through the multi-host URL (``target_session_attrs=read-write``) while the drill

@@ -1,4 +1,4 @@
-"""The chaos run's PostgreSQL run the way platform teams run it (issue 45, ``make chaos``'s
+"""The chaos run's PostgreSQL run the way platform teams run it (``make chaos``'s
 ``--patroni`` pass): three Patroni nodes (tools.chaos.patroni.cluster, synchronous mode with a
 quorum of one) on a three-member etcd (tools.stack.etcd), with the faults a platform
 team plans for, under the suite's load:

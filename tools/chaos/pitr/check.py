@@ -1,6 +1,6 @@
 """``python -m tools.chaos.pitr.check TENANT_ID [MODE] [--anchors-only]``: the ledger's own
-``verify_journal`` and ``reconcile`` (contract 13.5, 13.4; ``ledger.verification``,
-``ledger.reconcile``) run once,
+``verify_journal`` and ``reconcile`` (docs/operations/backups.md, "How to check a restore";
+``ledger.verification``, ``ledger.reconcile``) run once,
 in one READ ONLY transaction, on the database the ledger's settings name, the anchors read from
 the anchors topic of the Kafka they name (``ledger.anchors.Anchors.read``, the reader the
 ledger's verify_journal uses). Prints one JSON object: ``{"verify_journal": ..., "reconcile":

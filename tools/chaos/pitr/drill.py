@@ -1,4 +1,4 @@
-"""``make chaos-pitr`` (part of ``make chaos``): backups that restore (issue 45), drilled.
+"""``make chaos-pitr`` (part of ``make chaos``): backups that restore, drilled.
 
 The suite (gateway, compliance, ledger, admin: one process each) runs on stores this run owns,
 as ``tools.chaos.scenario`` runs it: its own PostgreSQL (tools.chaos.stores.OwnPostgres) with

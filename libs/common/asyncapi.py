@@ -53,7 +53,7 @@ def build_asyncapi(prefix: str = "sluice") -> dict[str, Any]:
         (
             "journalAnchors",
             t.journal_anchors,
-            "The ledger's signed journal chain heads, kept forever (contract 14.3)",
+            "The ledger's signed journal chain heads, kept forever",
             JournalAnchor,
         ),
     ]

@@ -1,4 +1,5 @@
-"""Admin service: the operator API on its own port (contract section 9).
+"""Admin service: the operator API on its own port (docs/operations.md, "The administration
+endpoint").
 
 ``POST /`` with ``Authorization: Bearer <operator token>`` and ``{action, ...}``. This module
 is the boundary: it authenticates the operator, runs the action in one transaction with its
@@ -109,8 +110,8 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
             state.failures, address, state.operators, request.headers.get("authorization")
         )
         actor = operator.name
-        # The body is read only once the operator is known (13.4), and its depth checked
-        # before it is decoded: a deeply nested body is 400, never a RecursionError.
+        # The body is read only once the operator is known, and its depth checked before it is
+        # decoded: a deeply nested body is 400, never a RecursionError.
         raw = await request.body()
         check_nesting(raw)
         action = _requested_action(raw)
@@ -160,7 +161,7 @@ async def administer(request: Request[Any, Any, State], state: State) -> Respons
     except Exception as exc:
         if is_transient(exc):
             # A store away for a moment (Valkey restarted, PostgreSQL failing over): a refusal
-            # the operator retries (503 store_unavailable, contract 15.3), not an internal error.
+            # the operator retries (503 store_unavailable), not an internal error.
             log.warning("a store is unavailable: %r", exc)
             await _audit_refusal(
                 state, actor, action, rid, f"failed:{ErrorCode.PROVIDER_UNAVAILABLE}", ctx, {}

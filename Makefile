@@ -25,20 +25,20 @@ setup: $(UV) $(TS_DEPS)
 $(TS_DEPS): clients/typescript/package-lock.json
 	@cd clients/typescript && npm ci --silent --no-audit --no-fund && touch node_modules/.package-lock.json
 
-# The partner SDKs' generated halves from the gateway's OpenAPI document (issue 39,
-# tools.codegen.clients); tests/unit/test_clients_drift.py fails when they are stale.
+# The partner SDKs' generated halves from the gateway's OpenAPI document (tools.codegen.clients);
+# tests/unit/test_clients_drift.py fails when they are stale.
 clients: setup
 	@$(UV) run --frozen python -m tools.codegen.clients write
 
 # The /docs renderer: Redoc's standalone build from the npm release pinned (version and tarball
-# integrity) in libs/common/static/redoc.json, vendored there (issue 39, tools.codegen.redoc).
+# integrity) in libs/common/static/redoc.json, vendored there (tools.codegen.redoc).
 redoc: setup
 	@$(UV) run --frozen python -m tools.codegen.redoc
 
 run: setup
 	@$(UV) run --frozen python -m tools.stack.run
 
-# The documentation site (issue 46, mkdocs.yml): docs/ built with MkDocs Material in strict mode
+# The documentation site (mkdocs.yml): docs/ built with MkDocs Material in strict mode
 # (a broken link, anchor or nav entry fails), offline (no web fonts, no CDN, built-in search,
 # the API reference from the gateway's pinned Redoc). `make docs` serves it on DOCS_ADDR
 # (127.0.0.1:8088), `make docs-build` writes site/. NO_MKDOCS_2_WARNING: Material's banner.
@@ -106,12 +106,12 @@ bench-short: setup wrk
 profile: setup wrk
 	@$(UV) run --frozen python -m tools.bench.profile
 
-# The fault scenario of issue 10 (tools.chaos.scenario): 1,000 transfers, every fault, PostgreSQL failed
-# over by the harness; then the same suite on PostgreSQL run by Patroni and etcd (issue 45,
-# tools.chaos.patroni.faults: the leader's node lost, a quorum standby lost, a switchover, an etcd
-# member lost, Valkey lost, a whole node with a Kafka broker lost; 600 transfers); then the
-# scaling scenario of issue 27 (tools.chaos.scale); then the point-in-time restore drill of
-# issue 45 (tools.chaos.pitr.drill). Exit 1 unless all are clean. etcd is built once from the Go
+# The fault scenario (tools.chaos.scenario, docs/operations/faults.md): 1,000 transfers, every
+# fault, PostgreSQL failed over by the harness; then the same suite on PostgreSQL run by Patroni
+# and etcd (tools.chaos.patroni.faults: the leader's node lost, a quorum standby lost, a
+# switchover, an etcd member lost, Valkey lost, a whole node with a Kafka broker lost; 600
+# transfers); then the scaling scenario (tools.chaos.scale); then the point-in-time restore
+# drill (tools.chaos.pitr.drill). Exit 1 unless all are clean. etcd is built once from the Go
 # module proxy into ~/.cache/sluice/etcd-<version> (tools.stack.etcd; needs go).
 chaos: setup
 	@$(UV) run --frozen python -m tools.chaos.scenario
@@ -123,12 +123,12 @@ chaos: setup
 chaos-scale: setup
 	@$(UV) run --frozen python -m tools.chaos.scenario --scale
 
-# Backups that restore (issue 45, docs/operations/backups.md): WAL archiving and a base backup,
+# Backups that restore (docs/operations/backups.md): WAL archiving and a base backup,
 # 800 transfers, a restore to a time mid-load on a new cluster, checked against the anchors.
 chaos-pitr: setup
 	@$(UV) run --frozen python -m tools.chaos.pitr.drill
 
-# The Patroni failover drill alone, without the suite (issue 45, tools.chaos.patroni.drill; make
+# The Patroni failover drill alone, without the suite (tools.chaos.patroni.drill; make
 # chaos runs the suite on Patroni): etcd (built once from the Go module proxy into ~/.cache/sluice/etcd-<version>,
 # tools.stack.etcd; needs go) and three Patroni nodes; the leader's node lost, then a
 # planned switchover, under a writing client. Exit 1 on a lost acknowledged commit or writes
@@ -137,14 +137,16 @@ chaos-patroni: setup
 	@$(UV) run --frozen python -m tools.stack.etcd build
 	@$(UV) run --frozen python -m tools.chaos.patroni.drill
 
-# Mutation testing (mutmut) of the money-critical modules against the unit tests (issue 24);
-# not part of make test. Writes .sluice/mutate/score.md; exit 1 below a 90 % score.
+# Mutation testing (mutmut) of the money-critical modules against the unit tests
+# (docs/testing/mutation.md); not part of make test. Writes .sluice/mutate/score.md; exit 1
+# below a 90 % score.
 mutate: setup
 	@$(UV) run --frozen python -m tools.mutate.run
 
-# Deterministic simulation of the money logic (issue 28, tests/simulation): SIMULATE_SEEDS
-# (10,000) seeds of SIMULATE_STEPS (40) steps over SIMULATE_JOBS (2) processes; exit 1 on a
-# violation. SIMULATE_SEED=N SIMULATE_STEPS=K replays one seed and prints its violations.
+# Deterministic simulation of the money logic (tests/simulation, docs/testing/simulation.md):
+# SIMULATE_SEEDS (10,000) seeds of SIMULATE_STEPS (40) steps over SIMULATE_JOBS (2) processes;
+# exit 1 on a violation. SIMULATE_SEED=N SIMULATE_STEPS=K replays one seed and prints its
+# violations.
 simulate: setup
 	@SIMULATE_JOBS=$${SIMULATE_JOBS:-2} $(UV) run --frozen python -m tests.simulation
 

@@ -42,7 +42,8 @@ SERVICES = {  # name: (port, http: takes outside traffic, consumer group topic o
 OPERATORS_NAMESPACE = "sluice-operators"
 MONITORING_NAMESPACE = "monitoring"
 KEDA_NAMESPACE = "keda"  # KEDA's operator: its Kafka scaler reads the consumer groups' lag
-# Services whose /metrics are off their main port (the gateway's faces partners: contract 14.3).
+# Services whose /metrics are off their main port (the gateway's faces partners, and metrics
+# are never served there: docs/operations.md, "Metrics").
 METRICS_PORTS = {"gateway": 8010}
 SECRETS = [
     "SLUICE_ADMIN_TOKEN",
@@ -54,8 +55,9 @@ SECRETS = [
     "SLUICE_ADMIN_SIGNING_KEY",
     "SLUICE_GATEWAY_CACHE_KEY",
 ]
-# Each pod mounts the secrets its process uses and no other (contract 14.3; the table of
-# common.settings.SERVICE_SECRETS, tests/unit/test_least_privilege.py), and its own database
+# Each pod mounts the secrets its process uses and no other (docs/security.md, "Database roles
+# and per-service secrets"; the table of common.settings.SERVICE_SECRETS,
+# tests/unit/test_least_privilege.py), and its own database
 # role's URL: sluice-secrets' key SLUICE_DATABASE_URL_<ROLE> as the file SLUICE_DATABASE_URL
 # (common.privileges: one role per service; the migration Job's is the migrations role).
 POD_SECRETS = {
@@ -63,24 +65,24 @@ POD_SECRETS = {
         "SLUICE_JWT_SECRET",
         "SLUICE_ONBOARDING_SECRET",
         "SLUICE_ENCRYPTION_KEYS",
-        "SLUICE_GATEWAY_CACHE_KEY",  # the MAC on what it trusts from Valkey (issue 43)
+        "SLUICE_GATEWAY_CACHE_KEY",  # the MAC on what it trusts from Valkey
     ],
     "admin": ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ADMIN_SIGNING_KEY"],
-    "ledger": ["SLUICE_JOURNAL_ANCHOR_KEY"],  # signs the journal's anchors (Ed25519, issue 43)
-    "compliance": ["SLUICE_COMPLIANCE_SIGNING_KEY"],  # signs its decisions (contract 15.1)
+    "ledger": ["SLUICE_JOURNAL_ANCHOR_KEY"],  # signs the journal's anchors (Ed25519)
+    "compliance": ["SLUICE_COMPLIANCE_SIGNING_KEY"],  # signs its decisions, which the ledger verifies
     "webhooks": ["SLUICE_ENCRYPTION_KEYS"],
     "migrate": [],
 }
 DATABASE_ROLE = {**{name: name for name in SERVICES}, "migrate": "migrations"}
-# The read-write PostgreSQL endpoint the base expects (contract 15.2, issue 45): every database
+# The read-write PostgreSQL endpoint the base expects (docs/operations/failover.md): each database
 # URL in sluice-secrets names this host (postgresql+asyncpg://sluice_ledger:...@sluice-database:5432/
 # sluice), an ExternalName Service, so that an overlay points the suite at whatever runs PostgreSQL
 # without touching the secrets: a server of your own behind the Service `postgres` (the default),
 # CloudNativePG's `<cluster>-rw` (overlays/cloudnative-pg) or a managed database's endpoint.
 DATABASE_SERVICE = "sluice-database"
 DATABASE_TARGET = f"postgres.{NAMESPACE}.svc.cluster.local"  # your cluster's DNS domain
-# Valkey (contract 15.1, common.valkey_acl): only these pods use it, each as its own ACL user,
-# its URL (with that user's password) sluice-secrets' key SLUICE_REDIS_URL_<POD> mounted as the
+# Valkey (common.valkey_acl): only these pods use it, each as its own ACL user, its URL (with
+# that user's password) sluice-secrets' key SLUICE_REDIS_URL_<POD> mounted as the
 # file SLUICE_REDIS_URL; the ConfigMap carries none, so the other pods have no Valkey URL. The
 # Valkey server takes its users from an ACL file (the Secret sluice-valkey-acl, key users.acl,
 # printed with hashed passwords by `python -m sluice valkey-acl`).
@@ -88,9 +90,9 @@ VALKEY_PODS = ("gateway", "admin")
 # The Secret ``sluice-secrets`` is mounted as files here, never passed as environment variables
 # (checkov CKV_K8S_35): common.settings reads SLUICE_SECRETS_DIR's files named after settings.
 SECRETS_DIR = "/run/secrets/sluice"
-# Kafka over TLS with SASL/SCRAM-SHA-512 and ACLs (contract 14.3, common.acls; issue 43: no
-# password in clear): each service connects as its own principal, User:<service>, with its own
-# password, sluice-secrets' key SLUICE_KAFKA_SASL_PASSWORD_<SERVICE> mounted as the file
+# Kafka over TLS with SASL/SCRAM-SHA-512 and ACLs (common.acls; docs/security.md, "Kafka over
+# TLS": no password in clear): each service connects as its own principal, User:<service>, with
+# its own password, sluice-secrets' key SLUICE_KAFKA_SASL_PASSWORD_<SERVICE> mounted as the file
 # SLUICE_KAFKA_SASL_PASSWORD (no pod sees another's), and checks the brokers' certificate against
 # the CA of the Secret sluice-kafka-tls (its ca.crt alone is mounted: never tls.key). The Job
 # sluice-kafka-scram turns those passwords into SCRAM credentials; the Job sluice-kafka-acls then
@@ -275,14 +277,14 @@ def deployment(name: str, port: int) -> dict[str, Any]:
 KAFKA_IMAGE = "apache/kafka:4.1.2"
 KAFKA_NODES = 3
 KAFKA_UID = 1000  # appuser, who owns /opt/kafka in the image
-# The listeners, every one SASL over TLS (issue 43): CLIENT takes the services, the Jobs and KEDA
-# with SCRAM-SHA-512 only; INTERNAL (broker to broker, and the SCRAM Job) and CONTROLLER (the
-# KRaft quorum) take the brokers' own principal with PLAIN, over TLS. Why PLAIN there: SCRAM
-# credentials live in the cluster's metadata log, which the controllers serve, so the controller
-# listener cannot authenticate with SCRAM (KRaft's quorum must talk before any credential is
-# read), and SCRAM between brokers would need the brokers' credential bootstrapped at storage format
-# (`kafka-storage format --add-scram`), which the image's start script does not do and which a
-# persistent volume, formatted once, never does again. PLAIN over TLS sends the password
+# The listeners, every one SASL over TLS, so that no password crosses the network in clear: CLIENT
+# takes the services, the Jobs and KEDA with SCRAM-SHA-512 only; INTERNAL (broker to broker, and the
+# SCRAM Job) and CONTROLLER (the KRaft quorum) take the brokers' own principal with PLAIN, over TLS.
+# Why PLAIN there: SCRAM credentials live in the cluster's metadata log, which the controllers
+# serve, so the controller listener cannot authenticate with SCRAM (KRaft's quorum must talk before
+# any credential is read), and SCRAM between brokers would need the brokers' credential bootstrapped
+# at storage format (`kafka-storage format --add-scram`), which the image's start script does not do
+# and which a persistent volume, formatted once, never does again. PLAIN over TLS sends the password
 # encrypted to a peer whose certificate is checked; the brokers' users are the JAAS file's.
 KAFKA_PORTS = {"CLIENT": 9092, "CONTROLLER": 9093, "INTERNAL": 9094}
 KAFKA_DOMAIN = f"kafka-nodes.{NAMESPACE}.svc"  # each node's name: kafka-<i>.<this>
@@ -683,12 +685,12 @@ def base() -> dict[str, list[dict[str, Any]]]:
             "data": {
                 "SLUICE_ENV": "production",
                 # The public keys the ledger and compliance verify compliance's and admin's
-                # signatures with (contract 15.1: kid:base64,...; `python -m sluice keys` prints
-                # them for the signing keys of sluice-secrets). Not secret; set in the overlay:
+                # signatures with (kid:base64,...; `python -m sluice keys` prints them for the
+                # signing keys of sluice-secrets). Not secret; set in the overlay:
                 # empty, the ledger and compliance refuse to start.
                 "SLUICE_AUTHORITY_VERIFY_KEYS": "",
-                # The public keys of the journal's anchor key (contract 15.1, kid:base64,...;
-                # several while it rotates): the ledger checks anchors with them, and so does
+                # The public keys of the journal's anchor key (kid:base64,...; several while it
+                # rotates): the ledger checks anchors with them, and so does
                 # whoever runs the offline verifier (docs/verify_journal.py). Not secret; set in
                 # the overlay: empty, the ledger refuses to start.
                 "SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS": "",
@@ -700,9 +702,10 @@ def base() -> dict[str, list[dict[str, Any]]]:
                 "SLUICE_KAFKA_FETCH_MAX_WAIT_MS": "100",
                 "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true",  # Apache Kafka: acks=all, no duplicate on retry
                 "SLUICE_KAFKA_TOPIC_PARTITIONS": str(PARTITIONS),
-                # The ingress in front of gateway and admin (contract 13.2): set its CIDRs (the
-                # ingress controller's pods) in an overlay, and the one header it sets. Empty,
-                # the TCP peer is the client: behind an ingress, every client is the ingress.
+                # The ingress in front of gateway and admin (docs/security.md,
+                # "Settings that matter"): set its CIDRs (the ingress controller's pods) in an
+                # overlay, and the one header it sets. Empty, the TCP peer is the client: behind an
+                # ingress, every client is the ingress.
                 "SLUICE_TRUSTED_PROXIES": "",
                 "SLUICE_CLIENT_IP_HEADER": "X-Forwarded-For",
             },
@@ -825,8 +828,8 @@ def _only(name: str) -> dict[str, Any]:
 
 
 def network_policies() -> list[dict[str, Any]]:
-    """Who may reach each pod (issue 43): the consumers only from the suite and Prometheus;
-    the gateway's partner port from anywhere and its metrics port (8010) from Prometheus and the
+    """Who may reach each pod: the consumers only from the suite and Prometheus; the gateway's
+    partner port from anywhere and its metrics port (8010) from Prometheus and the
     suite; admin from the operators' namespace only (and Prometheus, for its /metrics). Kafka:
     its CLIENT listener from the suite and KEDA's operator, its INTERNAL and CONTROLLER
     listeners from the brokers (and INTERNAL from the SCRAM Job) alone."""

@@ -1,4 +1,5 @@
-"""Kafka ACLs: which principal may do what on which topic and group (contract 14.3, issue 38).
+"""Kafka ACLs: which principal may do what on which topic and group, so that no service writes
+a topic it has no business writing (docs/security.md, "Kafka ACLs").
 
 Where Apache Kafka runs with SASL and an authorizer (``allow.everyone.if.no.acl.found=false``),
 each service connects as its own principal, ``User:<service>``
@@ -50,8 +51,9 @@ PRODUCERS: dict[str, frozenset[str]] = {
     Topic.COMPLIANCE_COMMANDS: frozenset({"gateway", "admin"}),
     # the ledger gives a refused transfer's allowance back; admin (redrive)
     Topic.COMPLIANCE_RELEASES: frozenset({"ledger", "admin"}),
-    # compliance (approved commands) and admin (operator commands, redrive), each signed
-    # (contract 15.1): the gateway may not write here, so it cannot approve its own transfers
+    # compliance (approved commands) and admin (operator commands, redrive), each signed: the
+    # gateway may not write here, so it cannot approve its own transfers (docs/security.md,
+    # "Round 5: no single point of trust")
     Topic.LEDGER_COMMANDS: frozenset({"admin", "compliance"}),
     # the gateway's reads of ledger resources and fees; admin (redrive)
     Topic.LEDGER_READS: frozenset({"gateway", "admin"}),
@@ -125,7 +127,7 @@ def plan(prefix: str = "sluice") -> dict[str, Access]:
         if svc in RESPONDERS:
             write.add(Pattern(t.replies(""), prefixed=True))
         read = {Pattern(t[topic]) for topic in Topic if svc in CONSUMERS.get(topic, {})}
-        if svc == ADMIN:  # a dead letter's origin is read back before it is redriven (15.1)
+        if svc == ADMIN:  # a dead letter's origin is read back before it is redriven
             read |= {Pattern(f"{prefix}.{topic}") for topic in REDRIVABLE}
         groups = {t.group(g) for topic in Topic if (g := CONSUMERS.get(topic, {}).get(svc))}
         mine = frozenset({own_replies}) if svc in CALLERS else frozenset()

@@ -1,5 +1,6 @@
-"""On-chain addresses (contract 12.4): the encodings the suite makes deposit addresses in, and
-the checks a withdrawal's destination must pass.
+"""On-chain addresses (docs/guides/money.md, "Withdrawing to an external address"): the
+encodings the suite makes deposit addresses in, and the checks a withdrawal's destination must
+pass.
 
 - EVM chains: ``0x`` + 40 hex; mixed case must carry a valid EIP-55 checksum (Keccak-256,
   from pycryptodome: hashlib's ``sha3_256`` is the NIST variant, a different hash);

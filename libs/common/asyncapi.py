@@ -53,7 +53,7 @@ def _channels_spec(t: Topics) -> list[tuple[str, str, str, Any]]:
         (
             "journalAnchors",
             t.journal_anchors,
-            "The ledger's signed journal chain heads, kept forever (contract 14.3)",
+            "The ledger's signed journal chain heads, kept forever",
             JournalAnchor,
         ),
     ]

@@ -15,7 +15,8 @@ from redis.asyncio import Redis
 
 PREFIX = {"sandbox": "sk_test_", "production": "sk_live_"}
 
-#: What an API key may do (contract section 3); admin grants them, the gateway checks them.
+#: What an API key may do: each endpoint needs its own scope (docs/security.md, "OWASP API
+#: Security Top 10", API5); admin grants them, the gateway checks them.
 Scope = Literal[
     "customers:write",
     "wallets:write",
@@ -49,8 +50,8 @@ def token_cache_name(jti: str) -> str:
     return f"sluice:jti:{jti}"
 
 
-# ---- versioned cache entries (contract 12.3: a revocation or tenant change holds on every
-# gateway within 1 s) ----
+# ---- versioned cache entries (a revocation or tenant change holds on every gateway within
+# 1 s: docs/security.md, "OWASP API Security Top 10", API2) ----
 # Each entry has a generation counter. A gateway reads the generation before it reads
 # PostgreSQL and fills the entry only if the generation is unchanged (FILL_IF_CURRENT); the
 # admin bumps the generation and drops the entry after its commit (evict). So a lookup that
@@ -123,7 +124,8 @@ def new_jti() -> str:
 #: never carry arbitrary text (tokens are signed, but a test or an old issuer may differ).
 JTI_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
 
-#: An access token lives at most this long, ``exp - iat`` (contract sections 2 and 15.1).
+#: An access token lives at most this long, ``exp - iat`` (docs/guides/sandbox-and-live.md,
+#: "Keys and modes": at most one hour).
 MAX_TOKEN_LIFETIME_S = 3600
 
 
@@ -136,8 +138,9 @@ def issue_access_token(
     ttl_seconds: int,
     jti: str | None = None,
 ) -> tuple[str, int]:
-    """An HS256 JWT (contract section 2): ``iss, sub, mode, scopes, exp (<= 1 h), jti``
-    (``jti`` given by admin, which records it so that it can be revoked)."""
+    """An HS256 JWT (docs/guides/sandbox-and-live.md, "Keys and modes"): ``iss, sub, mode,
+    scopes, exp (<= 1 h), jti`` (``jti`` given by admin, which records it so that it can be
+    revoked)."""
     import time
 
     import jwt

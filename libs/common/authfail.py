@@ -1,4 +1,4 @@
-"""Failed authentication, limited per client address (contract 12.3 and 13.2).
+"""Failed authentication, limited per client address (docs/security.md, "Round 3").
 
 Unknown API keys, bad JWTs and wrong operator tokens each count one failure for the client
 address in a fixed one-minute window in Redis (shared by every instance). Past the limit the
@@ -6,11 +6,11 @@ address is answered ``429 rate_limited`` before any lookup, so a flood of random
 Redis GET each, not a PostgreSQL query. Known-unknown keys are also cached negatively by the
 gateway (``-`` entries), so repeating one key costs no query either.
 
-Atomic (13.2): a failure is counted by one Lua call that increments the window and sets its
-expiry together, and the count it returns decides: the failure past the limit is itself
-answered 429, so concurrent failures cannot all slip in between a read and a write. An IPv6
-client is counted by its /64 (one subscriber's allocation: counting each of its 2^64 addresses
-apart would give it that many budgets).
+Atomic: a failure is counted by one Lua call that increments the window and sets its expiry
+together, and the count it returns decides: the failure past the limit is itself answered 429,
+so concurrent failures cannot all slip in between a read and a write. An IPv6 client is counted
+by its /64 (one subscriber's allocation: counting each of its 2^64 addresses apart would give it
+that many budgets).
 """
 
 from __future__ import annotations

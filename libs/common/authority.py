@@ -1,4 +1,6 @@
-"""Authority between services (contract 15.1): who decided a command travels with it, signed.
+"""Authority between services: who decided a command travels with it, signed, so that no
+single service or store can move money on its own (docs/security.md, "Round 5: no single
+point of trust").
 
 A command that moves money, or that only an operator may give, carries an
 :class:`~common.contracts.base.Authority`: the signer (``compliance`` or ``admin``), the id of
@@ -279,7 +281,7 @@ def public_settings_of(signing_setting: str) -> str:
 
 
 def new_anchor_settings(label: str = "1") -> dict[str, str]:
-    """A fresh journal anchor key (contract 15.1: the ledger's alone) and its verification key,
-    as the environment gives them (``make run``, the tests, bench and chaos)."""
+    """A fresh journal anchor key (the ledger's alone) and its verification key, as the
+    environment gives them (``make run``, the tests, bench and chaos)."""
     key = new_seed_setting(f"anchor-{label}")
     return {"SLUICE_JOURNAL_ANCHOR_KEY": key, "SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS": public_settings_of(key)}

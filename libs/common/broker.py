@@ -213,7 +213,7 @@ def record_lag(consumer: Any, group_id: str, records: Sequence[Any]) -> None:
     """``sluice_consumer_lag`` of the partitions this batch read, as of its last record; the
     series of a partition a rebalance took from this instance are removed, so a lag it had when
     it lost the partition does not stay on the gauge (and on the alert) after its new owner
-    caught up (issue 45)."""
+    caught up."""
     last: dict[tuple[str, int], int] = {}
     for r in records:
         last[(r.topic, r.partition)] = max(r.offset, last.get((r.topic, r.partition), -1))

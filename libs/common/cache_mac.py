@@ -1,4 +1,5 @@
-"""MACs on every record the gateway trusts from Valkey (contract 15.1; issue 43 finding 2).
+"""MACs on every record the gateway trusts from Valkey (docs/security.md, "Round 5: Valkey is a
+cache, never a root of trust").
 
 Valkey is a cache, never a source of trust: whoever can write to it could otherwise invent an
 API key (a JSON record under ``sluice:apikey:<sha256>``), lift a tenant's ``disabled`` flag,

@@ -1,4 +1,4 @@
-"""The client address of a request (contract sections 12.3 and 13.2).
+"""The client address of a request (docs/security.md, "Settings that matter" and "Round 3").
 
 Forwarding headers are believed only when the TCP peer is a trusted proxy
 (``SLUICE_TRUSTED_PROXIES``, CIDRs, empty by default), and only the one header those proxies
@@ -12,12 +12,13 @@ an address ends the walk at the last hop a trusted proxy vouched for. Otherwise 
 the client. uvicorn's own proxy-header handling is off (it trusts 127.0.0.1 by default), so
 this is the only place that reads them.
 
-Every form a hop takes is read (issue 38): ``192.0.2.1``, ``192.0.2.1:port``, ``2001:db8::1``,
-``[2001:db8::1]`` and ``[2001:db8::1]:port``; an IPv4-mapped IPv6 address is that IPv4
-address (for the trusted networks, allowlists and limits alike); RFC 7239's ``unknown`` and
-obfuscated identifiers (``_hidden``) name a client whose address the proxy withholds: the walk
-stops there and the client is that token, never the proxy's address (so every such client
-does not share, and cannot spend, the proxy's budget, and no allowlist admits it).
+Every form a hop takes is read, so that none falls back to the proxy's address: ``192.0.2.1``,
+``192.0.2.1:port``, ``2001:db8::1``, ``[2001:db8::1]`` and ``[2001:db8::1]:port``; an
+IPv4-mapped IPv6 address is that IPv4 address (for the trusted networks, allowlists and limits
+alike); RFC 7239's ``unknown`` and obfuscated identifiers (``_hidden``) name a client whose
+address the proxy withholds: the walk stops there and the client is that token, never the
+proxy's address (so every such client does not share, and cannot spend, the proxy's budget, and
+no allowlist admits it).
 
 :func:`client_key` is the one function that turns a client into the unit limits count
 against: an IPv4 address, an IPv6 client's /64 (one subscriber's allocation), or a bounded

@@ -1,4 +1,5 @@
-"""The consumer runtime every Kafka consumer of the suite uses (issue 10, contract 12.2).
+"""The consumer runtime every Kafka consumer of the suite uses (docs/failure-model.md, "The
+consumer runtime").
 
 A handler receives a fetched batch of records. The runtime:
 

@@ -38,8 +38,9 @@ def create_engine(
 
     A timeout is a transient fault (:mod:`common.faults`): consumers wait it out, the HTTP
     services answer 503 at once. A connection severed by a restart is invalidated by
-    SQLAlchemy and replaced on the next checkout. A URL naming several hosts (contract 15.2)
-    connects to each in turn, each within ``connect_timeout_s`` (:mod:`common.db_hosts`).
+    SQLAlchemy and replaced on the next checkout. A URL naming several hosts connects to each
+    in turn, each within ``connect_timeout_s`` (:mod:`common.db_hosts`,
+    docs/operations/failover.md).
     """
     bounds: dict[str, Any] = {
         "connect_args": {"timeout": connect_timeout_s, "command_timeout": command_timeout_s}
@@ -82,8 +83,8 @@ def timeout_is_a_lost_host(ctx: ExceptionContext) -> None:
 def asyncpg_kwargs(url: str) -> dict[str, Any]:
     """``asyncpg.connect``'s arguments for a SQLAlchemy URL, as the services' engines build them
     (SQLAlchemy's asyncpg dialect): one host, a socket directory in ``?host=``, or several
-    ``?host=h:p`` with ``target_session_attrs`` (contract 15.2), for tools that talk to the
-    database without an engine."""
+    ``?host=h:p`` with ``target_session_attrs``, for tools that talk to the database without
+    an engine."""
     from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
     from sqlalchemy.engine import make_url
 
@@ -134,8 +135,8 @@ class DbHost:
 
 def database_hosts(url: str | URL) -> list[DbHost]:
     """The hosts a URL names, as the engine's dialect reads them: the libpq multi-host form
-    (``host=a:5432&host=b:5432``, or ``host=a,b&port=5432,5433``; contract 15.2), else the
-    URL's one host. A multi-host URL without every port is refused, as the engine refuses it."""
+    (``host=a:5432&host=b:5432``, or ``host=a,b&port=5432,5433``), else the URL's one host. A
+    multi-host URL without every port is refused, as the engine refuses it."""
     from sqlalchemy.dialects.postgresql.asyncpg import PGDialect_asyncpg
 
     _, opts = PGDialect_asyncpg().create_connect_args(make_url(url))
@@ -156,12 +157,12 @@ Probe = Callable[[DbHost], Awaitable[bool | None]]
 
 
 class Fencing:
-    """Contract 15.2, issue 45: when ``SLUICE_DATABASE_URL`` names several hosts, every
-    ``interval_s`` (and once at start) ask each host whether it is in recovery. More than one
-    that is not is a split brain: an old primary came back as a writer after a failover, and a
-    service that reconnects (``target_session_attrs=read-write`` takes the first writable host
-    of its list) may write to it. Reported by ``sluice_database_writable_hosts`` and an error
-    log line naming the hosts (docs/operations/fencing.md); the check fences nothing itself.
+    """When ``SLUICE_DATABASE_URL`` names several hosts, every ``interval_s`` (and once at
+    start) ask each host whether it is in recovery. More than one that is not is a split brain:
+    an old primary came back as a writer after a failover, and a service that reconnects
+    (``target_session_attrs=read-write`` takes the first writable host of its list) may write to
+    it. Reported by ``sluice_database_writable_hosts`` and an error log line naming the hosts
+    (docs/operations/fencing.md); the check fences nothing itself.
     """
 
     def __init__(

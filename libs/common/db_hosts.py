@@ -1,6 +1,7 @@
-"""Connecting through a multi-host ``SLUICE_DATABASE_URL`` as libpq does (contract 15.2): each
-host in turn, **each** within the connect timeout, keeping the first that has the URL's
-``target_session_attrs`` (``read-write``: the primary).
+"""Connecting through a multi-host ``SLUICE_DATABASE_URL`` as libpq does
+(docs/operations/failover.md, "What to give the services"): each host in turn, **each** within
+the connect timeout, keeping the first that has the URL's ``target_session_attrs``
+(``read-write``: the primary).
 
 asyncpg's own multi-host connect bounds the whole attempt by one timeout: a host that accepts
 the TCP connection but never answers (a hung or paused primary, or one behind a partition that

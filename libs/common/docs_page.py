@@ -1,4 +1,5 @@
-"""The API reference page (``/docs``) that loads nothing from another origin (issue 39).
+"""The API reference page (``/docs``) that loads nothing from another origin
+(docs/reference/index.md).
 
 The renderer is Redoc's standalone bundle from the npm package pinned in
 ``static/redoc.json`` (version and the registry's tarball integrity), vendored beside this

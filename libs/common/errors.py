@@ -1,4 +1,4 @@
-"""Error codes, their HTTP statuses (contract section 1) and the service exception."""
+"""Error codes, their HTTP statuses (docs/guides/errors.md) and the service exception."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ HTTP_STATUS: dict[ErrorCode, int] = {
 
 
 class Reason(StrEnum):
-    """``details.reason`` values of refusals (contract section 1)."""
+    """``details.reason`` values of refusals (docs/guides/errors.md, "Reasons")."""
 
     JURISDICTION_RESTRICTED = "jurisdiction_restricted"
     ROUTE_NOT_APPROVED = "route_not_approved"
@@ -46,8 +46,9 @@ class Reason(StrEnum):
 
 
 class Unavailable(StrEnum):
-    """``details.reason`` of every 503 the gateway sends (contract 15.3). Only ``overloaded`` is
-    a refusal for overload (nothing was taken); the others are failures of admitted work."""
+    """``details.reason`` of every 503 the gateway sends (docs/guides/errors.md, "Reasons"). Only
+    ``overloaded`` is a refusal for overload (nothing was taken); the others are failures of
+    admitted work."""
 
     OVERLOADED = "overloaded"  # the door: no place in the lane
     UPSTREAM_TIMEOUT = "upstream_timeout"  # no answer within the gateway timeout

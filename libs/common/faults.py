@@ -74,6 +74,6 @@ def is_transient(exc: BaseException) -> bool:
         if name in {"ConnectionDoesNotExistError", "InterfaceError", "CannotConnectNowError"}:
             return True  # asyncpg's own, when not wrapped by SQLAlchemy
         if name == "TargetServerAttributeNotMatched":
-            return True  # several hosts (contract 15.2), none writable yet: a failover under way
+            return True  # several hosts, none writable yet: a failover under way
         todo.extend([cur.__cause__, cur.__context__, getattr(cur, "orig", None)])
     return False

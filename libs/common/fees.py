@@ -1,5 +1,5 @@
-"""The developer fee (contract 12.4), computed the same way where it is checked (gateway)
-and where it is charged (ledger)."""
+"""The developer fee (docs/guides/money.md, "Developer fees"), computed the same way where it
+is checked (gateway) and where it is charged (ledger)."""
 
 from __future__ import annotations
 

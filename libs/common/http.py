@@ -233,8 +233,9 @@ async def serve_metrics(
 ) -> AsyncIterator[None]:
     """``GET /metrics`` (the default registry) on ``host:port``, in a thread of its own, for
     as long as the block runs: a service whose main port faces partners serves its metrics
-    here instead (contract 14.3). A port that is taken stops the start, naming ``setting``
-    (two gateways on one host each need their own, issue 45)."""
+    here instead: metrics are never served on the partner port (docs/operations.md, "Metrics").
+    A port that is taken stops the start, naming ``setting`` (two gateways on one host each need
+    their own)."""
     from prometheus_client import start_http_server
 
     try:

@@ -1,4 +1,5 @@
-"""Identity data (tenants and their API keys): one shape, one owner (issue 26).
+"""Identity data (tenants and their API keys): one shape, one owner (docs/architecture.md,
+"Who owns which table").
 
 Admin owns the ``identity`` schema: it is the only service that writes these tables, and its
 migrations create them (``admin.models`` re-exports the models for Alembic). The gateway
@@ -48,7 +49,7 @@ class Tenant(SQLModel, table=True):
     branding_approved_by: str | None = text_field(nullable=True)
     branding_approved_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
     # disable_tenant: every key, access token and onboarding link of the tenant is refused
-    # (403 tenant_disabled) until enable_tenant clears it (contract 14.3).
+    # (403 tenant_disabled) until enable_tenant clears it (docs/security.md, "Round 4").
     disabled_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
     disabled_by: str | None = text_field(nullable=True)
 

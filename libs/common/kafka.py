@@ -1,5 +1,6 @@
-"""Every Kafka client of the suite is configured here, from one set of settings (contract 13.6,
-issue 26; safir's ``KafkaConnectionSettings`` is the model): FastStream's broker (through its
+"""Every Kafka client of the suite is configured here, from one set of settings, so that no
+client is built with arguments of its own (docs/operations.md, "Kafka client security";
+safir's ``KafkaConnectionSettings`` is the model): FastStream's broker (through its
 ``security`` object) and the raw aiokafka consumers and admin clients (keyword arguments).
 
 - ``SLUICE_KAFKA_SECURITY_PROTOCOL`` [``PLAINTEXT``]: ``SSL``, ``SASL_PLAINTEXT``, ``SASL_SSL``;

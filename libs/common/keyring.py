@@ -100,7 +100,8 @@ def new_key_setting(kid: str | None = None) -> str:
     return f"{kid}:{base64.b64encode(secrets.token_bytes(32)).decode()}"
 
 
-# ---- secrets inside messages (contract 12.3: never in clear on Kafka; 14.3: never inferred) ----
+# ---- secrets inside messages: never in clear on Kafka, never inferred from partner text
+# (docs/security.md, "OWASP API Security Top 10", API3) ----
 
 # The only fields of a reply that may carry a secret, and so the only ones ever opened. A
 # secret travels in ``Result.sealed`` (typed bytes), never inside ``data``: partner text in

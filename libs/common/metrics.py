@@ -47,7 +47,7 @@ PRODUCED = Counter(
 DEAD_LETTERS = Counter("sluice_dead_letters_total", "Messages dead-lettered", ["service", "topic"])
 AUTHORITY_REFUSED = Counter(
     "sluice_authority_refused_total",
-    "Commands refused because their authority did not verify (contract 15.1), by why",
+    "Commands refused because their authority did not verify, by why",
     ["service", "why"],
 )
 REDRIVE_REFUSED = Counter(
@@ -58,9 +58,10 @@ REDRIVE_REFUSED = Counter(
 OUTBOX_BACKLOG = Gauge("sluice_outbox_backlog", "Outbox rows not yet published", ["schema"])
 TASK_RESTARTS = Counter("sluice_task_restarts_total", "Background task crashes (restarted)", ["task"])
 IDEMPOTENCY_REPLAYS = Counter("sluice_idempotency_replays_total", "Answers replayed for a same-key retry")
-# The gateway's 503s for admitted work, by details.reason (contract 15.3): upstream_timeout (no
-# result within SLUICE_GATEWAY_TIMEOUT_S), store_unavailable, in_flight. The door's refusals
-# (overloaded) are sluice_admission_shed_total: they never reach the pipeline.
+# The gateway's 503s for admitted work, by details.reason (docs/guides/errors.md, "Reasons"):
+# upstream_timeout (no result within SLUICE_GATEWAY_TIMEOUT_S), store_unavailable, in_flight.
+# The door's refusals (overloaded) are sluice_admission_shed_total: they never reach the
+# pipeline.
 UNAVAILABLE = Counter(
     "sluice_gateway_unavailable_total",
     "Requests the gateway admitted and answered 503 provider_unavailable, by details.reason",
@@ -77,13 +78,14 @@ RECONCILE_LAST_RUN = Gauge(
 )
 CHAIN_CPU = Counter(
     "sluice_journal_chain_cpu_seconds_total",
-    "CPU the ledger spent linking journal entries into their hash chains (contract 13.5)",
+    "CPU the ledger spent linking journal entries into their hash chains",
 )
 CHAINED = Counter("sluice_journal_chained_entries_total", "Journal entries linked into a hash chain")
-# The journal's anchors (contract 15.1, ledger.anchors): the age of the oldest journal entry no
-# anchor covers (0 when every chain is anchored or the journal is idle), the anchoring interval
-# it is compared with (deploy/prometheus/alerts.yml), and the heads an instance refused to
-# anchor because their chain no longer extends the chain's newest anchor.
+# The journal's anchors (docs/security.md, "Journal anchors, round 2"; ledger.anchors): the age
+# of the oldest journal entry no anchor covers (0 when every chain is anchored or the journal is
+# idle), the anchoring interval it is compared with (deploy/prometheus/alerts.yml), and the
+# heads an instance refused to anchor because their chain no longer extends the chain's newest
+# anchor.
 UNANCHORED = Gauge(
     "sluice_journal_unanchored_seconds",
     "Age of the oldest journal entry not yet covered by an anchor (0: all anchored, or idle)",
@@ -95,8 +97,9 @@ ANCHOR_REFUSED = Counter(
     "sluice_journal_anchor_refused_total",
     "Chain heads not anchored because the chain no longer extends its newest anchor (per turn)",
 )
-# Contract 15.2, issue 45 (common.db.fencing): how many hosts of a multi-host
-# SLUICE_DATABASE_URL accepted writes at the last check (1 is right; 2 or more is a split brain).
+# The fencing check (common.db.Fencing, docs/operations/fencing.md): how many hosts of a
+# multi-host SLUICE_DATABASE_URL accepted writes at the last check (1 is right; 2 or more is a
+# split brain).
 WRITABLE_HOSTS = Gauge(
     "sluice_database_writable_hosts",
     "Hosts of SLUICE_DATABASE_URL that accept writes (pg_is_in_recovery() false), at the last check",

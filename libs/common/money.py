@@ -1,7 +1,7 @@
-"""Money rules, defined once (issue 26): the currencies Sluice moves, where each fiat rail
-settles, how many places each currency has, and the largest amount any request may name.
-Every service imports these; ``tests/unit/test_money_rules.py`` fails if a second definition
-of one of them appears anywhere under ``libs/`` or ``services/``."""
+"""Money rules, defined once so that no two services can disagree on them: the currencies Sluice
+moves, where each fiat rail settles, how many places each currency has, and the largest amount
+any request may name. Every service imports these; ``tests/unit/test_money_rules.py`` fails if a
+second definition of one of them appears anywhere under ``libs/`` or ``services/``."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""What the API offers (contract section 5): the (stablecoin, chain) pairs and the stablecoins
-pegged 1:1 to each fiat currency. The gateway checks requests against them; the ledger
-creates wallets and routes deposits by them."""
+"""What the API offers (docs/reference/index.md, "Conventions every resource follows"): the
+(stablecoin, chain) pairs and the stablecoins pegged 1:1 to each fiat currency. The gateway
+checks requests against them; the ledger creates wallets and routes deposits by them."""
 
 from __future__ import annotations
 

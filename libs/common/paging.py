@@ -1,4 +1,5 @@
-"""Cursor pages (contract section 5): ``{items, next_cursor}``, ``next_cursor`` null at the end.
+"""Cursor pages: ``{items, next_cursor}``, ``next_cursor`` null at the end
+(docs/reference/index.md, "Conventions every resource follows").
 
 A repository reads ``limit + 1`` rows, newest first, keyset on the cursor row; the extra row
 only says that another page exists and is never shown.

@@ -1,4 +1,5 @@
-"""Least privilege in PostgreSQL (contract 14.3): one login role per service, owning nothing.
+"""Least privilege in PostgreSQL (docs/security.md, "Database roles and per-service secrets"):
+one login role per service, owning nothing.
 
 Every schema, table, sequence and function belongs to the migrations role
 (``<prefix>_migrations``): it alone runs DDL and no service runs as it. A service logs in as
@@ -9,7 +10,8 @@ Every schema, table, sequence and function belongs to the migrations role
   insert only: append-only by privilege as well as by trigger;
 - select on ``alembic_version``, nothing more;
 - the gateway, select on the three identity tables it authenticates from (``READS``);
-  compliance and webhooks, select on ``identity.tenants`` (a disabled tenant, contract 15.1).
+  compliance and webhooks, select on ``identity.tenants`` (a disabled tenant is read from
+  admin's record).
 
 Owning nothing, a service role cannot ALTER, DROP or TRUNCATE a table, nor disable its
 triggers. Two steps, two holders:
@@ -43,8 +45,8 @@ SCHEMA_OF = {
 # every request from admin's identity tables (common.identity).
 READS: dict[str, dict[str, tuple[str, ...]]] = {
     "gateway": {"identity": ("tenants", "api_keys", "access_tokens")},
-    # disable_tenant holds in every service (contract 15.1), read from where admin writes it:
-    # compliance refuses the tenant's new commands, webhooks holds its deliveries
+    # disable_tenant holds in every service, read from where admin writes it: compliance refuses
+    # the tenant's new commands, webhooks holds its deliveries
     "compliance": {"identity": ("tenants",)},
     "webhooks": {"identity": ("tenants",)},
 }

@@ -1,10 +1,10 @@
-"""``python -m sluice topics``: create or check every topic of the suite (contract 13.6), for
-clusters that forbid auto-creation. Idempotent: a topic that exists is left as it is, and one
-whose partition count differs from ``SLUICE_KAFKA_TOPIC_PARTITIONS`` is reported (partitions
-bound how many instances of a consumer share the work; changing them moves keys between
-partitions, so it is an operator's decision, never done here). Replication factor
-(``SLUICE_KAFKA_REPLICATION_FACTOR``) and retention (``SLUICE_KAFKA_RETENTION_MS``) apply to the
-topics it creates. Reply topics are each gateway's and admin's own: they create them at start.
+"""``python -m sluice topics``: create or check every topic of the suite, for clusters that
+forbid auto-creation. Idempotent: a topic that exists is left as it is, and one whose partition
+count differs from ``SLUICE_KAFKA_TOPIC_PARTITIONS`` is reported (partitions bound how many
+instances of a consumer share the work; changing them moves keys between partitions, so it is an
+operator's decision, never done here). Replication factor (``SLUICE_KAFKA_REPLICATION_FACTOR``)
+and retention (``SLUICE_KAFKA_RETENTION_MS``) apply to the topics it creates. Reply topics are
+each gateway's and admin's own: they create them at start.
 """
 
 from __future__ import annotations

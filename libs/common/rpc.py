@@ -10,7 +10,7 @@ One reply topic per life of an instance: the topics of an earlier life of the sa
 are deleted at start (nobody reads them), and the broker's retention bounds the live one.
 Rounds 1-3 rotated reply topics every 1,000 replies because Tansu's memory engine made each
 fetch cost more as a partition's history grew; Apache Kafka finds an offset through its index
-whatever the history, so the rotation went with Tansu (issue 34).
+whatever the history, so the rotation went with Tansu.
 """
 
 from __future__ import annotations

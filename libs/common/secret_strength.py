@@ -6,9 +6,9 @@ settings check strength with it, so a base64 token ending in ``=`` (what ``opens
 32`` prints) is a bare token to both, never an operator called by most of the token.
 
 A secret (an operator token, ``SLUICE_JWT_SECRET``, ``SLUICE_ONBOARDING_SECRET``) is strong
-when it has at least 32 characters and :func:`token_bits` of at least 160 (contract 13.4: at
-least 32 random bytes). The estimate is the length times the smaller of two Shannon
-entropies: of its characters, and of the steps between neighbouring characters. The second
+when it has at least 32 characters and :func:`token_bits` of at least 160 (at least 32 random
+bytes: docs/security.md, "Round 3"). The estimate is the length times the smaller of two
+Shannon entropies: of its characters, and of the steps between neighbouring characters. The second
 catches runs (``abcdefghijklmnopqrstuvwxyz0123456789``, every step +1) that have many distinct
 characters; the first catches repeats and small alphabets. 32 random bytes in base64 or hex
 score 180-280 (100,000 draws never scored below 180). It cannot prove randomness, only refuse
@@ -34,8 +34,8 @@ _ROLE_SUFFIX = re.compile(r"^([A-Za-z][A-Za-z0-9_.-]{0,63}):(viewer|operator|app
 
 
 def split_role(entry: str) -> tuple[str, str]:
-    """``(entry without its role, role)`` of one ``SLUICE_ADMIN_TOKEN`` entry: ``name:role=token``
-    (contract 15.1); an entry without a role is an ``approver`` (what every token could do)."""
+    """``(entry without its role, role)`` of one ``SLUICE_ADMIN_TOKEN`` entry: ``name:role=token``;
+    an entry without a role is an ``approver`` (what every token could do)."""
     m = _ROLE_SUFFIX.match(entry)
     if m is None:
         return entry, "approver"

@@ -71,8 +71,9 @@ class Runtime:
         return checks
 
     def watch_database(self) -> None:
-        """With several hosts in ``SLUICE_DATABASE_URL`` (contract 15.2), the fencing check
-        (:class:`common.db.Fencing`) as a supervised task; nothing with one host."""
+        """With several hosts in ``SLUICE_DATABASE_URL``, the fencing check
+        (:class:`common.db.Fencing`, docs/operations/fencing.md) as a supervised task; nothing
+        with one host."""
         fencing = Fencing.of(
             self.settings.database_url,
             interval_s=self.settings.db_fencing_interval_s,
@@ -180,8 +181,8 @@ def port_taken(host: str, port: int) -> OSError | None:
 
 def refuse_taken_port(host: str, port: int, setting: str) -> None:
     """Stop the start, naming ``setting``, when its port is held by another process: two
-    instances of a service on one host each need their own (issue 45); uvicorn alone would
-    only say "address already in use"."""
+    instances of a service on one host each need their own (docs/operations/deploy.md,
+    "Several instances on one host"); uvicorn alone would only say "address already in use"."""
     exc = port_taken(host, port)
     if exc is not None:
         log.critical(

@@ -34,22 +34,24 @@ from common.kafka import problems as kafka_problems
 from common.keyring import KeyRing, KeyRingError, new_key_setting
 from common.secret_strength import ADVICE, MIN_SECRET_CHARS, weak_admin_tokens, weakness
 
-# The secrets every service must be given explicitly in production (contract section 12.3).
+# The secrets every service must be given explicitly in production (docs/security.md,
+# "Settings that matter").
 SECRET_SETTINGS = {
     "admin_token": "SLUICE_ADMIN_TOKEN",  # a setting's name  # nosec B105
     "jwt_secret": "SLUICE_JWT_SECRET",  # a setting's name  # nosec B105
     "onboarding_secret": "SLUICE_ONBOARDING_SECRET",  # a setting's name  # nosec B105
     "encryption_keys": "SLUICE_ENCRYPTION_KEYS",
-    # Ed25519 signing keys of the two deciders (contract 15.1, common.authority)
+    # Ed25519 signing keys of the two deciders (common.authority)
     "compliance_signing_key": "SLUICE_COMPLIANCE_SIGNING_KEY",  # a setting's name  # nosec B105
     "admin_signing_key": "SLUICE_ADMIN_SIGNING_KEY",  # a setting's name  # nosec B105
     "gateway_cache_key": "SLUICE_GATEWAY_CACHE_KEY",
 }
-# The secrets each service uses, and so requires and is given (contract 14.3); it never holds
-# another's: load_settings(service) blanks them. The gateway verifies access tokens, signs
-# onboarding links and seals webhook secrets; admin authenticates operators and issues access
-# tokens; webhooks opens the webhook secrets it signs with; the ledger alone signs the
-# journal's anchors; compliance signs its decisions and admin its operator commands (15.1).
+# The secrets each service uses, and so requires and is given; it never holds another's:
+# load_settings(service) blanks them (docs/security.md, "Database roles and per-service
+# secrets"). The gateway verifies access tokens, signs onboarding links and seals webhook
+# secrets; admin authenticates operators and issues access tokens; webhooks opens the webhook
+# secrets it signs with; the ledger alone signs the journal's anchors; compliance signs its
+# decisions and admin its operator commands.
 SERVICE_SECRETS: dict[str, tuple[str, ...]] = {
     "gateway": (
         "SLUICE_JWT_SECRET",
@@ -62,8 +64,9 @@ SERVICE_SECRETS: dict[str, tuple[str, ...]] = {
     "ledger": ("SLUICE_JOURNAL_ANCHOR_KEY",),
     "compliance": ("SLUICE_COMPLIANCE_SIGNING_KEY",),
 }
-# The services that verify a decider's signature (contract 15.1): they need
-# SLUICE_AUTHORITY_VERIFY_KEYS (public keys, not secrets) and refuse to start without them.
+# The services that verify a decider's signature (docs/security.md, "Round 5: no single point
+# of trust"): they need SLUICE_AUTHORITY_VERIFY_KEYS (public keys, not secrets) and refuse to
+# start without them.
 AUTHORITY_VERIFIERS = ("ledger", "compliance")
 
 
@@ -77,15 +80,16 @@ class Settings(BaseSettings):
     database_url: str = "postgresql+asyncpg://postgres@127.0.0.1:5432/sluice"
     redis_url: str = "redis://127.0.0.1:6379/0"
     kafka_bootstrap: str = "127.0.0.1:9092"
-    # Client security (contract 13.6, common.kafka): checked by common.kafka.problems at start.
+    # Client security (docs/operations.md, "Kafka client security"; common.kafka): checked by
+    # common.kafka.problems at start.
     kafka_security_protocol: str = "PLAINTEXT"
     kafka_sasl_mechanism: str = ""
     kafka_sasl_username: str = ""
     kafka_sasl_password: SecretStr = SecretStr("")
     kafka_ssl_cafile: str = ""
-    # Apache Kafka (contract 13.6): an idempotent producer with acks=all, so a retried send is
-    # written once and an acknowledged record survives a leader change. On by default since
-    # every run is on Apache Kafka (issue 34); off only for a broker without it (Tansu).
+    # Apache Kafka: an idempotent producer with acks=all, so a retried send is written once and
+    # an acknowledged record survives a leader change. On by default since every run is on
+    # Apache Kafka; off only for a broker without it (Tansu).
     kafka_idempotent_producer: bool = True
     topic_prefix: str = "sluice"
     db_pool_size: int = 10
@@ -108,21 +112,24 @@ class Settings(BaseSettings):
     kafka_replication_factor: int = 1  # topics `python -m sluice topics` creates (3 on a real cluster)
     kafka_retention_ms: int = 7 * 86400 * 1000  # of the topics it creates: the inboxes are the record
     consumer_max_attempts: int = 3
-    # Every call to a store is bounded (issue 10): a store that does not answer in time is a
-    # transient fault (consumers wait it out; the gateway answers 503 with Retry-After).
-    # Above the session timeout: a JoinGroup request legitimately waits for a rebalance.
+    # Every call to a store is bounded, so that nothing hangs (docs/failure-model.md, "Bounded
+    # calls"): a store that does not answer in time is a transient fault (consumers wait it out;
+    # the gateway answers 503 with Retry-After). Above the session timeout: a JoinGroup request
+    # legitimately waits for a rebalance.
     kafka_request_timeout_ms: int = 15000
     kafka_publish_timeout_s: float = 2.0  # a request's publish: then 503, never a hang
     db_connect_timeout_s: float = 2.0
     db_command_timeout_s: float = 10.0
-    # With several hosts in DATABASE_URL (contract 15.2): how often each service checks that only
-    # one of them accepts writes (common.db.Fencing; sluice_database_writable_hosts).
+    # With several hosts in DATABASE_URL: how often each service checks that only one of them
+    # accepts writes (common.db.Fencing; sluice_database_writable_hosts;
+    # docs/operations/fencing.md).
     db_fencing_interval_s: float = 30.0
     redis_timeout_s: float = 1.0
 
     gateway_host: str = "127.0.0.1"
     gateway_port: int = 8000
-    # The gateway's /metrics, off the partner port (contract 14.3); host "" = gateway_host.
+    # The gateway's /metrics, off the partner port (docs/operations.md, "Metrics"); host "" =
+    # gateway_host.
     gateway_metrics_host: str = ""
     gateway_metrics_port: int = 8010
     admin_host: str = "127.0.0.1"
@@ -138,16 +145,17 @@ class Settings(BaseSettings):
     admin_token: SecretStr = SecretStr("")
     public_base_url: str = "http://127.0.0.1:8000"
     gateway_timeout_s: float = 10.0
-    # Admission (contract 13.1, gateway.door.admission): commands in flight per gateway instance and
-    # per tenant; beyond, 503 overloaded at once. Sized from make bench (docs/performance).
+    # Admission (gateway.door.admission, docs/performance/overload.md): commands in flight per
+    # gateway instance and per tenant; beyond, 503 overloaded at once. Sized from make bench
+    # (docs/performance).
     max_in_flight: int = 128
     tenant_max_in_flight: int = 64
-    # The door (contract 14.2, gateway.door.asgi): the bounds above are ceilings; under them the
-    # limit adapts to measured latency (Gradient2, from the initial limit, never below the
-    # minimum), windows averaging over the target latency shrink it, and an event loop lagging
-    # over admission_lag_target_s for admission_lag_interval_s refuses new work. Reads have a
-    # lane of their own; sandbox work sees admission_sandbox_share of the limit while live work
-    # is in flight.
+    # The door (gateway.door.asgi): the bounds above are ceilings; under them the limit adapts
+    # to measured latency (Gradient2, from the initial limit, never below the minimum), windows
+    # averaging over the target latency shrink it, and an event loop lagging over
+    # admission_lag_target_s for admission_lag_interval_s refuses new work. Reads have a lane of
+    # their own; sandbox work sees admission_sandbox_share of the limit while live work is in
+    # flight.
     admission_initial_limit: int = 20
     admission_min_limit: int = 8
     admission_target_latency_s: float = 0.4
@@ -177,12 +185,14 @@ class Settings(BaseSettings):
     # ``kid:base64key,...``: the first key seals, every key opens (see common.keyring).
     encryption_keys: SecretStr = SecretStr("")
     # ``kid:base64key,...`` (32-byte keys), the gateway only: the MAC on every record it trusts
-    # from Valkey (contract 15.1, common.cache_mac). The first key signs, every key verifies.
+    # from Valkey (common.cache_mac: Valkey is a cache, never a root of trust). The first key
+    # signs, every key verifies.
     gateway_cache_key: SecretStr = SecretStr("")
     # CIDRs whose X-Forwarded-For / Forwarded headers are believed; empty: the TCP peer is
     # the client address (IP allowlists, per-address limits).
     trusted_proxies: str = ""
-    # The one header the trusted proxies set (contract 13.2); every other forwarding header is ignored.
+    # The one header the trusted proxies set; every other forwarding header is ignored
+    # (docs/security.md, "Settings that matter").
     client_ip_header: Literal["X-Forwarded-For", "X-Real-IP", "Forwarded"] = "X-Forwarded-For"
 
     webhooks_allow_private_targets: bool = False
@@ -205,18 +215,20 @@ class Settings(BaseSettings):
     webhooks_retention_s: int = 30 * 86400
     webhooks_prune_interval_s: float = 600.0
 
-    # The journal's anchors (contract 14.3, 15.1, ledger.anchors): the ledger alone holds the
-    # Ed25519 signing key (``kid:base64seed``; the database never holds it); the public keys
-    # verify (``kid:base64,...``: several while the key rotates; verify_journal and the offline
-    # verifier need only these); chain heads that moved are anchored this often.
+    # The journal's anchors (docs/security.md, "Journal anchors, round 2"; ledger.anchors): the
+    # ledger alone holds the Ed25519 signing key (``kid:base64seed``; the database never holds
+    # it); the public keys verify (``kid:base64,...``: several while the key rotates;
+    # verify_journal and the offline verifier need only these); chain heads that moved are
+    # anchored this often.
     journal_anchor_key: SecretStr = SecretStr("")
     journal_anchor_verify_keys: str = ""
     journal_anchor_interval_s: float = 5.0
 
-    # Authority between services (contract 15.1, common.authority): compliance's and admin's
-    # Ed25519 signing keys (``kid:base64seed``, each held by its service alone), the public keys
-    # the ledger and compliance verify with (``kid:base64,...``: several while keys rotate), and
-    # how long a signed command stays valid (it is applied once: the ledger's inbox).
+    # Authority between services (docs/security.md, "Round 5: no single point of trust";
+    # common.authority): compliance's and admin's Ed25519 signing keys (``kid:base64seed``, each
+    # held by its service alone), the public keys the ledger and compliance verify with
+    # (``kid:base64,...``: several while keys rotate), and how long a signed command stays valid
+    # (it is applied once: the ledger's inbox).
     compliance_signing_key: SecretStr = SecretStr("")
     admin_signing_key: SecretStr = SecretStr("")
     authority_verify_keys: str = ""
@@ -295,8 +307,8 @@ class Settings(BaseSettings):
         return weak + self._weak_anchor_keys()
 
     def _weak_anchor_keys(self) -> list[str]:
-        """The journal's anchor keys (Ed25519, contract 15.1): one ``kid:base64seed`` signing
-        key; public verify keys, which must hold the signing key's own when both are given."""
+        """The journal's anchor keys (Ed25519): one ``kid:base64seed`` signing key; public
+        verify keys, which must hold the signing key's own when both are given."""
         weak: list[str] = []
         verify: dict[str, bytes] = {}
         try:

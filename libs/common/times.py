@@ -1,4 +1,5 @@
-"""Time as the contract writes it: RFC 3339 in UTC with a ``Z`` (contract section 5)."""
+"""Time as partners see it: RFC 3339 in UTC with a ``Z`` (docs/reference/index.md, "Conventions
+every resource follows")."""
 
 from __future__ import annotations
 

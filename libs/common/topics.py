@@ -11,21 +11,24 @@ class Topic(StrEnum):
 
     #: Everything that needs a policy decision, plus compliance's own admin commands.
     COMPLIANCE_COMMANDS = "compliance.commands"
-    #: Commands the ledger applies, each signed by its decider (contract 15.1): compliance's
-    #: approved commands and admin's operator commands; written by those two only.
+    #: Commands the ledger applies, each signed by its decider: compliance's approved commands
+    #: and admin's operator commands; written by those two only (docs/security.md, "Round 5: no
+    #: single point of trust").
     LEDGER_COMMANDS = "ledger.commands"
     #: Partner reads of ledger resources (the gateway's): they change nothing, need no authority.
     LEDGER_READS = "ledger.reads"
     #: Daily-cap allowance given back for a transfer the ledger refused or failed (the
-    #: ledger's; contract 15.1: off the commands topic the gateway may write).
+    #: ledger's alone: off the commands topic the gateway may write, so that the gateway cannot
+    #: give allowance back).
     COMPLIANCE_RELEASES = "compliance.releases"
     WEBHOOKS_COMMANDS = "webhooks.commands"
-    #: Domain events (contract section 7), produced by the ledger outbox.
+    #: Domain events (docs/guides/webhooks.md, "Events"), produced by the ledger outbox.
     EVENTS = "events"
     #: Operator changes (key revoked, policy changed, branding changed) broadcast to services.
     CONTROL_EVENTS = "control.events"
     DEAD_LETTERS = "dlq"
-    #: Signed chain heads of the ledger's journal (contract 14.3): kept forever, never compacted.
+    #: Signed chain heads of the ledger's journal (docs/security.md, "Journal anchors, round 2"):
+    #: kept forever, never compacted.
     JOURNAL_ANCHORS = "journal.anchors"
 
 

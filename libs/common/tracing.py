@@ -1,6 +1,6 @@
-"""Following one request across the services (contract 12.5): every message the suite
-publishes carries the request id (``x-request-id``) and a W3C ``traceparent`` in its Kafka
-headers, and every consumer's work on a message is a span of that message's trace.
+"""Following one request across the services (docs/operations.md, "Traces"): every message
+the suite publishes carries the request id (``x-request-id``) and a W3C ``traceparent`` in its
+Kafka headers, and every consumer's work on a message is a span of that message's trace.
 
 FastStream's telemetry middleware gives a fetched *batch* one span that only links to its
 messages, so a request's trace would end at the first consumer. The shared runtime carries it
@@ -15,15 +15,15 @@ on instead:
 The memory is bounded (the most recent requests); a message published by the outbox relay
 after a restart starts a new trace but still carries its request id.
 
-**Spans only when they are exported** (issue 22). Without ``OTEL_EXPORTER_OTLP_ENDPOINT`` no
-span leaves the process, yet building them (FastStream's telemetry middleware on every publish
-and consume, a span per record, Litestar's server span) cost a fifth of each consumer's CPU in
-the transfers profile. In that mode the suite still carries the contract's headers (12.5):
-the gateway takes the caller's ``traceparent`` (or starts a trace id), each consumer remembers
-the ``traceparent`` of the records it reads by request id, and :func:`publish` writes the
-request id and that ``traceparent`` straight to aiokafka's producer (FastStream's publish path,
-with its middlewares, cost three times the producer's own work per message). Set the endpoint
-and every span is made and exported as before.
+**Spans only when they are exported.** Without ``OTEL_EXPORTER_OTLP_ENDPOINT`` no span leaves
+the process, yet building them (FastStream's telemetry middleware on every publish and consume,
+a span per record, Litestar's server span) cost a fifth of each consumer's CPU in the transfers
+profile. In that mode the suite still carries the request id and trace headers: the gateway
+takes the caller's ``traceparent`` (or starts a trace id), each consumer remembers the
+``traceparent`` of the records it reads by request id, and :func:`publish` writes the request id
+and that ``traceparent`` straight to aiokafka's producer (FastStream's publish path, with its
+middlewares, cost three times the producer's own work per message). Set the endpoint and every
+span is made and exported as before.
 """
 
 from __future__ import annotations

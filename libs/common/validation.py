@@ -70,7 +70,7 @@ def decode_body(raw: bytes, type_: type[T]) -> T:
         raise not_json(raw, "") from None
 
 
-# ---- bounded numbers (contract section 12.3) ----
+# ---- bounded numbers (docs/security.md, "OWASP API Security Top 10", API4) ----
 
 MAX_DIGITS = 18
 MAX_EXPONENT = 18
@@ -216,7 +216,8 @@ def nesting_depth(raw: bytes) -> int:
 
 
 def check_nesting(raw: bytes, limit: int = MAX_NESTING) -> None:
-    """400 invalid_request when ``raw`` nests deeper than ``limit`` (contract 13.4)."""
+    """400 invalid_request when ``raw`` nests deeper than ``limit`` (docs/security.md,
+    "Round 3")."""
     if nesting_depth(raw) > limit:
         raise ServiceError(
             ErrorCode.INVALID_REQUEST,

@@ -1,6 +1,7 @@
 """Valkey ACL users: each service that uses Valkey connects as its own user, with only the key
-patterns and commands it uses (contract 15.1; issue 43 finding 2). A service that does not
-use Valkey (ledger, compliance, webhooks, migrations) is given no Valkey URL at all.
+patterns and commands it uses (docs/security.md,
+"Round 5: Valkey is a cache, never a root of trust"). A service that does not use Valkey
+(ledger, compliance, webhooks, migrations) is given no Valkey URL at all.
 
 - gateway: the caches it fills and verifies (``common.cache_mac``), the idempotency records,
   its rate-limit windows and its failed-login counters; GET/SET/DEL and counters, its Lua

@@ -12,9 +12,9 @@ is not here: it lives in tools/ and is not in the image.
 - ``acls [--dry-run]``: create every service principal's Kafka ACLs (``common.acls.plan``), as
   the configured principal (a super user); ``--dry-run`` prints them and connects to nothing.
 - ``keys [--verify]``: new Ed25519 signing keys for compliance and admin and the journal's
-  anchor key, and the verification keys for them (contract 15.1), as ``NAME=value`` lines;
-  ``--verify`` prints only the verification keys of the signing keys in the environment (for
-  a rotation).
+  anchor key, and the verification keys for them (docs/security.md,
+  "Round 5: no single point of trust"), as ``NAME=value`` lines; ``--verify`` prints only the
+  verification keys of the signing keys in the environment (for a rotation).
 - ``valkey-acl``: Valkey's ACL file for the service users, passwords hashed.
 """
 

@@ -1,4 +1,5 @@
-"""Admin service: the operator API on its own port (contract section 9).
+"""Admin service: the operator API on its own port (docs/operations.md, "The administration
+endpoint").
 
 ``POST /`` with ``Authorization: Bearer <operator token>`` and ``{action, ...}``. This module
 is the boundary: it authenticates the operator, runs the action in one transaction with its

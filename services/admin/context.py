@@ -39,7 +39,7 @@ class ActionContext:
     target: str | None = None  # what the action touched, for the audit log
     details: dict[str, Any] = field(default_factory=dict)  # audit details (never secrets)
     stale_cache: list[str] = field(default_factory=list)
-    signing: SigningKey | None = None  # admin's key: every command it sends is signed (15.1)
+    signing: SigningKey | None = None  # admin's key: every command it sends is signed
     status: int = 200  # 202 for a proposal waiting for a second approver (admin.operators.four_eyes)
 
     @property
@@ -83,8 +83,8 @@ class ActionContext:
         )
 
     async def call(self, topic: str, command: Envelope) -> Any:
-        """Send a command, signed by admin (contract 15.1), to the service owning the data and
-        pass its answer through."""
+        """Send a command, signed by admin (the owner acts only on a verified signature), to the
+        service owning the data and pass its answer through."""
         if self.signing is None:
             raise ServiceError(ErrorCode.INTERNAL_ERROR, "admin has no signing key")
         command = self.signing.sign(command)

@@ -82,7 +82,7 @@ class DeadLetterRecord(SQLModel, table=True):
 
 class PendingAction(SQLModel, table=True):
     """An operator action that moves money or changes trust, proposed by one approver and
-    waiting for another's (four eyes, contract 15.1); ``body`` is the request as proposed."""
+    waiting for another's (four eyes); ``body`` is the request as proposed."""
 
     __tablename__ = "pending_actions"
     __table_args__ = (Index("pending_actions_state", "state", "proposed_at"), {"schema": SCHEMA})

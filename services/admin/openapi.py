@@ -145,7 +145,7 @@ def build_document(version: str = "1.0.0") -> dict[str, Any]:
         "info": {
             "title": "Sluice Admin API",
             "version": version,
-            "description": "Operator API (contract section 9): POST / with an operator token and "
+            "description": "Operator API: POST / with an operator token and "
             "a body naming its action. Every call, refused or not, is audited.",
         },
         "tags": [{"name": "admin", "description": "Tenants, keys, policy and operations"}],

@@ -318,7 +318,7 @@ async def settle_redrive(
         )
 
 
-# ---- four eyes (contract 15.1) ----
+# ---- four eyes (admin.operators.four_eyes) ----
 
 
 async def propose_action(session: AsyncSession, **values: Any) -> None:

@@ -1,4 +1,5 @@
-"""Admin action payloads (contract section 9): one struct per action.
+"""Admin action payloads (docs/operations.md, "The administration endpoint"): one struct per
+action.
 
 Every struct forbids unknown fields, so a misspelt field is a 400 naming it.
 """
@@ -273,7 +274,7 @@ class RedriveDeadLetters(Body):
 
 
 class ApproveAction(Body):
-    """A second approver carries out a proposal (four eyes, contract 15.1)."""
+    """A second approver carries out a proposal (four eyes)."""
 
     action_id: Id
 

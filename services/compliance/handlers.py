@@ -65,9 +65,9 @@ def undecided(command_id: str, request_id: str) -> Result:
 
 
 def operator_signed(cmd: Envelope) -> tuple[str, ...]:
-    """Policy commands are admin's to give (contract 15.1): the gateway writes this topic too,
-    so a route, a cap or the screening list changes only on admin's signature. The commands
-    compliance decides need none: deciding them is its job."""
+    """Policy commands are admin's to give: the gateway writes this topic too, so a route, a cap
+    or the screening list changes only on admin's signature. The commands compliance decides
+    need none: deciding them is its job."""
     return () if type(cmd) in service.DECIDERS else ("admin",)
 
 

@@ -141,8 +141,8 @@ class ComplianceCapHold(SQLModel, table=True):
 
 
 class ComplianceScreenedAddress(SQLModel, table=True):
-    """An on-chain address operators screened: transfers to it are refused (contract 12.4).
-    ``address`` in its compared form (EVM lower case; base58 as given)."""
+    """An on-chain address operators screened: transfers to it are refused. ``address`` in its
+    compared form (EVM lower case; base58 as given)."""
 
     __tablename__ = "screened_addresses"
     __table_args__ = (Index("screened_by_address", "address"), {"schema": SCHEMA})

@@ -1,4 +1,5 @@
-"""Pure policy rules (contract section 10). No I/O: facts in, verdict out.
+"""Pure policy rules (docs/failure-model.md, "Fail-closed rules"). No I/O: facts in, verdict
+out.
 
 The daily cap is the one rule that needs the store at decision time (it must be exact under
 concurrency); :func:`check_transfer` checks everything else and the service then takes the
@@ -88,13 +89,13 @@ def refuse(rule: str, reason: str, message: str, **details: Any) -> Verdict:
 
 
 def tenant_disabled() -> Verdict:
-    """An operator disabled the tenant (disable_tenant, contract 15.1): nothing new is decided
-    for it; money arriving for it is still credited (deposits are not refused here)."""
+    """An operator disabled the tenant (disable_tenant): nothing new is decided for it; money
+    arriving for it is still credited (deposits are not refused here)."""
     return refuse("tenant_status", "tenant_disabled", "the tenant is disabled")
 
 
 def address_screened(address: str) -> Verdict:
-    """The destination is on the operators' screening list (contract 12.4): fail closed."""
+    """The destination is on the operators' screening list: fail closed."""
     return refuse(
         "address_screening",
         "address_screened",

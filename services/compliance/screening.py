@@ -1,6 +1,7 @@
-"""Address screening (contract 12.4): operators list on-chain addresses that no transfer may
-reach; a transfer to one is refused ``403 address_screened`` before any money is held.
-EVM addresses compare case-insensitively, base58 ones exactly (``common.addresses``)."""
+"""Address screening (docs/guides/money.md, "Withdrawing to an external address"): operators
+list on-chain addresses that no transfer may reach; a transfer to one is refused
+``403 address_screened`` before any money is held. EVM addresses compare case-insensitively,
+base58 ones exactly (``common.addresses``)."""
 
 from __future__ import annotations
 

@@ -340,8 +340,8 @@ def _record(
             outcome="review" if verdict.outcome == "review" else "allow",  # not refused here
             rule=verdict.rule,
         )
-        # Signed over the decision and everything it approves (contract 15.1): the ledger
-        # applies nothing compliance did not sign.
+        # Signed over the decision and everything it approves: the ledger applies nothing
+        # compliance did not sign.
         stamped = sign(msgspec.structs.replace(cmd, decision=decision, authority=None))
         out = OutMessage(topics.ledger_commands, encode(stamped), key=partition_key(cmd).encode())
     row = {

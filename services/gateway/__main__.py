@@ -19,5 +19,5 @@ if __name__ == "__main__":
         settings.gateway_port,
         setting="SLUICE_GATEWAY_PORT",
         grace_s=settings.gateway_timeout_s + 2,
-        protocol=door_protocol(app.state.door),  # refusals before any task (issue 37)
+        protocol=door_protocol(app.state.door),  # refusals before any task
     )

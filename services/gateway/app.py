@@ -167,10 +167,12 @@ def create_app(settings: Settings) -> Litestar:
             yield
 
     handlers = [*_direct_handlers(ENDPOINTS), routed_handler, asyncapi_json, *onboarding.PAGES]
-    # No /metrics on the partner port (contract 14.3): they are on gateway_metrics_port.
+    # No /metrics on the partner port (docs/operations.md, "Metrics"): they are on
+    # gateway_metrics_port.
     document = lambda: build_document(ENDPOINTS)  # noqa: E731
     app = http_app("gateway", settings, lifespan, handlers, document, metrics_route=False)
-    # Outermost: before the request id, the middleware, routing and any body read (14.2).
+    # Outermost: before the request id, the middleware, routing and any body read
+    # (docs/performance/overload.md).
     app.asgi_handler = door.around(app.asgi_handler)
     app.state.door = door
     return app

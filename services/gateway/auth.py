@@ -1,5 +1,5 @@
-"""Authentication: API keys by hash, cached in Redis (versioned: see common.auth), and
-HS256 JWTs issued by the admin (contract section 2: ``iss, sub, mode, scopes, exp, jti``).
+"""Authentication: API keys by hash, cached in Redis (versioned: see common.auth), and HS256
+JWTs issued by the admin (``iss, sub, mode, scopes, exp, jti``).
 
 Hot path: one Lua call reads the cached key and its tenant, counts the request in the
 tenant's rate-limit window and, for a request with an Idempotency-Key, takes the key (or reads
@@ -290,7 +290,8 @@ class Authenticator:
 
     async def _check_recorded(self, rec: KeyRecord, exp: int) -> None:
         """A verified token is accepted only if admin recorded its jti when it issued it, for
-        this tenant and mode with this expiry, and has not revoked it (contract 15.1)."""
+        this tenant and mode with this expiry, and has not revoked it (docs/security.md,
+        "Round 5: Valkey is a cache, never a root of trust")."""
         recorded = await self._token(rec.key_id.removeprefix("jwt:"))
         if recorded is None:
             raise _unauthorized("invalid access token")  # signed, but admin never issued it

@@ -1,4 +1,4 @@
-"""Operator changes honoured even when Redis missed the eviction (issue 25).
+"""Operator changes honoured even when Redis missed the eviction (docs/security.md, "Round 3").
 
 Admin evicts a revoked key's, a revoked access token's (by ``jti``) or a changed (or
 disabled) tenant's cache entry right after its commit, and

@@ -1,5 +1,6 @@
-"""Idempotency (contract sections 3 and 12.1), kept in Redis so every gateway instance and a
-restarted one see the same records.
+"""Idempotency (docs/guides/idempotency.md; docs/failure-model.md, "Idempotency that survives a
+dead gateway"), kept in Redis so every gateway instance and a restarted one see the same
+records.
 
 A record is ``pending`` (with the request fingerprint) while the command is in flight and
 ``done`` (status and body) once an outcome was decided; ``done`` lives ``idempotency_ttl_s``.
@@ -14,8 +15,8 @@ An outcome that invites a retry (any 5xx) is never stored as final: the lease is
 so the retry runs again.
 
 A ``done`` record is replayed only if it carries the gateway's MAC over its name, value and
-expiry (common.cache_mac, contract 15.1): one written by anyone else (an unsigned one, one
-copied from another name, one kept past its expiry) is refused, counted
+expiry (common.cache_mac): one written by anyone else (an unsigned one, one copied from another
+name, one kept past its expiry) is refused, counted
 (``sluice_gateway_cache_forged_total{kind="idempotency"}``) and dropped, and the request runs
 under its deterministic command id, which compliance and the ledger deduplicate. A ``pending``
 record carries no authority: it makes a retry wait or answer 409, which a Valkey writer could

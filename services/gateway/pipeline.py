@@ -137,8 +137,8 @@ def error_body(err: ServiceError, request_id: str) -> bytes:
 
 def result_body(result: Result, request_id: str, ring: KeyRing | None = None) -> bytes:
     """The partner's answer. Secrets travel in ``result.sealed`` and are opened here (``ring``),
-    only under the names ``common.keyring`` lists; ``data`` is never read for them (contract
-    14.3: partner text that looks like ciphertext is text)."""
+    only under the names ``common.keyring`` lists; ``data`` is never read for them (partner
+    text that looks like ciphertext is text: docs/security.md, "Round 4")."""
     if result.error is None:
         data = (
             result.data
@@ -223,8 +223,8 @@ class Pipeline:
             validate_key(key)
         except ServiceError:
             return None
-        # The concrete path (contract 12.1): one key on two webhooks' rotate-secret must not
-        # replay the first answer for the second.
+        # The concrete path (docs/guides/idempotency.md, "What the gateway answers"): one key on
+        # two webhooks' rotate-secret must not replay the first answer for the second.
         path = _PARAM.sub(lambda m: req.params.get(m.group(1), ""), ep.path)
         request_fingerprint = fingerprint(ep.method, path, req.body)
         pending = ClaimWith(

@@ -28,7 +28,7 @@ async def tenant_by_id(session: AsyncSession, tenant_id: str) -> AnyRow | None:
 
 async def access_token(session: AsyncSession, jti: str) -> AnyRow | None:
     """The row admin recorded when it issued the access token ``jti`` (tenant, mode, expiry,
-    revocation), None if it never issued one: such a token is refused (contract 15.1)."""
+    revocation), None if it never issued one: such a token is refused."""
     a = access_tokens.c
     q = select(a.tenant_id, a.mode, a.expires_at, a.revoked_at).where(a.jti == jti)
     return (await session.execute(q)).first()

@@ -1,4 +1,5 @@
-"""Cross-field request rules of contract section 5, applied after the shape is valid.
+"""Cross-field request rules (docs/reference/index.md, "Conventions every resource follows"),
+applied after the shape is valid.
 
 Every refusal is ``invalid_request`` naming the dotted field it is about.
 """
@@ -110,7 +111,7 @@ def _party(side: str, p: PartyIn) -> Party:
     if p.bank_account is not None:
         b = p.bank_account
         check_bank_numbers(f"{side}.bank_account", rail, b.routing_number, b.iban)
-    # PartyIn (and its BankAccountIn) has the contract's fields: copied as they are, but the codes
+    # PartyIn (and its BankAccountIn) has Party's fields: copied as they are, but the codes
     # normalised above.
     party = msgspec.convert(p, Party, from_attributes=True)
     return msgspec.structs.replace(party, currency=currency, chain=chain)

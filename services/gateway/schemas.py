@@ -1,4 +1,4 @@
-"""Partner request and response bodies (spec section 2, contract section 5) as msgspec structs.
+"""Partner request and response bodies (docs/reference/index.md) as msgspec structs.
 
 The structs validate shape, types and patterns (so ``details.field`` names the field) and are
 the source of the OpenAPI document. Cross-field rules (rail/currency pairs, amount precision)
@@ -69,7 +69,7 @@ Uri = Annotated[
 # 8-256 printable ASCII characters, no space first or last: HTTP drops spaces around a header
 # value, so a key that had them would arrive shorter (or different from the body's copy).
 IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e][\x20-\x7e]{6,254}[\x21-\x7e]$"
-# A transfer's or payout's body repeats its key (contract: idempotency); no JSON Schema can tie
+# A transfer's or payout's body repeats its key (docs/guides/idempotency.md); no JSON Schema can tie
 # a body field to a header, so the document says it here and in the operation's description.
 BodyIdempotencyKey = Annotated[
     str,

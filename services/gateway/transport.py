@@ -94,7 +94,7 @@ def _check_json(request: Request[Any, Any, Any], raw: bytes, ep: Endpoint | None
         raise ServiceError(
             ErrorCode.INVALID_REQUEST, "request body is nested too deeply", details={"field": "body"}
         ) from None
-    check_numbers(doc)  # bounded numbers everywhere (contract 12.3), before any route sees them
+    check_numbers(doc)  # bounded numbers everywhere, before any route sees them
     return doc
 
 

@@ -1,6 +1,6 @@
-"""What the journal's anchors topic says, as pure logic (contract 14.3, 15.1; issue 43): the
-anchor keys (Ed25519, ``kid:base64``), and :class:`Found`, the anchors of each chain read in
-topic order with what does not hold in them.
+"""What the journal's anchors topic says, as pure logic (docs/security.md,
+"Journal anchors, round 2"): the anchor keys (Ed25519, ``kid:base64``), and :class:`Found`, the
+anchors of each chain read in topic order with what does not hold in them.
 
 The anchors of one chain form a chain themselves (``JournalAnchor.prev``): each names the
 digest of the anchor it extends, the chain's first names none. Reading the stream in order:

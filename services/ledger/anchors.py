@@ -1,4 +1,4 @@
-"""The journal anchored outside PostgreSQL (contract 14.3, 15.1; issues 38 and 43).
+"""The journal anchored outside PostgreSQL (docs/security.md, "Journal anchors, round 2").
 
 Whoever can write the database can rewrite a hash chain end to end and move its head row to
 match, or delete the head row: the chain then verifies against itself. So every

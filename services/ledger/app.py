@@ -75,7 +75,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
 
 
 def _anchors(settings: Settings, service_runtime: Runtime) -> Anchors | None:
-    """The journal's anchors (contract 14.3, 15.1): the signing key and the verify keys are
+    """The journal's anchors (ledger.anchors): the signing key and the verify keys are
     required in production (the verify keys must hold the signing key's public key: checked
     with the other secrets, ``Settings.weak_secrets``). In development a missing verify keys
     setting is the signing key's public key; without the signing key an instance given the

@@ -1,5 +1,6 @@
-"""Who may make the ledger act (contract 15.1): each command on ``ledger.commands`` carries
-the signed authority of the service that decided it, verified here before anything is planned.
+"""Who may make the ledger act (docs/security.md, "Round 5: no single point of trust"): each
+command on ``ledger.commands`` carries the signed authority of the service that decided it,
+verified here before anything is planned.
 
 - compliance decides what creates or moves something (customers, wallets, virtual accounts,
   sandbox deposits, transfers and payouts), and its grant must carry the decision it stamped;

@@ -1,11 +1,12 @@
-"""The tamper-evident journal (contract 13.5, 14.3): one hash chain per tenant and mode.
+"""The tamper-evident journal (docs/security.md, "The tamper-evident journal"): one hash chain
+per tenant and mode.
 
 Every journal entry carries ``seq`` (its place in its chain, from 1) and ``hash``::
 
     hash = hex(SHA-256(previous_hash + "\\n" + canonical))     previous_hash of seq 1: 64 zeros
 
-``canonical`` is one line of text (UTF-8), fields joined by ``|``. Entries written since
-issue 38 use version 2, which covers every field that moves money or says where it goes::
+``canonical`` is one line of text (UTF-8), fields joined by ``|``. Entries are written in
+version 2, which covers every field that moves money or says where it goes::
 
     v2|<entry id>|<tenant id>|<mode>|<kind>|<transfer id or empty>|<deposit id or empty>
       |<created_at: UTC, microseconds, YYYY-MM-DDTHH:MM:SS.ffffffZ>|<postings>|<transfer>
@@ -27,7 +28,7 @@ transition an entry makes is its ``kind`` (``<transfer|payout>_hold`` at creatio
 ``<transfer|payout>_<state moved to>``); the row's current state is checked against its entries
 by ``reconcile``.
 
-Version 1 (entries written before issue 38) had neither currency nor transfer terms::
+Version 1 (the first entries of older chains) had neither currency nor transfer terms::
 
     v1|<entry id>|...|<created_at>|<account id>,<debit|credit>,<amount>;...
 

@@ -16,7 +16,7 @@ from ledger.effects import Effects, LedgerConfig, missing, money, parse_amount
 async def sandbox_deposit(session: AsyncSession, cmd: SandboxDeposit, ledger_config: LedgerConfig) -> Effects:
     t, m = cmd.ctx.tenant_id, cmd.ctx.mode
     if m != "sandbox":
-        # Production has no such endpoint: it does not exist there (contract section 5).
+        # Production has no such endpoint: it does not exist there (404, like any unknown route).
         raise missing("sandbox deposits", "virtual_account_id")
     va = await repo.get_virtual_account(session, t, m, cmd.virtual_account_id)
     if va is None:

@@ -1,4 +1,5 @@
-"""Developer fees (contract 12.4): what a transfer charges, and the tenant's fee balances."""
+"""Developer fees (docs/guides/money.md, "Developer fees"): what a transfer charges, and the
+tenant's fee balances."""
 
 from __future__ import annotations
 

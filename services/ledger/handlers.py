@@ -7,7 +7,8 @@ applied the TigerBeetle way: every wallet account locked once in id order, funds
 memory, everything written in bulk; see ``journal``). Writes stage their result and events
 in the outbox of that transaction; reads change nothing, so they run after the writes of the
 batch and skip the inbox (a redelivered read is simply answered again), but their answers
-leave through the same outbox: every consumer publishes one way (issue 26).
+leave through the same outbox: every consumer publishes one way (docs/architecture.md, "One
+publish scheme: inbox + outbox").
 """
 
 from __future__ import annotations
@@ -195,7 +196,7 @@ class LedgerConsumer:
     def processor(
         self, readiness: Readiness | None = None, keys: VerifyKeys | None = None
     ) -> BatchProcessor[LedgerCommand]:
-        """The consumer of ``ledger.commands``: every command's authority verified first (15.1)."""
+        """The consumer of ``ledger.commands``: every command's authority verified first."""
         return BatchProcessor(
             name="ledger-commands",
             decode=LEDGER_COMMANDS.decode,

@@ -50,7 +50,8 @@ class BankDetails(TypedDict):
 
 
 def bank_details(currency: str) -> BankDetails:
-    """Numbers a virtual account answers with (contract section 5)."""
+    """Numbers a virtual account answers with (docs/reference/index.md, "Conventions every
+    resource follows")."""
     if currency == "USD":
         return {
             "account_number": "9" + _digits(11),

@@ -1,4 +1,5 @@
-"""Reconciliation in one action (contract 13.4): does one tenant's money add up?
+"""Reconciliation in one action (docs/operations.md, "The administration endpoint"): does one
+tenant's money add up?
 
 Per currency, money brought in less money sent out (``journal_total``, from the postings of
 the deposit, payout and settlement accounts) must equal what the tenant's wallets hold

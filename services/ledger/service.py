@@ -189,8 +189,8 @@ def stage_events(session: AsyncSession, outbox: Outbox, topics: Topics, events: 
 
 
 def stage_fact(session: AsyncSession, outbox: Outbox, topics: Topics, events: list[Event]) -> None:
-    """The events one command produced, in ONE record (issue 36: one record per fact; a book
-    transfer's created and two updated events), encoded once; a single event as itself."""
+    """The events one command produced, in ONE record (one record per fact, not per event: a
+    book transfer's created and two updated events), encoded once; a single event as itself."""
     if len(events) < 2:
         stage_events(session, outbox, topics, events)
         return
@@ -205,7 +205,8 @@ def stage_fact(session: AsyncSession, outbox: Outbox, topics: Topics, events: li
 
 def allowance_release(cmd: Envelope, topics: Topics) -> OutMessage | None:
     """For a transfer compliance approved that the ledger refused or failed: the message that
-    gives its daily-cap allowance back (contract 12.2). None for anything else."""
+    gives its daily-cap allowance back (docs/failure-model.md, "Cap allowances"). None for
+    anything else."""
     if not isinstance(cmd, CreateTransfer) or cmd.decision is None:
         return None
     release = ReleaseAllowance(

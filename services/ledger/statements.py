@@ -1,5 +1,6 @@
-"""A wallet's statement (contract 12.4): the movements of its available balance, newest first,
-each with ``balance_after``; the newest one's equals the wallet's ``available_balance``."""
+"""A wallet's statement (docs/guides/money.md, "A wallet's statement"): the movements of its
+available balance, newest first, each with ``balance_after``; the newest one's equals the
+wallet's ``available_balance``."""
 
 from __future__ import annotations
 

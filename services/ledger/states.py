@@ -1,6 +1,7 @@
-"""The transfer / payout state machine (contract section 6) and the ONE function that
-changes a state. Every change moves the money it implies, records itself, and yields the
-``transfer.updated`` / ``payout.updated`` event; nothing else writes ``transfers.state``.
+"""The transfer / payout state machine (docs/guides/money.md, "Transfer and payout states") and
+the ONE function that changes a state. Every change moves the money it implies, records itself,
+and yields the ``transfer.updated`` / ``payout.updated`` event; nothing else writes
+``transfers.state``.
 
     pending -> processing -> completed        pending -> in_review -> processing | rejected
     processing -> failed                      payouts only: completed -> returned

@@ -1,6 +1,7 @@
-"""``verify_journal`` (contract 13.4/13.5/14.3/15.1): recompute the hash chains of the journal,
-compare each with its anchors outside the database (``ledger.anchors``), and name the first
-entry that no longer matches. Read-only; walks each chain in pages of ``PAGE`` entries.
+"""``verify_journal`` (docs/security.md, "The tamper-evident journal"): recompute the hash
+chains of the journal, compare each with its anchors outside the database (``ledger.anchors``),
+and name the first entry that no longer matches. Read-only; walks each chain in pages of
+``PAGE`` entries.
 
 A broken chain is answered with ``ok: false``, ``problem`` (a sentence) and ``reason`` (a code):
 

@@ -1,4 +1,4 @@
-"""How ledger rows look to partners (contract section 5): reads and event data share these."""
+"""How ledger rows look to partners: reads and event data share these."""
 
 from __future__ import annotations
 

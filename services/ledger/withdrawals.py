@@ -1,4 +1,4 @@
-"""External on-chain withdrawals (contract 12.4).
+"""External on-chain withdrawals (docs/guides/money.md, "Withdrawing to an external address").
 
 A ``stablecoin`` destination whose address is no wallet of the tenant and mode leaves the
 suite: the funds are held at ``pending`` (like any transfer), the transfer advances like the

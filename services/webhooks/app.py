@@ -1,4 +1,4 @@
-"""Webhooks service: registers endpoints and delivers domain events to them (issue 6).
+"""Webhooks service: registers endpoints and delivers domain events to them.
 
 Two consumers and two supervised tasks in one process: the command consumer (endpoint and
 operator commands), the event consumer (fan-out into delivery rows), the delivery worker

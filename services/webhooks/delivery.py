@@ -119,7 +119,7 @@ async def _claim(session: AsyncSession, policy: Policy, worker: str, free: int) 
     The endpoints looked at are locked until the turn commits, so a worker locks no more than
     it can fill (twice ``free`` over the per-endpoint limit, at least 4): locking every due
     endpoint left other processes none to claim from, and two processes took turns instead of
-    sending at once (issue 12, 40 endpoints at 32 each)."""
+    sending at once (measured with 40 endpoints at 32 in flight each)."""
     limit = min(CLAIM_ENDPOINTS, free, max(4, -(-2 * free // policy.per_endpoint)))
     due = await repo.due_endpoints(session, limit, policy.per_endpoint)
     caps: dict[str, int] = {}
@@ -209,7 +209,7 @@ class DeliveryWorker:
         """Group commit: something finished; wait up to ``linger_s`` for the rest in flight,
         so that one turn records them and claims their slots again together. Without it a
         turn ran for the first one or two of an endpoint's batch and the next for the rest:
-        half the turns, each as dear as a full one, carried one or two outcomes (issue 12)."""
+        half the turns, each as dear as a full one, carried one or two outcomes."""
         deadline = time.monotonic() + self.linger_s
         while self.tasks and (left := deadline - time.monotonic()) > 0:
             self._wake.clear()

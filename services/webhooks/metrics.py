@@ -1,5 +1,5 @@
-"""Prometheus metrics of webhook delivery (issue 12), in the default registry: the shared
-bootstrap serves them on ``/metrics``.
+"""Prometheus metrics of webhook delivery (docs/operations.md, "Metrics"), in the default
+registry: the shared bootstrap serves them on ``/metrics``.
 
 Counters move as outcomes are recorded (this process). ``sluice_webhook_deliveries{state,
 endpoint}`` (pending, in flight across all workers, dead) is a gauge read from the database

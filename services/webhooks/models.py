@@ -62,7 +62,7 @@ class WebhookEndpoint(TenantRow, table=True):
         default_factory=list,
         sa_column=Column(ARRAY(DateTime(timezone=True)), nullable=False, server_default=text("'{}'")),
     )
-    # The event types delivered to this endpoint; NULL: every type (contract 12.4).
+    # The event types delivered to this endpoint; NULL: every type.
     enabled_events: list[str] | None = Field(default=None, sa_column=Column(ARRAY(Text)))
     enabled: bool = Field(
         default=True, sa_column=Column(Boolean, nullable=False, server_default=text("true"))

@@ -7,10 +7,10 @@ to the vetted IP address with the name in ``Host``, TLS SNI and certificate veri
 (``server_hostname``), so a pooled connection carries one name only and is never reused for
 another name served by the same address. Sessions unused for ``IDLE_CLIENT_S`` are closed.
 
-aiohttp rather than httpx (issue 12): on this machine httpx spent 1.3 ms of CPU per keep-alive
-POST and aiohttp 0.07 ms (16 concurrent, same local receiver); the client was half of the
-delivery worker's CPU. aiohttp speaks HTTP/1.1 only: an endpoint gets up to ``per_endpoint``
-keep-alive connections where HTTP/2 would multiplex one.
+aiohttp rather than httpx: on this machine httpx spent 1.3 ms of CPU per keep-alive POST and
+aiohttp 0.07 ms (16 concurrent, same local receiver); the client was half of the delivery
+worker's CPU. aiohttp speaks HTTP/1.1 only: an endpoint gets up to ``per_endpoint`` keep-alive
+connections where HTTP/2 would multiplex one.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ CONNECT_TRIES = 3
 IDLE_CLIENT_S = 60.0
 # An idle pooled connection is closed before common servers close theirs (Node.js and
 # uvicorn: 5 s): reusing one the server is closing at that moment is a reset request, a
-# failed attempt (26 of 8,000 with 30 s here, issue 12's two-process test).
+# failed attempt (26 of 8,000 with 30 s here, in a test with two webhooks processes).
 KEEPALIVE_S = 4.0
 MAX_BODY = 64 * 1024
 

@@ -377,7 +377,8 @@ async def execute(session: AsyncSession, env: Env, cmd: Command, vetted: Verdict
 
 
 def envelope(event: Delivered) -> bytes:
-    """The exact bytes delivered: contract section 7, with only the partner-safe ``data``."""
+    """The exact bytes delivered: the event envelope (docs/guides/webhooks.md, "Events"), with
+    only the partner-safe ``data``."""
     return _json.encode(
         {
             "id": event.event_id,

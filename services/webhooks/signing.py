@@ -1,11 +1,12 @@
 """Signing secrets: generation, encryption at rest, and Standard Webhooks signatures.
 
-Signatures follow contract section 7 (the Standard Webhooks scheme under our header names):
-``v1,<base64 HMAC-SHA256(key, "{id}.{timestamp}.{body}")>`` where ``key`` is the base64-decoded
-part of ``whsec_<base64>``. We sign with the standard library (five lines of ``hmac``) rather
-than the ``standardwebhooks`` package: that package is a test-only dependency here, wants the
-body as ``str`` and the time as ``datetime``, and using it on both sides would make the
-interoperability test circular. The tests verify our deliveries with it instead.
+Signatures follow docs/guides/webhooks.md, "Verify every delivery" (the Standard Webhooks scheme
+under our header names): ``v1,<base64 HMAC-SHA256(key, "{id}.{timestamp}.{body}")>`` where
+``key`` is the base64-decoded part of ``whsec_<base64>``. We sign with the standard library
+(five lines of ``hmac``) rather than the ``standardwebhooks`` package: that package is a
+test-only dependency here, wants the body as ``str`` and the time as ``datetime``, and using it
+on both sides would make the interoperability test circular. The tests verify our deliveries
+with it instead.
 
 Secrets never appear in logs and are stored only sealed with the key ring
 (``SLUICE_ENCRYPTION_KEYS``, :mod:`common.keyring`); the row id is the associated data, so a

@@ -1,11 +1,12 @@
 """The IANA special-purpose address registries, as the webhook target check reads them.
 
-A webhook target must be a globally routable unicast address (contract 15.1): an IPv4 address
-outside every block below and outside multicast, an IPv6 address inside 2000::/3 (global
-unicast) and outside every block below. The decision rests on this table, not on the
-platform's ``is_global`` (Python 3.11 calls site-local fec0::/10 global, and its tables move
-between versions). Blocks the registries mark "globally reachable" (AS112, AMT, 6to4 relays)
-are refused too: none of them is where a partner's webhook endpoint lives.
+A webhook target must be a globally routable unicast address (docs/guides/webhooks.md,
+"Register an endpoint"): an IPv4 address outside every block below and outside multicast, an
+IPv6 address inside 2000::/3 (global unicast) and outside every block below. The decision rests
+on this table, not on the platform's ``is_global`` (Python 3.11 calls site-local fec0::/10
+global, and its tables move between versions). Blocks the registries mark "globally reachable"
+(AS112, AMT, 6to4 relays) are refused too: none of them is where a partner's webhook endpoint
+lives.
 
 Sources: https://www.iana.org/assignments/iana-ipv4-special-registry and
 https://www.iana.org/assignments/iana-ipv6-special-registry, each row with its RFC.

@@ -1,4 +1,5 @@
-"""Endpoint URLs vetted before a batch's transaction, bounded in time and per tenant (issue 38).
+"""Endpoint URLs vetted before a batch's transaction, bounded in time and per tenant, so that
+no tenant's slow DNS holds another tenant's commands.
 
 Vetting a URL resolves its host (``webhooks.targets.vet``: up to ``RESOLVE_TIMEOUT_S`` of DNS).
 Done inside the consumer's batch transaction, one command at a time and before the endpoint
@@ -28,7 +29,7 @@ from common.contracts.commands import CreateWebhook
 from webhooks import targets
 from webhooks.targets import RESOLVE_TIMEOUT_S, TargetError, parse
 
-MAX_ENDPOINTS = 16  # per tenant and mode (contract 13.3): delivery capacity is shared fairly
+MAX_ENDPOINTS = 16  # per tenant and mode (docs/security.md, "Round 3"): delivery capacity is shared fairly
 Owner = tuple[str, str]  # (tenant, mode)
 # What create_webhook is told per command id: None (vetted, public), or the refusal.
 Verdicts = dict[str, TargetError | None]

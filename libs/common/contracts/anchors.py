@@ -1,4 +1,5 @@
-"""The journal's anchors (contract 14.3, 15.1): a chain head published outside PostgreSQL.
+"""The journal's anchors (docs/security.md, "Journal anchors, round 2"): a chain head published
+outside PostgreSQL.
 
 The ledger publishes one :class:`JournalAnchor` to ``<prefix>.journal.anchors`` (kept forever,
 never compacted) for each hash chain whose head moved, signed with Ed25519 under

@@ -54,8 +54,8 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Authority(msgspec.Struct, frozen=True, kw_only=True):
-    """Who decided a command, signed (contract 15.1, ``common.authority``): the signer, its
-    key id, when the grant expires (Unix seconds) and the Ed25519 signature (base64url)."""
+    """Who decided a command, signed (``common.authority``): the signer, its key id, when the
+    grant expires (Unix seconds) and the Ed25519 signature (base64url)."""
 
     signer: Literal["compliance", "admin"]
     kid: str
@@ -92,8 +92,8 @@ class Result(msgspec.Struct, tag="result.v1", tag_field="type", kw_only=True):
     status: int
     data: Any = None
     error: ErrorBody | None = None
-    # Secrets for the caller, apart from ``data`` (contract 14.3: partner text in ``data`` is
-    # never taken for ciphertext): field name -> ciphertext sealed for this reply
+    # Secrets for the caller, apart from ``data`` (partner text in ``data`` is never taken for
+    # ciphertext: docs/security.md, "Round 4"): field name -> ciphertext sealed for this reply
     # (``common.keyring.seal_for_reply``). The gateway opens only the names listed in
     # ``common.keyring.REPLY_SECRET_FIELDS`` and puts them into ``data``.
     sealed: dict[str, bytes] | None = None

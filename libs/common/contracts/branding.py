@@ -1,5 +1,6 @@
-"""The white-label branding object (spec section 2), shared by admin (which validates and
-approves it) and the gateway (which validates it again before the signup screen shows it)."""
+"""The white-label branding object (docs/guides/money.md, "Onboarding a customer through a
+signup link"), shared by admin (which validates and approves it) and the gateway (which
+validates it again before the signup screen shows it)."""
 
 from __future__ import annotations
 

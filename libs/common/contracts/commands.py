@@ -17,7 +17,8 @@ class BankAccount(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class Party(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """Transfer party (spec section 2), normalised by the gateway (codes uppercase)."""
+    """Transfer party (a transfer's or payout's ``source`` or ``destination``), normalised by
+    the gateway (codes uppercase)."""
 
     payment_rail: str
     currency: str
@@ -134,15 +135,16 @@ class SettleTransfer(Command, tag="transfer.settle.v1"):
 
 
 class Reconcile(Command, tag="ledger.reconcile.v1"):
-    """An operator's reconciliation of one tenant and mode (contract 13.4): totals per
-    currency and every row that breaks an invariant of the journal. Read-only."""
+    """An operator's reconciliation of one tenant and mode (docs/operations.md, "The
+    administration endpoint"): totals per currency and every row that breaks an invariant of
+    the journal. Read-only."""
 
     limit: int = 100  # offending rows listed per check
 
 
 class VerifyJournal(Command, tag="ledger.journal.verify.v1"):
-    """An operator's check of the journal's hash chains (contract 13.5), narrowed to a tenant
-    and a mode when given. Read-only."""
+    """An operator's check of the journal's hash chains (docs/security.md, "The tamper-evident
+    journal"), narrowed to a tenant and a mode when given. Read-only."""
 
     target_tenant_id: str | None = None
     mode: str | None = None
@@ -203,7 +205,8 @@ class ScreenedAddressRef(Command):
 
 
 class AddScreenedAddress(ScreenedAddressRef, tag="policy.screening.add.v1"):
-    """Operators screen an on-chain address: transfers to it are refused (contract 12.4)."""
+    """Operators screen an on-chain address: transfers to it are refused (docs/guides/money.md,
+    "Withdrawing to an external address")."""
 
     reason: str
 
@@ -234,7 +237,8 @@ class CreateWebhook(Command, tag="webhook.create.v1"):
 
 
 class ListEvents(Command, tag="event.list.v1"):
-    """The tenant's events of this mode, newest first (contract 12.4), optionally one type."""
+    """The tenant's events of this mode, newest first, optionally one type
+    (docs/guides/webhooks.md, "Missed a delivery? The Events API")."""
 
     event_type: str | None = None
     limit: int = 10
@@ -292,7 +296,8 @@ class GetWebhookStatus(Command, tag="webhook.status.get.v1"):
 
 
 # What travels on ``ledger.commands``: each command signed by the service that decided it
-# (contract 15.1): compliance's approved commands, admin's operator commands.
+# (docs/security.md, "Round 5: no single point of trust"): compliance's approved commands,
+# admin's operator commands.
 LedgerWrite = (
     CreateCustomer
     | CreateWallet

@@ -1,4 +1,4 @@
-"""Domain events (contract section 7) and operator control events.
+"""Domain events (docs/guides/webhooks.md, "Events") and operator control events.
 
 ``data`` of a domain event holds only partner-safe fields: it is what webhooks deliver.
 """
@@ -47,9 +47,9 @@ class PayoutUpdated(Event, tag="payout.updated"):
 
 
 class WebhookEndpointDisabled(Event, tag="webhook_endpoint.disabled"):
-    """Told to the tenant's other endpoints when webhooks disables one (issue 12): ``data``
-    holds ``webhook_id``, ``endpoint_url``, ``reason``, ``failing_since``, ``disabled_at``.
-    Made and delivered by the webhooks service itself, so it is not part of ``AnyEvent``."""
+    """Told to the tenant's other endpoints when webhooks disables one: ``data`` holds
+    ``webhook_id``, ``endpoint_url``, ``reason``, ``failing_since``, ``disabled_at``. Made and
+    delivered by the webhooks service itself, so it is not part of ``AnyEvent``."""
 
     data: dict[str, Any]
 
@@ -71,8 +71,9 @@ EVENTS: msgspec.json.Decoder[AnyEvent] = msgspec.json.Decoder(AnyEvent)
 class EventBatch(msgspec.Struct, tag="events.v1", tag_field="type", kw_only=True):
     """The events of one fact in one record, in order: a book transfer created and settled by
     one ledger batch is ``transfer.created`` then two ``transfer.updated``. Published once,
-    fetched and decoded once by each group that reads the topic (issue 36); each event keeps
-    its own id, type and body for webhooks and the events API."""
+    fetched and decoded once by each group that reads the topic (one record per fact, not per
+    event: a book transfer's three events are one message for the broker, not three); each
+    event keeps its own id, type and body for webhooks and the events API."""
 
     tenant_id: str
     events: list[AnyEvent]

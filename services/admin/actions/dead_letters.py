@@ -1,4 +1,4 @@
-"""Dead letters operators can act on (contract 12.2).
+"""Dead letters operators can act on (docs/failure-model.md, "Dead letters").
 
 Every service's consumer runtime publishes a message it gave up on to ``<prefix>.dlq`` with
 its original topic, partition, offset, error and attempt count. Admin keeps them

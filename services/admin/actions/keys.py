@@ -103,9 +103,10 @@ async def issue_access_token(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
 
 
 async def revoke_access_token(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
-    """Refuse the access token ``jti`` from the next request on (contract 14.3): the same path
-    as a revoked API key (the gateways' cache entry evicted after commit, and a control event
-    every gateway reads, so the revocation holds even if Redis missed the eviction)."""
+    """Refuse the access token ``jti`` from the next request on (docs/security.md, "Round 4"):
+    the same path as a revoked API key (the gateways' cache entry evicted after commit, and a
+    control event every gateway reads, so the revocation holds even if Redis missed the
+    eviction)."""
     p = decode_body(raw, schemas.RevokeAccessToken)
     ctx.target = p.jti
     row = await repo.revoke_access_token(ctx.session, p.jti, ctx.actor)

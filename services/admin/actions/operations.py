@@ -67,13 +67,13 @@ RELAYED: dict[str, Relayed] = {
     "review_transfer": Relayed(
         schemas.ReviewTransfer, commands.ReviewTransfer, LEDGER, ("transfer_id",), ("decision", "mode")
     ),
-    # production has no simulator: an operator settles an asynchronous transfer (contract 12.4)
+    # production has no simulator: an operator settles an asynchronous transfer
     "settle_transfer": Relayed(
         schemas.SettleTransfer, commands.SettleTransfer, LEDGER, ("transfer_id",), ("outcome", "mode")
     ),
-    # does one tenant's money add up (contract 13.4): read-only, the ledger answers
+    # does one tenant's money add up: read-only, the ledger answers
     "reconcile": Relayed(schemas.Reconcile, commands.Reconcile, LEDGER, ("tenant_id", "mode"), ()),
-    # recompute the journal's hash chains (contract 13.5), all of them or one tenant's
+    # recompute the journal's hash chains, all of them or one tenant's
     "verify_journal": Relayed(schemas.VerifyJournal, commands.VerifyJournal, LEDGER, audit=("mode",)),
     "replay_delivery": Relayed(
         schemas.ReplayDelivery, commands.ReplayDelivery, WEBHOOKS, ("delivery_id",), ()

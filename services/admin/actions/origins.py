@@ -1,4 +1,5 @@
-"""A dead letter's origin, checked before admin redrives it (contract 15.1).
+"""A dead letter's origin, checked before admin redrives it (docs/security.md, "Round 5: no
+single point of trust").
 
 Anyone who can write the dead-letter topic could otherwise make admin publish whatever they
 like, with admin's own rights, to any topic (a confused deputy): a made-up event would reach a

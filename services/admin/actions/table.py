@@ -1,4 +1,5 @@
-"""The action table of the administration endpoint (contract section 9).
+"""The action table of the administration endpoint (docs/operations.md, "The administration
+endpoint").
 
 Each action takes the :class:`ActionContext` and the raw body and returns ``data``; the
 boundary (``admin.app``) owns the transaction, the audit entry and the after-commit effects.

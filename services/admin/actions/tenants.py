@@ -155,10 +155,10 @@ async def enable_live(ctx: ActionContext, raw: bytes) -> dict[str, Any]:
 
 
 async def _set_disabled(ctx: ActionContext, raw: bytes, disable: bool) -> dict[str, Any]:
-    """The tenant kill switch (contract 14.3): the gateways refuse every API key and access
-    token of a disabled tenant (403 ``tenant_disabled``), and its onboarding links, from the
-    next request on, by the path a tenant change already takes (the cache entry evicted after
-    commit, a ``tenant.updated`` control event for a gateway whose eviction Redis missed).
+    """The tenant kill switch (docs/security.md, "Round 4"): the gateways refuse every API key
+    and access token of a disabled tenant (403 ``tenant_disabled``), and its onboarding links,
+    from the next request on, by the path a tenant change already takes (the cache entry evicted
+    after commit, a ``tenant.updated`` control event for a gateway whose eviction Redis missed).
     Keys and tokens are left as they are: enable_tenant restores every one of them."""
     p = decode_body(raw, schemas.TenantRef)
     row = await ctx.target_tenant(p.tenant_id, lock=True)

@@ -1,4 +1,5 @@
-"""Operator roles and four eyes (contract 15.1).
+"""Operator roles and four eyes: no single operator moves money or grants trust alone
+(docs/security.md, "Round 5: no single point of trust").
 
 Every operator token has a role, given where the tokens are configured
 (``SLUICE_ADMIN_TOKEN`` entries ``name:role=token``; an entry without a role is an approver, so

@@ -1,6 +1,6 @@
 """Operator tokens: ``SLUICE_ADMIN_TOKEN`` is ``name=token`` (or a bare token), comma-separated;
-``name:role=token`` gives the operator a role (``viewer``, ``operator``, ``approver``: contract
-15.1, admin.operators.four_eyes), and an entry without one is an approver.
+``name:role=token`` gives the operator a role (``viewer``, ``operator``, ``approver``:
+admin.operators.four_eyes), and an entry without one is an approver.
 
 A presented token is compared with every configured one, always all of them, through
 ``hmac.compare_digest`` on SHA-256 digests (equal lengths: nothing leaks through timing,

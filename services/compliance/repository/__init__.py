@@ -237,7 +237,7 @@ async def mark_released(session: AsyncSession, holds: list[tuple[str, str]]) -> 
     return list((await session.execute(stmt)).all())
 
 
-# ---- screening (contract 12.4) ----
+# ---- screening (compliance.screening) ----
 
 
 async def add_screened(

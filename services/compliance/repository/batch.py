@@ -1,4 +1,5 @@
-"""A compliance batch in two statements (issue 36): read (and lock the day's cap), then write.
+"""A compliance batch in two statements, whatever its size: read (and lock the day's cap), then
+write.
 
 1. :func:`read_batch`: the decisions already stored for the batch's command ids (the inbox),
    the screened entries of its destination addresses, the external accounts it names, every
@@ -138,7 +139,7 @@ class Wanted:
     parties: set[Key] = field(default_factory=set)
     tenants: set[tuple[str, str]] = field(default_factory=set)
     usage: set[UsageKey] = field(default_factory=set)
-    # every tenant of the batch's commands: which of them an operator disabled (15.1)
+    # every tenant of the batch's commands: which of them an operator disabled
     every_tenant: set[uuid.UUID] = field(default_factory=set)
 
 

@@ -1,4 +1,4 @@
-"""Admission control (contract 13.1 and 14.2): how much work one lane of the door admits.
+"""Admission control (docs/performance/overload.md): how much work one lane of the door admits.
 
 A lane (commands, or reads) holds an adaptive limit (:class:`gateway.door.concurrency_limit.Gradient2` fed by
 the latency of the requests it admitted) under a ceiling (``SLUICE_MAX_IN_FLIGHT`` for
@@ -35,7 +35,7 @@ from prometheus_client import Gauge
 
 from gateway.door.concurrency_limit import Gradient2, QueueDelay, Windowed
 
-# No tenant label anywhere (contract 14.3): tenant ids would be disclosed, series unbounded.
+# No tenant label anywhere: tenant ids would be disclosed, series unbounded.
 LIMIT = Gauge("sluice_admission_limit", "The bounds on work in flight at the door", ["scope"])
 
 

@@ -1,13 +1,13 @@
-"""The door (contract 14.2, issue 37): overload refused before the app.
+"""The door (docs/performance/overload.md): overload refused before the app.
 
 :class:`Door` is the gateway's outermost ASGI handler: it runs before Litestar's routing, its
 middleware, the request id, authentication and any read of the body. From the method, the
 path and the ``Authorization`` header alone it puts a request in a lane (commands: every
 ``POST``/``PUT``/``PATCH``/``DELETE``; reads: the rest; health, readiness and the API
 reference in none) and asks that lane's :class:`gateway.door.admission.Admission` for a place. A
-refusal is written at once from prebuilt bytes: ``503``, ``Retry-After``, the contract's
-envelope (``provider_unavailable``, ``details.reason`` ``overloaded``, ``details.bound``, the
-request id spliced in), on a connection that stays open, with a counter and no log line.
+refusal is written at once from prebuilt bytes: ``503``, ``Retry-After``, the error envelope
+(``provider_unavailable``, ``details.reason`` ``overloaded``, ``details.bound``, the request id
+spliced in), on a connection that stays open, with a counter and no log line.
 
 Who is asking is only known after authentication, so the door uses what is cheap
 (:class:`Identities`): a keyed hash of the bearer credential, mapped to the tenant and mode

@@ -1,4 +1,5 @@
-"""An adaptive concurrency limit and a queue-delay override, for the gateway's door (issue 37).
+"""An adaptive concurrency limit and a queue-delay override, for the gateway's door
+(docs/performance/overload.md).
 
 :class:`Gradient2` is a port of Netflix concurrency-limits' ``Gradient2Limit``: it compares a
 short-term RTT (one sample window) with a long-term exponential average of the same and

@@ -1,5 +1,5 @@
-"""The door in the server's protocol (contract 14.2, issue 37 item 1): a refusal is written from
-uvicorn's parser callback, before any task exists.
+"""The door in the server's protocol (docs/performance/overload.md): a refusal is written from
+uvicorn's parser callback, before any task exists, so it does not wait behind admitted work.
 
 uvicorn parses a request's head in ``HttpToolsProtocol.on_headers_complete`` and then starts its
 ASGI task (``_start_asgi_task``). A refusal made by the ASGI door (:meth:`gateway.door.asgi.Door.around`)

@@ -71,10 +71,10 @@ _HOST = re.compile(r"^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9](?:[a-z
 
 
 def origin_of(url: str | None) -> str | None:
-    """The ``scheme://host[:port]`` of ``url``, rebuilt from its parsed parts, for a CSP source
-    (issue 25): only http(s), a host of DNS labels (IDNA-encoded), a numeric port; no user
-    info. Anything else gives None (the form then posts to 'self' only), so no character of
-    the URL can reach the header unchecked."""
+    """The ``scheme://host[:port]`` of ``url``, rebuilt from its parsed parts, for a CSP source:
+    only http(s), a host of DNS labels (IDNA-encoded), a numeric port; no user info. Anything
+    else gives None (the form then posts to 'self' only), so no character of the URL can reach
+    the header unchecked."""
     if not url:
         return None
     try:

@@ -1,4 +1,5 @@
-"""The public signup screen behind an onboarding link (contract section 8).
+"""The public signup screen behind an onboarding link (docs/guides/money.md, "Onboarding a
+customer through a signup link").
 
 Viewing never consumes the link. Submitting claims it for one attempt (the exact command is
 stored), sends ``CreateCustomer`` through compliance like ``POST /v1/customers``, and then

@@ -241,10 +241,10 @@ def _ref_name(name: str) -> dict[str, Any]:
 
 
 # What the gateway checks of a routed body before it reads the route (transport.routed): an
-# object, ``method`` GET or POST in any case, and every number bounded as everywhere (contract
-# 12.3: at most 18 significant digits, exponent within +-18). JSON Schema cannot count digits:
-# integers are bounded to 18 digits, other numbers to multiples of 1e-6 within +-1e12 (every
-# amount and percentage the API takes), which is within the rule.
+# object, ``method`` GET or POST in any case, and every number bounded as everywhere (at most 18
+# significant digits, exponent within +-18). JSON Schema cannot count digits: integers are
+# bounded to 18 digits, other numbers to multiples of 1e-6 within +-1e12 (every amount and
+# percentage the API takes), which is within the rule.
 _BOUNDED_JSON = "BoundedJson"
 ROUTED_SCHEMAS: dict[str, dict[str, Any]] = {
     "RoutedBody": {

@@ -1,5 +1,6 @@
-"""The events API (contract 12.4): every event of the tenant and mode, as delivered to webhook
-endpoints, kept 30 days; partners reconcile missed webhooks with it."""
+"""The events API (docs/guides/webhooks.md, "Missed a delivery? The Events API"): every event of
+the tenant and mode, as delivered to webhook endpoints, kept 30 days; partners reconcile missed
+webhooks with it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Money read-outs of contract 12.4: ``GET /v1/fee-balances`` (the developer fees the tenant
+"""Money read-outs (docs/guides/money.md): ``GET /v1/fee-balances`` (the developer fees the tenant
 has earned, per currency) and ``GET /v1/wallets/{id}/transactions`` (a wallet's statement)."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""GET /v1/health: the snapshot of spec section 2 from real state."""
+"""GET /v1/health: the health snapshot (mode, tenant, rate-limit state:
+docs/guides/sandbox-and-live.md, "Limits") from real state."""
 
 from __future__ import annotations
 

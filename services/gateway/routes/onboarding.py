@@ -1,4 +1,5 @@
-"""Onboarding authorizations and the public signup screen (contract section 8).
+"""Onboarding authorizations and the public signup screen (docs/guides/money.md, "Onboarding a
+customer through a signup link").
 
 ``ENDPOINTS``: ``POST /v1/onboarding-authorizations`` through the pipeline (both access forms).
 ``PAGES``: the public screen ``GET``/``POST /onboarding/{token}`` (no API key: the signed,

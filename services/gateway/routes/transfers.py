@@ -19,7 +19,8 @@ from gateway.schemas import TransferCreate, TransferCreated
 
 
 def _fee(call: Call, p: TransferCreate, currency: str, amount: str) -> DeveloperFee | None:
-    """The fee's parts, checked; the fee they make must be below the amount (contract 12.4)."""
+    """The fee's parts, checked; the fee they make must be below the amount (docs/guides/money.md,
+    "Developer fees")."""
     if p.developer_fee is None:
         return None
     flat = p.developer_fee.flat_amount

@@ -1,4 +1,4 @@
-"""The reconciliation's SQL (contract 13.4): totals per currency and the rows that break an
+"""The reconciliation's SQL (ledger.reconcile): totals per currency and the rows that break an
 invariant of the journal, for one tenant and mode. Read-only; every statement is scoped to
 the tenant and mode and returns at most ``limit`` offending rows (the totals are exact)."""
 

@@ -1,4 +1,4 @@
-"""The ledger's batch in three statements (issue 36): claim and read, lock, write.
+"""The ledger's batch in three statements, whatever its size: claim and read, lock, write.
 
 1. :func:`claim_batch`: the inbox claimed for the batch's writes, the results of commands
    seen before, the transfers already recorded under the batch's idempotency keys and every

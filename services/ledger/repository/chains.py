@@ -1,4 +1,4 @@
-"""The journal's hash chains (contract 13.5): the heads and pages ``verify_journal`` walks (the
+"""The journal's hash chains (ledger.chain): the heads and pages ``verify_journal`` walks (the
 batch that writes entries locks and moves the heads: ``batch``)."""
 
 from __future__ import annotations

@@ -51,10 +51,10 @@ def _record_statement() -> Any:
     """Write a batch's attempts and move its deliveries on (succeeded, retry later, or dead),
     in one statement over the unnested outcomes; returns the deliveries moved. Built once.
 
-    The attempts are inserted (nothing of ``attempts`` is read: a lookup there was the
-    record's cost, issue 12). An attempt already written as ``interrupted`` (its lease expired
-    and was taken over before this outcome came) gets the outcome: it was sent after all. A
-    delivery moves only while the attempt is its latest one."""
+    The attempts are inserted (nothing of ``attempts`` is read: a lookup there was the record's
+    cost). An attempt already written as ``interrupted`` (its lease expired and was taken over
+    before this outcome came) gets the outcome: it was sent after all. A delivery moves only
+    while the attempt is its latest one."""
     a, d = attempts.c, deliveries.c
     v = (
         func.unnest(

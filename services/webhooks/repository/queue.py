@@ -1,10 +1,10 @@
 """The delivery queue's SQL: claiming due deliveries per endpoint (outcomes: ``outcomes``).
 
-Issue 12: a claim costs the same at 10 or 100,000 pending. It locks a few enabled endpoints
-whose ``next_due_at`` has come (index ``endpoints_due``, SKIP LOCKED, so workers spread over
+A claim costs the same at 10 or 100,000 pending. It locks a few enabled endpoints whose
+``next_due_at`` has come (index ``endpoints_due``, SKIP LOCKED, so workers spread over
 endpoints), counts each one's leased rows (index ``deliveries_leased``: at most the in-flight
-limit of entries) and walks only that endpoint's due rows (``deliveries_endpoint_due``), in
-one statement with a LATERAL join. ``next_due_at`` is then reset from the same indexes.
+limit of entries) and walks only that endpoint's due rows (``deliveries_endpoint_due``), in one
+statement with a LATERAL join. ``next_due_at`` is then reset from the same indexes.
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ UUID_TEXT = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 
 
 def _tenant_active(tenant_id: Any) -> Any:
-    """The endpoint's tenant is not disabled (contract 15.1): a disabled tenant's deliveries are
-    held, claimed by nobody so no attempt is spent, until enable_tenant (admin writes it)."""
+    """The endpoint's tenant is not disabled: a disabled tenant's deliveries are held, claimed
+    by nobody so no attempt is spent, until enable_tenant (admin writes it)."""
     t = identity_tenants.c
     as_uuid = case((tenant_id.op("~*")(UUID_TEXT), func.cast(tenant_id, t.id.type)), else_=None)
     return ~select(t.id).where(t.id == as_uuid, t.disabled_at.is_not(None)).exists()
@@ -97,12 +97,12 @@ def _leased_count(webhook_id: Any) -> Any:
 
 @cache
 def _due_endpoints_statement(limit: int, per_endpoint: int) -> Any:
-    """Due endpoints in fair order (contract 13.3): a tenant's k-th due endpoint counts as
-    ``k - 1`` endpoints' worth of deliveries (``per_endpoint`` each) on top of what the tenant
-    already has in flight, least first, then the longest waiting. Ordered by waiting alone, a
-    tenant with sixteen endpoints and an old backlog filled every claim, and a quiet tenant's
-    new delivery waited for the whole backlog. ``FOR UPDATE`` cannot sit beside a window
-    function, so the ranking is a subquery and only the endpoints returned are locked."""
+    """Due endpoints in fair order (docs/security.md, "Round 3"): a tenant's k-th due endpoint
+    counts as ``k - 1`` endpoints' worth of deliveries (``per_endpoint`` each) on top of what
+    the tenant already has in flight, least first, then the longest waiting. Ordered by waiting
+    alone, a tenant with sixteen endpoints and an old backlog filled every claim, and a quiet
+    tenant's new delivery waited for the whole backlog. ``FOR UPDATE`` cannot sit beside a
+    window function, so the ranking is a subquery and only the endpoints returned are locked."""
     e = endpoints.c
     ranked = (
         select(
@@ -201,7 +201,7 @@ async def claim(session: AsyncSession, ids: list[str], lease_s: float, worker: s
 @cache
 def _lease_due_statement(lease_s: float, worker: str) -> Any:
     """The worker's lease statement, built once per (lease, worker): building it (aliases,
-    CTEs, column proxies) cost more CPU than running it (issue 12's profile)."""
+    CTEs, column proxies) cost more CPU than running it (in a profile of the delivery worker)."""
     return _lease_statement(_pick_per_endpoint(), lease_s, worker)
 
 

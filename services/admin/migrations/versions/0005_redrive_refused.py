@@ -1,5 +1,5 @@
-"""identity: a dead letter admin refused to redrive keeps why (contract 15.1: its origin did not
-verify, or it is never to be redriven)"""
+"""identity: a dead letter admin refused to redrive keeps why (its origin did not verify, or
+it is never to be redriven)"""
 
 from common.db import sql_migration
 

@@ -1,4 +1,4 @@
-"""identity: operator actions waiting for a second operator's approval (four eyes, contract 15.1)"""
+"""identity: operator actions waiting for a second operator's approval (four eyes)"""
 
 from common.db import sql_migration
 

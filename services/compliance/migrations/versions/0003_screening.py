@@ -1,4 +1,4 @@
-"""compliance: screened on-chain addresses (contract 12.4)"""
+"""compliance: screened on-chain addresses"""
 
 from common.db import sql_migration
 

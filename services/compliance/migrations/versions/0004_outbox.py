@@ -1,4 +1,4 @@
-"""compliance: what a batch publishes leaves through an outbox (issue 26)
+"""compliance: what a batch publishes leaves through an outbox
 
 Every consumer that emits now writes what it publishes in its batch's transaction and
 publishes after commit, with the same relay for what a crash left (common.outbox).

@@ -1,4 +1,4 @@
-"""ledger: developer fees and external withdrawals (contract 12.4)
+"""ledger: developer fees and external withdrawals
 
 ``transfers.fee_amount``: the developer fee charged on completion (amount - fee reaches the
 destination, the fee the tenant's ``ext.<tenant>.<mode>.<currency>.fees`` account).

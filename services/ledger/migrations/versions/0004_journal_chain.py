@@ -1,4 +1,4 @@
-"""ledger: the tamper-evident journal (contract 13.5)
+"""ledger: the tamper-evident journal
 
 Every journal entry gets ``seq`` and ``hash`` (its link in the hash chain of its tenant and
 mode, ``ledger.chain``); ``journal_chains`` keeps each chain's head. Entries written before

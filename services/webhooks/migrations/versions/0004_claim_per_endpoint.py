@@ -1,4 +1,4 @@
-"""webhooks: claims per due endpoint (issue 12)
+"""webhooks: claims per due endpoint
 
 The claim no longer ranks the whole backlog: it takes a few enabled endpoints whose
 ``next_due_at`` has come (index ``endpoints_due``), and for each walks its own due rows

@@ -1,13 +1,12 @@
 """webhooks: an attempt is written once, when it ends; the lease says who holds a delivery
 
 Writing each attempt at the claim and updating it at the outcome cost the record a lookup
-into ``attempts`` per outcome; with a prepared statement's generic plan made while the table
-was small, that lookup was a sequential scan of the whole table on every turn (issue 12). The
-claim now records the lease holder on the delivery (``leased_by``, ``leased_at``); the
-outcome inserts the attempt; a lease taken over after it expired inserts the lost attempt as
-``interrupted`` (or closes it so, when a worker of the previous release opened it).
-Deliveries leased now get their holder from their open attempt, so a rolling upgrade loses
-nothing.
+into ``attempts`` per outcome; with a prepared statement's generic plan made while the table was
+small, that lookup was a sequential scan of the whole table on every turn. The claim now records
+the lease holder on the delivery (``leased_by``, ``leased_at``); the outcome inserts the
+attempt; a lease taken over after it expired inserts the lost attempt as ``interrupted`` (or
+closes it so, when a worker of the previous release opened it). Deliveries leased now get their
+holder from their open attempt, so a rolling upgrade loses nothing.
 """
 
 from common.db import sql_migration

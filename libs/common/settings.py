@@ -449,7 +449,7 @@ def load_settings(service: str | None = None) -> Settings:
         )
     if service in AUTHORITY_VERIFIERS and not (settings.verify_keys.signers() >= {"compliance", "admin"}):
         _refuse(
-            f"sluice: {service} verifies compliance's and admin's signatures (contract 15.1): set"
+            f"sluice: {service} verifies compliance's and admin's signatures (docs/security.md): set"
             " SLUICE_AUTHORITY_VERIFY_KEYS to their public keys (kid:base64,...; make run generates them)"
         )
     return settings

@@ -208,7 +208,7 @@ def create_app(settings: Settings) -> Litestar:
         setup_logging("admin")
         log.critical(
             "sluice: refusing to start admin with four eyes on and fewer than two approvers"
-            " (SLUICE_ADMIN_TOKEN entries name:approver=token; contract 15.1)"
+            " (SLUICE_ADMIN_TOKEN entries name:approver=token; docs/security.md)"
         )
         raise SystemExit(2)
 

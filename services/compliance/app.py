@@ -14,37 +14,35 @@ from compliance.handlers import ComplianceConsumer
 
 def create_app(settings: Settings) -> AsgiFastStream:
     setup_logging("compliance")
-    service_runtime = build_runtime("compliance", settings)
-    outbox = Outbox("compliance", service_runtime.broker, lazy_delete=True)
-    runtime = ComplianceConsumer(
-        settings, service_runtime.broker, service_runtime.sessions, service_runtime.topics, outbox
-    )
-    group = service_runtime.topics.group("compliance")  # follows the prefix: see Topics.group
+    runtime = build_runtime("compliance", settings)
+    outbox = Outbox("compliance", runtime.broker, lazy_delete=True)
+    consumer = ComplianceConsumer(settings, runtime.broker, runtime.sessions, runtime.topics, outbox)
+    group = runtime.topics.group("compliance")  # follows the prefix: see Topics.group
     subscribe(
-        service_runtime.broker,
+        runtime.broker,
         settings,
-        service_runtime.topics.compliance_commands,
+        runtime.topics.compliance_commands,
         group,
-        runtime.processor(service_runtime.readiness),
+        consumer.processor(runtime.readiness),
     )
     subscribe(
-        service_runtime.broker,
+        runtime.broker,
         settings,
-        service_runtime.topics.compliance_releases,
+        runtime.topics.compliance_releases,
         f"{group}-releases",
-        runtime.releases_processor(service_runtime.readiness),
+        consumer.releases_processor(runtime.readiness),
         background=True,
     )
     subscribe(
-        service_runtime.broker,
+        runtime.broker,
         settings,
-        service_runtime.topics.events,
+        runtime.topics.events,
         f"{group}-usage",
-        runtime.usage_processor(service_runtime.readiness),
+        consumer.usage_processor(runtime.readiness),
         background=True,
     )
     return consumer_app(
-        service_runtime,
-        tasks={"outbox-relay": lambda: outbox.relay_forever(service_runtime.sessions)},
-        stats=lambda: {"decided": runtime.decided, "failed_closed": runtime.failed_closed},
+        runtime,
+        tasks={"outbox-relay": lambda: outbox.relay_forever(runtime.sessions)},
+        stats=lambda: {"decided": consumer.decided, "failed_closed": consumer.failed_closed},
     )

@@ -320,7 +320,7 @@ class FeeBalance(msgspec.Struct, kw_only=True):
 
 
 class EventEnvelope(msgspec.Struct, kw_only=True):
-    """Exactly the body delivered to webhook endpoints for this event (contract section 7)."""
+    """Exactly the body delivered to webhook endpoints for this event (docs/guides/webhooks.md, "Events")."""
 
     id: str
     type: str

@@ -23,8 +23,8 @@ from ledger.simulator import Simulator
 
 def create_app(settings: Settings) -> AsgiFastStream:
     setup_logging("ledger")
-    service_runtime = build_runtime("ledger", settings)
-    anchors = _anchors(settings, service_runtime)
+    runtime = build_runtime("ledger", settings)
+    anchors = _anchors(settings, runtime)
     ledger_config = LedgerConfig(
         settle_s=settings.sandbox_settle_s,
         read_anchors=anchors.read if anchors else None,
@@ -32,49 +32,49 @@ def create_app(settings: Settings) -> AsgiFastStream:
         # intervals, and never under 30 s (a turn delayed on a loaded host is not a lost topic).
         anchor_grace_s=max(3 * settings.journal_anchor_interval_s, 30.0),
     )
-    outbox = Outbox("ledger", service_runtime.broker, lazy_delete=True)
-    runtime = LedgerConsumer(
+    outbox = Outbox("ledger", runtime.broker, lazy_delete=True)
+    consumer = LedgerConsumer(
         settings,
-        service_runtime.broker,
-        service_runtime.sessions,
+        runtime.broker,
+        runtime.sessions,
         outbox,
         Inbox("ledger"),
-        service_runtime.topics,
+        runtime.topics,
         ledger_config=ledger_config,
     )
-    simulator = Simulator(service_runtime.sessions, outbox, service_runtime.topics, ledger_config)
+    simulator = Simulator(runtime.sessions, outbox, runtime.topics, ledger_config)
     subscribe(
-        service_runtime.broker,
+        runtime.broker,
         settings,
-        service_runtime.topics.ledger_commands,
-        service_runtime.topics.group("ledger"),
-        runtime.processor(service_runtime.readiness),
+        runtime.topics.ledger_commands,
+        runtime.topics.group("ledger"),
+        consumer.processor(runtime.readiness),
     )
     subscribe(
-        service_runtime.broker,
+        runtime.broker,
         settings,
-        service_runtime.topics.ledger_reads,
-        service_runtime.topics.group("ledger-reads"),
-        runtime.reads_processor(service_runtime.readiness),
+        runtime.topics.ledger_reads,
+        runtime.topics.group("ledger-reads"),
+        consumer.reads_processor(runtime.readiness),
     )
     tasks: dict[str, Callable[[], Awaitable[None]]] = {
-        "outbox-relay": lambda: outbox.relay_forever(service_runtime.sessions),
+        "outbox-relay": lambda: outbox.relay_forever(runtime.sessions),
         "simulator": simulator.run_forever,
     }
     if anchors is not None and anchors.key is not None:
         tasks["journal-anchors"] = anchors.run_forever
     return consumer_app(
-        service_runtime,
+        runtime,
         tasks=tasks,
         stats=lambda: {
-            "processed": runtime.processed,
+            "processed": consumer.processed,
             "simulated_steps": simulator.steps,
             "anchors_published": anchors.published if anchors else 0,
         },
     )
 
 
-def _anchors(settings: Settings, service_runtime: Runtime) -> Anchors | None:
+def _anchors(settings: Settings, runtime: Runtime) -> Anchors | None:
     """The journal's anchors (ledger.anchors): the signing key and the verify keys are
     required in production (the verify keys must hold the signing key's public key: checked
     with the other secrets, ``Settings.weak_secrets``). In development a missing verify keys
@@ -94,9 +94,9 @@ def _anchors(settings: Settings, service_runtime: Runtime) -> Anchors | None:
         log.warning("journal anchors: %s is not set: this instance verifies, never anchors", KEY_SETTING)
         return Anchors(
             settings,
-            service_runtime.sessions,
-            service_runtime.topics.journal_anchors,
-            functools.partial(publish, service_runtime.broker),
+            runtime.sessions,
+            runtime.topics.journal_anchors,
+            functools.partial(publish, runtime.broker),
         )
     if not signing:
         log.warning("journal anchors off: %s is not set (development)", KEY_SETTING)
@@ -106,7 +106,7 @@ def _anchors(settings: Settings, service_runtime: Runtime) -> Anchors | None:
         settings = settings.model_copy(update={"journal_anchor_verify_keys": public})
     return Anchors(
         settings,
-        service_runtime.sessions,
-        service_runtime.topics.journal_anchors,
-        functools.partial(publish, service_runtime.broker),
+        runtime.sessions,
+        runtime.topics.journal_anchors,
+        functools.partial(publish, runtime.broker),
     )

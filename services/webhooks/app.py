@@ -28,59 +28,57 @@ from webhooks.signing import SecretBox
 
 def create_app(settings: Settings) -> AsgiFastStream:
     setup_logging("webhooks")
-    service_runtime = build_runtime("webhooks", settings)
-    group = service_runtime.topics.group("webhooks")  # follows the prefix: see Topics.group
+    runtime = build_runtime("webhooks", settings)
+    group = runtime.topics.group("webhooks")  # follows the prefix: see Topics.group
     policy = Policy.from_settings(settings)
     box = SecretBox(settings.key_ring)
     sender = Sender(policy)
     worker = DeliveryWorker(
-        service_runtime.sessions,
+        runtime.sessions,
         sender,
         box,
         instance_id(settings, "webhooks"),
         settings.webhooks_poll_s,
         linger_s=settings.webhooks_linger_s,
     )
-    pruner = Pruner(
-        service_runtime.sessions, settings.webhooks_retention_s, settings.webhooks_prune_interval_s
-    )
+    pruner = Pruner(runtime.sessions, settings.webhooks_retention_s, settings.webhooks_prune_interval_s)
     env = Env(
         box=box,
         allow_private=policy.allow_private,
         max_attempts=policy.max_attempts,
         events_kept_s=settings.webhooks_retention_s,
     )
-    outbox = Outbox("webhooks", service_runtime.broker, lazy_delete=True)
-    runtime = WebhooksConsumer(
+    outbox = Outbox("webhooks", runtime.broker, lazy_delete=True)
+    consumer = WebhooksConsumer(
         settings,
-        service_runtime.broker,
-        service_runtime.sessions,
-        service_runtime.topics,
+        runtime.broker,
+        runtime.sessions,
+        runtime.topics,
         env,
         worker.wake,
         outbox,
     )
     subscribe(
-        service_runtime.broker,
+        runtime.broker,
         settings,
-        service_runtime.topics.events,
+        runtime.topics.events,
         group,
-        runtime.event_processor(service_runtime.readiness),
+        consumer.event_processor(runtime.readiness),
         background=True,
     )
     subscribe(
-        service_runtime.broker,
+        runtime.broker,
         settings,
-        service_runtime.topics.webhooks_commands,
+        runtime.topics.webhooks_commands,
         group + "-commands",
-        runtime.command_processor(service_runtime.readiness),
+        consumer.command_processor(runtime.readiness),
     )
-    service_runtime.on_stop += [worker.stop, sender.close]
+    runtime.on_stop += [worker.stop, sender.close]
 
     def stats() -> dict[str, Any]:
         return {
-            "commands": runtime.commands_handled,
-            "deliveries_created": runtime.deliveries_created,
+            "commands": consumer.commands_handled,
+            "deliveries_created": consumer.deliveries_created,
             "attempts_sent": worker.sent,
             "worker_turns": worker.turns,
             "in_flight": len(worker.tasks),
@@ -89,14 +87,12 @@ def create_app(settings: Settings) -> AsgiFastStream:
         }
 
     return consumer_app(
-        service_runtime,
+        runtime,
         tasks={
-            "delivery-worker": partial(worker.run, service_runtime.readiness),
-            "retention": partial(pruner.run, service_runtime.readiness),
-            "webhook-metrics": partial(
-                MetricsRefresher(service_runtime.sessions).run, service_runtime.readiness
-            ),
-            "outbox-relay": partial(outbox.relay_forever, service_runtime.sessions),
+            "delivery-worker": partial(worker.run, runtime.readiness),
+            "retention": partial(pruner.run, runtime.readiness),
+            "webhook-metrics": partial(MetricsRefresher(runtime.sessions).run, runtime.readiness),
+            "outbox-relay": partial(outbox.relay_forever, runtime.sessions),
         },
         stats=stats,
     )

@@ -27,7 +27,7 @@ def test_cpu_per_transfer_counts_only_2xx_answers() -> None:
     chain = ((1.0, 500.0), (1.05, 3500.0))  # (CPU seconds, entries chained) before, after
     cpu, hashed = cpu_lines(used, RUN, chain)
     assert cpu.endswith(": gateway 6.00 ms, ledger 3.00 ms")  # 6 s over 1,000 transfers done
-    assert hashed.startswith("journal hash chain (contract 13.5): 50.0 us of ledger CPU per transfer, 3.0 ")
+    assert hashed.startswith("journal hash chain: 50.0 us of ledger CPU per transfer, 3.0 ")
 
 
 def test_no_transfer_done_prints_no_chain_share() -> None:

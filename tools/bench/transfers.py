@@ -157,7 +157,7 @@ def cpu_lines(
     if chain is not None and done > 0:
         chain_cpu, chained = (b - a for a, b in zip(*chain, strict=True))
         lines.append(
-            f"journal hash chain (contract 13.5): {1e6 * chain_cpu / done:.1f} us of ledger CPU"
+            f"journal hash chain: {1e6 * chain_cpu / done:.1f} us of ledger CPU"
             f" per transfer, {chained / done:.1f} entries linked per transfer (target <= 300 us)"
         )
     return lines

@@ -1,4 +1,4 @@
-"""Webhook events, typed: a union discriminated by ``type`` (contract section 7).
+"""Webhook events, typed: a union discriminated by ``type`` (docs/guides/webhooks.md, "Events").
 
 ``verify_webhook`` returns a :data:`WebhookEvent`; check ``event["type"]`` and the type checker
 knows its ``data``::

@@ -98,7 +98,7 @@ class ErrorObject(TypedDict):
 
 
 class EventEnvelope(TypedDict):
-    """Exactly the body delivered to webhook endpoints for this event (contract section 7)."""
+    """Exactly the body delivered to webhook endpoints for this event (docs/guides/webhooks.md, "Events")."""
 
     id: str
     type: str

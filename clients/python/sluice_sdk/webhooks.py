@@ -1,6 +1,7 @@
 """Verifying a webhook delivery, with the Standard Webhooks library (``standardwebhooks``).
 
-Sluice signs the Standard Webhooks way under its own header names (contract section 7):
+Sluice signs the Standard Webhooks way under its own header names (docs/guides/webhooks.md,
+"Verify every delivery"):
 ``x-service-webhook-id``, ``x-service-timestamp`` and ``x-service-signature`` are the
 standard's ``webhook-id``, ``webhook-timestamp`` and ``webhook-signature``. The library checks
 the HMAC-SHA256 signatures in constant time and refuses a timestamp more than 5 minutes away

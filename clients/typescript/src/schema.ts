@@ -510,7 +510,7 @@ export interface components {
         };
         /**
          * EventEnvelope
-         * @description Exactly the body delivered to webhook endpoints for this event (contract section 7).
+         * @description Exactly the body delivered to webhook endpoints for this event (docs/guides/webhooks.md, "Events").
          */
         EventEnvelope: {
             id: string;

@@ -254,7 +254,9 @@ ROUTED_SCHEMAS: dict[str, dict[str, Any]] = {
         "additionalProperties": _ref_name(_BOUNDED_JSON),
     },
     _BOUNDED_JSON: {
-        "description": "any JSON value whose numbers are bounded (contract 12.3)",
+        "description": (
+            "any JSON value whose numbers have at most 18 significant digits and an exponent within +-18"
+        ),
         "anyOf": [
             {"type": "string"},
             {"type": "boolean"},

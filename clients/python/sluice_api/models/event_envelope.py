@@ -15,7 +15,7 @@ T = TypeVar("T", bound="EventEnvelope")
 
 @_attrs_define
 class EventEnvelope:
-    """Exactly the body delivered to webhook endpoints for this event (contract section 7).
+    """Exactly the body delivered to webhook endpoints for this event (docs/guides/webhooks.md, "Events").
 
     Attributes:
         id (str):

@@ -18,7 +18,8 @@ class GetV1EventsByEventIdResponse200:
     """
     Attributes:
         success (Literal[True]):
-        data (EventEnvelope): Exactly the body delivered to webhook endpoints for this event (contract section 7).
+        data (EventEnvelope): Exactly the body delivered to webhook endpoints for this event (docs/guides/webhooks.md,
+            "Events").
     """
 
     success: Literal[True]

@@ -46,10 +46,9 @@ from tools.bench.overload import part as bench_overload
 from tools.bench.profile import idle_shares, shares_line
 from tools.bench.stack import bench_stack, pg_settings
 from tools.bench.targets import IDLE_STACK_MAX, Results, exit_code, verdict
+from tools.bench.transfers import CONNECTIONS, DURATION
 from tools.stack.suite import Proc
 
-DURATION = float(os.environ.get("BENCH_DURATION_S", "10"))
-CONNECTIONS = int(os.environ.get("BENCH_CONNECTIONS", "64"))
 BODY = json.dumps(
     {
         "account_type": "individual",

@@ -121,6 +121,20 @@ IMAGE_DIGEST_SKIP = (
 )
 
 
+# What no default can know: the inputs a production overlay takes from the operator, in the
+# file its kustomization's configMapGenerator merges into sluice-config (inputs.env; copy
+# inputs.env.example). `render` refuses an overlay without them, naming each (docs/operations/
+# deploy.md, "Required inputs"); so does kustomize when the file is missing.
+INPUTS = {
+    "SLUICE_AUTHORITY_VERIFY_KEYS": "compliance's and admin's public keys (`python -m sluice keys`):"
+    " empty, the ledger and compliance exit 2",
+    "SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS": "the journal anchor key's public keys: empty, the ledger exits 2",
+    "SLUICE_TRUSTED_PROXIES": "the ingress controller pods' CIDRs: empty, every client is the ingress"
+    " and per-address limits become global",
+    "SLUICE_PUBLIC_BASE_URL": "the gateway's public https:// address, which onboarding links name",
+}
+
+
 def _labels(name: str) -> dict[str, str]:
     return {**LABELS, "app.kubernetes.io/name": name}
 
@@ -684,16 +698,6 @@ def base() -> dict[str, list[dict[str, Any]]]:
             "metadata": _meta("sluice-config", LABELS),
             "data": {
                 "SLUICE_ENV": "production",
-                # The public keys the ledger and compliance verify compliance's and admin's
-                # signatures with (kid:base64,...; `python -m sluice keys` prints them for the
-                # signing keys of sluice-secrets). Not secret; set in the overlay:
-                # empty, the ledger and compliance refuse to start.
-                "SLUICE_AUTHORITY_VERIFY_KEYS": "",
-                # The public keys of the journal's anchor key (kid:base64,...; several while it
-                # rotates): the ledger checks anchors with them, and so does
-                # whoever runs the offline verifier (docs/verify_journal.py). Not secret; set in
-                # the overlay: empty, the ledger refuses to start.
-                "SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS": "",
                 # No SLUICE_DATABASE_URL: each pod's own role's is a secret file (POD_SECRETS);
                 # no SLUICE_REDIS_URL: each Valkey user's is a secret file (VALKEY_PODS).
                 "SLUICE_KAFKA_BOOTSTRAP": f"kafka:{KAFKA_PORTS['CLIENT']}",
@@ -702,11 +706,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
                 "SLUICE_KAFKA_FETCH_MAX_WAIT_MS": "100",
                 "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true",  # Apache Kafka: acks=all, no duplicate on retry
                 "SLUICE_KAFKA_TOPIC_PARTITIONS": str(PARTITIONS),
-                # The ingress in front of gateway and admin (docs/security.md,
-                # "Settings that matter"): set its CIDRs (the ingress controller's pods) in an
-                # overlay, and the one header it sets. Empty, the TCP peer is the client: behind an
-                # ingress, every client is the ingress.
-                "SLUICE_TRUSTED_PROXIES": "",
+                # The ingress sets this one header; its addresses are an input (INPUTS)
                 "SLUICE_CLIENT_IP_HEADER": "X-Forwarded-For",
             },
         }
@@ -952,35 +952,92 @@ def _set_images(node: Any, entry: dict[str, str]) -> None:
             _set_images(v, entry)
 
 
-def render(directory: Path) -> list[dict[str, Any]]:
-    """The resources of a kustomization directory: its resources (files or directories) with
-    its ``patches`` applied, each patch matched to a resource by kind and name, then its
-    ``images`` set (name, newName, newTag, digest)."""
+def read_env_file(path: Path) -> dict[str, str]:
+    """A kustomize env file: ``KEY=VALUE`` lines; blank lines and ``#`` comments skipped."""
+    lines = [x.strip() for x in path.read_text().splitlines()]
+    pairs = [x.partition("=") for x in lines if x and not x.startswith("#")]
+    return {k.strip(): v.strip() for k, _, v in pairs}
+
+
+def missing_inputs(values: dict[str, str]) -> list[str]:
+    """The required inputs (INPUTS) absent or empty in ``values``, each with what it is."""
+    out = [f"{k} ({why})" for k, why in INPUTS.items() if not values.get(k)]
+    url = values.get("SLUICE_PUBLIC_BASE_URL", "")
+    if url and not url.startswith("https://"):
+        out.append(f"SLUICE_PUBLIC_BASE_URL (must be https://, not {url!r})")
+    return out
+
+
+def _generate(
+    directory: Path, generator: dict[str, Any], docs: list[dict[str, Any]], inputs: Path | None
+) -> None:
+    """kustomize's configMapGenerator with ``behavior: merge`` (the only one used here): its env
+    files' keys merged into the ConfigMap of that name. sluice-config's must hold every input."""
+    values: dict[str, str] = {}
+    for name in generator.get("envs", []):
+        path = inputs if inputs is not None else directory / name
+        if not path.is_file():
+            raise SystemExit(
+                f"{directory}: {path} not found: copy {name}.example and set "
+                + "; ".join(missing_inputs({}))
+                + " (docs/operations/deploy.md, Required inputs)"
+            )
+        values.update(read_env_file(path))
+    missing = missing_inputs(values) if generator["name"] == "sluice-config" else []
+    if missing:
+        raise SystemExit(f"{directory}: required inputs missing: " + "; ".join(missing))
+    for d in docs:
+        if (d["kind"], d["metadata"]["name"]) == ("ConfigMap", generator["name"]):
+            d["data"] = {**d.get("data", {}), **values}
+
+
+def _patch(directory: Path, path: str, docs: list[dict[str, Any]]) -> None:
+    """One strategic-merge patch file: each document merged into the resources of its kind and
+    name (and namespace, when it names one)."""
+    for patch in yaml.safe_load_all((directory / path).read_text()):
+        key = (patch["kind"], patch["metadata"]["name"])
+        hits = [
+            i
+            for i, d in enumerate(docs)
+            if (d["kind"], d["metadata"]["name"]) == key
+            and patch["metadata"].get("namespace") in (None, d["metadata"].get("namespace"))
+        ]
+        if not hits:
+            raise SystemExit(f"{directory}: patch {path} matches no {key}")
+        for i in hits:
+            docs[i] = _merge(docs[i], patch)
+
+
+def render(directory: Path, inputs: Path | None = None) -> list[dict[str, Any]]:
+    """The resources of a kustomization directory: its resources (files or directories), its
+    configMapGenerator merged (``inputs`` in place of its env files, when given), its
+    ``patches`` applied, each patch matched to a resource by kind and name, then its ``images``
+    set (name, newName, newTag, digest)."""
     kust = yaml.safe_load((directory / "kustomization.yaml").read_text())
     docs: list[dict[str, Any]] = []
     for res in kust.get("resources", []):
         path = directory / res
-        docs += render(path) if path.is_dir() else [d for d in yaml.safe_load_all(path.read_text()) if d]
+        docs += (
+            render(path, inputs) if path.is_dir() else [d for d in yaml.safe_load_all(path.read_text()) if d]
+        )
+    for generator in kust.get("configMapGenerator", []):
+        _generate(directory, generator, docs, inputs)
     for p in kust.get("patches", []):
-        for patch in yaml.safe_load_all((directory / p["path"]).read_text()):
-            key = (patch["kind"], patch["metadata"]["name"])
-            hits = [
-                i
-                for i, d in enumerate(docs)
-                if (d["kind"], d["metadata"]["name"]) == key
-                and patch["metadata"].get("namespace") in (None, d["metadata"].get("namespace"))
-            ]
-            if not hits:
-                raise SystemExit(f"{directory}: patch {p['path']} matches no {key}")
-            for i in hits:
-                docs[i] = _merge(docs[i], patch)
+        _patch(directory, p["path"], docs)
     for entry in kust.get("images", []):
         _set_images(docs, entry)
     return docs
 
 
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["render"]:
-        print(yaml.safe_dump_all(render(HERE / "overlays" / sys.argv[2]), sort_keys=False), end="")
-    else:
+def main(argv: list[str]) -> None:
+    """``render <overlay> [--inputs FILE]``: the overlay on stdout (FILE in place of its
+    inputs.env); no argument: write the base."""
+    if argv[:1] != ["render"]:
         write_base()
+        return
+    inputs = Path(argv[argv.index("--inputs") + 1]) if "--inputs" in argv else None
+    print(yaml.safe_dump_all(render(HERE / "overlays" / argv[1], inputs), sort_keys=False), end="")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from common import acls
-from tests.support.k8s import generator
+from tests.support.k8s import generator, render
 
 pytestmark = pytest.mark.unit
 
@@ -27,7 +27,7 @@ IN_CLEAR = {"PLAINTEXT", "SASL_PLAINTEXT"}
 
 @pytest.fixture(scope="module", params=["base", "overlays/production"])
 def docs(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
-    rendered: list[dict[str, Any]] = GEN.render(K8S / request.param)
+    rendered: list[dict[str, Any]] = render(K8S / request.param)
     return rendered
 
 

@@ -19,7 +19,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from tests.support.k8s import generator
+from tests.support.k8s import generator, render
 
 pytestmark = pytest.mark.unit
 
@@ -103,7 +103,7 @@ def problems(doc: dict[str, Any]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def production() -> list[dict[str, Any]]:
-    return GEN.render(K8S / "overlays" / "production")
+    return render(K8S / "overlays" / "production")
 
 
 def test_every_manifest_of_the_production_overlay_is_valid(production: list[dict[str, Any]]) -> None:
@@ -158,7 +158,7 @@ def scanner_findings(docs: list[dict[str, Any]]) -> list[str]:
 def test_the_scanners_findings_are_fixed_in_the_base_and_the_overlay(
     production: list[dict[str, Any]],
 ) -> None:
-    base = GEN.render(K8S / "base")
+    base = render(K8S / "base")
     assert scanner_findings(base) == []
     assert scanner_findings(production) == []
     images = {
@@ -265,7 +265,7 @@ def test_admin_is_reached_from_the_operators_namespace_and_prometheus_only(
 
 @pytest.fixture(scope="module")
 def cloudnative_pg() -> list[dict[str, Any]]:
-    return GEN.render(K8S / "overlays" / "cloudnative-pg")
+    return render(K8S / "overlays" / "cloudnative-pg")
 
 
 def _one(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
@@ -292,13 +292,13 @@ def test_every_manifest_of_the_cloudnative_pg_overlay_is_valid(cloudnative_pg: l
     assert database["spec"]["externalName"] == f"{cluster['metadata']['name']}-rw.sluice.svc.cluster.local"
     # the production overlay underneath is kept whole
     assert _one(cloudnative_pg, "Deployment", "sluice-gateway")["spec"]["replicas"] == 3
-    production_kinds = {d["kind"] for d in GEN.render(K8S / "overlays" / "production")}
+    production_kinds = {d["kind"] for d in render(K8S / "overlays" / "production")}
     added = {d["kind"] for d in cloudnative_pg} - production_kinds
     assert added == {"Cluster", "ObjectStore", "ScheduledBackup"}  # the database and its backups
 
 
 def test_the_base_names_the_database_endpoint_it_expects() -> None:
-    database = _one(GEN.render(K8S / "base"), "Service", GEN.DATABASE_SERVICE)
+    database = _one(render(K8S / "base"), "Service", GEN.DATABASE_SERVICE)
     assert database["spec"] == {"type": "ExternalName", "externalName": GEN.DATABASE_TARGET}
 
 

@@ -37,6 +37,21 @@ SERVICES = {  # name: (port, http: takes outside traffic, consumer group topic o
     "compliance": (8012, False, "sluice.compliance.commands"),
     "webhooks": (8013, False, "sluice.events"),
 }
+# Every consumer group a KEDA-scaled service reads with, and its topic (the services' app.py,
+# common.acls.CONSUMERS): KEDA scales on the largest lag among them, so a backlog on any (reads,
+# releases, usage, webhook commands) adds consumers, not only the main commands' topic.
+CONSUMER_GROUPS = {
+    "ledger": {"sluice-ledger": "sluice.ledger.commands", "sluice-ledger-reads": "sluice.ledger.reads"},
+    "compliance": {
+        "sluice-compliance": "sluice.compliance.commands",
+        "sluice-compliance-releases": "sluice.compliance.releases",
+        "sluice-compliance-usage": "sluice.events",
+    },
+    "webhooks": {"sluice-webhooks": "sluice.events", "sluice-webhooks-commands": "sluice.webhooks.commands"},
+}
+# At least two of every Deployment, so that a drain (PodDisruptionBudget maxUnavailable 1) always
+# has one left and never waits; the HPA and KEDA own the count from there (no `replicas` field).
+MIN_REPLICAS = 2
 # Where the operators' tools run (admin takes traffic from there only) and Prometheus (it scrapes
 # every service's /metrics): namespaces named by their kubernetes.io/metadata.name label.
 OPERATORS_NAMESPACE = "sluice-operators"
@@ -156,6 +171,24 @@ def _pod_security(uid: int) -> dict[str, Any]:
     }
 
 
+def _spread(name: str, hostname: str = "DoNotSchedule") -> list[dict[str, Any]]:
+    """Spread ``name``'s pods over nodes (never two more on one node than another: a node's loss
+    takes few) and over zones as far as the cluster has them (ScheduleAnyway: a single-zone
+    cluster still schedules)."""
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": _labels(name)},
+        }
+        for key, when in (
+            ("kubernetes.io/hostname", hostname),
+            ("topology.kubernetes.io/zone", "ScheduleAnyway"),
+        )
+    ]
+
+
 def _kafka_password(principal: str) -> dict[str, str]:
     """The Secret item that is ``principal``'s Kafka password, as the file settings read."""
     return {"key": f"SLUICE_KAFKA_SASL_PASSWORD_{principal.upper()}", "path": "SLUICE_KAFKA_SASL_PASSWORD"}
@@ -267,7 +300,6 @@ def deployment(name: str, port: int) -> dict[str, Any]:
         "Deployment",
         name,
         {
-            "replicas": 2,
             "selector": {"matchLabels": _labels(name)},
             "template": {
                 "metadata": {
@@ -278,6 +310,7 @@ def deployment(name: str, port: int) -> dict[str, Any]:
                     "automountServiceAccountToken": False,
                     "terminationGracePeriodSeconds": 30,
                     "securityContext": _pod_security(UID),
+                    "topologySpreadConstraints": _spread(name),
                     "containers": [c],
                     "volumes": _pod_volumes(name, name),
                 },
@@ -472,6 +505,7 @@ def kafka() -> list[dict[str, Any]]:
                     "spec": {
                         "automountServiceAccountToken": False,
                         "securityContext": _pod_security(KAFKA_UID),
+                        "topologySpreadConstraints": _spread("kafka"),
                         "containers": [container],
                         "volumes": [
                             {"name": "jaas", "secret": jaas},
@@ -666,6 +700,39 @@ def keda_kafka_auth() -> dict[str, Any]:
     }
 
 
+def scaled_object(name: str) -> dict[str, Any]:
+    """KEDA scales ``name`` on the lag of each of its consumer groups (CONSUMER_GROUPS), from
+    MIN_REPLICAS to as many consumers as a group can use (its topic's partitions)."""
+    triggers = [
+        {
+            "type": "kafka",
+            "metadata": {
+                # KEDA's operator connects from its own namespace
+                "bootstrapServers": f"kafka.{NAMESPACE}.svc:{KAFKA_PORTS['CLIENT']}",
+                "consumerGroup": group,
+                "topic": topic,
+                "lagThreshold": "100",
+            },
+            "authenticationRef": {"name": "sluice-keda-kafka"},
+        }
+        for group, topic in CONSUMER_GROUPS[name].items()
+    ]
+    spec = {
+        "scaleTargetRef": {"name": f"sluice-{name}"},
+        "minReplicaCount": MIN_REPLICAS,
+        "maxReplicaCount": PARTITIONS,  # a group cannot use more consumers than partitions
+        "triggers": triggers,
+    }
+    return _manifest("keda.sh/v1alpha1", "ScaledObject", name, spec)
+
+
+def disruption_budget(name: str) -> dict[str, Any]:
+    """One pod of ``name`` at a time may be evicted: with MIN_REPLICAS (three Kafka brokers, two
+    in sync) a drain proceeds and never takes the last one (a quorum keeps its majority)."""
+    spec = {"maxUnavailable": 1, "selector": {"matchLabels": _labels(name)}}
+    return _manifest("policy/v1", "PodDisruptionBudget", name, spec)
+
+
 def database_service() -> dict[str, Any]:
     """``sluice-database``: the name the database URLs use, a DNS alias (ExternalName) of the
     read-write endpoint, which an overlay sets (``spec.externalName``)."""
@@ -763,7 +830,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
             n,
             {
                 "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"sluice-{n}"},
-                "minReplicas": 2,
+                "minReplicas": MIN_REPLICAS,
                 "maxReplicas": 10,
                 "metrics": [
                     {
@@ -779,42 +846,8 @@ def base() -> dict[str, list[dict[str, Any]]]:
         for n, (_, http, _) in SERVICES.items()
         if http
     ]
-    files["keda.yaml"] = [
-        _manifest(
-            "keda.sh/v1alpha1",
-            "ScaledObject",
-            n,
-            {
-                "scaleTargetRef": {"name": f"sluice-{n}"},
-                "minReplicaCount": 1,
-                "maxReplicaCount": PARTITIONS,  # a group cannot use more consumers than partitions
-                "triggers": [
-                    {
-                        "type": "kafka",
-                        "metadata": {
-                            # KEDA's operator connects from its own namespace
-                            "bootstrapServers": f"kafka.{NAMESPACE}.svc:{KAFKA_PORTS['CLIENT']}",
-                            "consumerGroup": f"sluice-{n}",
-                            "topic": topic,
-                            "lagThreshold": "100",
-                        },
-                        "authenticationRef": {"name": "sluice-keda-kafka"},
-                    }
-                ],
-            },
-        )
-        for n, (_, _, topic) in SERVICES.items()
-        if topic
-    ] + [keda_kafka_auth()]
-    files["pdb.yaml"] = [
-        _manifest(
-            "policy/v1",
-            "PodDisruptionBudget",
-            n,
-            {"minAvailable": 1, "selector": {"matchLabels": _labels(n)}},
-        )
-        for n in SERVICES
-    ]
+    files["keda.yaml"] = [scaled_object(n) for n in CONSUMER_GROUPS] + [keda_kafka_auth()]
+    files["pdb.yaml"] = [disruption_budget(n) for n in [*SERVICES, "kafka"]]
     files["networkpolicy.yaml"] = network_policies()
     return files
 

@@ -123,9 +123,11 @@ def test_every_manifest_of_the_production_overlay_is_valid(production: list[dict
         "TriggerAuthentication",  # KEDA's SASL login to Kafka
     ]
     gateway = next(
-        d for d in production if d["kind"] == "Deployment" and d["metadata"]["name"] == "sluice-gateway"
+        d
+        for d in production
+        if d["kind"] == "HorizontalPodAutoscaler" and d["metadata"]["name"] == "sluice-gateway"
     )
-    assert gateway["spec"]["replicas"] == 3  # the overlay's patch applied
+    assert gateway["spec"]["minReplicas"] == 3  # the overlay's patch applied
     scaled = [d for d in production if d["kind"] == "ScaledObject"]
     assert {d["spec"]["maxReplicaCount"] for d in scaled} == {GEN.PARTITIONS}
 
@@ -291,7 +293,7 @@ def test_every_manifest_of_the_cloudnative_pg_overlay_is_valid(cloudnative_pg: l
     database = _one(cloudnative_pg, "Service", GEN.DATABASE_SERVICE)
     assert database["spec"]["externalName"] == f"{cluster['metadata']['name']}-rw.sluice.svc.cluster.local"
     # the production overlay underneath is kept whole
-    assert _one(cloudnative_pg, "Deployment", "sluice-gateway")["spec"]["replicas"] == 3
+    assert _one(cloudnative_pg, "HorizontalPodAutoscaler", "sluice-gateway")["spec"]["minReplicas"] == 3
     production_kinds = {d["kind"] for d in render(K8S / "overlays" / "production")}
     added = {d["kind"] for d in cloudnative_pg} - production_kinds
     assert added == {"Cluster", "ObjectStore", "ScheduledBackup"}  # the database and its backups

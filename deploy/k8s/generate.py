@@ -856,71 +856,134 @@ def _from_namespace(name: str) -> dict[str, Any]:
     return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
 
 
-def _only(name: str) -> dict[str, Any]:
-    return {"matchLabels": {"app.kubernetes.io/name": name}}
+def _only(*names: str) -> dict[str, Any]:
+    if len(names) == 1:
+        return {"matchLabels": {"app.kubernetes.io/name": names[0]}}
+    return {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "In", "values": list(names)}]}
 
 
-def network_policies() -> list[dict[str, Any]]:
-    """Who may reach each pod: the consumers only from the suite and Prometheus; the gateway's
-    partner port from anywhere and its metrics port (8010) from Prometheus and the
-    suite; admin from the operators' namespace only (and Prometheus, for its /metrics). Kafka:
-    its CLIENT listener from the suite and KEDA's operator, its INTERNAL and CONTROLLER
-    listeners from the brokers (and INTERNAL from the SCRAM Job) alone."""
+def _pods(*names: str) -> dict[str, Any]:
+    return {"podSelector": _only(*names)}
+
+
+def _ports(*ports: int | str, protocol: str = "TCP") -> list[dict[str, Any]]:
+    return [{"port": p, "protocol": protocol} for p in ports]
+
+
+# PostgreSQL's pods carry app.kubernetes.io/name: postgresql (CloudNativePG's through the Cluster's
+# spec.inheritedMetadata; label a server of your own so), Valkey's valkey: the policies select them
+# by it. CloudNativePG's operator runs in CNPG_NAMESPACE and calls each instance's manager (8000).
+CNPG_NAMESPACE = "cnpg-system"
+POSTGRES_PORTS = {"postgres": 5432, "status": 8000, "metrics": 9187}
+VALKEY_PORT = 6379
+DATABASE_CLIENTS = (*SERVICES, "migrate")
+# What webhooks may never dial (docs/security.md: deliveries go to public addresses only): private,
+# shared, loopback, link-local (the clouds' metadata service) and unspecified ranges.
+PRIVATE_V4 = [
+    "0.0.0.0/8",
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+]
+PRIVATE_V6 = ["::1/128", "fc00::/7", "fe80::/10", "::ffff:0:0/96"]
+
+
+def _ingress_policies() -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
+    """(name, pods, who may reach them) for every pod of the suite and its stores: docs/operations.md,
+    "Network policies", has the flow table."""
     suite = {"podSelector": {"matchLabels": dict(LABELS)}}
     prometheus = _from_namespace(MONITORING_NAMESPACE)
-    not_kafka = {"key": "app.kubernetes.io/name", "operator": "NotIn", "values": ["kafka"]}
-    brokers_only = [
-        {
-            "from": [{"podSelector": _only("kafka")}],
-            "ports": [{"port": KAFKA_PORTS[n]} for n in ("CONTROLLER", "INTERNAL")],
-        },
-        {"from": [{"podSelector": _only("kafka-scram")}], "ports": [{"port": KAFKA_PORTS["INTERNAL"]}]},
-    ]
-    policy = [
+    consumers = [n for n, (_, http, _) in SERVICES.items() if not http]
+    pg = POSTGRES_PORTS
+    return [
         (
-            "sluice-internal-only",
-            {"matchExpressions": [_not_http(), not_kafka]},
-            [{"from": [suite, prometheus]}],
+            "sluice-consumers-ingress",
+            _only(*consumers),
+            [{"from": [suite, prometheus], "ports": _ports("http")}],
         ),
+        ("sluice-jobs-ingress", _only("migrate", "kafka-scram", "kafka-acls"), []),  # nothing dials a Job
         (
             "sluice-kafka-ingress",
             _only("kafka"),
             [
+                {"from": [suite, _from_namespace(KEDA_NAMESPACE)], "ports": _ports(KAFKA_PORTS["CLIENT"])},
                 {
-                    "from": [suite, _from_namespace(KEDA_NAMESPACE)],
-                    "ports": [{"port": KAFKA_PORTS["CLIENT"]}],
+                    "from": [_pods("kafka")],
+                    "ports": _ports(KAFKA_PORTS["CONTROLLER"], KAFKA_PORTS["INTERNAL"]),
                 },
-                *brokers_only,
+                {"from": [_pods("kafka-scram")], "ports": _ports(KAFKA_PORTS["INTERNAL"])},
             ],
         ),
         (
             "sluice-gateway-ingress",
             _only("gateway"),
             [
-                {"ports": [{"port": "http"}]},
-                {"from": [prometheus, suite], "ports": [{"port": METRICS_PORTS["gateway"]}]},
+                {"ports": _ports("http")},
+                {"from": [prometheus, suite], "ports": _ports(METRICS_PORTS["gateway"])},
             ],
         ),
         (
             "sluice-admin-ingress",
             _only("admin"),
-            [{"from": [_from_namespace(OPERATORS_NAMESPACE), prometheus], "ports": [{"port": "http"}]}],
+            [{"from": [_from_namespace(OPERATORS_NAMESPACE), prometheus], "ports": _ports("http")}],
+        ),
+        (
+            "sluice-postgresql-ingress",
+            _only("postgresql"),
+            [
+                {"from": [_pods(*DATABASE_CLIENTS)], "ports": _ports(pg["postgres"])},
+                # replication between instances, and the operator's Jobs (join, initdb)
+                {"from": [_pods("postgresql")], "ports": _ports(pg["postgres"], pg["status"])},
+                {"from": [_from_namespace(CNPG_NAMESPACE)], "ports": _ports(pg["postgres"], pg["status"])},
+                {"from": [prometheus], "ports": _ports(pg["metrics"])},
+            ],
+        ),
+        (
+            "sluice-valkey-ingress",
+            _only("valkey"),
+            [{"from": [_pods(*VALKEY_PODS)], "ports": _ports(VALKEY_PORT)}],
         ),
     ]
+
+
+def _webhooks_egress() -> dict[str, Any]:
+    """webhooks dials the suite's stores in the namespace, the cluster's DNS and public addresses
+    only. A database outside the cluster (a managed one at a private address) needs its CIDR
+    added here by an overlay."""
+    dns = {
+        "to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+        "ports": _ports(53, protocol="UDP") + _ports(53),
+    }
+    stores = {"to": [_pods("postgresql", "kafka")]}
+    public = {
+        "to": [
+            {"ipBlock": {"cidr": "0.0.0.0/0", "except": PRIVATE_V4}},
+            {"ipBlock": {"cidr": "::/0", "except": PRIVATE_V6}},
+        ]
+    }
+    return {"podSelector": _only("webhooks"), "policyTypes": ["Egress"], "egress": [dns, stores, public]}
+
+
+def network_policies() -> list[dict[str, Any]]:
+    """Who may reach each pod (ingress, a policy per group of pods) and where webhooks may go
+    (egress): the flows of docs/operations.md, "Network policies"."""
+    specs = [
+        (name, {"podSelector": pods, "policyTypes": ["Ingress"], "ingress": ingress})
+        for name, pods, ingress in _ingress_policies()
+    ]
+    specs.append(("sluice-webhooks-egress", _webhooks_egress()))
     return [
         {
             "apiVersion": "networking.k8s.io/v1",
             "kind": "NetworkPolicy",
             "metadata": _meta(name, LABELS),
-            "spec": {"podSelector": selector, "policyTypes": ["Ingress"], "ingress": ingress},
+            "spec": spec,
         }
-        for name, selector, ingress in policy
+        for name, spec in specs
     ]
-
-
-def _not_http() -> dict[str, Any]:
-    http = sorted(n for n, (_, h, _) in SERVICES.items() if h)
-    return {"key": "app.kubernetes.io/name", "operator": "NotIn", "values": http}
 
 
 def write_base() -> None:

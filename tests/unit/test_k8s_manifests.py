@@ -257,11 +257,17 @@ def test_admin_is_reached_from_the_operators_namespace_and_prometheus_only(
     assert [spaces(r) for r in admin["ingress"]] == [{GEN.OPERATORS_NAMESPACE, GEN.MONITORING_NAMESPACE}]
     assert all(r.get("from") for r in admin["ingress"])  # no rule open to everyone
     gateway = _policy(production, "sluice-gateway-ingress")
-    metrics = [r for r in gateway["ingress"] if {"port": GEN.METRICS_PORTS["gateway"]} in r.get("ports", [])]
+    metrics = [
+        r
+        for r in gateway["ingress"]
+        if {"port": GEN.METRICS_PORTS["gateway"], "protocol": "TCP"} in r.get("ports", [])
+    ]
     assert metrics and GEN.MONITORING_NAMESPACE in spaces(metrics[0])
     open_rules = [r for r in gateway["ingress"] if not r.get("from")]
-    assert [r["ports"] for r in open_rules] == [[{"port": "http"}]]  # partners: the http port only
-    consumers = _policy(production, "sluice-internal-only")
+    assert [r["ports"] for r in open_rules] == [
+        [{"port": "http", "protocol": "TCP"}]
+    ]  # partners: the http port only
+    consumers = _policy(production, "sluice-consumers-ingress")
     assert GEN.MONITORING_NAMESPACE in spaces(consumers["ingress"][0])
 
 

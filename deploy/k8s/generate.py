@@ -52,6 +52,15 @@ CONSUMER_GROUPS = {
 # At least two of every Deployment, so that a drain (PodDisruptionBudget maxUnavailable 1) always
 # has one left and never waits; the HPA and KEDA own the count from there (no `replicas` field).
 MIN_REPLICAS = 2
+# The most pods of each service, so that their connection pools (SLUICE_DB_POOL_SIZE, 10, and as
+# many overflow: common.db) fit PostgreSQL's max_connections, DATABASE_MAX_CONNECTIONS: 18 pods at
+# 20 connections, the migration Job's 20, the server's reserved 3 and CloudNativePG's own 10 come
+# to 393 of 400 (tests/unit/test_k8s_budgets.py; docs/operations.md, "Connection budget"). More
+# consumers than a topic's partitions would idle anyway; raise these with max_connections.
+MAX_REPLICAS = {"gateway": 6, "admin": 2, "ledger": 4, "compliance": 3, "webhooks": 3}
+# max_connections of the PostgreSQL the base expects (your own server's, or the overlay's Cluster's
+# parameter, which tests/unit/test_k8s_budgets.py reads instead)
+DATABASE_MAX_CONNECTIONS = 400
 # Where the operators' tools run (admin takes traffic from there only) and Prometheus (it scrapes
 # every service's /metrics): namespaces named by their kubernetes.io/metadata.name label.
 OPERATORS_NAMESPACE = "sluice-operators"
@@ -72,8 +81,8 @@ SECRETS = [
 ]
 # Each pod mounts the secrets its process uses and no other (docs/security.md, "Database roles
 # and per-service secrets"; the table of common.settings.SERVICE_SECRETS,
-# tests/unit/test_least_privilege.py), and its own database
-# role's URL: sluice-secrets' key SLUICE_DATABASE_URL_<ROLE> as the file SLUICE_DATABASE_URL
+# tests/unit/test_least_privilege.py), and its own database role's URL: its Secret's
+# (secret_name) key SLUICE_DATABASE_URL_<ROLE> as the file SLUICE_DATABASE_URL
 # (common.privileges: one role per service; the migration Job's is the migrations role).
 POD_SECRETS = {
     "gateway": [
@@ -90,26 +99,28 @@ POD_SECRETS = {
 }
 DATABASE_ROLE = {**{name: name for name in SERVICES}, "migrate": "migrations"}
 # The read-write PostgreSQL endpoint the base expects (docs/operations/failover.md): each database
-# URL in sluice-secrets names this host (postgresql+asyncpg://sluice_ledger:...@sluice-database:5432/
-# sluice), an ExternalName Service, so that an overlay points the suite at whatever runs PostgreSQL
-# without touching the secrets: a server of your own behind the Service `postgres` (the default),
+# URL in the pods' Secrets names this host
+# (postgresql+asyncpg://sluice_ledger:...@sluice-database:5432/sluice), an ExternalName Service,
+# so that an overlay points the suite at whatever runs PostgreSQL without touching the secrets: a
+# server of your own behind the Service `postgres` (the default),
 # CloudNativePG's `<cluster>-rw` (overlays/cloudnative-pg) or a managed database's endpoint.
 DATABASE_SERVICE = "sluice-database"
 DATABASE_TARGET = f"postgres.{NAMESPACE}.svc.cluster.local"  # your cluster's DNS domain
 # Valkey (common.valkey_acl): only these pods use it, each as its own ACL user, its URL (with
-# that user's password) sluice-secrets' key SLUICE_REDIS_URL_<POD> mounted as the
+# that user's password) its Secret's (secret_name) key SLUICE_REDIS_URL_<POD> mounted as the
 # file SLUICE_REDIS_URL; the ConfigMap carries none, so the other pods have no Valkey URL. The
 # Valkey server takes its users from an ACL file (the Secret sluice-valkey-acl, key users.acl,
 # printed with hashed passwords by `python -m sluice valkey-acl`).
 VALKEY_PODS = ("gateway", "admin")
-# The Secret ``sluice-secrets`` is mounted as files here, never passed as environment variables
+# Each pod's Secret (secret_name) is mounted as files here, never passed as environment variables
 # (checkov CKV_K8S_35): common.settings reads SLUICE_SECRETS_DIR's files named after settings.
 SECRETS_DIR = "/run/secrets/sluice"
 # Kafka over TLS with SASL/SCRAM-SHA-512 and ACLs (common.acls; docs/security.md, "Kafka over
 # TLS": no password in clear): each service connects as its own principal, User:<service>, with
-# its own password, sluice-secrets' key SLUICE_KAFKA_SASL_PASSWORD_<SERVICE> mounted as the file
-# SLUICE_KAFKA_SASL_PASSWORD (no pod sees another's), and checks the brokers' certificate against
-# the CA of the Secret sluice-kafka-tls (its ca.crt alone is mounted: never tls.key). The Job
+# its own password, its Secret's (secret_name) key SLUICE_KAFKA_SASL_PASSWORD_<SERVICE>
+# mounted as the file SLUICE_KAFKA_SASL_PASSWORD (no pod sees another's), and checks the
+# brokers' certificate against the CA of the Secret sluice-kafka-tls (its ca.crt alone is
+# mounted: never tls.key). The Job
 # sluice-kafka-scram turns those passwords into SCRAM credentials; the Job sluice-kafka-acls then
 # creates every ACL as the brokers' own principal (the only super user).
 KAFKA_SASL = {
@@ -212,9 +223,15 @@ def _kafka_ca_volume() -> dict[str, Any]:
 KAFKA_CA_MOUNT = {"name": "kafka-ca", "mountPath": KAFKA_CA_DIR, "readOnly": True}
 
 
+def secret_name(pod: str) -> str:
+    """The Secret of ``pod`` (a service, the migration Job, the ACL Job) alone: no pod mounts
+    another's, so none can read another's keys even through its volume's items."""
+    return f"sluice-{pod}-secrets"
+
+
 def _pod_volumes(pod: str, kafka_user: str | None = None) -> list[dict[str, Any]]:
     secret_files = {
-        "secretName": "sluice-secrets",
+        "secretName": secret_name(pod),
         "items": [{"key": s, "path": s} for s in POD_SECRETS[pod]]
         + [_database_url(pod)]
         + (
@@ -530,7 +547,7 @@ def kafka() -> list[dict[str, Any]]:
 
 
 # Who gets a SCRAM credential, and where the Job reads each password: every service principal
-# and the brokers' own (the ACL Job's login on CLIENT) from sluice-secrets, KEDA's from the
+# and the brokers' own (the ACL Job's login on CLIENT) from each one's Secret (secret_name), KEDA's from the
 # Secret its TriggerAuthentication reads, so that it is written once.
 KAFKA_SCRAM_USERS = [*SERVICES, KAFKA_BROKER_USER, KAFKA_SCALER_USER]
 KAFKA_SCRAM_DIR = "/run/secrets/kafka"  # one file per user, named after it
@@ -576,15 +593,15 @@ def kafka_scram_job() -> dict[str, Any]:
     until it has run, their logins are refused and they retry (the Jobs by their backoff, the
     Deployments by restarting: common.kafka's clients fail their start)."""
     bootstrap = ",".join(f"{kafka_node(i)}:{KAFKA_PORTS['INTERNAL']}" for i in range(KAFKA_NODES))
-    # sluice-secrets' SLUICE_KAFKA_SASL_PASSWORD_<USER> as the file <user>; KEDA's its own Secret's
-    passwords = {
-        "name": "sluice-secrets",
-        "items": [
-            {"key": f"SLUICE_KAFKA_SASL_PASSWORD_{u.upper()}", "path": u}
-            for u in KAFKA_SCRAM_USERS
-            if u != KAFKA_SCALER_USER
-        ],
-    }
+    # each Secret's SLUICE_KAFKA_SASL_PASSWORD_<USER> as the file <user>; KEDA's its own Secret's
+    passwords = [
+        {
+            "name": secret_name("kafka-acls" if u == KAFKA_BROKER_USER else u),
+            "items": [{"key": f"SLUICE_KAFKA_SASL_PASSWORD_{u.upper()}", "path": u}],
+        }
+        for u in KAFKA_SCRAM_USERS
+        if u != KAFKA_SCALER_USER
+    ]
     scaler = {"name": "sluice-keda-kafka", "items": [{"key": "password", "path": KAFKA_SCALER_USER}]}
     container = {
         "name": "kafka-scram",
@@ -634,7 +651,7 @@ def kafka_scram_job() -> dict[str, Any]:
                         {
                             "name": "passwords",
                             "projected": {
-                                "sources": [{"secret": passwords}, {"secret": scaler}],
+                                "sources": [{"secret": p} for p in [*passwords, scaler]],
                                 "defaultMode": 0o440,
                             },
                         },
@@ -658,7 +675,7 @@ def kafka_acls_job() -> dict[str, Any]:
     c.pop("ports")
     c["env"].append({"name": "SLUICE_KAFKA_SASL_USERNAME", "value": KAFKA_BROKER_USER})
     c["volumeMounts"].append(KAFKA_CA_MOUNT)
-    broker_password = {"secretName": "sluice-secrets", "items": [_kafka_password(KAFKA_BROKER_USER)]}
+    broker_password = {"secretName": secret_name("kafka-acls"), "items": [_kafka_password(KAFKA_BROKER_USER)]}
     return _manifest(
         "batch/v1",
         "Job",
@@ -720,7 +737,7 @@ def scaled_object(name: str) -> dict[str, Any]:
     spec = {
         "scaleTargetRef": {"name": f"sluice-{name}"},
         "minReplicaCount": MIN_REPLICAS,
-        "maxReplicaCount": PARTITIONS,  # a group cannot use more consumers than partitions
+        "maxReplicaCount": MAX_REPLICAS[name],  # within the connection budget and the partitions
         "triggers": triggers,
     }
     return _manifest("keda.sh/v1alpha1", "ScaledObject", name, spec)
@@ -831,7 +848,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
             {
                 "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"sluice-{n}"},
                 "minReplicas": MIN_REPLICAS,
-                "maxReplicas": 10,
+                "maxReplicas": MAX_REPLICAS[n],
                 "metrics": [
                     {
                         "type": "Resource",

@@ -182,7 +182,8 @@ def test_the_scram_job_gives_every_principal_a_credential_from_a_mounted_file(
         if user == GEN.KAFKA_SCALER_USER:
             assert (secret, key) == ("sluice-keda-kafka", "password")  # what KEDA logs in with
         else:
-            assert (secret, key) == ("sluice-secrets", f"SLUICE_KAFKA_SASL_PASSWORD_{user.upper()}")
+            owner = "kafka-acls" if user == GEN.KAFKA_BROKER_USER else user  # each in its own pod's Secret
+            assert (secret, key) == (GEN.secret_name(owner), f"SLUICE_KAFKA_SASL_PASSWORD_{user.upper()}")
     # never on a command line, in the environment or echoed
     assert "--add-config " not in script and "set -x" not in script
     assert not [e for e in c.get("env", []) if "valueFrom" in e or "PASSWORD" in e["name"]]

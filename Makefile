@@ -72,8 +72,8 @@ lint: setup
 	@# manifest). Through uv's tool runner at a pinned release, not the dev group: checkov's pins
 	@# would move packaging, pytest, python-dateutil and pip-audit's cyclonedx-python-lib back.
 	@out=$$(mktemp -d) && trap 'rm -rf $$out' EXIT && \
-		$(UV) run --frozen python deploy/k8s/generate.py render production > $$out/production.yaml && \
-		$(UV) run --frozen python deploy/k8s/generate.py render cloudnative-pg > $$out/cloudnative-pg.yaml && \
+		$(UV) run --frozen python deploy/k8s/generate.py render production --inputs deploy/k8s/lint-inputs.env > $$out/production.yaml && \
+		$(UV) run --frozen python deploy/k8s/generate.py render cloudnative-pg --inputs deploy/k8s/lint-inputs.env > $$out/cloudnative-pg.yaml && \
 		$(UV) tool run --quiet checkov@$(CHECKOV_VERSION) --config-file deploy/k8s/.checkov.yaml \
 			--skip-download --quiet -d deploy/k8s -d $$out
 	@$(UV) run --frozen bandit -q -c pyproject.toml -r libs/common services clients/python/sluice_sdk

@@ -37,6 +37,30 @@ SERVICES = {  # name: (port, http: takes outside traffic, consumer group topic o
     "compliance": (8012, False, "sluice.compliance.commands"),
     "webhooks": (8013, False, "sluice.events"),
 }
+# Every consumer group a KEDA-scaled service reads with, and its topic (the services' app.py,
+# common.acls.CONSUMERS): KEDA scales on the largest lag among them, so a backlog on any (reads,
+# releases, usage, webhook commands) adds consumers, not only the main commands' topic.
+CONSUMER_GROUPS = {
+    "ledger": {"sluice-ledger": "sluice.ledger.commands", "sluice-ledger-reads": "sluice.ledger.reads"},
+    "compliance": {
+        "sluice-compliance": "sluice.compliance.commands",
+        "sluice-compliance-releases": "sluice.compliance.releases",
+        "sluice-compliance-usage": "sluice.events",
+    },
+    "webhooks": {"sluice-webhooks": "sluice.events", "sluice-webhooks-commands": "sluice.webhooks.commands"},
+}
+# At least two of every Deployment, so that a drain (PodDisruptionBudget maxUnavailable 1) always
+# has one left and never waits; the HPA and KEDA own the count from there (no `replicas` field).
+MIN_REPLICAS = 2
+# The most pods of each service, so that their connection pools (SLUICE_DB_POOL_SIZE, 10, and as
+# many overflow: common.db) fit PostgreSQL's max_connections, DATABASE_MAX_CONNECTIONS: 18 pods at
+# 20 connections, the migration Job's 20, the server's reserved 3 and CloudNativePG's own 10 come
+# to 393 of 400 (tests/unit/test_k8s_budgets.py; docs/operations.md, "Connection budget"). More
+# consumers than a topic's partitions would idle anyway; raise these with max_connections.
+MAX_REPLICAS = {"gateway": 6, "admin": 2, "ledger": 4, "compliance": 3, "webhooks": 3}
+# max_connections of the PostgreSQL the base expects (your own server's, or the overlay's Cluster's
+# parameter, which tests/unit/test_k8s_budgets.py reads instead)
+DATABASE_MAX_CONNECTIONS = 400
 # Where the operators' tools run (admin takes traffic from there only) and Prometheus (it scrapes
 # every service's /metrics): namespaces named by their kubernetes.io/metadata.name label.
 OPERATORS_NAMESPACE = "sluice-operators"
@@ -57,8 +81,8 @@ SECRETS = [
 ]
 # Each pod mounts the secrets its process uses and no other (docs/security.md, "Database roles
 # and per-service secrets"; the table of common.settings.SERVICE_SECRETS,
-# tests/unit/test_least_privilege.py), and its own database
-# role's URL: sluice-secrets' key SLUICE_DATABASE_URL_<ROLE> as the file SLUICE_DATABASE_URL
+# tests/unit/test_least_privilege.py), and its own database role's URL: its Secret's
+# (secret_name) key SLUICE_DATABASE_URL_<ROLE> as the file SLUICE_DATABASE_URL
 # (common.privileges: one role per service; the migration Job's is the migrations role).
 POD_SECRETS = {
     "gateway": [
@@ -75,26 +99,28 @@ POD_SECRETS = {
 }
 DATABASE_ROLE = {**{name: name for name in SERVICES}, "migrate": "migrations"}
 # The read-write PostgreSQL endpoint the base expects (docs/operations/failover.md): each database
-# URL in sluice-secrets names this host (postgresql+asyncpg://sluice_ledger:...@sluice-database:5432/
-# sluice), an ExternalName Service, so that an overlay points the suite at whatever runs PostgreSQL
-# without touching the secrets: a server of your own behind the Service `postgres` (the default),
+# URL in the pods' Secrets names this host
+# (postgresql+asyncpg://sluice_ledger:...@sluice-database:5432/sluice), an ExternalName Service,
+# so that an overlay points the suite at whatever runs PostgreSQL without touching the secrets: a
+# server of your own behind the Service `postgres` (the default),
 # CloudNativePG's `<cluster>-rw` (overlays/cloudnative-pg) or a managed database's endpoint.
 DATABASE_SERVICE = "sluice-database"
 DATABASE_TARGET = f"postgres.{NAMESPACE}.svc.cluster.local"  # your cluster's DNS domain
 # Valkey (common.valkey_acl): only these pods use it, each as its own ACL user, its URL (with
-# that user's password) sluice-secrets' key SLUICE_REDIS_URL_<POD> mounted as the
+# that user's password) its Secret's (secret_name) key SLUICE_REDIS_URL_<POD> mounted as the
 # file SLUICE_REDIS_URL; the ConfigMap carries none, so the other pods have no Valkey URL. The
 # Valkey server takes its users from an ACL file (the Secret sluice-valkey-acl, key users.acl,
 # printed with hashed passwords by `python -m sluice valkey-acl`).
 VALKEY_PODS = ("gateway", "admin")
-# The Secret ``sluice-secrets`` is mounted as files here, never passed as environment variables
+# Each pod's Secret (secret_name) is mounted as files here, never passed as environment variables
 # (checkov CKV_K8S_35): common.settings reads SLUICE_SECRETS_DIR's files named after settings.
 SECRETS_DIR = "/run/secrets/sluice"
 # Kafka over TLS with SASL/SCRAM-SHA-512 and ACLs (common.acls; docs/security.md, "Kafka over
 # TLS": no password in clear): each service connects as its own principal, User:<service>, with
-# its own password, sluice-secrets' key SLUICE_KAFKA_SASL_PASSWORD_<SERVICE> mounted as the file
-# SLUICE_KAFKA_SASL_PASSWORD (no pod sees another's), and checks the brokers' certificate against
-# the CA of the Secret sluice-kafka-tls (its ca.crt alone is mounted: never tls.key). The Job
+# its own password, its Secret's (secret_name) key SLUICE_KAFKA_SASL_PASSWORD_<SERVICE>
+# mounted as the file SLUICE_KAFKA_SASL_PASSWORD (no pod sees another's), and checks the
+# brokers' certificate against the CA of the Secret sluice-kafka-tls (its ca.crt alone is
+# mounted: never tls.key). The Job
 # sluice-kafka-scram turns those passwords into SCRAM credentials; the Job sluice-kafka-acls then
 # creates every ACL as the brokers' own principal (the only super user).
 KAFKA_SASL = {
@@ -121,6 +147,20 @@ IMAGE_DIGEST_SKIP = (
 )
 
 
+# What no default can know: the inputs a production overlay takes from the operator, in the
+# file its kustomization's configMapGenerator merges into sluice-config (inputs.env; copy
+# inputs.env.example). `render` refuses an overlay without them, naming each (docs/operations/
+# deploy.md, "Required inputs"); so does kustomize when the file is missing.
+INPUTS = {
+    "SLUICE_AUTHORITY_VERIFY_KEYS": "compliance's and admin's public keys (`python -m sluice keys`):"
+    " empty, the ledger and compliance exit 2",
+    "SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS": "the journal anchor key's public keys: empty, the ledger exits 2",
+    "SLUICE_TRUSTED_PROXIES": "the ingress controller pods' CIDRs: empty, every client is the ingress"
+    " and per-address limits become global",
+    "SLUICE_PUBLIC_BASE_URL": "the gateway's public https:// address, which onboarding links name",
+}
+
+
 def _labels(name: str) -> dict[str, str]:
     return {**LABELS, "app.kubernetes.io/name": name}
 
@@ -140,6 +180,24 @@ def _pod_security(uid: int) -> dict[str, Any]:
         "fsGroup": uid,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
+
+
+def _spread(name: str, hostname: str = "DoNotSchedule") -> list[dict[str, Any]]:
+    """Spread ``name``'s pods over nodes (never two more on one node than another: a node's loss
+    takes few) and over zones as far as the cluster has them (ScheduleAnyway: a single-zone
+    cluster still schedules)."""
+    return [
+        {
+            "maxSkew": 1,
+            "topologyKey": key,
+            "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": _labels(name)},
+        }
+        for key, when in (
+            ("kubernetes.io/hostname", hostname),
+            ("topology.kubernetes.io/zone", "ScheduleAnyway"),
+        )
+    ]
 
 
 def _kafka_password(principal: str) -> dict[str, str]:
@@ -165,9 +223,15 @@ def _kafka_ca_volume() -> dict[str, Any]:
 KAFKA_CA_MOUNT = {"name": "kafka-ca", "mountPath": KAFKA_CA_DIR, "readOnly": True}
 
 
+def secret_name(pod: str) -> str:
+    """The Secret of ``pod`` (a service, the migration Job, the ACL Job) alone: no pod mounts
+    another's, so none can read another's keys even through its volume's items."""
+    return f"sluice-{pod}-secrets"
+
+
 def _pod_volumes(pod: str, kafka_user: str | None = None) -> list[dict[str, Any]]:
     secret_files = {
-        "secretName": "sluice-secrets",
+        "secretName": secret_name(pod),
         "items": [{"key": s, "path": s} for s in POD_SECRETS[pod]]
         + [_database_url(pod)]
         + (
@@ -253,7 +317,6 @@ def deployment(name: str, port: int) -> dict[str, Any]:
         "Deployment",
         name,
         {
-            "replicas": 2,
             "selector": {"matchLabels": _labels(name)},
             "template": {
                 "metadata": {
@@ -264,6 +327,7 @@ def deployment(name: str, port: int) -> dict[str, Any]:
                     "automountServiceAccountToken": False,
                     "terminationGracePeriodSeconds": 30,
                     "securityContext": _pod_security(UID),
+                    "topologySpreadConstraints": _spread(name),
                     "containers": [c],
                     "volumes": _pod_volumes(name, name),
                 },
@@ -458,6 +522,7 @@ def kafka() -> list[dict[str, Any]]:
                     "spec": {
                         "automountServiceAccountToken": False,
                         "securityContext": _pod_security(KAFKA_UID),
+                        "topologySpreadConstraints": _spread("kafka"),
                         "containers": [container],
                         "volumes": [
                             {"name": "jaas", "secret": jaas},
@@ -482,7 +547,7 @@ def kafka() -> list[dict[str, Any]]:
 
 
 # Who gets a SCRAM credential, and where the Job reads each password: every service principal
-# and the brokers' own (the ACL Job's login on CLIENT) from sluice-secrets, KEDA's from the
+# and the brokers' own (the ACL Job's login on CLIENT) from each one's Secret (secret_name), KEDA's from the
 # Secret its TriggerAuthentication reads, so that it is written once.
 KAFKA_SCRAM_USERS = [*SERVICES, KAFKA_BROKER_USER, KAFKA_SCALER_USER]
 KAFKA_SCRAM_DIR = "/run/secrets/kafka"  # one file per user, named after it
@@ -528,15 +593,15 @@ def kafka_scram_job() -> dict[str, Any]:
     until it has run, their logins are refused and they retry (the Jobs by their backoff, the
     Deployments by restarting: common.kafka's clients fail their start)."""
     bootstrap = ",".join(f"{kafka_node(i)}:{KAFKA_PORTS['INTERNAL']}" for i in range(KAFKA_NODES))
-    # sluice-secrets' SLUICE_KAFKA_SASL_PASSWORD_<USER> as the file <user>; KEDA's its own Secret's
-    passwords = {
-        "name": "sluice-secrets",
-        "items": [
-            {"key": f"SLUICE_KAFKA_SASL_PASSWORD_{u.upper()}", "path": u}
-            for u in KAFKA_SCRAM_USERS
-            if u != KAFKA_SCALER_USER
-        ],
-    }
+    # each Secret's SLUICE_KAFKA_SASL_PASSWORD_<USER> as the file <user>; KEDA's its own Secret's
+    passwords = [
+        {
+            "name": secret_name("kafka-acls" if u == KAFKA_BROKER_USER else u),
+            "items": [{"key": f"SLUICE_KAFKA_SASL_PASSWORD_{u.upper()}", "path": u}],
+        }
+        for u in KAFKA_SCRAM_USERS
+        if u != KAFKA_SCALER_USER
+    ]
     scaler = {"name": "sluice-keda-kafka", "items": [{"key": "password", "path": KAFKA_SCALER_USER}]}
     container = {
         "name": "kafka-scram",
@@ -586,7 +651,7 @@ def kafka_scram_job() -> dict[str, Any]:
                         {
                             "name": "passwords",
                             "projected": {
-                                "sources": [{"secret": passwords}, {"secret": scaler}],
+                                "sources": [{"secret": p} for p in [*passwords, scaler]],
                                 "defaultMode": 0o440,
                             },
                         },
@@ -610,7 +675,7 @@ def kafka_acls_job() -> dict[str, Any]:
     c.pop("ports")
     c["env"].append({"name": "SLUICE_KAFKA_SASL_USERNAME", "value": KAFKA_BROKER_USER})
     c["volumeMounts"].append(KAFKA_CA_MOUNT)
-    broker_password = {"secretName": "sluice-secrets", "items": [_kafka_password(KAFKA_BROKER_USER)]}
+    broker_password = {"secretName": secret_name("kafka-acls"), "items": [_kafka_password(KAFKA_BROKER_USER)]}
     return _manifest(
         "batch/v1",
         "Job",
@@ -652,6 +717,39 @@ def keda_kafka_auth() -> dict[str, Any]:
     }
 
 
+def scaled_object(name: str) -> dict[str, Any]:
+    """KEDA scales ``name`` on the lag of each of its consumer groups (CONSUMER_GROUPS), from
+    MIN_REPLICAS to as many consumers as a group can use (its topic's partitions)."""
+    triggers = [
+        {
+            "type": "kafka",
+            "metadata": {
+                # KEDA's operator connects from its own namespace
+                "bootstrapServers": f"kafka.{NAMESPACE}.svc:{KAFKA_PORTS['CLIENT']}",
+                "consumerGroup": group,
+                "topic": topic,
+                "lagThreshold": "100",
+            },
+            "authenticationRef": {"name": "sluice-keda-kafka"},
+        }
+        for group, topic in CONSUMER_GROUPS[name].items()
+    ]
+    spec = {
+        "scaleTargetRef": {"name": f"sluice-{name}"},
+        "minReplicaCount": MIN_REPLICAS,
+        "maxReplicaCount": MAX_REPLICAS[name],  # within the connection budget and the partitions
+        "triggers": triggers,
+    }
+    return _manifest("keda.sh/v1alpha1", "ScaledObject", name, spec)
+
+
+def disruption_budget(name: str) -> dict[str, Any]:
+    """One pod of ``name`` at a time may be evicted: with MIN_REPLICAS (three Kafka brokers, two
+    in sync) a drain proceeds and never takes the last one (a quorum keeps its majority)."""
+    spec = {"maxUnavailable": 1, "selector": {"matchLabels": _labels(name)}}
+    return _manifest("policy/v1", "PodDisruptionBudget", name, spec)
+
+
 def database_service() -> dict[str, Any]:
     """``sluice-database``: the name the database URLs use, a DNS alias (ExternalName) of the
     read-write endpoint, which an overlay sets (``spec.externalName``)."""
@@ -684,16 +782,6 @@ def base() -> dict[str, list[dict[str, Any]]]:
             "metadata": _meta("sluice-config", LABELS),
             "data": {
                 "SLUICE_ENV": "production",
-                # The public keys the ledger and compliance verify compliance's and admin's
-                # signatures with (kid:base64,...; `python -m sluice keys` prints them for the
-                # signing keys of sluice-secrets). Not secret; set in the overlay:
-                # empty, the ledger and compliance refuse to start.
-                "SLUICE_AUTHORITY_VERIFY_KEYS": "",
-                # The public keys of the journal's anchor key (kid:base64,...; several while it
-                # rotates): the ledger checks anchors with them, and so does
-                # whoever runs the offline verifier (docs/verify_journal.py). Not secret; set in
-                # the overlay: empty, the ledger refuses to start.
-                "SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS": "",
                 # No SLUICE_DATABASE_URL: each pod's own role's is a secret file (POD_SECRETS);
                 # no SLUICE_REDIS_URL: each Valkey user's is a secret file (VALKEY_PODS).
                 "SLUICE_KAFKA_BOOTSTRAP": f"kafka:{KAFKA_PORTS['CLIENT']}",
@@ -702,11 +790,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
                 "SLUICE_KAFKA_FETCH_MAX_WAIT_MS": "100",
                 "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true",  # Apache Kafka: acks=all, no duplicate on retry
                 "SLUICE_KAFKA_TOPIC_PARTITIONS": str(PARTITIONS),
-                # The ingress in front of gateway and admin (docs/security.md,
-                # "Settings that matter"): set its CIDRs (the ingress controller's pods) in an
-                # overlay, and the one header it sets. Empty, the TCP peer is the client: behind an
-                # ingress, every client is the ingress.
-                "SLUICE_TRUSTED_PROXIES": "",
+                # The ingress sets this one header; its addresses are an input (INPUTS)
                 "SLUICE_CLIENT_IP_HEADER": "X-Forwarded-For",
             },
         }
@@ -763,8 +847,8 @@ def base() -> dict[str, list[dict[str, Any]]]:
             n,
             {
                 "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"sluice-{n}"},
-                "minReplicas": 2,
-                "maxReplicas": 10,
+                "minReplicas": MIN_REPLICAS,
+                "maxReplicas": MAX_REPLICAS[n],
                 "metrics": [
                     {
                         "type": "Resource",
@@ -779,42 +863,8 @@ def base() -> dict[str, list[dict[str, Any]]]:
         for n, (_, http, _) in SERVICES.items()
         if http
     ]
-    files["keda.yaml"] = [
-        _manifest(
-            "keda.sh/v1alpha1",
-            "ScaledObject",
-            n,
-            {
-                "scaleTargetRef": {"name": f"sluice-{n}"},
-                "minReplicaCount": 1,
-                "maxReplicaCount": PARTITIONS,  # a group cannot use more consumers than partitions
-                "triggers": [
-                    {
-                        "type": "kafka",
-                        "metadata": {
-                            # KEDA's operator connects from its own namespace
-                            "bootstrapServers": f"kafka.{NAMESPACE}.svc:{KAFKA_PORTS['CLIENT']}",
-                            "consumerGroup": f"sluice-{n}",
-                            "topic": topic,
-                            "lagThreshold": "100",
-                        },
-                        "authenticationRef": {"name": "sluice-keda-kafka"},
-                    }
-                ],
-            },
-        )
-        for n, (_, _, topic) in SERVICES.items()
-        if topic
-    ] + [keda_kafka_auth()]
-    files["pdb.yaml"] = [
-        _manifest(
-            "policy/v1",
-            "PodDisruptionBudget",
-            n,
-            {"minAvailable": 1, "selector": {"matchLabels": _labels(n)}},
-        )
-        for n in SERVICES
-    ]
+    files["keda.yaml"] = [scaled_object(n) for n in CONSUMER_GROUPS] + [keda_kafka_auth()]
+    files["pdb.yaml"] = [disruption_budget(n) for n in [*SERVICES, "kafka"]]
     files["networkpolicy.yaml"] = network_policies()
     return files
 
@@ -823,71 +873,134 @@ def _from_namespace(name: str) -> dict[str, Any]:
     return {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": name}}}
 
 
-def _only(name: str) -> dict[str, Any]:
-    return {"matchLabels": {"app.kubernetes.io/name": name}}
+def _only(*names: str) -> dict[str, Any]:
+    if len(names) == 1:
+        return {"matchLabels": {"app.kubernetes.io/name": names[0]}}
+    return {"matchExpressions": [{"key": "app.kubernetes.io/name", "operator": "In", "values": list(names)}]}
 
 
-def network_policies() -> list[dict[str, Any]]:
-    """Who may reach each pod: the consumers only from the suite and Prometheus; the gateway's
-    partner port from anywhere and its metrics port (8010) from Prometheus and the
-    suite; admin from the operators' namespace only (and Prometheus, for its /metrics). Kafka:
-    its CLIENT listener from the suite and KEDA's operator, its INTERNAL and CONTROLLER
-    listeners from the brokers (and INTERNAL from the SCRAM Job) alone."""
+def _pods(*names: str) -> dict[str, Any]:
+    return {"podSelector": _only(*names)}
+
+
+def _ports(*ports: int | str, protocol: str = "TCP") -> list[dict[str, Any]]:
+    return [{"port": p, "protocol": protocol} for p in ports]
+
+
+# PostgreSQL's pods carry app.kubernetes.io/name: postgresql (CloudNativePG's through the Cluster's
+# spec.inheritedMetadata; label a server of your own so), Valkey's valkey: the policies select them
+# by it. CloudNativePG's operator runs in CNPG_NAMESPACE and calls each instance's manager (8000).
+CNPG_NAMESPACE = "cnpg-system"
+POSTGRES_PORTS = {"postgres": 5432, "status": 8000, "metrics": 9187}
+VALKEY_PORT = 6379
+DATABASE_CLIENTS = (*SERVICES, "migrate")
+# What webhooks may never dial (docs/security.md: deliveries go to public addresses only): private,
+# shared, loopback, link-local (the clouds' metadata service) and unspecified ranges.
+PRIVATE_V4 = [
+    "0.0.0.0/8",
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "127.0.0.0/8",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+]
+PRIVATE_V6 = ["::1/128", "fc00::/7", "fe80::/10", "::ffff:0:0/96"]
+
+
+def _ingress_policies() -> list[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
+    """(name, pods, who may reach them) for every pod of the suite and its stores: docs/operations.md,
+    "Network policies", has the flow table."""
     suite = {"podSelector": {"matchLabels": dict(LABELS)}}
     prometheus = _from_namespace(MONITORING_NAMESPACE)
-    not_kafka = {"key": "app.kubernetes.io/name", "operator": "NotIn", "values": ["kafka"]}
-    brokers_only = [
-        {
-            "from": [{"podSelector": _only("kafka")}],
-            "ports": [{"port": KAFKA_PORTS[n]} for n in ("CONTROLLER", "INTERNAL")],
-        },
-        {"from": [{"podSelector": _only("kafka-scram")}], "ports": [{"port": KAFKA_PORTS["INTERNAL"]}]},
-    ]
-    policy = [
+    consumers = [n for n, (_, http, _) in SERVICES.items() if not http]
+    pg = POSTGRES_PORTS
+    return [
         (
-            "sluice-internal-only",
-            {"matchExpressions": [_not_http(), not_kafka]},
-            [{"from": [suite, prometheus]}],
+            "sluice-consumers-ingress",
+            _only(*consumers),
+            [{"from": [suite, prometheus], "ports": _ports("http")}],
         ),
+        ("sluice-jobs-ingress", _only("migrate", "kafka-scram", "kafka-acls"), []),  # nothing dials a Job
         (
             "sluice-kafka-ingress",
             _only("kafka"),
             [
+                {"from": [suite, _from_namespace(KEDA_NAMESPACE)], "ports": _ports(KAFKA_PORTS["CLIENT"])},
                 {
-                    "from": [suite, _from_namespace(KEDA_NAMESPACE)],
-                    "ports": [{"port": KAFKA_PORTS["CLIENT"]}],
+                    "from": [_pods("kafka")],
+                    "ports": _ports(KAFKA_PORTS["CONTROLLER"], KAFKA_PORTS["INTERNAL"]),
                 },
-                *brokers_only,
+                {"from": [_pods("kafka-scram")], "ports": _ports(KAFKA_PORTS["INTERNAL"])},
             ],
         ),
         (
             "sluice-gateway-ingress",
             _only("gateway"),
             [
-                {"ports": [{"port": "http"}]},
-                {"from": [prometheus, suite], "ports": [{"port": METRICS_PORTS["gateway"]}]},
+                {"ports": _ports("http")},
+                {"from": [prometheus, suite], "ports": _ports(METRICS_PORTS["gateway"])},
             ],
         ),
         (
             "sluice-admin-ingress",
             _only("admin"),
-            [{"from": [_from_namespace(OPERATORS_NAMESPACE), prometheus], "ports": [{"port": "http"}]}],
+            [{"from": [_from_namespace(OPERATORS_NAMESPACE), prometheus], "ports": _ports("http")}],
+        ),
+        (
+            "sluice-postgresql-ingress",
+            _only("postgresql"),
+            [
+                {"from": [_pods(*DATABASE_CLIENTS)], "ports": _ports(pg["postgres"])},
+                # replication between instances, and the operator's Jobs (join, initdb)
+                {"from": [_pods("postgresql")], "ports": _ports(pg["postgres"], pg["status"])},
+                {"from": [_from_namespace(CNPG_NAMESPACE)], "ports": _ports(pg["postgres"], pg["status"])},
+                {"from": [prometheus], "ports": _ports(pg["metrics"])},
+            ],
+        ),
+        (
+            "sluice-valkey-ingress",
+            _only("valkey"),
+            [{"from": [_pods(*VALKEY_PODS)], "ports": _ports(VALKEY_PORT)}],
         ),
     ]
+
+
+def _webhooks_egress() -> dict[str, Any]:
+    """webhooks dials the suite's stores in the namespace, the cluster's DNS and public addresses
+    only. A database outside the cluster (a managed one at a private address) needs its CIDR
+    added here by an overlay."""
+    dns = {
+        "to": [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}}}],
+        "ports": _ports(53, protocol="UDP") + _ports(53),
+    }
+    stores = {"to": [_pods("postgresql", "kafka")]}
+    public = {
+        "to": [
+            {"ipBlock": {"cidr": "0.0.0.0/0", "except": PRIVATE_V4}},
+            {"ipBlock": {"cidr": "::/0", "except": PRIVATE_V6}},
+        ]
+    }
+    return {"podSelector": _only("webhooks"), "policyTypes": ["Egress"], "egress": [dns, stores, public]}
+
+
+def network_policies() -> list[dict[str, Any]]:
+    """Who may reach each pod (ingress, a policy per group of pods) and where webhooks may go
+    (egress): the flows of docs/operations.md, "Network policies"."""
+    specs = [
+        (name, {"podSelector": pods, "policyTypes": ["Ingress"], "ingress": ingress})
+        for name, pods, ingress in _ingress_policies()
+    ]
+    specs.append(("sluice-webhooks-egress", _webhooks_egress()))
     return [
         {
             "apiVersion": "networking.k8s.io/v1",
             "kind": "NetworkPolicy",
             "metadata": _meta(name, LABELS),
-            "spec": {"podSelector": selector, "policyTypes": ["Ingress"], "ingress": ingress},
+            "spec": spec,
         }
-        for name, selector, ingress in policy
+        for name, spec in specs
     ]
-
-
-def _not_http() -> dict[str, Any]:
-    http = sorted(n for n, (_, h, _) in SERVICES.items() if h)
-    return {"key": "app.kubernetes.io/name", "operator": "NotIn", "values": http}
 
 
 def write_base() -> None:
@@ -952,35 +1065,92 @@ def _set_images(node: Any, entry: dict[str, str]) -> None:
             _set_images(v, entry)
 
 
-def render(directory: Path) -> list[dict[str, Any]]:
-    """The resources of a kustomization directory: its resources (files or directories) with
-    its ``patches`` applied, each patch matched to a resource by kind and name, then its
-    ``images`` set (name, newName, newTag, digest)."""
+def read_env_file(path: Path) -> dict[str, str]:
+    """A kustomize env file: ``KEY=VALUE`` lines; blank lines and ``#`` comments skipped."""
+    lines = [x.strip() for x in path.read_text().splitlines()]
+    pairs = [x.partition("=") for x in lines if x and not x.startswith("#")]
+    return {k.strip(): v.strip() for k, _, v in pairs}
+
+
+def missing_inputs(values: dict[str, str]) -> list[str]:
+    """The required inputs (INPUTS) absent or empty in ``values``, each with what it is."""
+    out = [f"{k} ({why})" for k, why in INPUTS.items() if not values.get(k)]
+    url = values.get("SLUICE_PUBLIC_BASE_URL", "")
+    if url and not url.startswith("https://"):
+        out.append(f"SLUICE_PUBLIC_BASE_URL (must be https://, not {url!r})")
+    return out
+
+
+def _generate(
+    directory: Path, generator: dict[str, Any], docs: list[dict[str, Any]], inputs: Path | None
+) -> None:
+    """kustomize's configMapGenerator with ``behavior: merge`` (the only one used here): its env
+    files' keys merged into the ConfigMap of that name. sluice-config's must hold every input."""
+    values: dict[str, str] = {}
+    for name in generator.get("envs", []):
+        path = inputs if inputs is not None else directory / name
+        if not path.is_file():
+            raise SystemExit(
+                f"{directory}: {path} not found: copy {name}.example and set "
+                + "; ".join(missing_inputs({}))
+                + " (docs/operations/deploy.md, Required inputs)"
+            )
+        values.update(read_env_file(path))
+    missing = missing_inputs(values) if generator["name"] == "sluice-config" else []
+    if missing:
+        raise SystemExit(f"{directory}: required inputs missing: " + "; ".join(missing))
+    for d in docs:
+        if (d["kind"], d["metadata"]["name"]) == ("ConfigMap", generator["name"]):
+            d["data"] = {**d.get("data", {}), **values}
+
+
+def _patch(directory: Path, path: str, docs: list[dict[str, Any]]) -> None:
+    """One strategic-merge patch file: each document merged into the resources of its kind and
+    name (and namespace, when it names one)."""
+    for patch in yaml.safe_load_all((directory / path).read_text()):
+        key = (patch["kind"], patch["metadata"]["name"])
+        hits = [
+            i
+            for i, d in enumerate(docs)
+            if (d["kind"], d["metadata"]["name"]) == key
+            and patch["metadata"].get("namespace") in (None, d["metadata"].get("namespace"))
+        ]
+        if not hits:
+            raise SystemExit(f"{directory}: patch {path} matches no {key}")
+        for i in hits:
+            docs[i] = _merge(docs[i], patch)
+
+
+def render(directory: Path, inputs: Path | None = None) -> list[dict[str, Any]]:
+    """The resources of a kustomization directory: its resources (files or directories), its
+    configMapGenerator merged (``inputs`` in place of its env files, when given), its
+    ``patches`` applied, each patch matched to a resource by kind and name, then its ``images``
+    set (name, newName, newTag, digest)."""
     kust = yaml.safe_load((directory / "kustomization.yaml").read_text())
     docs: list[dict[str, Any]] = []
     for res in kust.get("resources", []):
         path = directory / res
-        docs += render(path) if path.is_dir() else [d for d in yaml.safe_load_all(path.read_text()) if d]
+        docs += (
+            render(path, inputs) if path.is_dir() else [d for d in yaml.safe_load_all(path.read_text()) if d]
+        )
+    for generator in kust.get("configMapGenerator", []):
+        _generate(directory, generator, docs, inputs)
     for p in kust.get("patches", []):
-        for patch in yaml.safe_load_all((directory / p["path"]).read_text()):
-            key = (patch["kind"], patch["metadata"]["name"])
-            hits = [
-                i
-                for i, d in enumerate(docs)
-                if (d["kind"], d["metadata"]["name"]) == key
-                and patch["metadata"].get("namespace") in (None, d["metadata"].get("namespace"))
-            ]
-            if not hits:
-                raise SystemExit(f"{directory}: patch {p['path']} matches no {key}")
-            for i in hits:
-                docs[i] = _merge(docs[i], patch)
+        _patch(directory, p["path"], docs)
     for entry in kust.get("images", []):
         _set_images(docs, entry)
     return docs
 
 
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["render"]:
-        print(yaml.safe_dump_all(render(HERE / "overlays" / sys.argv[2]), sort_keys=False), end="")
-    else:
+def main(argv: list[str]) -> None:
+    """``render <overlay> [--inputs FILE]``: the overlay on stdout (FILE in place of its
+    inputs.env); no argument: write the base."""
+    if argv[:1] != ["render"]:
         write_base()
+        return
+    inputs = Path(argv[argv.index("--inputs") + 1]) if "--inputs" in argv else None
+    print(yaml.safe_dump_all(render(HERE / "overlays" / argv[1], inputs), sort_keys=False), end="")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

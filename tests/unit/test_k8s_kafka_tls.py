@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from common import acls
-from tests.support.k8s import generator
+from tests.support.k8s import generator, render
 
 pytestmark = pytest.mark.unit
 
@@ -27,7 +27,7 @@ IN_CLEAR = {"PLAINTEXT", "SASL_PLAINTEXT"}
 
 @pytest.fixture(scope="module", params=["base", "overlays/production"])
 def docs(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
-    rendered: list[dict[str, Any]] = GEN.render(K8S / request.param)
+    rendered: list[dict[str, Any]] = render(K8S / request.param)
     return rendered
 
 
@@ -182,7 +182,8 @@ def test_the_scram_job_gives_every_principal_a_credential_from_a_mounted_file(
         if user == GEN.KAFKA_SCALER_USER:
             assert (secret, key) == ("sluice-keda-kafka", "password")  # what KEDA logs in with
         else:
-            assert (secret, key) == ("sluice-secrets", f"SLUICE_KAFKA_SASL_PASSWORD_{user.upper()}")
+            owner = "kafka-acls" if user == GEN.KAFKA_BROKER_USER else user  # each in its own pod's Secret
+            assert (secret, key) == (GEN.secret_name(owner), f"SLUICE_KAFKA_SASL_PASSWORD_{user.upper()}")
     # never on a command line, in the environment or echoed
     assert "--add-config " not in script and "set -x" not in script
     assert not [e for e in c.get("env", []) if "valueFrom" in e or "PASSWORD" in e["name"]]

@@ -18,7 +18,7 @@ from sqlalchemy.engine import make_url
 from common import privileges
 from common.settings import AUTHORITY_VERIFIERS, SECRET_SETTINGS, SERVICE_SECRETS, load_settings
 from common.valkey_acl import VALKEY_USERS
-from tests.support.k8s import generator
+from tests.support.k8s import generator, render
 from tests.support.least_privilege import (
     CORE_SECRETS,
     EVERY_SECRET,
@@ -164,7 +164,7 @@ def _mounted(doc: dict[str, Any]) -> dict[str, str]:
 @pytest.mark.parametrize("overlay", ["base", "overlays/production"])
 def test_k8s_gives_each_pod_its_secrets_and_role_only(overlay: str) -> None:
     gen = generator()
-    docs = gen.render(ROOT / "deploy" / "k8s" / overlay)
+    docs = render(ROOT / "deploy" / "k8s" / overlay)
     config = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "sluice-config")
     assert "SLUICE_DATABASE_URL" not in config["data"]
     assert "SLUICE_REDIS_URL" not in config["data"]  # only the pods that use Valkey, each its own

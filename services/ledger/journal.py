@@ -85,7 +85,7 @@ class Journal:
         self.movements = [m for m in self.movements if m is not move]
 
     async def lock(self, session: AsyncSession, new_transfers: Sequence[dict[str, Any]] = ()) -> set[str]:
-        """Steps 1 and 2 of the module docstring in one statement, after inserting
+        """Step 1 of the module docstring in one statement, after inserting
         ``new_transfers`` (their insert waits for a concurrent twin before any account is
         locked): the ids of the transfers inserted."""
         plan = entries.plan_locks(self.movements)
@@ -107,7 +107,7 @@ class Journal:
         return self.locked.inserted
 
     def check(self) -> None:
-        """Steps 3 and 4 in memory, decided by the core: refuse what would overdraw, chain the
+        """Step 2 in memory, decided by the core: refuse what would overdraw, chain the
         accepted entries; what to write waits in :attr:`posted` for the batch's write statement."""
         moves, self.movements = self.movements, []
         locked, self.locked = self.locked, None

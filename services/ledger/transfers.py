@@ -113,40 +113,40 @@ async def review_transfer(
 ) -> Effects:
     """An operator's decision on an ``in_review`` transfer or payout."""
     t = await lock_for_operator(session, cmd.transfer_id, cmd.ctx)
-    rid, events = cmd.ctx.request_id, []
+    request_id, events = cmd.ctx.request_id, []
     if cmd.decision == "reject":
-        t, ev = await transition(
+        t, event = await transition(
             session,
             journal,
             t,
             "rejected",
             cause="operator_reject",
             ledger_config=ledger_config,
-            request_id=rid,
+            request_id=request_id,
         )
-        events.append(ev)
+        events.append(event)
     else:
-        t, ev = await transition(
+        t, event = await transition(
             session,
             journal,
             t,
             "processing",
             cause="operator_approve",
             ledger_config=ledger_config,
-            request_id=rid,
+            request_id=request_id,
         )
-        events.append(ev)
+        events.append(event)
         if t.route == "book":
-            t, ev = await transition(
+            t, event = await transition(
                 session,
                 journal,
                 t,
                 "completed",
                 cause="book_settlement",
                 ledger_config=ledger_config,
-                request_id=rid,
+                request_id=request_id,
             )
-            events.append(ev)
+            events.append(event)
     effects = Effects(200, transfer_view(t))
     effects.events.extend(events)
     return effects

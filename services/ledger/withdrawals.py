@@ -30,22 +30,28 @@ async def settle_transfer(
     t = await lock_for_operator(session, cmd.transfer_id, cmd.ctx)
     if t.route == "book":
         raise invalid("transfer_id", "a book transfer settles at once", reason="not_asynchronous")
-    rid, events = cmd.ctx.request_id, []
+    request_id, events = cmd.ctx.request_id, []
     if t.state == "pending":
-        t, ev = await transition(
+        t, event = await transition(
             session,
             journal,
             t,
             "processing",
             cause="operator_settle",
             ledger_config=ledger_config,
-            request_id=rid,
+            request_id=request_id,
         )
-        events.append(ev)
-    t, ev = await transition(
-        session, journal, t, cmd.outcome, cause="operator_settle", ledger_config=ledger_config, request_id=rid
+        events.append(event)
+    t, event = await transition(
+        session,
+        journal,
+        t,
+        cmd.outcome,
+        cause="operator_settle",
+        ledger_config=ledger_config,
+        request_id=request_id,
     )
-    events.append(ev)
+    events.append(event)
     effects = Effects(200, transfer_view(t))
     effects.events.extend(events)
     return effects

@@ -97,25 +97,25 @@ def next_step_s(t: TransferRow, state: str, settle_s: float) -> float | None:
 
 def transition_postings(t: TransferRow, to: str) -> list[Posting] | None:
     """The money a transfer's move to ``to`` moves (None: the move moves none)."""
-    x, cur, src = t.amount, t.currency, t.source_wallet_id
+    amount, currency, source = t.amount, t.currency, t.source_wallet_id
     if to == "completed":
         if t.kind == "payout":
-            credit = accounts.external(t.tenant_id, t.mode, cur, "payouts")
+            credit = accounts.external(t.tenant_id, t.mode, currency, "payouts")
         elif t.route == "external":  # a withdrawal: out of the suite
-            credit = accounts.external(t.tenant_id, t.mode, cur, "settlement")
+            credit = accounts.external(t.tenant_id, t.mode, currency, "settlement")
         else:  # a transfer between wallets names its destination (core.transfers)
             assert t.destination_wallet_id is not None
             credit = accounts.available(t.destination_wallet_id)
-        return accounts.completion(t.tenant_id, t.mode, src, credit, cur, x, t.fee_amount)
+        return accounts.completion(t.tenant_id, t.mode, source, credit, currency, amount, t.fee_amount)
     if to in ("failed", "rejected"):
-        return [(accounts.held(src), cur, -x), (accounts.available(src), cur, x)]
+        return [(accounts.held(source), currency, -amount), (accounts.available(source), currency, amount)]
     if to == "returned":  # the whole amount comes back, the developer fee too
         postings: list[Posting] = [
-            (accounts.external(t.tenant_id, t.mode, cur, "payouts"), cur, -(x - t.fee_amount)),
-            (accounts.available(src), cur, x),
+            (accounts.external(t.tenant_id, t.mode, currency, "payouts"), currency, -(amount - t.fee_amount)),
+            (accounts.available(source), currency, amount),
         ]
         if t.fee_amount:
-            postings.append((accounts.fees(t.tenant_id, t.mode, cur), cur, -t.fee_amount))
+            postings.append((accounts.fees(t.tenant_id, t.mode, currency), currency, -t.fee_amount))
         return postings
     return None
 

@@ -112,26 +112,26 @@ def checked_amount(cmd: CreateTransfer) -> Decimal:
     return parse_amount(cmd.amount, STABLECOIN_PLACES, "source.amount")
 
 
-def _parties(idx: parties.WalletIndex, cmd: CreateTransfer) -> tuple[WalletRow, str | None, str]:
+def _parties(wallets: parties.WalletIndex, cmd: CreateTransfer) -> tuple[WalletRow, str | None, str]:
     """The source wallet, the destination wallet (None when the money leaves the suite) and
     the route."""
     if cmd.source.currency.upper() != cmd.currency:
         raise invalid("source.currency", "currency must be the source currency")
     if cmd.kind == "transfer" and cmd.currency not in TRANSFER_CURRENCIES:
         raise invalid("source.currency", "transfers move USDC or USDT")
-    src = parties.source(idx, cmd)
-    if cmd.kind == "transfer" and parties.is_withdrawal(idx, cmd):
-        parties.withdrawal_destination(cmd, src)
-        return src, None, parties.WITHDRAWAL_ROUTE
+    source = parties.source(wallets, cmd)
+    if cmd.kind == "transfer" and parties.is_withdrawal(wallets, cmd):
+        parties.withdrawal_destination(cmd, source)
+        return source, None, parties.WITHDRAWAL_ROUTE
     if cmd.kind == "transfer":
-        dst, route = parties.transfer_destination(idx, cmd, src)
-        return src, dst.id, route
-    parties.payout_destination(cmd, src)
-    return src, None, "payout"
+        destination, route = parties.transfer_destination(wallets, cmd, source)
+        return source, destination.id, route
+    parties.payout_destination(cmd, source)
+    return source, None, "payout"
 
 
 def _row(
-    cmd: CreateTransfer, amount: Decimal, src: WalletRow, dst_id: str | None, route: str
+    cmd: CreateTransfer, amount: Decimal, source: WalletRow, destination_id: str | None, route: str
 ) -> dict[str, Any]:
     """The transfer's row at ``pending``, its developer fee charged."""
     assert cmd.decision is not None
@@ -146,8 +146,8 @@ def _row(
         "amount": amount,
         "fee_amount": fees.charged(cmd, amount, STABLECOIN_PLACES),
         "currency": cmd.currency,
-        "source_wallet_id": src.id,
-        "destination_wallet_id": dst_id,
+        "source_wallet_id": source.id,
+        "destination_wallet_id": destination_id,
         "source": msgspec.to_builtins(cmd.source),
         "destination": msgspec.to_builtins(cmd.destination),
         "developer_fee": msgspec.to_builtins(cmd.developer_fee) if cmd.developer_fee else None,
@@ -156,19 +156,22 @@ def _row(
     }
 
 
-def _plan(idx: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal) -> Planned:
+def _plan(wallets: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal) -> Planned:
     """Validate one transfer against the batch's wallets; its row, steps and movement."""
-    src, dst_id, route = _parties(idx, cmd)
-    values = _row(cmd, amount, src, dst_id, route)
-    t_id, m, cur, fee = cmd.ctx.tenant_id, cmd.ctx.mode, cmd.currency, values["fee_amount"]
+    source, destination_id, route = _parties(wallets, cmd)
+    values = _row(cmd, amount, source, destination_id, route)
+    tenant_id, mode, currency, fee = cmd.ctx.tenant_id, cmd.ctx.mode, cmd.currency, values["fee_amount"]
     entries = [
         entry(
-            tenant_id=t_id,
-            mode=m,
+            tenant_id=tenant_id,
+            mode=mode,
             kind=f"{cmd.kind}_hold",
             transfer_id=cmd.transfer_id,
             transfer=values,
-            postings=[(accounts.available(src.id), cur, -amount), (accounts.held(src.id), cur, amount)],
+            postings=[
+                (accounts.available(source.id), currency, -amount),
+                (accounts.held(source.id), currency, amount),
+            ],
         )
     ]
     steps: list[tuple[str, str]] = []
@@ -176,19 +179,21 @@ def _plan(idx: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal) -> Pla
     if cmd.decision.outcome == "review":
         steps = [("in_review", "compliance_review")]
     elif route == "book":
-        assert dst_id is not None
+        assert destination_id is not None
         steps = [("processing", "book_settlement"), ("completed", "book_settlement")]
         entries.append(
             entry(
-                tenant_id=t_id,
-                mode=m,
+                tenant_id=tenant_id,
+                mode=mode,
                 kind=f"{cmd.kind}_completed",
                 transfer_id=cmd.transfer_id,
                 transfer=values,
-                postings=accounts.completion(t_id, m, src.id, accounts.available(dst_id), cur, amount, fee),
+                postings=accounts.completion(
+                    tenant_id, mode, source.id, accounts.available(destination_id), currency, amount, fee
+                ),
             )
         )
-    move = Movement(entries, refusable_for=src.id)
+    move = Movement(entries, refusable_for=source.id)
     return Planned(cmd, amount, values, steps, move, cmd.ctx.request_id)
 
 
@@ -196,25 +201,25 @@ def _steps_of(p: Planned, settle_s: float, now: datetime) -> tuple[list[dict[str
     """The state changes of one transfer (its row brought to its final state) and its
     events: created at ``pending``, then one update per step. Each step is checked against
     the state machine (``states.is_legal``), as ``ledger.states.transition`` checks a stored row."""
-    v = p.values
-    check_path(v["kind"], v["state"], [to for to, _ in p.steps])
-    v["created_at"] = v["updated_at"] = now
-    events: list[Event] = [created_event(as_row(v), p.request_id)]
+    values = p.values
+    check_path(values["kind"], values["state"], [to for to, _ in p.steps])
+    values["created_at"] = values["updated_at"] = now
+    events: list[Event] = [created_event(as_row(values), p.request_id)]
     changes = []
     for to, cause in p.steps:
         changes.append(
             {
-                "transfer_id": v["id"],
-                "from_state": v["state"],
+                "transfer_id": values["id"],
+                "from_state": values["state"],
                 "to_state": to,
                 "cause": cause,
                 "request_id": p.request_id,
             }
         )
-        v["previous_state"], v["state"] = v["state"], to
-        events.append(updated_event(as_row(v), p.request_id))
-    wait = next_step_s(as_row(v), v["state"], settle_s)
-    v["next_step_at"] = None if wait is None else now + timedelta(seconds=wait)
+        values["previous_state"], values["state"] = values["state"], to
+        events.append(updated_event(as_row(values), p.request_id))
+    wait = next_step_s(as_row(values), values["state"], settle_s)
+    values["next_step_at"] = None if wait is None else now + timedelta(seconds=wait)
     return changes, events
 
 
@@ -237,7 +242,7 @@ def plan_transfers(
         except ServiceError as exc:
             out.append(exc)
     by_key = {(t.tenant_id, t.mode, t.idempotency_key): t for t in known}
-    idx = parties.WalletIndex(wallets)
+    index = parties.WalletIndex(wallets)
     first_of: dict[Key, int] = {}
     for i, amount in amounts.items():
         cmd, key = cmds[i], key_of(cmds[i])
@@ -247,7 +252,7 @@ def plan_transfers(
             elif key in first_of:
                 out[i] = Twin(first_of[key], cmd, amount)
             else:
-                planned = _plan(idx, cmd, amount)
+                planned = _plan(index, cmd, amount)
                 planned.changes, planned.events = _steps_of(planned, settle_s, now)
                 out[i] = planned
                 first_of[key] = i

@@ -4,7 +4,7 @@ standard library only. Export with docs/journal-export.sql; run:
     python3 verify_journal.py export.jsonl
     python3 verify_journal.py export.jsonl anchors.jsonl "$SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS"
 
-Canonical text v2 (currency and the transfer's terms; services/ledger/chain.py), and v1 for
+Canonical text v2 (currency and the transfer's terms; services/ledger/core/chain.py), and v1 for
 entries written before the chain's first v2 entry. With the anchors (the records of the topic
 ``<prefix>.journal.anchors``, one JSON value a line, e.g. from kafka-console-consumer) and the
 anchor verify keys (public keys only, ``kid:base64,...``), it also checks the chain's anchors:

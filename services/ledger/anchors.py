@@ -43,7 +43,6 @@ from common.contracts.base import as_mode
 from common.metrics import ANCHOR_INTERVAL, ANCHOR_REFUSED, UNANCHORED
 from common.settings import Settings
 from common.times import iso
-from ledger import chain
 from ledger import repository as repo
 from ledger.anchor_stream import (
     KEY_SETTING,
@@ -54,6 +53,7 @@ from ledger.anchor_stream import (
     Found,
     newest_anchors,
 )
+from ledger.core import chain
 
 __all__ = [
     "KEY_SETTING",

@@ -16,7 +16,7 @@ from common.service import Runtime, build_runtime, consumer_app
 from common.settings import Settings
 from common.tracing import publish
 from ledger.anchors import KEY_SETTING, VERIFY_SETTING, AnchorKey, Anchors
-from ledger.effects import LedgerConfig
+from ledger.config import LedgerConfig
 from ledger.handlers import LedgerConsumer
 from ledger.simulator import Simulator
 

@@ -6,20 +6,23 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts.commands import CreateCustomer
 from common.contracts.events import CustomerCreated
-from ledger import journal
 from ledger import repository as repo
-from ledger.effects import Effects, LedgerConfig
+from ledger.config import LedgerConfig
+from ledger.core.effects import Effects
+from ledger.journal import Journal
 
 
-async def create_customer(session: AsyncSession, cmd: CreateCustomer, ledger_config: LedgerConfig) -> Effects:
+async def create_customer(
+    session: AsyncSession, journal: Journal, cmd: CreateCustomer, ledger_config: LedgerConfig
+) -> Effects:
     await repo.insert_customer(session, cmd)
     return created(cmd)
 
 
-def create_customers(session: AsyncSession, cmds: list[CreateCustomer]) -> list[Effects]:
+def create_customers(journal: Journal, cmds: list[CreateCustomer]) -> list[Effects]:
     """Customers of a batch, inserted by the batch's write statement (a failure there fails
     the batch, which the consumer then runs command by command)."""
-    journal.of(session).writes().customers.extend(repo.customer_row(c) for c in cmds)
+    journal.writes().customers.extend(repo.customer_row(c) for c in cmds)
     return [created(cmd) for cmd in cmds]
 
 

@@ -8,12 +8,18 @@ from common.contracts.commands import SandboxDeposit
 from common.contracts.events import DepositReceived
 from common.money import FIAT_PLACES
 from common.times import iso
-from ledger import journal
 from ledger import repository as repo
-from ledger.effects import Effects, LedgerConfig, missing, money, parse_amount
+from ledger.config import LedgerConfig
+from ledger.core import accounts
+from ledger.core.effects import Effects, missing, money, parse_amount
+from ledger.core.entries import entry
+from ledger.journal import Journal
 
 
-async def sandbox_deposit(session: AsyncSession, cmd: SandboxDeposit, ledger_config: LedgerConfig) -> Effects:
+async def sandbox_deposit(
+    session: AsyncSession, journal: Journal, cmd: SandboxDeposit, ledger_config: LedgerConfig
+) -> Effects:
+    """Credit the virtual account's wallet; the deposit's entry is posted to ``journal``."""
     t, m = cmd.ctx.tenant_id, cmd.ctx.mode
     if m != "sandbox":
         # Production has no such endpoint: it does not exist there (404, like any unknown route).
@@ -40,17 +46,17 @@ async def sandbox_deposit(session: AsyncSession, cmd: SandboxDeposit, ledger_con
             "amount": amount,
         },
     )
-    posted = journal.entry(
+    posted = entry(
         tenant_id=t,
         mode=m,
         kind="deposit",
         deposit_id=cmd.deposit_id,
         postings=[
-            (journal.external(t, m, wallet.symbol, "deposits"), wallet.symbol, -amount),
-            (journal.available(wallet.id), wallet.symbol, amount),
+            (accounts.external(t, m, wallet.symbol, "deposits"), wallet.symbol, -amount),
+            (accounts.available(wallet.id), wallet.symbol, amount),
         ],
     )
-    await journal.post(session, posted)
+    journal.add([posted])
     data = {
         "deposit_id": cmd.deposit_id,
         "virtual_account_id": va.id,

@@ -1,44 +1,14 @@
-"""Developer fees (docs/guides/money.md, "Developer fees"): what a transfer charges, and the
-tenant's fee balances."""
+"""The tenant's developer-fee balances (GET /v1/fee-balances; docs/guides/money.md,
+"Developer fees"). What a transfer charges is decided in the core: ``ledger.core.fees``."""
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
-
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from common.contracts.commands import CreateTransfer, GetFeeBalances
-from common.errors import invalid
-from common.fees import developer_fee_amount
+from common.contracts.commands import GetFeeBalances
 from ledger import repository as repo
-from ledger.effects import Effects, LedgerConfig, money
-
-
-def _decimal(field: str, value: str | None) -> Decimal | None:
-    if value is None:
-        return None
-    try:
-        d = Decimal(value)
-    except InvalidOperation:
-        raise invalid(field, "must be a decimal string") from None
-    if not d.is_finite() or d < 0:
-        raise invalid(field, "must be a non-negative decimal")
-    return d
-
-
-def charged(cmd: CreateTransfer, amount: Decimal, places: int) -> Decimal:
-    """The fee this transfer charges (checked again: the gateway checked first)."""
-    if cmd.developer_fee is None:
-        return Decimal(0)
-    fee = developer_fee_amount(
-        amount,
-        _decimal("developer_fee.percentage", cmd.developer_fee.percentage),
-        _decimal("developer_fee.flat_amount", cmd.developer_fee.flat_amount),
-        places,
-    )
-    if fee >= amount:
-        raise invalid("developer_fee", "the developer fee must be less than the amount")
-    return fee
+from ledger.config import LedgerConfig
+from ledger.core.effects import Effects, money
 
 
 async def fee_balances(session: AsyncSession, cmd: GetFeeBalances, ledger_config: LedgerConfig) -> Effects:

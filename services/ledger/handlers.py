@@ -38,8 +38,10 @@ from common.rpc import reply
 from common.settings import Settings
 from common.topics import Topics
 from common.tracing import publish
-from ledger import authority, journal, service
-from ledger.effects import Effects, LedgerConfig
+from ledger import authority, service
+from ledger.config import LedgerConfig
+from ledger.core.effects import Effects
+from ledger.journal import Journal
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +120,7 @@ class LedgerConsumer:
         started = time.perf_counter()
         async with self.sessions() as session:
             async with session.begin():
+                journal = Journal.begin(session)
                 writes = list({c.command_id: c for c in cmds if not service.is_read(c)}.values())
                 claimed = await service.claim(session, writes, self.inbox) if writes else None
                 todo = [c for c in writes if claimed is not None and c.command_id in claimed.fresh]
@@ -125,7 +128,9 @@ class LedgerConsumer:
                     request_id_var.set(todo[0].ctx.request_id)
                 results: dict[str, bytes] = {}
                 if claimed is not None:
-                    outcomes = await service.execute_writes(session, todo, self.ledger_config, claimed)
+                    outcomes = await service.execute_writes(
+                        session, journal, todo, self.ledger_config, claimed
+                    )
                     for cmd, (effects, err) in zip(todo, outcomes, strict=True):
                         request_id_var.set(cmd.ctx.request_id)
                         results[cmd.command_id] = self._settle(session, cmd, effects, err)
@@ -137,7 +142,7 @@ class LedgerConsumer:
                                 cmd.ctx.reply_to, stored, partition=0, request_id=cmd.ctx.request_id
                             )
                             self.outbox.add(session, answer)
-                    msgs = await service.write(session, results, self.outbox)
+                    msgs = await service.write(session, journal, results, self.outbox)
                 else:
                     msgs = []
                 for cmd in cmds:
@@ -150,7 +155,7 @@ class LedgerConsumer:
                             )
                             self.outbox.add(session, read)
                 msgs += await self.outbox.write(session)
-            self.stats.add(len(cmds), time.perf_counter() - started, journal.of(session).lock_wait_s)
+            self.stats.add(len(cmds), time.perf_counter() - started, journal.lock_wait_s)
             if msgs:
                 await failpoint("ledger.after_commit")
             await self.outbox.dispatch(self.sessions, msgs, Outbox.pruned(session))

@@ -104,7 +104,7 @@ class Account(TenantRow, table=True):
 
 
 class JournalEntry(TenantRow, table=True):
-    """An entry and its link in its tenant's and mode's hash chain (``ledger.chain``)."""
+    """An entry and its link in its tenant's and mode's hash chain (``ledger.core.chain``)."""
 
     __tablename__ = "journal_entries"
     __table_args__ = (

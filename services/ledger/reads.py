@@ -7,7 +7,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from common.contracts.commands import GetResource, ListResources
 from common.errors import invalid
 from ledger import repository as repo
-from ledger.effects import Effects, LedgerConfig, missing
+from ledger.config import LedgerConfig
+from ledger.core.effects import Effects, missing
 from ledger.views import RENDER
 
 MAX_LIMIT = 100

@@ -34,7 +34,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from common.contracts.commands import Reconcile
 from common.errors import invalid
 from common.metrics import RECONCILE_DISCREPANCIES, RECONCILE_LAST_RUN, RECONCILE_OK
-from ledger.effects import Effects, LedgerConfig, money
+from ledger.config import LedgerConfig
+from ledger.core.effects import Effects, money
 from ledger.repository import audit
 
 

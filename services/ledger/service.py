@@ -1,8 +1,10 @@
-"""Ledger decisions: each command becomes state changes, a result and events.
+"""Ledger commands: each becomes state changes, a result and events.
 
 Functions take the session and never commit; the message boundary (``handlers``) owns the
-transaction and dispatches the outbox after commit. The command modules (customers,
-wallets, virtual_accounts, deposits, transfers, reads) register themselves in ``HANDLERS``.
+transaction, begins its journal (``journal.Journal.begin``) and dispatches the outbox after
+commit. The command modules register themselves in ``WRITES`` (given the transaction's
+journal: only they may move money) or ``READS`` (given none). The decisions without I/O are
+the core's (``ledger.core``): the transfers of a batch are planned there, in memory.
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ from ledger import (
     customers,
     deposits,
     fees,
-    journal,
     reads,
     reconcile,
     statements,
@@ -52,39 +53,61 @@ from ledger import (
     withdrawals,
 )
 from ledger import repository as repo
-from ledger.effects import Effects, LedgerConfig
+from ledger.config import LedgerConfig
+from ledger.core.effects import Effects
+from ledger.core.transfers import new_rows
+from ledger.journal import Journal
 
 log = logging.getLogger(__name__)
 
-HANDLERS: dict[type, Any] = {
+# Writes: ``(session, journal, cmd, ledger_config) -> Effects``. A batch's customers and
+# transfers are applied together instead (``execute_writes``); these handlers serve the rest.
+WRITES: dict[type, Any] = {
     CreateCustomer: customers.create_customer,
     CreateWallet: wallets.create_wallet,
     CreateVirtualAccount: virtual_accounts.create_virtual_account,
     SandboxDeposit: deposits.sandbox_deposit,
     ReviewTransfer: transfers.review_transfer,
+    SettleTransfer: withdrawals.settle_transfer,
+}
+
+# Reads: ``(session, cmd, ledger_config) -> Effects``. They change nothing: no journal, no inbox
+# record, no outbox row; their answer is published after the batch commits, and a redelivered
+# read is simply answered again.
+READS: dict[type, Any] = {
     GetResource: reads.get_resource,
     ListResources: reads.list_resources,
     GetFeeBalances: fees.fee_balances,
     ListWalletTransactions: statements.wallet_transactions,
-    SettleTransfer: withdrawals.settle_transfer,
     Reconcile: reconcile.reconcile,
     VerifyJournal: verification.verify_journal,
 }
 
-# Reads change nothing: no inbox record, no outbox row; their answer is published after the
-# batch commits, and a redelivered read is simply answered again.
-READS = (GetResource, ListResources, GetFeeBalances, ListWalletTransactions, Reconcile, VerifyJournal)
-
 
 def is_read(cmd: Envelope) -> bool:
-    return isinstance(cmd, READS)
+    return isinstance(cmd, tuple(READS))
+
+
+def _unsupported(cmd: Envelope) -> ServiceError:
+    return ServiceError(ErrorCode.INVALID_REQUEST, f"unsupported command {type(cmd).__name__}")
 
 
 async def execute(session: AsyncSession, cmd: Envelope, ledger_config: LedgerConfig) -> Effects:
-    handler = HANDLERS.get(type(cmd))
+    """Answer a read."""
+    handler = READS.get(type(cmd))
     if handler is None:
-        raise ServiceError(ErrorCode.INVALID_REQUEST, f"unsupported command {type(cmd).__name__}")
+        raise _unsupported(cmd)
     return await handler(session, cmd, ledger_config)
+
+
+async def execute_write(
+    session: AsyncSession, journal: Journal, cmd: Envelope, ledger_config: LedgerConfig
+) -> Effects:
+    """Execute one write; the money it moves is posted to ``journal``."""
+    handler = WRITES.get(type(cmd))
+    if handler is None:
+        raise _unsupported(cmd)
+    return await handler(session, journal, cmd, ledger_config)
 
 
 #: What one command's handler gave: its effects, or the refusal that took it back.
@@ -92,16 +115,20 @@ Handled = tuple[Effects | None, ServiceError | None]
 
 
 async def execute_writes(
-    session: AsyncSession, cmds: Sequence[Envelope], ledger_config: LedgerConfig, claimed: repo.Claimed
+    session: AsyncSession,
+    journal: Journal,
+    cmds: Sequence[Envelope],
+    ledger_config: LedgerConfig,
+    claimed: repo.Claimed,
 ) -> list[Handled]:
     """Execute a batch of write commands in one transaction; outcomes in command order.
 
     Customers are added to the batch's write statement (without a savepoint: a failure there
     fails the batch, which the consumer then retries command by command). Every other command
-    but the transfers runs under its own savepoint and posts its entries to the transaction's
-    journal. The transfers of the batch are planned in memory from what the batch's first
-    statement read (``claimed``) and each adds a refusable movement to the journal. The
-    journal then locks once (:meth:`journal.Journal.lock`: the new transfer rows inserted,
+    but the transfers runs under its own savepoint and posts its entries to ``journal``, the
+    transaction's. The transfers of the batch are planned in memory by the core from what the
+    batch's first statement read (``claimed``) and each adds a refusable movement to the
+    journal. The journal then locks once (:meth:`Journal.lock`: the new transfer rows inserted,
     every wallet account of the batch locked once, in id order, in one statement) and checks
     the funds in order in memory; the transfers refused for funds are taken back and the state
     changes of the others added to the batch's write statement, which the boundary sends.
@@ -109,30 +136,29 @@ async def execute_writes(
     deadlock.
     """
     out: list[Handled | None] = [None] * len(cmds)
-    jr = journal.of(session)
     queued = [(i, c) for i, c in enumerate(cmds) if isinstance(c, CreateCustomer)]
     moving = [(i, c) for i, c in enumerate(cmds) if isinstance(c, CreateTransfer)]
     if queued:
-        done = customers.create_customers(session, [c for _, c in queued])
+        done = customers.create_customers(journal, [c for _, c in queued])
         for (i, _), effects in zip(queued, done, strict=True):
             out[i] = (effects, None)
     for i, cmd in enumerate(cmds):
         if out[i] is not None or isinstance(cmd, CreateTransfer):
             continue
-        mark = jr.mark()
+        mark = journal.mark()
         try:
             async with session.begin_nested():
-                out[i] = (await execute(session, cmd, ledger_config), None)
+                out[i] = (await execute_write(session, journal, cmd, ledger_config), None)
         except ServiceError as exc:
-            jr.rollback_to(mark)
+            journal.rollback_to(mark)
             out[i] = (None, exc)
     prepared = transfers.prepare_transfers(
-        session, [c for _, c in moving], ledger_config, claimed.known, claimed.wallets
+        journal, [c for _, c in moving], ledger_config, claimed.known, claimed.wallets
     )
-    inserted = await jr.lock(session, transfers.new_rows(prepared))
-    await transfers.answer_concurrent_twins(session, prepared, inserted)
-    jr.check()
-    finished = transfers.finish_transfers(session, prepared)
+    inserted = await journal.lock(session, new_rows(prepared))
+    await transfers.answer_concurrent_twins(session, journal, prepared, inserted)
+    journal.check()
+    finished = transfers.finish_transfers(journal, prepared)
     for (i, _), outcome in zip(moving, finished, strict=True):
         out[i] = (None, outcome) if isinstance(outcome, ServiceError) else (outcome, None)
     return [o for o in out if o is not None]
@@ -151,11 +177,13 @@ async def claim(session: AsyncSession, cmds: Sequence[Envelope], inbox: Inbox) -
     return claimed
 
 
-async def write(session: AsyncSession, results: dict[str, bytes], outbox: Outbox) -> list[OutMessage]:
-    """The batch's last statement: what the batch decided (the journal's rows, customers,
+async def write(
+    session: AsyncSession, journal: Journal, results: dict[str, bytes], outbox: Outbox
+) -> list[OutMessage]:
+    """The batch's last statement: what the batch decided (``journal``'s rows, customers,
     state changes), the inbox results and the outbox rows staged so far (and the deletion of
     rows published earlier). Returns the messages written, for dispatch after commit."""
-    writes = journal.of(session).take()
+    writes = journal.take()
     writes.results = results
     msgs, writes.pruned = outbox.staged(session)
     writes.outbox = [
@@ -229,6 +257,7 @@ __all__ = [
     "allowance_release",
     "claim",
     "execute",
+    "execute_write",
     "execute_writes",
     "is_read",
     "result_of",

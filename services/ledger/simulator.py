@@ -17,10 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from common.errors import ErrorCode, ServiceError
 from common.outbox import Outbox
 from common.topics import Topics
-from ledger import journal, service
 from ledger import repository as repo
-from ledger.effects import LedgerConfig
-from ledger.states import simulated_next, transition
+from ledger import service
+from ledger.config import LedgerConfig
+from ledger.core.states import simulated_next
+from ledger.journal import Journal
+from ledger.states import transition
 
 log = logging.getLogger(__name__)
 
@@ -45,24 +47,29 @@ class Simulator:
             async with session.begin():
                 due = await repo.due_transfers(session, self.batch)
                 events = []
-                jr = journal.of(session)
+                journal = Journal.begin(session)
                 for t in due:
                     to = simulated_next(t)
-                    mark = jr.mark()
+                    mark = journal.mark()
                     try:
                         if to is None:
                             raise ServiceError(ErrorCode.INTERNAL_ERROR, f"nothing to do in {t.state}")
                         async with session.begin_nested():
                             _, ev = await transition(
-                                session, t, to, cause="sandbox_simulator", ledger_config=self.ledger_config
+                                session,
+                                journal,
+                                t,
+                                to,
+                                cause="sandbox_simulator",
+                                ledger_config=self.ledger_config,
                             )
                         events.append(ev)
                     except ServiceError:
-                        jr.rollback_to(mark)
+                        journal.rollback_to(mark)
                         log.exception("simulator could not advance %s; unscheduled", t.id)
                         await repo.unschedule(session, t.id)
                 # Every account of the pass locked once, in id order, and moved once.
-                await jr.apply(session)
+                await journal.apply(session)
                 service.stage_events(session, self.outbox, self.topics, events)
                 msgs = await self.outbox.write(session)
             await self.outbox.dispatch(self.sessions, msgs, Outbox.pruned(session))

@@ -11,9 +11,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from common.contracts.commands import ListWalletTransactions
 from common.errors import invalid
 from common.times import iso
-from ledger import journal
 from ledger import repository as repo
-from ledger.effects import Effects, LedgerConfig, missing, money
+from ledger.config import LedgerConfig
+from ledger.core import accounts
+from ledger.core.effects import Effects, missing, money
 
 MAX_LIMIT = 100
 
@@ -59,7 +60,7 @@ async def wallet_transactions(
     wallet = await repo.read_one(session, "wallets", cmd.ctx.tenant_id, cmd.ctx.mode, cmd.wallet_id)
     if wallet is None:  # another tenant's (or mode's) wallet is as unknown as a made-up one
         raise missing("wallet", "wallet_id")
-    rows = await repo.wallet_transactions(session, journal.available(cmd.wallet_id), cmd.limit + 1, after)
+    rows = await repo.wallet_transactions(session, accounts.available(cmd.wallet_id), cmd.limit + 1, after)
     shown = rows[: cmd.limit]
     more = len(rows) > cmd.limit
     return Effects(

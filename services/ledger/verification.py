@@ -7,7 +7,7 @@ A broken chain is answered with ``ok: false``, ``problem`` (a sentence) and ``re
 
 - ``entries_missing``: a gap in the chain's seq (an entry deleted); names the entry after it;
 - ``entry_mismatch``: an entry's stored content (postings, currency, its transfer's terms) or
-  hash does not match its chain (``ledger.chain``, version 2, or 1 before the chain's first v2);
+  hash does not match its chain (``ledger.core.chain``, version 2, or 1 before the chain's first v2);
 - ``head_mismatch``: the head row names another seq or hash than the journal's last entry;
 - ``truncated_tail``: the chain ends before the entry its newest anchor names (the head row
   moved back with it), every anchor of an entry it still has agreeing with it: the journal is a
@@ -46,10 +46,11 @@ from common.contracts.anchors import JournalAnchor
 from common.contracts.commands import VerifyJournal
 from common.errors import ErrorCode, ServiceError
 from common.times import iso
-from ledger import chain
 from ledger import repository as repo
 from ledger.anchor_stream import ChainAnchors, Found
-from ledger.effects import Effects, LedgerConfig
+from ledger.config import LedgerConfig
+from ledger.core import chain
+from ledger.core.effects import Effects
 
 log = logging.getLogger(__name__)
 PAGE = 2000

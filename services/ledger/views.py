@@ -1,4 +1,5 @@
-"""How ledger rows look to partners: reads and event data share these."""
+"""How ledger rows look to partners: reads and event data share these (a transfer's view is
+the core's, ``ledger.core.events.transfer_view``: its events are decided there)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from typing import Any
 
 from common.times import iso
 from common.views import columns
-from ledger.effects import money
-from ledger.models import Customer, Transfer, VirtualAccount, WalletBalances
+from ledger.core.effects import money
+from ledger.core.events import transfer_view
+from ledger.models import Customer, VirtualAccount, WalletBalances
 
 
 def customer(r: Customer) -> dict[str, Any]:
@@ -48,29 +50,10 @@ def virtual_account(r: VirtualAccount) -> dict[str, Any]:
     )
 
 
-def transfer(r: Transfer) -> dict[str, Any]:
-    out = {
-        "transfer_id": r.id,
-        "state": r.state,
-        "provider": "service",
-        "source": r.source,
-        "destination": r.destination,
-        "amount": money(r.amount),
-        "currency": r.currency,
-        "idempotency_key": r.idempotency_key,
-        "created_at": iso(r.created_at),
-        "updated_at": iso(r.updated_at),
-    }
-    if r.developer_fee:
-        out["developer_fee"] = r.developer_fee
-        out["developer_fee_amount"] = money(r.fee_amount)
-    return out
-
-
 RENDER: dict[str, Callable[[Any], dict[str, Any]]] = {
     "customers": customer,
     "wallets": wallet,
     "virtual-accounts": virtual_account,
-    "transfers": transfer,
-    "payouts": transfer,
+    "transfers": transfer_view,
+    "payouts": transfer_view,
 }

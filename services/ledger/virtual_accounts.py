@@ -8,7 +8,9 @@ from common.contracts.commands import CreateVirtualAccount
 from common.contracts.events import VirtualAccountCreated
 from common.errors import invalid
 from ledger import repository as repo
-from ledger.effects import Effects, LedgerConfig, missing
+from ledger.config import LedgerConfig
+from ledger.core.effects import Effects, missing
+from ledger.journal import Journal
 from ledger.models import VirtualAccount
 from ledger.numbers import PEGS, bank_details
 
@@ -16,7 +18,7 @@ DESTINATION_RAILS = ("provider_wallet", "stablecoin")
 
 
 async def create_virtual_account(
-    session: AsyncSession, cmd: CreateVirtualAccount, ledger_config: LedgerConfig
+    session: AsyncSession, journal: Journal, cmd: CreateVirtualAccount, ledger_config: LedgerConfig
 ) -> Effects:
     t, m = cmd.ctx.tenant_id, cmd.ctx.mode
     currency = cmd.currency.upper()

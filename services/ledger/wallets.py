@@ -8,12 +8,16 @@ from common.contracts.commands import CreateWallet
 from common.contracts.events import WalletCreated
 from common.errors import invalid
 from ledger import repository as repo
-from ledger.effects import Effects, LedgerConfig, missing
+from ledger.config import LedgerConfig
+from ledger.core.effects import Effects, missing
+from ledger.journal import Journal
 from ledger.models import Wallet
 from ledger.numbers import OFFERED_PAIRS, deposit_address
 
 
-async def create_wallet(session: AsyncSession, cmd: CreateWallet, ledger_config: LedgerConfig) -> Effects:
+async def create_wallet(
+    session: AsyncSession, journal: Journal, cmd: CreateWallet, ledger_config: LedgerConfig
+) -> Effects:
     symbol, chain = cmd.symbol.upper(), cmd.chain.upper()
     if symbol not in OFFERED_PAIRS:
         raise invalid("symbol", f"symbol must be one of {', '.join(sorted(OFFERED_PAIRS))}")

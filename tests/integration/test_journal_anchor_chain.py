@@ -35,7 +35,7 @@ from common.settings import Settings
 from common.topics import Topics
 from ledger import verification
 from ledger.anchors import Anchors
-from ledger.effects import LedgerConfig
+from ledger.config import LedgerConfig
 from tests.conftest import Stack, make_tenant
 from tests.integration.test_journal_anchors import (
     _anchored,

@@ -28,8 +28,8 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
 from common.contracts.anchors import ANCHORS
 from common.topics import Topics
-from ledger import chain
 from ledger.anchor_stream import AnchorVerifyKeys
+from ledger.core import chain
 from tests.conftest import Stack, Tenant, make_tenant
 from tests.integration.test_journal_chain import JOURNAL, _export, _json, _script
 from tests.support.admin import _read, admin_ok, db, tampered

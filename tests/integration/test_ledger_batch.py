@@ -1,6 +1,7 @@
 """Batches of transfers applied the TigerBeetle way (journal.Journal.apply).
 
-Unit: the in-memory check refuses exactly the movement that would overdraw, alone.
+Unit: the core's in-memory check (``ledger.core.entries``) refuses exactly the movement that
+would overdraw, alone.
 Property (real PostgreSQL, real broker): random batches of book transfers (overdrafts, a hot
 wallet, reused idempotency keys, redelivered commands) applied by TWO LedgerConsumer objects
 at once, each with its own connection pool, never change the sum of all wallet accounts,
@@ -34,8 +35,8 @@ from common.inbox import Inbox
 from common.outbox import Outbox
 from common.settings import Settings
 from common.topics import Topics
-from ledger import journal
-from ledger.effects import LedgerConfig
+from ledger.config import LedgerConfig
+from ledger.core import accounts, entries
 from ledger.handlers import LedgerConsumer
 from tests.conftest import Stack
 from tests.support.db import pg_kwargs
@@ -49,15 +50,15 @@ FUNDS = D("50.00")
 # ---- unit: the in-memory check ----
 
 
-def _move(src: str, dst: str, amount: str) -> journal.Movement:
+def _move(src: str, dst: str, amount: str) -> entries.Movement:
     x = D(amount)
-    e = journal.entry(
+    e = entries.entry(
         tenant_id="t",
         mode="sandbox",
         kind="transfer_hold",
         postings=[(f"{src}.available", "USDC", -x), (f"{dst}.available", "USDC", x)],
     )
-    return journal.Movement([e], refusable_for=src)
+    return entries.Movement([e], refusable_for=src)
 
 
 @pytest.mark.unit
@@ -65,7 +66,7 @@ def test_an_overdraft_refuses_only_its_own_movement() -> None:
     balances = {"a.available": D(10), "b.available": D(0)}
     deltas: dict[str, Decimal] = defaultdict(Decimal)
     moves = [_move("a", "b", "6"), _move("a", "b", "6"), _move("b", "a", "3"), _move("a", "b", "7")]
-    ok = [journal._try(m, balances, deltas) for m in moves]
+    ok = [entries.try_movement(m, balances, deltas) for m in moves]
     # 10 - 6 = 4; 6 more would overdraw; b pays 3 back: 7; 7 fits exactly.
     assert ok == [True, False, True, True]
     assert balances == {"a.available": D(0), "b.available": D(10)}
@@ -230,8 +231,8 @@ async def run_example(
     assert all(b >= 0 for b in after.values()), after
     start = {r["id"]: r["balance"] for r in before}
     for w in ids:
-        assert after[journal.available(w)] == start[journal.available(w)] + moved[w]
-        assert after[journal.held(w)] == 0
+        assert after[accounts.available(w)] == start[accounts.available(w)] + moved[w]
+        assert after[accounts.held(w)] == 0
     keys = [t["idempotency_key"] for t in transfers.values()]
     assert len(keys) == len(set(keys)), "an idempotency key paid twice"
     await ledger_invariants(db, tenant_id)

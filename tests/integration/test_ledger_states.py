@@ -14,11 +14,13 @@ from sqlalchemy import text
 
 from common.db import create_engine, sessionmaker
 from common.errors import ServiceError
-from ledger import journal
 from ledger import repository as repo
-from ledger.effects import LedgerConfig
-from ledger.journal import UnbalancedEntry
-from ledger.states import is_legal, transition
+from ledger.config import LedgerConfig
+from ledger.core import entries
+from ledger.core.entries import UnbalancedEntry
+from ledger.core.states import is_legal
+from ledger.journal import Journal
+from ledger.states import transition
 from tests.conftest import Stack
 from tests.support.ledger import LedgerKit, allow, ledger_invariants, open_kit
 
@@ -58,9 +60,10 @@ async def test_every_pair_through_the_one_transition_function(kit: LedgerKit) ->
                         text("UPDATE ledger.transfers SET state = :s WHERE id = :id"), {"s": frm, "id": tid}
                     )
                     row = await repo.lock_transfer(session, tid, kit.tenant_id, kit.mode)
+                    journal = Journal.begin(session)  # never applied: the transaction rolls back
                     if is_legal(kind, frm, to):
                         new, event = await transition(
-                            session, row, to, cause="test", ledger_config=ledger_config
+                            session, journal, row, to, cause="test", ledger_config=ledger_config
                         )
                         assert (new.state, new.previous_state) == (to, frm)
                         assert event.data["state"] == to and event.data["previous_state"] == frm
@@ -69,7 +72,9 @@ async def test_every_pair_through_the_one_transition_function(kit: LedgerKit) ->
                         )
                     else:
                         with pytest.raises(ServiceError) as err:
-                            await transition(session, row, to, cause="test", ledger_config=ledger_config)
+                            await transition(
+                                session, journal, row, to, cause="test", ledger_config=ledger_config
+                            )
                         assert err.value.details["reason"] == "illegal_transition"
                         assert err.value.details["state"] == frm
                     await session.rollback()
@@ -86,14 +91,14 @@ async def test_every_pair_through_the_one_transition_function(kit: LedgerKit) ->
 def test_an_unbalanced_entry_is_never_written() -> None:
     """An entry is checked when it is built, before anything can post it."""
     with pytest.raises(UnbalancedEntry):
-        journal.entry(
+        entries.entry(
             tenant_id="t",
             mode="sandbox",
             kind="oops",
             postings=[("a.available", "USDC", Decimal(1)), ("b.available", "USDC", Decimal(-2))],
         )
     with pytest.raises(UnbalancedEntry):  # balanced in total, not per currency
-        journal.entry(
+        entries.entry(
             tenant_id="t",
             mode="sandbox",
             kind="oops",

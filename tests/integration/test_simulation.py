@@ -17,7 +17,8 @@ import pytest
 import pytest_asyncio
 
 from compliance import allowance
-from ledger import journal, service
+from ledger import service
+from ledger.core import accounts, entries
 from tests.conftest import Stack
 from tests.simulation.sim import Outcome, Simulation, summary
 
@@ -89,7 +90,7 @@ async def test_a_seed_replays_exactly(sim: Simulation) -> None:
 def _no_overdraft_check(move: Any, balances: dict[str, Decimal], deltas: dict[str, Decimal]) -> bool:
     for e in move.entries:
         for account_id, _, amount in e.postings:
-            if not journal.is_external(account_id):
+            if not accounts.is_external(account_id):
                 deltas[account_id] += amount
     return True
 
@@ -103,7 +104,7 @@ def _no_daily_cap(claims: Any, used: Any) -> tuple[dict[str, Decimal], dict[Any,
 
 BROKEN: dict[str, tuple[Any, str, Callable[..., Any], str]] = {
     # the ledger's overdraft rule gone: the database's own check then fails the batch
-    "overdraft": (journal, "_try", _no_overdraft_check, "dead-lettered by ledger"),
+    "overdraft": (entries, "try_movement", _no_overdraft_check, "dead-lettered by ledger"),
     # compliance grants every transfer whatever the day's usage
     "daily_cap": (allowance, "allot", _no_daily_cap, "cap usage of"),
     # a transfer the ledger refused keeps the allowance compliance gave it

@@ -49,7 +49,7 @@ from common.outbox import Outbox
 from common.settings import Settings
 from common.topics import Topics
 from compliance.handlers import ComplianceConsumer, operator_signed
-from ledger.effects import LedgerConfig
+from ledger.config import LedgerConfig
 from ledger.handlers import LedgerConsumer
 from ledger.simulator import Simulator
 from tests.simulation.net import Net, sim_broker

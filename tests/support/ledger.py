@@ -40,8 +40,8 @@ from common.ids import new_id
 from common.rpc import RpcClient
 from common.settings import Settings
 from common.topics import Topics
-from ledger import chain
 from ledger.authority import DECIDED_BY
+from ledger.core import chain
 from tests.conftest import Stack
 from tests.support.db import pg_kwargs
 from tests.support.kafka import partitions
@@ -361,7 +361,7 @@ class LedgerKit:
 async def seed_production_deposit(db: asyncpg.Connection, tenant_id: str, wallet_id: str, amount: str) -> str:
     """Fund a production wallet the way a bank deposit would (production takes no sandbox
     deposits): one balanced entry from the tenant's deposits account to the wallet, linked
-    into the tenant's production hash chain like every entry (``ledger.chain``)."""
+    into the tenant's production hash chain like every entry (``ledger.core.chain``)."""
     ext = f"ext.{tenant_id}.production.USDC.deposits"
     entry = "je_test_" + uuid.uuid4().hex
     x = Decimal(amount)

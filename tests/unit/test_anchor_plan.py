@@ -20,7 +20,8 @@ from common import authority
 from common.contracts.anchors import JournalAnchor
 from common.metrics import UNANCHORED
 from common.settings import Settings
-from ledger import anchors, chain
+from ledger import anchors
+from ledger.core import chain
 from tests.unit import test_journal_verification
 from tests.unit.test_journal_anchor_chain import FakeSession
 from tests.unit.test_journal_anchors import KEY, SIGNING, Heads, anchor

@@ -13,8 +13,8 @@ import pytest
 
 from common.contracts.base import Ctx
 from common.contracts.events import CustomerCreated
-from ledger import chain
-from ledger.effects import Effects, now_iso
+from ledger.core import chain
+from ledger.core.effects import Effects, now_iso
 
 pytestmark = pytest.mark.unit
 

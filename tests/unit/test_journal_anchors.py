@@ -25,9 +25,10 @@ from common.contracts.commands import VerifyJournal
 from common.errors import ServiceError
 from common.metrics import ANCHOR_REFUSED
 from common.settings import Settings
-from ledger import anchors, chain, verification
+from ledger import anchors, verification
 from ledger.anchor_stream import AnchorKey, AnchorVerifyKeys
-from ledger.effects import LedgerConfig
+from ledger.config import LedgerConfig
+from ledger.core import chain
 from tests.unit.test_journal_verification import SESSION, FakeJournal, entries, text_of
 
 pytestmark = pytest.mark.unit

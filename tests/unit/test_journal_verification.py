@@ -14,8 +14,9 @@ import pytest
 
 from common.contracts.base import Ctx
 from common.contracts.commands import VerifyJournal
-from ledger import chain, verification
-from ledger.effects import LedgerConfig
+from ledger import verification
+from ledger.config import LedgerConfig
+from ledger.core import chain
 
 pytestmark = pytest.mark.unit
 D = Decimal

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -368,3 +369,81 @@ def test_the_publish_check_finds_a_direct_publish(tmp_path: Path) -> None:
     f = tmp_path / "h.py"
     f.write_text("".join(f"async def {name}(self, b):\n    {body}\n\n" for name, body in handlers.items()))
     assert _direct_publishes(f) == ["h.py:2 publish in run_batch", "h.py:8 publish in other"]
+
+
+# ---- the ledger's core: decisions that import no I/O ----
+
+CORE = "ledger.core"
+# The libraries that talk to a database, a cache or a broker: what the core must never reach.
+IO_LIBRARIES = {"sqlalchemy", "sqlmodel", "asyncpg", "redis", "aiokafka", "faststream"}
+# What a module of the core may import itself: the standard library, msgspec (the contracts'
+# structs), the shared pure modules of ``common`` (each checked below, at any depth) and the core.
+CORE_MAY_IMPORT = set(sys.stdlib_module_names) | {"msgspec", "common", "ledger"}
+
+
+def module_paths(root: Path, folders: tuple[str, ...]) -> dict[str, Path]:
+    """Each module of ``folders`` (migrations aside) -> its file, named as ``import_graph`` names it."""
+    paths = [p for f in folders for p in (root / f).rglob("*.py") if "migrations" not in p.parts]
+    return {module_name(root, p): p for p in paths}
+
+
+def core_offences(root: Path) -> list[str]:
+    """Why the ledger's core (``services/ledger/core``) is not free of I/O: a module of the
+    core importing a library other than the standard library and msgspec, or a module of the
+    ledger outside the core (the shell); or any module the core reaches by import, at any depth
+    and lazy imports included (the core's own, the ``common`` modules it stands on, and
+    theirs), importing a library of :data:`IO_LIBRARIES`."""
+    graph = import_graph(root, ("libs", "services"))
+    paths = module_paths(root, ("libs", "services"))
+    core = sorted(m for m in graph if m == CORE or m.startswith(f"{CORE}."))
+    found = []
+    for name in core:
+        if outside := sorted(_imported_tops(paths[name]) - CORE_MAY_IMPORT - IO_LIBRARIES):
+            found.append(f"{name} imports {', '.join(outside)}")
+        if shell := sorted(m for m in graph[name] if m.startswith("ledger.") and not m.startswith(CORE)):
+            found.append(f"{name} imports the shell: {', '.join(shell)}")
+    reached, todo = set(core), list(core)
+    while todo:
+        for imported in graph[todo.pop()] - reached:
+            reached.add(imported)
+            todo.append(imported)
+    for name in sorted(reached):
+        if io := sorted(_imported_tops(paths[name]) & IO_LIBRARIES):
+            found.append(f"{name} (reached from {CORE}) imports {', '.join(io)}")
+    return found
+
+
+@pytest.mark.unit
+def test_the_ledgers_core_reaches_no_database_cache_or_broker() -> None:
+    """The decisions of ``services/ledger/core`` run without a session, a connection or a
+    broker (Cosmic Python's domain: the standard library and its own contracts); the shell
+    around it (the rest of ``ledger``) reads, calls it, and writes what it decided."""
+    assert len([m for m in import_graph(ROOT, ("services",)) if m.startswith(f"{CORE}.")]) >= 5
+    assert core_offences(ROOT) == []
+
+
+@pytest.mark.unit
+def test_the_core_check_finds_an_io_import_direct_lazy_or_through_common(tmp_path: Path) -> None:
+    def write(relative: str, text: str = "") -> None:
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+    for package in ("libs/common", "services/ledger", "services/ledger/core"):
+        write(f"{package}/__init__.py")
+    write("services/ledger/core/plans.py", "import sqlalchemy\nfrom ledger.core import money\n")
+    write("services/ledger/core/money.py", "def f():\n    from sqlmodel import Field\n")
+    write("services/ledger/core/funds.py", "from common import pure\nfrom ledger import journal\n")
+    write("services/ledger/core/clean.py", "import decimal\nimport msgspec\nfrom common import pure\n")
+    write("services/ledger/core/caches.py", "import httpx\n")
+    write("libs/common/pure.py", "from common import store\n")
+    write("libs/common/store.py", "import asyncpg\n")
+    write("services/ledger/journal.py", "import sqlalchemy\n")
+    assert core_offences(tmp_path) == [
+        "ledger.core.caches imports httpx",
+        "ledger.core.funds imports the shell: ledger.journal",
+        "common.store (reached from ledger.core) imports asyncpg",
+        "ledger.core.money (reached from ledger.core) imports sqlmodel",
+        "ledger.core.plans (reached from ledger.core) imports sqlalchemy",
+        "ledger.journal (reached from ledger.core) imports sqlalchemy",
+    ]

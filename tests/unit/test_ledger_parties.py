@@ -1,4 +1,4 @@
-"""ledger.parties: the wallets a transfer names and its route, from the batch's wallets in memory
+"""ledger.core.parties: the wallets a transfer names and its route, from the batch's wallets in memory
 (under mutation). Every refusal is compared whole: code, field and message
 are what a partner reads. Against the stack: tests/integration/test_withdrawals.py, test_ledger_money.py."""
 
@@ -11,8 +11,8 @@ import pytest
 from common.contracts.base import Ctx
 from common.contracts.commands import CreateTransfer, Party
 from common.errors import ServiceError
+from ledger.core.parties import PAYOUT_RAILS, WalletIndex, payout_destination, source, transfer_destination
 from ledger.models import Wallet
-from ledger.parties import PAYOUT_RAILS, WalletIndex, payout_destination, source, transfer_destination
 
 pytestmark = pytest.mark.unit
 

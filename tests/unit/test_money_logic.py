@@ -33,8 +33,11 @@ from common.keyring import KeyRing, new_key_setting
 from common.metrics import CHAIN_CPU
 from compliance import allowance
 from gateway import idempotency
-from ledger import chain, effects, journal
 from ledger import fees as ledger_fees
+from ledger import journal
+from ledger.config import LedgerConfig
+from ledger.core import accounts, chain, effects, entries
+from ledger.core import fees as core_fees
 from webhooks import signing
 
 pytestmark = pytest.mark.unit
@@ -172,9 +175,9 @@ def _transfer(amount: str, pct: str | None = None, flat: str | None = None) -> A
 
 
 def test_the_fee_a_transfer_charges() -> None:
-    assert ledger_fees.charged(_transfer("10"), D(10), 6) == 0
-    assert ledger_fees.charged(_transfer("10", pct="10", flat="0"), D(10), 6) == D("1.000000")
-    assert ledger_fees.charged(_transfer("10", flat="9.999999"), D(10), 6) == D("9.999999")
+    assert core_fees.charged(_transfer("10"), D(10), 6) == 0
+    assert core_fees.charged(_transfer("10", pct="10", flat="0"), D(10), 6) == D("1.000000")
+    assert core_fees.charged(_transfer("10", flat="9.999999"), D(10), 6) == D("9.999999")
     for pct, flat, field, message in [
         (None, "10", "developer_fee", "the developer fee must be less than the amount"),  # equal
         ("-1", None, "developer_fee.percentage", "must be a non-negative decimal"),
@@ -182,9 +185,9 @@ def test_the_fee_a_transfer_charges() -> None:
         (None, "Infinity", "developer_fee.flat_amount", "must be a non-negative decimal"),
         (None, "-0.01", "developer_fee.flat_amount", "must be a non-negative decimal"),
     ]:
-        err = refusal(ledger_fees.charged, _transfer("10", pct, flat), D(10), 6)
+        err = refusal(core_fees.charged, _transfer("10", pct, flat), D(10), 6)
         assert (err.details["field"], err.message) == (field, message)
-    assert ledger_fees.charged(_transfer("10", pct="0", flat="0"), D(10), 6) == 0  # zero is allowed
+    assert core_fees.charged(_transfer("10", pct="0", flat="0"), D(10), 6) == 0  # zero is allowed
 
 
 async def test_fee_balances_answer_one_row_per_currency(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -196,7 +199,7 @@ async def test_fee_balances_answer_one_row_per_currency(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(ledger_fees.repo, "fee_balances", rows)
     cmd = SimpleNamespace(ctx=SimpleNamespace(tenant_id="ten_1", mode="sandbox"))
-    ledger_effects = await ledger_fees.fee_balances(given, cmd, effects.LedgerConfig())  # type: ignore[arg-type]
+    ledger_effects = await ledger_fees.fee_balances(given, cmd, LedgerConfig())  # type: ignore[arg-type]
     assert (ledger_effects.status, ledger_effects.data) == (
         200,
         {
@@ -213,20 +216,20 @@ async def test_fee_balances_answer_one_row_per_currency(monkeypatch: pytest.Monk
 
 
 def test_account_names_and_the_completion_of_a_transfer() -> None:
-    assert (journal.available("w1"), journal.held("w1")) == ("w1.available", "w1.held")
-    assert journal.external("t", "sandbox", "USDC", "deposits") == "ext.t.sandbox.USDC.deposits"
-    assert journal.fees("t", "sandbox", "USDC") == "ext.t.sandbox.USDC.fees"
-    assert journal.is_external("ext.t.sandbox.USDC.fees") and not journal.is_external("w1.ext")
-    assert journal.completion("t", "sandbox", "w1", "w2.available", "USDC", D(10), D(0)) == [
+    assert (accounts.available("w1"), accounts.held("w1")) == ("w1.available", "w1.held")
+    assert accounts.external("t", "sandbox", "USDC", "deposits") == "ext.t.sandbox.USDC.deposits"
+    assert accounts.fees("t", "sandbox", "USDC") == "ext.t.sandbox.USDC.fees"
+    assert accounts.is_external("ext.t.sandbox.USDC.fees") and not accounts.is_external("w1.ext")
+    assert accounts.completion("t", "sandbox", "w1", "w2.available", "USDC", D(10), D(0)) == [
         ("w1.held", "USDC", D(-10)),
         ("w2.available", "USDC", D(10)),
     ]
-    assert journal.completion("t", "sandbox", "w1", "w2.available", "USDC", D(10), D(1)) == [
+    assert accounts.completion("t", "sandbox", "w1", "w2.available", "USDC", D(10), D(1)) == [
         ("w1.held", "USDC", D(-10)),
         ("w2.available", "USDC", D(9)),
         ("ext.t.sandbox.USDC.fees", "USDC", D(1)),
     ]
-    err = journal.insufficient_funds("w1", D(5))
+    err = entries.insufficient_funds("w1", D(5))
     assert (err.code, err.details) == (
         "invalid_request",
         {"reason": "insufficient_funds", "field": "source.amount", "wallet_id": "w1"},
@@ -246,8 +249,8 @@ TR_1 = {
 }
 
 
-def _entry(*postings: tuple[str, str, str], kind: str = "transfer_hold") -> journal.Entry:
-    return journal.entry(
+def _entry(*postings: tuple[str, str, str], kind: str = "transfer_hold") -> entries.Entry:
+    return entries.entry(
         tenant_id="t",
         mode="sandbox",
         kind=kind,
@@ -271,7 +274,7 @@ def test_an_entry_must_balance_in_every_currency() -> None:
         [("a", "USDC", "-5"), ("b", "USDT", "5")],  # balanced in total, not per currency
         [],
     ):
-        with pytest.raises(journal.UnbalancedEntry):
+        with pytest.raises(entries.UnbalancedEntry):
             _entry(*postings)
     _entry(("a", "USDC", "-5"), ("b", "USDC", "5"), ("c", "USDT", "1"), ("d", "USDT", "-1"))
 
@@ -352,13 +355,13 @@ class FakeLedger:
             self.balances[k] += v
 
 
-def _hold(wallet: str, amount: str) -> journal.Entry:
+def _hold(wallet: str, amount: str) -> entries.Entry:
     return _entry((f"{wallet}.available", "USDC", f"-{amount}"), (f"{wallet}.held", "USDC", amount))
 
 
-def _deposit(tenant: str, amount: Decimal, deposit_id: str) -> journal.Entry:
+def _deposit(tenant: str, amount: Decimal, deposit_id: str) -> entries.Entry:
     """``amount`` USDC from the tenant's deposits account into w2."""
-    return journal.entry(
+    return entries.entry(
         tenant_id=tenant,
         mode="sandbox",
         kind="deposit",
@@ -407,11 +410,11 @@ async def test_a_batch_is_applied_in_order_and_an_overdraft_is_refused_alone(led
 async def test_a_movement_of_several_entries_is_taken_back_whole(ledger: FakeLedger) -> None:
     j = journal.Journal()
     # a book transfer: hold then complete; the completion is fine, the hold overdraws
-    complete = journal.entry(
+    complete = entries.entry(
         tenant_id="t",
         mode="sandbox",
         kind="transfer_completed",
-        postings=journal.completion("t", "sandbox", "w1", "w2.available", "USDC", D(11), D(0)),
+        postings=accounts.completion("t", "sandbox", "w1", "w2.available", "USDC", D(11), D(0)),
     )
     move = j.add([_hold("w1", "11"), complete], refusable_for="w1")
     ok = j.add([_hold("w1", "10")], refusable_for="w1")
@@ -432,7 +435,7 @@ async def test_a_second_entry_that_overdraws_takes_the_first_back(ledger: FakeLe
 async def test_money_that_may_not_be_refused_never_overdraws(ledger: FakeLedger) -> None:
     j = journal.Journal()
     j.add([_hold("w1", "11")])  # refusable_for None: a release or a settlement
-    with pytest.raises(journal.NegativeBalance):
+    with pytest.raises(entries.NegativeBalance):
         await j.apply(SESSION)  # type: ignore[arg-type]
     j = journal.Journal()
     j.add([_hold("w9", "1")], refusable_for="w9")
@@ -456,21 +459,30 @@ async def test_an_empty_journal_writes_nothing_and_a_rolled_back_command_posts_n
     assert ledger.balances["w1.held"] == 1
 
 
-async def test_the_sessions_journal_is_posted_applied_and_guarded(ledger: FakeLedger) -> None:
+async def test_the_transactions_journal_is_begun_posted_applied_and_guarded(ledger: FakeLedger) -> None:
+    """The boundary begins the journal and hands it on; the commit guard still finds it through
+    the session, so money posted and never applied (or applied and never written) cannot
+    commit, whoever forgot."""
     session = SimpleNamespace(info={})
     ledger.session = session
-    await journal.apply(session)  # type: ignore[arg-type]  # nothing posted: nothing to do
-    assert journal.of(session) is journal.of(session)  # type: ignore[arg-type]
-    e = _hold("w1", "3")
-    assert await journal.post(session, e) == e.id  # type: ignore[arg-type]
     sync = SimpleNamespace(info=session.info, in_nested_transaction=lambda: False)
-    with pytest.raises(journal.UnappliedJournal):
+    journal._refuse_unapplied(sync)  # type: ignore[arg-type]  # no journal begun: nothing to refuse
+    j = journal.Journal.begin(session)  # type: ignore[arg-type]
+    journal._refuse_unapplied(sync)  # type: ignore[arg-type]  # nothing posted: the commit may go on
+    j.add([_hold("w1", "3")])
+    with pytest.raises(journal.UnappliedJournal, match="1 journal movements were never applied"):
         journal._refuse_unapplied(sync)  # type: ignore[arg-type]
     nested = SimpleNamespace(info=session.info, in_nested_transaction=lambda: True)
     journal._refuse_unapplied(nested)  # type: ignore[arg-type]  # a savepoint may commit
-    await journal.apply(session)  # type: ignore[arg-type]
-    journal._refuse_unapplied(sync)  # type: ignore[arg-type]  # applied: the commit may go on
+    await j.lock(session)  # type: ignore[arg-type]
+    j.check()
+    with pytest.raises(journal.UnappliedJournal, match="applied journal entries were never written"):
+        journal._refuse_unapplied(sync)  # type: ignore[arg-type]
+    await journal.repo.write_batch(session, j.take())  # type: ignore[arg-type]
+    journal._refuse_unapplied(sync)  # type: ignore[arg-type]  # written: the commit may go on
     assert ledger.balances["w1.held"] == 3
+    rolled_back = journal.Journal.begin(session)  # type: ignore[arg-type]
+    assert rolled_back is not j and session.info[journal.SESSION_KEY] is rolled_back
 
 
 async def test_a_twin_is_dropped_and_new_transfers_alone_are_still_inserted(ledger: FakeLedger) -> None:
@@ -497,7 +509,7 @@ async def test_the_journal_refuses_out_of_order_use_and_says_why(ledger: FakeLed
         await j.lock(SESSION)  # type: ignore[arg-type]
     assert str(unwritten.value) == "write what the journal checked before locking again"
     with pytest.raises(ValueError) as half:
-        journal.entry(tenant_id="t", mode="sandbox", kind="transfer_hold", postings=[], transfer_id="tr_1")
+        entries.entry(tenant_id="t", mode="sandbox", kind="transfer_hold", postings=[], transfer_id="tr_1")
     assert str(half.value) == "transfer_hold: an entry of a transfer names the transfer's id and its row"
 
 
@@ -827,10 +839,10 @@ async def test_store_passes_its_session_and_counts_lock_waits(
     await j.apply(session)  # type: ignore[arg-type]
     first = j.lock_wait_s
     j.add([_hold("w1", "1")], refusable_for="w1")
-    jr_session = SimpleNamespace(info={journal.SESSION_KEY: j})
-    ledger.session = jr_session
-    await journal.apply(jr_session)  # type: ignore[arg-type]
-    assert seen[:2] == [session] * 2 and seen[2:] == [jr_session] * 2
+    other_session = object()
+    ledger.session = other_session
+    await j.apply(other_session)  # type: ignore[arg-type]
+    assert seen[:2] == [session] * 2 and seen[2:] == [other_session] * 2
     assert 0 < first <= j.lock_wait_s < 1  # accumulated, in seconds
     [entry] = ledger.entries[:1]
     assert set(entry) == {
@@ -850,16 +862,16 @@ async def test_store_passes_its_session_and_counts_lock_waits(
         {"entry_id": entry["id"], "account_id": "w1.held", "currency": "USDC", "amount": D(1)},
     ]
     assert (
-        journal.insufficient_funds("w1", D(1)).message
+        entries.insufficient_funds("w1", D(1)).message
         == "insufficient available balance in the source wallet"
     )
     with pytest.raises(
-        journal.UnbalancedEntry, match=r"transfer_hold does not balance: \{'USDC': Decimal\('-1'\)\}"
+        entries.UnbalancedEntry, match=r"transfer_hold does not balance: \{'USDC': Decimal\('-1'\)\}"
     ):
         _entry(("a", "USDC", "-1"))
     j.add([_hold("w1", "100")])
     ledger.session = session
-    with pytest.raises(journal.NegativeBalance, match=r"\['transfer_hold'\] would overdraw an account"):
+    with pytest.raises(entries.NegativeBalance, match=r"\['transfer_hold'\] would overdraw an account"):
         await j.apply(session)  # type: ignore[arg-type]
 
 

@@ -71,10 +71,10 @@ def test_each_target_must_reach_the_minimum_on_its_own() -> None:
 
 def test_the_round_3_modules_are_targets() -> None:
     for path in (
-        "ledger/chain.py",
+        "ledger/core/chain.py",
         "ledger/verification.py",
         "ledger/reconcile.py",
-        "ledger/states.py",
+        "ledger/core/states.py",
         "gateway/door/admission.py",
         "common/clientaddr.py",
     ):
@@ -95,7 +95,7 @@ def test_the_trust_modules_are_targets_and_their_tests_are_selected() -> None:
         "common/keyring.py",
         "webhooks/targets.py",
         "compliance/screening.py",
-        "ledger/parties.py",
+        "ledger/core/parties.py",
     )
     for path in trust:
         assert path in TARGETS

@@ -15,7 +15,7 @@ from common.contracts.base import Ctx
 from common.contracts.commands import Reconcile
 from common.errors import ServiceError
 from ledger import reconcile
-from ledger.effects import LedgerConfig
+from ledger.config import LedgerConfig
 
 pytestmark = pytest.mark.unit
 D = Decimal

@@ -1,7 +1,8 @@
-"""The transfer state machine (docs/guides/money.md) without a database: the table, planned
-paths, the sandbox's steps and magic amounts, and what one transition moves, records and
-emits (the repository and the journal replaced by fakes that keep what they were given).
-The same transitions against real rows: tests/integration/test_ledger_states.py."""
+"""The transfer state machine (docs/guides/money.md) without a database: the core's table,
+planned paths, the sandbox's steps and magic amounts, and what one transition moves, records
+and emits (the repository replaced by a fake that keeps what it was given; the journal handed
+in is a real one, never applied). The same transitions against real rows:
+tests/integration/test_ledger_states.py."""
 
 from __future__ import annotations
 
@@ -19,9 +20,11 @@ from common.contracts.base import Ctx
 from common.contracts.events import PayoutCreated, PayoutUpdated, TransferCreated, TransferUpdated
 from common.errors import ServiceError
 from ledger import states
-from ledger.effects import LedgerConfig
+from ledger.config import LedgerConfig
+from ledger.core import events
+from ledger.core.states import cents, check_path, illegal, is_legal, next_step_s, simulated_next
+from ledger.journal import Journal
 from ledger.models import Transfer
-from ledger.states import cents, check_path, is_legal, next_step_s, simulated_next
 
 pytestmark = pytest.mark.unit
 D = Decimal
@@ -66,7 +69,7 @@ def test_a_planned_path_is_checked_step_by_step() -> None:
 
 
 def test_an_illegal_transition_is_refused_whole() -> None:
-    err = states.illegal(SimpleNamespace(kind="payout", state="failed"), "completed")
+    err = illegal("payout", "failed", "completed")
     assert (err.code, err.status, err.message) == (
         "invalid_request",
         400,
@@ -108,6 +111,7 @@ def test_simulator_steps_and_magic_amounts() -> None:
 
 
 LEDGER_CONFIG = LedgerConfig(settle_s=7.5)
+SETTLE_S = LEDGER_CONFIG.settle_s
 
 
 def row(**kw: Any) -> SimpleNamespace:
@@ -116,16 +120,16 @@ def row(**kw: Any) -> SimpleNamespace:
 
 
 def test_the_simulator_looks_again_after_settle_s_in_sandbox_only() -> None:
-    assert next_step_s(row(), "pending", LEDGER_CONFIG) == 7.5
-    assert next_step_s(row(), "processing", LEDGER_CONFIG) == 7.5
-    assert next_step_s(row(), "completed", LEDGER_CONFIG) == 7.5  # a payout of x.52 comes back
-    assert next_step_s(row(amount=D("3.00")), "completed", LEDGER_CONFIG) is None
-    assert next_step_s(row(kind="transfer"), "completed", LEDGER_CONFIG) is None
+    assert next_step_s(row(), "pending", SETTLE_S) == 7.5
+    assert next_step_s(row(), "processing", SETTLE_S) == 7.5
+    assert next_step_s(row(), "completed", SETTLE_S) == 7.5  # a payout of x.52 comes back
+    assert next_step_s(row(amount=D("3.00")), "completed", SETTLE_S) is None
+    assert next_step_s(row(kind="transfer"), "completed", SETTLE_S) is None
     for state in ("in_review", "failed", "rejected", "returned"):
-        assert next_step_s(row(), state, LEDGER_CONFIG) is None
-    assert next_step_s(row(mode="production"), "pending", LEDGER_CONFIG) is None
-    assert next_step_s(row(route="book"), "pending", LEDGER_CONFIG) is None
-    assert next_step_s(row(route="external"), "processing", LEDGER_CONFIG) == 7.5
+        assert next_step_s(row(), state, SETTLE_S) is None
+    assert next_step_s(row(mode="production"), "pending", SETTLE_S) is None
+    assert next_step_s(row(route="book"), "pending", SETTLE_S) is None
+    assert next_step_s(row(route="external"), "processing", SETTLE_S) == 7.5
 
 
 # ---- one transition, its money, its record and its event ----
@@ -158,19 +162,15 @@ def transfer(**kw: Any) -> Transfer:
 
 
 class FakeStore:
-    """What transition hands the journal and the repository."""
+    """What transition hands the repository, and the journal it posts to."""
 
     def __init__(self) -> None:
-        self.posted: list[Any] = []
+        self.journal = Journal()
         self.set: list[tuple[Any, ...]] = []
         self.recorded: list[tuple[Any, ...]] = []
         self.locked: list[tuple[Any, ...]] = []
         self.found: Transfer | None = transfer()
         self.row = transfer()
-
-    async def post(self, session: Any, e: Any) -> str:
-        self.posted.append((session, e))
-        return str(e.id)
 
     async def set_state(
         self, session: Any, tid: str, to: str, previous: str, next_s: float | None
@@ -189,7 +189,6 @@ class FakeStore:
 @pytest.fixture
 def store(monkeypatch: pytest.MonkeyPatch) -> FakeStore:
     fake = FakeStore()
-    monkeypatch.setattr(states.journal, "post", fake.post)
     for name in ("set_state", "record_state_change", "lock_transfer"):
         monkeypatch.setattr(states.repo, name, getattr(fake, name))
     return fake
@@ -200,12 +199,15 @@ SESSION = object()
 
 async def go(store: FakeStore, t: Transfer, to: str, **kw: Any) -> tuple[Transfer, Any]:
     store.row = t
-    return await states.transition(SESSION, t, to, cause="test", ledger_config=LEDGER_CONFIG, **kw)  # type: ignore[arg-type]
+    return await states.transition(
+        SESSION, store.journal, t, to, cause="test", ledger_config=LEDGER_CONFIG, **kw
+    )  # type: ignore[arg-type]
 
 
 def postings(store: FakeStore) -> tuple[str, list[tuple[str, str, Decimal]]]:
-    [(session, e)] = store.posted
-    assert session is SESSION
+    [move] = store.journal.movements
+    [e] = move.entries
+    assert move.refusable_for is None  # a transition's money may never be refused
     assert (e.tenant_id, e.mode, e.transfer_id) == ("ten_1", "sandbox", "tr_1")
     return e.kind, e.postings
 
@@ -278,7 +280,7 @@ async def test_a_returned_payout_without_a_fee_touches_no_fee_balance(store: Fak
 @pytest.mark.parametrize(("frm", "to"), [("pending", "processing"), ("pending", "in_review")])
 async def test_a_step_that_moves_no_money_posts_nothing(store: FakeStore, frm: str, to: str) -> None:
     await go(store, transfer(state=frm), to)
-    assert store.posted == []
+    assert store.journal.movements == []
     assert store.set == [(SESSION, "tr_1", to, frm, 7.5 if to == "processing" else None)]
 
 
@@ -293,7 +295,7 @@ async def test_an_illegal_transition_changes_nothing_and_is_logged(
         "state": "failed",
         "requested_state": "completed",
     }
-    assert (store.posted, store.set, store.recorded) == ([], [], [])
+    assert (store.journal.movements, store.set, store.recorded) == ([], [], [])
     assert caplog.messages == ["illegal transition refused: transfer tr_1 failed -> completed (test)"]
 
 
@@ -305,12 +307,12 @@ async def test_a_transition_is_logged(store: FakeStore, caplog: pytest.LogCaptur
 
 def test_created_events_carry_the_view_and_the_extra_fields() -> None:
     fee = transfer(developer_fee={"flat_amount": "0.01"}, fee_amount=D("0.01"))
-    event = states.transfer_event(fee, (PayoutCreated, TransferCreated), "req_9", note="x")
+    event = events.transfer_event(fee, (PayoutCreated, TransferCreated), "req_9", note="x")
     assert isinstance(event, TransferCreated) and event.request_id == "req_9"
     assert abs(datetime.fromisoformat(event.created_at).timestamp() - time.time()) < 60
     assert event.data["note"] == "x" and event.data["developer_fee_amount"] == "0.01"
     assert event.data["transfer_id"] == "tr_1" and event.data["amount"] == "10.00"
-    payout = states.transfer_event(transfer(kind="payout"), (PayoutCreated, TransferCreated), None)
+    payout = events.transfer_event(transfer(kind="payout"), (PayoutCreated, TransferCreated), None)
     assert isinstance(payout, PayoutCreated) and payout.request_id is None
 
 

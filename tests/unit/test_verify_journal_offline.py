@@ -14,8 +14,8 @@ import msgspec
 import pytest
 
 from common import authority
-from ledger import chain
 from ledger.anchor_stream import AnchorKey
+from ledger.core import chain
 from tests.unit.test_journal_anchors import KEY, SIGNING, anchor, chained
 from tests.unit.test_journal_verification import entries, text_of
 

@@ -16,7 +16,7 @@ with ``# pragma: no mutate`` blocks in place, each saying which integration test
 
 Every target must reach ``--min-score`` on its own, and a target with no mutant fails: a
 changed mutmut output, or a path that matches nothing, must not pass as 100 %.
-``--only ledger/chain.py`` (repeatable) mutates the named targets alone.
+``--only ledger/core/chain.py`` (repeatable) mutates the named targets alone.
 """
 
 from __future__ import annotations
@@ -38,18 +38,22 @@ TARGETS: dict[str, str] = {
     "common/money.py": "currency places",
     "common/addresses.py": "on-chain address parsing (EIP-55, base58check)",
     "common/checksums.py": "ABA routing and IBAN check digits",
-    "ledger/effects.py": "amount parsing and money formatting",
-    "ledger/fees.py": "the fee a transfer charges",
-    "ledger/journal.py": "double entry, batch application and overdraft rules",
+    "ledger/core/effects.py": "amount parsing and money formatting",
+    "ledger/core/fees.py": "the fee a transfer charges",
+    "ledger/core/accounts.py": "the chart of accounts and the postings of a completion",
+    "ledger/core/entries.py": "double entry, the funds check of a batch (overdraft rules), chained rows",
+    "ledger/journal.py": "a batch's journal: what is locked, checked and written, in that order",
     "compliance/rules.py": "fail-closed policy: jurisdiction, routes, caps, review",
     "compliance/allowance.py": "the daily cap of a batch",
     "webhooks/signing.py": "webhook signatures",
     "gateway/idempotency.py": "idempotency fingerprints and records",
     "gateway/rules.py": "amount, pair and bank-number checks at the door",
-    "ledger/chain.py": "the journal's hash chain (canonical text, link)",
+    "ledger/core/chain.py": "the journal's hash chain (canonical text, link)",
     "ledger/verification.py": "verify_journal: the first entry a chain no longer matches",
     "ledger/reconcile.py": "reconciliation: totals and the four row checks",
-    "ledger/states.py": "the transfer state machine and the sandbox's steps",
+    "ledger/core/states.py": "the transfer state machine, the money of each move, the sandbox's steps",
+    "ledger/states.py": "the one transition of a stored transfer: checked, posted, recorded",
+    "ledger/core/transfers.py": "a batch of transfers decided: replays, twins, holds, settlements, answers",
     "gateway/door/admission.py": "admission control: in-flight bounds at the door",
     "common/clientaddr.py": "the client address behind trusted proxies",
     # the trust modules: the door, credentials, keys, anchors and where money may go
@@ -64,7 +68,7 @@ TARGETS: dict[str, str] = {
     "common/keyring.py": "sealing at rest: which key seals, which opens, what a ciphertext must carry",
     "webhooks/targets.py": "which webhook endpoint URLs are acceptable (SSRF vetting)",
     "compliance/screening.py": "screened-address entries: the chain, the address, the reason, the page",
-    "ledger/parties.py": "the wallets a transfer names, and its route (book, onchain, payout)",
+    "ledger/core/parties.py": "the wallets a transfer names, and its route (book, onchain, external, payout)",
 }
 # the unit tests that pin those modules (the others read the repository's files)
 TESTS = [
@@ -85,6 +89,7 @@ TESTS = [
     "tests/unit/test_journal_anchors.py",
     "tests/unit/test_reconcile.py",
     "tests/unit/test_states.py",
+    "tests/unit/test_ledger_core.py",
     # the trust modules' own tests
     "tests/unit/test_limit.py",
     "tests/unit/test_door_protocol.py",

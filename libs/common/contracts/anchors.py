@@ -26,7 +26,7 @@ TAG = "journal.anchor.v2"
 
 
 class JournalAnchor(msgspec.Struct, tag=TAG, tag_field="type", kw_only=True, frozen=True):
-    """The head of one tenant's and mode's hash chain (``ledger.chain``) at ``anchored_at``."""
+    """The head of one tenant's and mode's hash chain (``ledger.core.chain``) at ``anchored_at``."""
 
     tenant_id: str
     mode: Mode

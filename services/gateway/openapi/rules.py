@@ -120,7 +120,7 @@ def _parties(
 
 def _transfer() -> dict[str, Any]:
     """Wallet rails, USDC or USDT on both sides and the same on both; the source names its
-    amount (and, on-chain, customer_id: ledger.parties finds the wallet among the customer's);
+    amount (and, on-chain, customer_id: ledger.core.parties finds the wallet among the customer's);
     an on-chain destination its address."""
     cases = []
     for c in sorted(TRANSFER_CURRENCIES):

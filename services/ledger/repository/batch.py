@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.bulk import Statement, columns_of, fetch, pg_type, qualified
-from ledger.chain import GENESIS
+from ledger.core.chain import GENESIS
 from ledger.models import (
     Transfer,
     Wallet,

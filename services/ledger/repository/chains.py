@@ -1,4 +1,4 @@
-"""The journal's hash chains (ledger.chain): the heads and pages ``verify_journal`` walks (the
+"""The journal's hash chains (ledger.core.chain): the heads and pages ``verify_journal`` walks (the
 batch that writes entries locks and moves the heads: ``batch``)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts.base import Mode
-from ledger.chain import TRANSFER_FIELDS
+from ledger.core.chain import TRANSFER_FIELDS
 from ledger.models import journal_chains, journal_entries, postings, transfers
 from ledger.repository.base import scope
 

@@ -33,7 +33,7 @@ from common.settings import load_settings
 from common.topics import Topics
 from ledger import reconcile, verification
 from ledger.anchors import Anchors, Found
-from ledger.effects import LedgerConfig
+from ledger.config import LedgerConfig
 
 
 async def _never(*args: Any, **kwargs: Any) -> None:

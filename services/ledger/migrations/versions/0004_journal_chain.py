@@ -1,7 +1,7 @@
 """ledger: the tamper-evident journal
 
 Every journal entry gets ``seq`` and ``hash`` (its link in the hash chain of its tenant and
-mode, ``ledger.chain``); ``journal_chains`` keeps each chain's head. Entries written before
+mode, ``ledger.core.chain``); ``journal_chains`` keeps each chain's head. Entries written before
 this migration are chained here, per tenant and mode in (created_at, id) order. Journal
 entries become append-only like their postings.
 """
@@ -12,7 +12,7 @@ from decimal import Decimal
 import sqlalchemy as sa
 from alembic import op
 
-from ledger import chain
+from ledger.core import chain
 
 revision = "0004"
 down_revision = "0003"

@@ -1,35 +1,19 @@
-"""What a command produces, the ledger's runtime knobs, and small shared helpers."""
+"""What a command produces (its result and its events) and the small helpers every decision
+shares: amounts parsed as decimals, money formatted for partners, ``not_found`` naming its
+field. Pure: the shell's handlers and the core's decisions both build these."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from common.contracts.base import Ctx, Event
 from common.errors import ErrorCode, ServiceError, invalid
 from common.ids import new_id
 from common.money import MAX_AMOUNT
 from common.times import iso
-
-if TYPE_CHECKING:
-    from ledger.anchor_stream import Found
-
-
-@dataclass(frozen=True)
-class LedgerConfig:
-    """Read from Settings in create_app and handed to every command."""
-
-    settle_s: float = 2.0
-    # What the anchors topic holds (ledger.anchors.Anchors.read); None: anchoring is off
-    # (development without SLUICE_JOURNAL_ANCHOR_KEY).
-    read_anchors: Callable[[], Awaitable[Found]] | None = None
-    # A chain whose first entry is older than this and has no anchor is a finding
-    # (``anchors_missing``): three anchoring intervals (SLUICE_JOURNAL_ANCHOR_INTERVAL_S), at
-    # least 30 s (ledger.app).
-    anchor_grace_s: float = 30.0
 
 
 class Effects:

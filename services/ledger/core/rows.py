@@ -19,58 +19,33 @@ from common.contracts.base import Mode
 class TransferRow(Protocol):
     """A transfer or a payout: its terms (which the hash chain covers) and its state."""
 
-    @property
-    def id(self) -> str: ...
-    @property
-    def tenant_id(self) -> str: ...
-    @property
-    def mode(self) -> Mode: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def route(self) -> str: ...
-    @property
-    def state(self) -> str: ...
-    @property
-    def previous_state(self) -> str | None: ...
-    @property
-    def amount(self) -> Decimal: ...
-    @property
-    def fee_amount(self) -> Decimal: ...
-    @property
-    def currency(self) -> str: ...
-    @property
-    def source_wallet_id(self) -> str: ...
-    @property
-    def destination_wallet_id(self) -> str | None: ...
-    @property
-    def source(self) -> dict[str, Any]: ...
-    @property
-    def destination(self) -> dict[str, Any]: ...
-    @property
-    def developer_fee(self) -> dict[str, Any] | None: ...
-    @property
-    def idempotency_key(self) -> str: ...
-    @property
-    def created_at(self) -> datetime: ...
-    @property
-    def updated_at(self) -> datetime: ...
+    id: str
+    tenant_id: str
+    mode: Mode
+    kind: str
+    route: str
+    state: str
+    previous_state: str | None
+    amount: Decimal
+    fee_amount: Decimal
+    currency: str
+    source_wallet_id: str
+    destination_wallet_id: str | None
+    source: dict[str, Any]
+    destination: dict[str, Any]
+    developer_fee: dict[str, Any] | None
+    idempotency_key: str
+    created_at: datetime
+    updated_at: datetime
 
 
 class WalletRow(Protocol):
     """A wallet: whose it is and what it holds on which chain."""
 
-    @property
-    def id(self) -> str: ...
-    @property
-    def tenant_id(self) -> str: ...
-    @property
-    def mode(self) -> Mode: ...
-    @property
-    def customer_id(self) -> str: ...
-    @property
-    def symbol(self) -> str: ...
-    @property
-    def chain(self) -> str: ...
-    @property
-    def deposit_address(self) -> str: ...
+    id: str
+    tenant_id: str
+    mode: Mode
+    customer_id: str
+    symbol: str
+    chain: str
+    deposit_address: str

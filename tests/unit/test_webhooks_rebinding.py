@@ -45,10 +45,17 @@ class Receiver:
     port: int = 0
 
     async def start(self) -> Receiver:
-        v4 = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = int(v4.sockets[0].getsockname()[1])
-        self.servers = [v4, await asyncio.start_server(self._serve, "::1", self.port)]
-        return self
+        for _ in range(10):  # the port the system gave on 127.0.0.1 may be taken on ::1
+            v4 = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+            self.port = int(v4.sockets[0].getsockname()[1])
+            try:
+                self.servers = [v4, await asyncio.start_server(self._serve, "::1", self.port)]
+            except OSError:
+                v4.close()
+                await v4.wait_closed()
+                continue
+            return self
+        raise RuntimeError("no port free on both 127.0.0.1 and ::1")
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1

@@ -32,7 +32,7 @@ from tenacity import (
 from yarl import URL
 
 from common.settings import Settings
-from webhooks.targets import Target, TargetError, vet
+from webhooks.targets import SYSTEM, Resolver, Target, TargetError, vet
 
 CONNECT_TRIES = 3
 IDLE_CLIENT_S = 60.0
@@ -106,11 +106,16 @@ class Sender:
     """Posts signed bodies; keeps one bounded keep-alive pool per (endpoint, name, address).
 
     ``ssl_context`` replaces the system's trust store (tests give a private CA); None verifies
-    against the system's."""
+    against the system's. ``resolver`` answers for the endpoints' names (the system's unless
+    given: tests give a DNS server of their own); the connection goes to an address it
+    answered and vetted, never to the name."""
 
-    def __init__(self, policy: Policy, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self, policy: Policy, ssl_context: ssl.SSLContext | None = None, resolver: Resolver = SYSTEM
+    ) -> None:
         self.policy = policy
         self._ssl: ssl.SSLContext | bool = ssl_context if ssl_context is not None else True
+        self._resolver = resolver
         self._clients: dict[PoolKey, aiohttp.ClientSession] = {}
         self._used: dict[PoolKey, float] = {}
 
@@ -157,11 +162,12 @@ class Sender:
         one relay service, say) do not wait for each other's slow answers."""
         started = time.monotonic()
         status: int | None = None
+        location: str | None = None
         error: str | None = None
         try:
             async with asyncio.timeout(self.policy.timeout_s):
-                target = await vet(url, self.policy.allow_private)  # again, against rebinding
-                status = await self._post_retrying(endpoint, target, body, headers)
+                target = await vet(url, self.policy.allow_private, self._resolver)  # again: rebinding
+                status, location = await self._post_retrying(endpoint, target, body, headers)
         except TargetError as exc:
             error = exc.reason
         except aiohttp.ClientSSLError as exc:
@@ -175,12 +181,12 @@ class Sender:
         except Exception as exc:  # noqa: BLE001 - an outcome, never a crash: the attempt is recorded
             error = f"{type(exc).__name__}"
         if status is not None and not 200 <= status < 300:
-            error = f"http_{status}"
+            error = _status_error(status, location)
         return Outcome(status, error, int((time.monotonic() - started) * 1000))
 
     async def _post_retrying(
         self, endpoint: str, target: Target, body: bytes, headers: dict[str, str]
-    ) -> int:
+    ) -> tuple[int, str | None]:
         # Only failures to connect are retried: the receiver has not seen the request.
         retrying = AsyncRetrying(
             stop=stop_after_attempt(CONNECT_TRIES),
@@ -193,7 +199,9 @@ class Sender:
                 return await self._post_any(endpoint, target, body, headers)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _post_any(self, endpoint: str, target: Target, body: bytes, headers: dict[str, str]) -> int:
+    async def _post_any(
+        self, endpoint: str, target: Target, body: bytes, headers: dict[str, str]
+    ) -> tuple[int, str | None]:
         for i, address in enumerate(target.addresses):
             try:
                 return await self._post_to(endpoint, target, address, body, headers)
@@ -204,7 +212,9 @@ class Sender:
 
     async def _post_to(
         self, endpoint: str, target: Target, address: str, body: bytes, headers: dict[str, str]
-    ) -> int:
+    ) -> tuple[int, str | None]:
+        """The status and, for a redirect, its ``Location`` (reported, never followed: the
+        place it names was not vetted)."""
         url = URL(target.url).with_host(address)
         all_headers = {
             **headers,
@@ -230,4 +240,14 @@ class Sender:
                 if read > MAX_BODY:
                     resp.close()
                     break
-            return resp.status
+            return resp.status, resp.headers.get("Location")
+
+
+def _status_error(status: int, location: str | None) -> str:
+    """What an operator reads for an answer that is not a 2xx: a redirect is a failed attempt,
+    retried on the schedule like any other (docs/security.md, "Webhook targets: what is
+    checked when"), and says where it pointed so the endpoint's owner can fix the URL."""
+    if 300 <= status < 400:
+        where = "" if location is None else f" to {location!r}"
+        return f"http_{status}: redirect{where} not followed"[:500]
+    return f"http_{status}"

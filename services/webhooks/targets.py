@@ -7,6 +7,12 @@ unspecified, and for IPv6 inside 2000::/3, whatever the platform's ``is_global``
 Delivery connects to the vetted address itself (the ``Host`` header and TLS SNI keep the
 name), so a DNS answer that changes between the check and the connection (rebinding) is
 never followed. ``allow_private`` (development and tests) permits ``http`` and local hosts.
+
+Names are resolved by a :class:`Resolver`: the system's (``getaddrinfo``: /etc/hosts, then the
+nameservers of /etc/resolv.conf) unless the caller gives another. The seam exists so that the
+rebinding tests can answer from a real DNS server of their own (tests/support/dns.py) without
+changing the machine's configuration; what is checked is the same either way (docs/security.md,
+"Webhook targets: what is checked when").
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ import asyncio
 import ipaddress
 import socket
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from webhooks.special import is_global_unicast
@@ -66,6 +73,14 @@ def is_public(ip: IPAddress) -> bool:
     return ip not in _METADATA and is_global_unicast(ip)
 
 
+def _is_public_text(addr: str) -> bool:
+    """``is_public`` of a resolver's answer; one that is not an address is not public."""
+    try:
+        return is_public(ipaddress.ip_address(addr))
+    except ValueError:
+        return False
+
+
 def parse(url: str, allow_private: bool) -> tuple[str, str, int]:
     """(scheme, host, port) of an acceptable URL, else :class:`TargetError`."""
     if not isinstance(url, str) or not url or len(url) > MAX_URL_LENGTH:
@@ -88,20 +103,36 @@ def parse(url: str, allow_private: bool) -> tuple[str, str, int]:
     return scheme, host, port or (443 if scheme == "https" else 80)
 
 
-async def _resolve(host: str, port: int) -> list[str]:
+class Resolver(Protocol):
+    """Every address (A and AAAA) a host name has now, as text; ``OSError`` if none."""
+
+    async def addresses(self, host: str, port: int) -> list[str]: ...
+
+
+class SystemResolver:
+    """The running loop's ``getaddrinfo``, both families: what the operating system answers."""
+
+    async def addresses(self, host: str, port: int) -> list[str]:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        return [str(info[4][0]) for info in infos]
+
+
+SYSTEM = SystemResolver()
+
+
+async def _resolve(host: str, port: int, resolver: Resolver) -> list[str]:
     try:
         return [str(ipaddress.ip_address(host))]
     except ValueError:
         pass
-    loop = asyncio.get_running_loop()
     try:
         async with asyncio.timeout(RESOLVE_TIMEOUT_S):
-            infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+            answers = await resolver.addresses(host, port)
     except (OSError, TimeoutError):
         raise TargetError("unresolvable_host", "endpoint_url's host does not resolve") from None
     seen: list[str] = []
-    for info in infos:
-        addr = str(info[4][0]).split("%", 1)[0]
+    for answer in answers:
+        addr = answer.split("%", 1)[0]  # an IPv6 zone names our interface, not the host
         if addr not in seen:
             seen.append(addr)
     if not seen:
@@ -109,13 +140,14 @@ async def _resolve(host: str, port: int) -> list[str]:
     return seen
 
 
-async def vet(url: str, allow_private: bool) -> Target:
-    """Parse, resolve and vet; refuses if any resolved address is not public."""
+async def vet(url: str, allow_private: bool, resolver: Resolver = SYSTEM) -> Target:
+    """Parse, resolve and vet; refuses if any resolved address is not public (one private
+    answer among public ones is enough: the connection may go to any of them)."""
     scheme, host, port = parse(url, allow_private)
-    addresses = await _resolve(host, port)
+    addresses = await _resolve(host, port, resolver)
     if not allow_private:
         for addr in addresses:
-            if not is_public(ipaddress.ip_address(addr)):
+            if not _is_public_text(addr):
                 raise TargetError(
                     "private_target",
                     "endpoint_url resolves to a loopback, private, link-local or metadata address",

@@ -4,6 +4,7 @@ at registration (by a process configured like production) and again at delivery.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import signal
 import uuid
@@ -17,6 +18,7 @@ from common.db import create_engine, migrate, sessionmaker, transaction
 from common.ids import new_id
 from common.keyring import KeyRing
 from tests.conftest import Stack
+from tests.support.dns import DnsResolver, DnsServer
 from tests.support.webhooks import (
     Receiver,
     _rows,
@@ -244,6 +246,45 @@ async def test_send_called_directly_skips_what_already_succeeded(stack: Stack, e
             await sender.close()
         assert len(receiver.received) == 1
         assert [a["attempt"] for a in await attempts_of(stack, rows[0]["id"])] == [1]
+
+
+async def test_a_target_rebound_to_a_private_address_is_recorded_as_refused(
+    stack: Stack, engine: AsyncEngine
+) -> None:
+    """What an operator reads after a refused attempt (docs/security.md, "Webhook targets:
+    what is checked when"): the attempt row and the delivery carry ``private_target``, no
+    status code, and the delivery is pending for its next attempt. The delivery is leased
+    here (so the service's own worker leaves it alone) and attempted through ``_send`` with
+    the endpoint's name answered by a real DNS server that now gives 127.0.0.1."""
+    dns = await DnsServer().start()
+    async with endpoint(stack) as (tenant, receiver, _, created):
+        webhook_id = created.data["webhook_id"]
+        event = customer_created(tenant.tenant_id, "cus_rebind")
+        dns.answers["rebind.test"] = ["127.0.0.1"]
+        box = SecretBox(KeyRing.parse(stack.env["SLUICE_ENCRYPTION_KEYS"]))
+        strict = Policy(schedule=(60,), jitter=0, timeout_s=5, disable_after_s=3600, allow_private=False)
+        sender = Sender(strict, resolver=DnsResolver(dns.port))
+        try:
+            async with transaction(sessionmaker(engine)) as session:
+                (delivery_id,) = await fan_out(session, [event], max_attempts=4)
+                (row,) = await repo.claim(session, [delivery_id], lease_s=60.0, worker="rebind")
+            # The name as registered was public; the row now names it (the URL is the tenant's).
+            rebound = dataclasses.replace(row, url=f"https://rebind.test:{receiver.port}/hook")
+            async with transaction(sessionmaker(engine)) as session:
+                out = await _send(session, sender, box, rebound)
+        finally:
+            await sender.close()
+            dns.stop()
+        assert out is not None and (out.status_code, out.error) == (None, "private_target")
+        assert receiver.received == [] and dns.asked == [("rebind.test", "A"), ("rebind.test", "AAAA")]
+        attempts = await attempts_of(stack, delivery_id)
+        assert [(a["attempt"], a["status_code"], a["error"]) for a in attempts] == [
+            (1, None, "private_target")
+        ]
+        delivery = [d for d in await deliveries_of(stack, webhook_id) if d["id"] == delivery_id]
+        assert [(d["status"], d["last_status_code"], d["last_error"]) for d in delivery] == [
+            ("pending", None, "private_target")
+        ]
 
 
 async def test_an_attempt_left_by_a_dead_worker_is_closed_and_taken_over(

@@ -46,7 +46,7 @@ class SleepyResolver:
         self.asked: list[str] = []
         self.cancelled = 0
 
-    async def __call__(self, host: str, port: int) -> list[str]:
+    async def __call__(self, host: str, port: int, _resolver: object = None) -> list[str]:
         self.asked.append(host)
         self.running[host] = self.running.get(host, 0) + 1
         self.most[host] = max(self.most.get(host, 0), self.running[host])
@@ -90,7 +90,7 @@ async def test_limits_are_checked_before_anything_is_resolved(monkeypatch: pytes
     resolver = SleepyResolver()
     log: list[str] = []
 
-    async def resolve(host: str, port: int) -> list[str]:
+    async def resolve(host: str, port: int, _resolver: object = None) -> list[str]:
         log.append("resolved")
         return await resolver(host, port)
 
@@ -132,7 +132,7 @@ async def test_the_consumer_resolves_before_its_batch_transaction(monkeypatch: p
     log: list[str] = []
     resolver = SleepyResolver()
 
-    async def resolve(host: str, port: int) -> list[str]:
+    async def resolve(host: str, port: int, _resolver: object = None) -> list[str]:
         log.append(f"resolved {host}")
         return await resolver(host, port)
 

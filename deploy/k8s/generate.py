@@ -15,6 +15,7 @@ production overlay) is done here; where a check cannot be met, the resource carr
 from __future__ import annotations
 
 import copy
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -29,6 +30,13 @@ NAMESPACE = "sluice"  # every resource's; never the default namespace (checkov C
 IMAGE_NAME = "ghcr.io/sluice/sluice"
 VERSION = tomllib.loads((HERE.parents[1] / "pyproject.toml").read_text())["project"]["version"]
 IMAGE = f"{IMAGE_NAME}:{VERSION}"
+# The release's Jobs (migrate, kafka-scram, kafka-acls): a Job's pod template cannot be changed
+# once created, so each release's are new objects, named after the release, deleted a day after
+# they finish (JOB_TTL_SECONDS), run before the Deployments roll: Argo CD's Sync hooks in earlier
+# sync waves, or `kubectl apply -k` in two steps (docs/operations/upgrade.md, "The release's Jobs").
+JOB_TTL_SECONDS = 86400  # a day to read a finished Job's log; then the next apply may run it again
+SERVER_WAVE = 3  # the Deployments and their autoscalers, after every Job below has completed
+JOB_WAVES = {"kafka-scram": 1, "kafka-acls": 2, "migrate": 2}  # credentials before ACLs
 PARTITIONS = 6  # SLUICE_KAFKA_TOPIC_PARTITIONS: the most consumers a group can use
 SERVICES = {  # name: (port, http: takes outside traffic, consumer group topic or None)
     "gateway": (8000, True, None),
@@ -163,6 +171,54 @@ INPUTS = {
 
 def _labels(name: str) -> dict[str, str]:
     return {**LABELS, "app.kubernetes.io/name": name}
+
+
+def release_name(version: str = VERSION) -> str:
+    """``version`` as a DNS label part: 0.1.0 -> 0-1-0."""
+    return re.sub(r"[^a-z0-9]+", "-", version.lower()).strip("-")
+
+
+def job_name(step: str, version: str = VERSION) -> str:
+    """The Job of ``step`` in release ``version``: a new object per release (JOB_TTL_SECONDS)."""
+    return f"sluice-{step}-{release_name(version)}"
+
+
+def _job(step: str, pod: dict[str, Any], backoff: int, deadline: int, skip: str) -> dict[str, Any]:
+    """A release's Job ``step``: ``backoff`` restarts within ``deadline`` seconds at most; an Argo
+    CD Sync hook (never tracked as out of sync once deleted, replaced at the next sync) in its
+    wave (JOB_WAVES), labelled with its release for `kubectl wait -l`."""
+    labels = {
+        **_labels(step),
+        "app.kubernetes.io/component": "release-job",
+        "app.kubernetes.io/version": VERSION,
+    }
+    annotations = {
+        "argocd.argoproj.io/hook": "Sync",
+        "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
+        "argocd.argoproj.io/sync-wave": str(JOB_WAVES[step]),
+        **_skips(skip),
+    }
+    spec = {
+        "backoffLimit": backoff,
+        "activeDeadlineSeconds": deadline,
+        "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
+        "template": {"metadata": {"labels": _labels(step)}, "spec": pod},
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _meta(job_name(step), labels, annotations),
+        "spec": spec,
+    }
+
+
+def _server(doc: dict[str, Any]) -> dict[str, Any]:
+    """A Deployment or its autoscaler, applied after the release's Jobs (SERVER_WAVE; the label
+    that `kubectl apply -l 'app.kubernetes.io/component!=server'` leaves out)."""
+    doc["metadata"]["labels"] = {**doc["metadata"]["labels"], "app.kubernetes.io/component": "server"}
+    annotations = doc["metadata"].setdefault("annotations", {})
+    annotations["argocd.argoproj.io/sync-wave"] = str(SERVER_WAVE)
+    return doc
 
 
 def _skips(*reasons: str) -> dict[str, str]:
@@ -633,35 +689,22 @@ def kafka_scram_job() -> dict[str, Any]:
             {"name": "tls", "mountPath": KAFKA_TLS_DIR, "readOnly": True},
         ],
     }
-    return _manifest(
-        "batch/v1",
-        "Job",
-        "kafka-scram",
-        {
-            "backoffLimit": 10,  # the brokers may still be electing a controller
-            "template": {
-                "metadata": {"labels": _labels("kafka-scram")},
-                "spec": {
-                    "restartPolicy": "OnFailure",
-                    "automountServiceAccountToken": False,
-                    "securityContext": _pod_security(UID),
-                    "containers": [container],
-                    "volumes": [
-                        {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
-                        {
-                            "name": "passwords",
-                            "projected": {
-                                "sources": [{"secret": p} for p in [*passwords, scaler]],
-                                "defaultMode": 0o440,
-                            },
-                        },
-                        {"name": "tls", "secret": _kafka_ca_volume()["secret"]},  # ca.crt alone
-                    ],
-                },
+    pod = {
+        "restartPolicy": "OnFailure",
+        "automountServiceAccountToken": False,
+        "securityContext": _pod_security(UID),
+        "containers": [container],
+        "volumes": [
+            {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
+            {
+                "name": "passwords",
+                "projected": {"sources": [{"secret": p} for p in [*passwords, scaler]], "defaultMode": 0o440},
             },
-        },
-        _skips(KAFKA_DIGEST_SKIP),
-    )
+            {"name": "tls", "secret": _kafka_ca_volume()["secret"]},  # ca.crt alone
+        ],
+    }
+    # the brokers may still be electing a controller: ten restarts within a quarter of an hour
+    return _job("kafka-scram", pod, 10, 900, KAFKA_DIGEST_SKIP)
 
 
 def kafka_acls_job() -> dict[str, Any]:
@@ -669,36 +712,25 @@ def kafka_acls_job() -> dict[str, Any]:
     (common.acls.plan), on the CLIENT listener with SCRAM-SHA-512 over TLS like every other
     client (its credential is sluice-kafka-scram's). Idempotent; apply it after
     sluice-kafka-scram and before the Deployments (they are refused until it completes: `kubectl
-    wait --for=condition=complete job/sluice-kafka-acls`). Its pod holds the super user's
+    wait --for=condition=complete job -l app.kubernetes.io/name=kafka-acls`). Its pod holds the super user's
     password and the brokers' CA, nothing else."""
     c = _container("kafka-acls", 8000, ["acls"])
     c.pop("ports")
     c["env"].append({"name": "SLUICE_KAFKA_SASL_USERNAME", "value": KAFKA_BROKER_USER})
     c["volumeMounts"].append(KAFKA_CA_MOUNT)
     broker_password = {"secretName": secret_name("kafka-acls"), "items": [_kafka_password(KAFKA_BROKER_USER)]}
-    return _manifest(
-        "batch/v1",
-        "Job",
-        "kafka-acls",
-        {
-            "backoffLimit": 10,  # the brokers may still be electing a controller
-            "template": {
-                "metadata": {"labels": _labels("kafka-acls")},
-                "spec": {
-                    "restartPolicy": "OnFailure",
-                    "automountServiceAccountToken": False,
-                    "securityContext": _pod_security(UID),
-                    "containers": [c],
-                    "volumes": [
-                        {"name": "tmp", "emptyDir": {}},
-                        {"name": "secrets", "secret": {**broker_password, "defaultMode": 0o440}},
-                        _kafka_ca_volume(),
-                    ],
-                },
-            },
-        },
-        _skips(IMAGE_DIGEST_SKIP),
-    )
+    pod = {
+        "restartPolicy": "OnFailure",
+        "automountServiceAccountToken": False,
+        "securityContext": _pod_security(UID),
+        "containers": [c],
+        "volumes": [
+            {"name": "tmp", "emptyDir": {}},
+            {"name": "secrets", "secret": {**broker_password, "defaultMode": 0o440}},
+            _kafka_ca_volume(),
+        ],
+    }
+    return _job("kafka-acls", pod, 10, 900, IMAGE_DIGEST_SKIP)  # as sluice-kafka-scram's
 
 
 def keda_kafka_auth() -> dict[str, Any]:
@@ -741,6 +773,18 @@ def scaled_object(name: str) -> dict[str, Any]:
         "triggers": triggers,
     }
     return _manifest("keda.sh/v1alpha1", "ScaledObject", name, spec)
+
+
+def autoscaler(name: str) -> dict[str, Any]:
+    """The HPA of a service that takes outside traffic: on CPU, 60 %, MIN_REPLICAS to MAX_REPLICAS."""
+    cpu = {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}
+    spec = {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"sluice-{name}"},
+        "minReplicas": MIN_REPLICAS,
+        "maxReplicas": MAX_REPLICAS[name],
+        "metrics": [{"type": "Resource", "resource": cpu}],
+    }
+    return _manifest("autoscaling/v2", "HorizontalPodAutoscaler", name, spec)
 
 
 def disruption_budget(name: str) -> dict[str, Any]:
@@ -797,40 +841,19 @@ def base() -> dict[str, list[dict[str, Any]]]:
     ]
     job = _container("migrate", 8000, ["migrate"])
     job.pop("ports")
-    files["migrate-job.yaml"] = [
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": _meta(
-                "sluice-migrate",
-                _labels("migrate"),
-                # Run before the Deployments roll: Argo CD's PreSync, Helm's pre-upgrade; with
-                # kubectl, apply and `kubectl wait --for=condition=complete job/sluice-migrate`
-                # first (docs/operations.md).
-                {
-                    "argocd.argoproj.io/hook": "PreSync",
-                    "helm.sh/hook": "pre-install,pre-upgrade",
-                    **_skips(IMAGE_DIGEST_SKIP),
-                },
-            ),
-            "spec": {
-                "backoffLimit": 3,
-                "template": {
-                    "metadata": {"labels": _labels("migrate")},
-                    "spec": {
-                        "restartPolicy": "OnFailure",
-                        "automountServiceAccountToken": False,
-                        "securityContext": _pod_security(UID),
-                        "containers": [job],
-                        "volumes": _pod_volumes("migrate"),
-                    },
-                },
-            },
-        }
-    ]
+    pod = {
+        "restartPolicy": "OnFailure",
+        "automountServiceAccountToken": False,
+        "securityContext": _pod_security(UID),
+        "containers": [job],
+        "volumes": _pod_volumes("migrate"),
+    }
+    # Each migration only adds (docs/operations/upgrade.md), so the last release's pods run on
+    # while it does; a lock wait or a long backfill gets half an hour, three restarts.
+    files["migrate-job.yaml"] = [_job("migrate", pod, 3, 1800, IMAGE_DIGEST_SKIP)]
     files["kafka-scram-job.yaml"] = [kafka_scram_job()]
     files["kafka-acls-job.yaml"] = [kafka_acls_job()]
-    files["deployments.yaml"] = [deployment(n, p) for n, (p, _, _) in SERVICES.items()]
+    files["deployments.yaml"] = [_server(deployment(n, p)) for n, (p, _, _) in SERVICES.items()]
     files["services.yaml"] = [
         _manifest(
             "v1",
@@ -840,30 +863,8 @@ def base() -> dict[str, list[dict[str, Any]]]:
         )
         for n, (p, _, _) in SERVICES.items()
     ] + [database_service()]
-    files["hpa.yaml"] = [
-        _manifest(
-            "autoscaling/v2",
-            "HorizontalPodAutoscaler",
-            n,
-            {
-                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"sluice-{n}"},
-                "minReplicas": MIN_REPLICAS,
-                "maxReplicas": MAX_REPLICAS[n],
-                "metrics": [
-                    {
-                        "type": "Resource",
-                        "resource": {
-                            "name": "cpu",
-                            "target": {"type": "Utilization", "averageUtilization": 60},
-                        },
-                    }
-                ],
-            },
-        )
-        for n, (_, http, _) in SERVICES.items()
-        if http
-    ]
-    files["keda.yaml"] = [scaled_object(n) for n in CONSUMER_GROUPS] + [keda_kafka_auth()]
+    files["hpa.yaml"] = [_server(autoscaler(n)) for n, (_, http, _) in SERVICES.items() if http]
+    files["keda.yaml"] = [_server(scaled_object(n)) for n in CONSUMER_GROUPS] + [keda_kafka_auth()]
     files["pdb.yaml"] = [disruption_budget(n) for n in [*SERVICES, "kafka"]]
     files["networkpolicy.yaml"] = network_policies()
     return files

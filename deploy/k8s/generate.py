@@ -15,6 +15,7 @@ production overlay) is done here; where a check cannot be met, the resource carr
 from __future__ import annotations
 
 import copy
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -29,6 +30,13 @@ NAMESPACE = "sluice"  # every resource's; never the default namespace (checkov C
 IMAGE_NAME = "ghcr.io/sluice/sluice"
 VERSION = tomllib.loads((HERE.parents[1] / "pyproject.toml").read_text())["project"]["version"]
 IMAGE = f"{IMAGE_NAME}:{VERSION}"
+# The release's Jobs (migrate, kafka-scram, kafka-acls): a Job's pod template cannot be changed
+# once created, so each release's are new objects, named after the release, deleted a day after
+# they finish (JOB_TTL_SECONDS), run before the Deployments roll: Argo CD's Sync hooks in earlier
+# sync waves, or `kubectl apply -k` in two steps (docs/operations/upgrade.md, "The release's Jobs").
+JOB_TTL_SECONDS = 86400  # a day to read a finished Job's log; then the next apply may run it again
+SERVER_WAVE = 3  # the Deployments and their autoscalers, after every Job below has completed
+JOB_WAVES = {"kafka-scram": 1, "kafka-acls": 2, "migrate": 2}  # credentials before ACLs
 PARTITIONS = 6  # SLUICE_KAFKA_TOPIC_PARTITIONS: the most consumers a group can use
 SERVICES = {  # name: (port, http: takes outside traffic, consumer group topic or None)
     "gateway": (8000, True, None),
@@ -163,6 +171,54 @@ INPUTS = {
 
 def _labels(name: str) -> dict[str, str]:
     return {**LABELS, "app.kubernetes.io/name": name}
+
+
+def release_name(version: str = VERSION) -> str:
+    """``version`` as a DNS label part: 0.1.0 -> 0-1-0."""
+    return re.sub(r"[^a-z0-9]+", "-", version.lower()).strip("-")
+
+
+def job_name(step: str, version: str = VERSION) -> str:
+    """The Job of ``step`` in release ``version``: a new object per release (JOB_TTL_SECONDS)."""
+    return f"sluice-{step}-{release_name(version)}"
+
+
+def _job(step: str, pod: dict[str, Any], backoff: int, deadline: int, skip: str) -> dict[str, Any]:
+    """A release's Job ``step``: ``backoff`` restarts within ``deadline`` seconds at most; an Argo
+    CD Sync hook (never tracked as out of sync once deleted, replaced at the next sync) in its
+    wave (JOB_WAVES), labelled with its release for `kubectl wait -l`."""
+    labels = {
+        **_labels(step),
+        "app.kubernetes.io/component": "release-job",
+        "app.kubernetes.io/version": VERSION,
+    }
+    annotations = {
+        "argocd.argoproj.io/hook": "Sync",
+        "argocd.argoproj.io/hook-delete-policy": "BeforeHookCreation",
+        "argocd.argoproj.io/sync-wave": str(JOB_WAVES[step]),
+        **_skips(skip),
+    }
+    spec = {
+        "backoffLimit": backoff,
+        "activeDeadlineSeconds": deadline,
+        "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
+        "template": {"metadata": {"labels": _labels(step)}, "spec": pod},
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _meta(job_name(step), labels, annotations),
+        "spec": spec,
+    }
+
+
+def _server(doc: dict[str, Any]) -> dict[str, Any]:
+    """A Deployment or its autoscaler, applied after the release's Jobs (SERVER_WAVE; the label
+    that `kubectl apply -l 'app.kubernetes.io/component!=server'` leaves out)."""
+    doc["metadata"]["labels"] = {**doc["metadata"]["labels"], "app.kubernetes.io/component": "server"}
+    annotations = doc["metadata"].setdefault("annotations", {})
+    annotations["argocd.argoproj.io/sync-wave"] = str(SERVER_WAVE)
+    return doc
 
 
 def _skips(*reasons: str) -> dict[str, str]:
@@ -321,7 +377,11 @@ def deployment(name: str, port: int) -> dict[str, Any]:
             "template": {
                 "metadata": {
                     "labels": _labels(name),
-                    "annotations": {"prometheus.io/port": str(METRICS_PORTS.get(name, port))},
+                    "annotations": {
+                        "prometheus.io/scrape": "true",  # for a Prometheus without the Operator
+                        "prometheus.io/port": str(METRICS_PORTS.get(name, port)),
+                        "prometheus.io/path": "/metrics",
+                    },
                 },
                 "spec": {
                     "automountServiceAccountToken": False,
@@ -633,35 +693,22 @@ def kafka_scram_job() -> dict[str, Any]:
             {"name": "tls", "mountPath": KAFKA_TLS_DIR, "readOnly": True},
         ],
     }
-    return _manifest(
-        "batch/v1",
-        "Job",
-        "kafka-scram",
-        {
-            "backoffLimit": 10,  # the brokers may still be electing a controller
-            "template": {
-                "metadata": {"labels": _labels("kafka-scram")},
-                "spec": {
-                    "restartPolicy": "OnFailure",
-                    "automountServiceAccountToken": False,
-                    "securityContext": _pod_security(UID),
-                    "containers": [container],
-                    "volumes": [
-                        {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
-                        {
-                            "name": "passwords",
-                            "projected": {
-                                "sources": [{"secret": p} for p in [*passwords, scaler]],
-                                "defaultMode": 0o440,
-                            },
-                        },
-                        {"name": "tls", "secret": _kafka_ca_volume()["secret"]},  # ca.crt alone
-                    ],
-                },
+    pod = {
+        "restartPolicy": "OnFailure",
+        "automountServiceAccountToken": False,
+        "securityContext": _pod_security(UID),
+        "containers": [container],
+        "volumes": [
+            {"name": "tmp", "emptyDir": {"medium": "Memory", "sizeLimit": "64Mi"}},
+            {
+                "name": "passwords",
+                "projected": {"sources": [{"secret": p} for p in [*passwords, scaler]], "defaultMode": 0o440},
             },
-        },
-        _skips(KAFKA_DIGEST_SKIP),
-    )
+            {"name": "tls", "secret": _kafka_ca_volume()["secret"]},  # ca.crt alone
+        ],
+    }
+    # the brokers may still be electing a controller: ten restarts within a quarter of an hour
+    return _job("kafka-scram", pod, 10, 900, KAFKA_DIGEST_SKIP)
 
 
 def kafka_acls_job() -> dict[str, Any]:
@@ -669,36 +716,25 @@ def kafka_acls_job() -> dict[str, Any]:
     (common.acls.plan), on the CLIENT listener with SCRAM-SHA-512 over TLS like every other
     client (its credential is sluice-kafka-scram's). Idempotent; apply it after
     sluice-kafka-scram and before the Deployments (they are refused until it completes: `kubectl
-    wait --for=condition=complete job/sluice-kafka-acls`). Its pod holds the super user's
+    wait --for=condition=complete job -l app.kubernetes.io/name=kafka-acls`). Its pod holds the super user's
     password and the brokers' CA, nothing else."""
     c = _container("kafka-acls", 8000, ["acls"])
     c.pop("ports")
     c["env"].append({"name": "SLUICE_KAFKA_SASL_USERNAME", "value": KAFKA_BROKER_USER})
     c["volumeMounts"].append(KAFKA_CA_MOUNT)
     broker_password = {"secretName": secret_name("kafka-acls"), "items": [_kafka_password(KAFKA_BROKER_USER)]}
-    return _manifest(
-        "batch/v1",
-        "Job",
-        "kafka-acls",
-        {
-            "backoffLimit": 10,  # the brokers may still be electing a controller
-            "template": {
-                "metadata": {"labels": _labels("kafka-acls")},
-                "spec": {
-                    "restartPolicy": "OnFailure",
-                    "automountServiceAccountToken": False,
-                    "securityContext": _pod_security(UID),
-                    "containers": [c],
-                    "volumes": [
-                        {"name": "tmp", "emptyDir": {}},
-                        {"name": "secrets", "secret": {**broker_password, "defaultMode": 0o440}},
-                        _kafka_ca_volume(),
-                    ],
-                },
-            },
-        },
-        _skips(IMAGE_DIGEST_SKIP),
-    )
+    pod = {
+        "restartPolicy": "OnFailure",
+        "automountServiceAccountToken": False,
+        "securityContext": _pod_security(UID),
+        "containers": [c],
+        "volumes": [
+            {"name": "tmp", "emptyDir": {}},
+            {"name": "secrets", "secret": {**broker_password, "defaultMode": 0o440}},
+            _kafka_ca_volume(),
+        ],
+    }
+    return _job("kafka-acls", pod, 10, 900, IMAGE_DIGEST_SKIP)  # as sluice-kafka-scram's
 
 
 def keda_kafka_auth() -> dict[str, Any]:
@@ -741,6 +777,18 @@ def scaled_object(name: str) -> dict[str, Any]:
         "triggers": triggers,
     }
     return _manifest("keda.sh/v1alpha1", "ScaledObject", name, spec)
+
+
+def autoscaler(name: str) -> dict[str, Any]:
+    """The HPA of a service that takes outside traffic: on CPU, 60 %, MIN_REPLICAS to MAX_REPLICAS."""
+    cpu = {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}
+    spec = {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"sluice-{name}"},
+        "minReplicas": MIN_REPLICAS,
+        "maxReplicas": MAX_REPLICAS[name],
+        "metrics": [{"type": "Resource", "resource": cpu}],
+    }
+    return _manifest("autoscaling/v2", "HorizontalPodAutoscaler", name, spec)
 
 
 def disruption_budget(name: str) -> dict[str, Any]:
@@ -797,40 +845,19 @@ def base() -> dict[str, list[dict[str, Any]]]:
     ]
     job = _container("migrate", 8000, ["migrate"])
     job.pop("ports")
-    files["migrate-job.yaml"] = [
-        {
-            "apiVersion": "batch/v1",
-            "kind": "Job",
-            "metadata": _meta(
-                "sluice-migrate",
-                _labels("migrate"),
-                # Run before the Deployments roll: Argo CD's PreSync, Helm's pre-upgrade; with
-                # kubectl, apply and `kubectl wait --for=condition=complete job/sluice-migrate`
-                # first (docs/operations.md).
-                {
-                    "argocd.argoproj.io/hook": "PreSync",
-                    "helm.sh/hook": "pre-install,pre-upgrade",
-                    **_skips(IMAGE_DIGEST_SKIP),
-                },
-            ),
-            "spec": {
-                "backoffLimit": 3,
-                "template": {
-                    "metadata": {"labels": _labels("migrate")},
-                    "spec": {
-                        "restartPolicy": "OnFailure",
-                        "automountServiceAccountToken": False,
-                        "securityContext": _pod_security(UID),
-                        "containers": [job],
-                        "volumes": _pod_volumes("migrate"),
-                    },
-                },
-            },
-        }
-    ]
+    pod = {
+        "restartPolicy": "OnFailure",
+        "automountServiceAccountToken": False,
+        "securityContext": _pod_security(UID),
+        "containers": [job],
+        "volumes": _pod_volumes("migrate"),
+    }
+    # Each migration only adds (docs/operations/upgrade.md), so the last release's pods run on
+    # while it does; a lock wait or a long backfill gets half an hour, three restarts.
+    files["migrate-job.yaml"] = [_job("migrate", pod, 3, 1800, IMAGE_DIGEST_SKIP)]
     files["kafka-scram-job.yaml"] = [kafka_scram_job()]
     files["kafka-acls-job.yaml"] = [kafka_acls_job()]
-    files["deployments.yaml"] = [deployment(n, p) for n, (p, _, _) in SERVICES.items()]
+    files["deployments.yaml"] = [_server(deployment(n, p)) for n, (p, _, _) in SERVICES.items()]
     files["services.yaml"] = [
         _manifest(
             "v1",
@@ -840,32 +867,11 @@ def base() -> dict[str, list[dict[str, Any]]]:
         )
         for n, (p, _, _) in SERVICES.items()
     ] + [database_service()]
-    files["hpa.yaml"] = [
-        _manifest(
-            "autoscaling/v2",
-            "HorizontalPodAutoscaler",
-            n,
-            {
-                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"sluice-{n}"},
-                "minReplicas": MIN_REPLICAS,
-                "maxReplicas": MAX_REPLICAS[n],
-                "metrics": [
-                    {
-                        "type": "Resource",
-                        "resource": {
-                            "name": "cpu",
-                            "target": {"type": "Utilization", "averageUtilization": 60},
-                        },
-                    }
-                ],
-            },
-        )
-        for n, (_, http, _) in SERVICES.items()
-        if http
-    ]
-    files["keda.yaml"] = [scaled_object(n) for n in CONSUMER_GROUPS] + [keda_kafka_auth()]
+    files["hpa.yaml"] = [_server(autoscaler(n)) for n, (_, http, _) in SERVICES.items() if http]
+    files["keda.yaml"] = [_server(scaled_object(n)) for n in CONSUMER_GROUPS] + [keda_kafka_auth()]
     files["pdb.yaml"] = [disruption_budget(n) for n in [*SERVICES, "kafka"]]
     files["networkpolicy.yaml"] = network_policies()
+    files["monitoring.yaml"] = monitoring()
     return files
 
 
@@ -1003,13 +1009,85 @@ def network_policies() -> list[dict[str, Any]]:
     ]
 
 
+# Prometheus on Kubernetes, through the Prometheus Operator (docs/operations/runbooks.md, "On
+# Kubernetes"): a PodMonitor per service on its metrics port (METRICS_PORTS, else its own port),
+# whose jobLabel makes `job` the service's name (its pod label app.kubernetes.io/name), as
+# deploy/prometheus.yml names the jobs, so the rules' expressions are the same everywhere; the
+# rules of deploy/prometheus/alerts.yml as PrometheusRules, the postgres_exporter group on its own
+# (the cloudnative-pg overlay replaces it with alerts-cloudnative-pg.yml's, CloudNativePG's names).
+PROMETHEUS_RULES = HERE.parent / "prometheus"  # deploy/prometheus
+POSTGRES_EXPORTER_GROUP = "sluice-postgres-exporter"
+CNPG_CLUSTER = "sluice-pg"  # overlays/cloudnative-pg/cluster.yaml
+
+
+def pod_monitor(name: str, selector: dict[str, str], port: str, job_label: str) -> dict[str, Any]:
+    spec = {
+        "jobLabel": job_label,
+        "selector": {"matchLabels": selector},
+        "podMetricsEndpoints": [{"port": port, "path": "/metrics"}],
+    }
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": _meta(name, LABELS),
+        "spec": spec,
+    }
+
+
+def prometheus_rule(name: str, groups: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": _meta(name, LABELS),
+        "spec": {"groups": groups},
+    }
+
+
+def rule_groups(file: str) -> list[dict[str, Any]]:
+    groups: list[dict[str, Any]] = yaml.safe_load((PROMETHEUS_RULES / file).read_text())["groups"]
+    return groups
+
+
+def monitoring() -> list[dict[str, Any]]:
+    """The services' PodMonitors and the alert rules of deploy/prometheus/alerts.yml."""
+    monitors = [
+        pod_monitor(
+            f"sluice-{n}", _labels(n), "metrics" if n in METRICS_PORTS else "http", "app.kubernetes.io/name"
+        )
+        for n in SERVICES
+    ]
+    groups = rule_groups("alerts.yml")
+    exporter = [g for g in groups if g["name"] == POSTGRES_EXPORTER_GROUP]
+    rest = [g for g in groups if g["name"] != POSTGRES_EXPORTER_GROUP]
+    return [
+        *monitors,
+        prometheus_rule("sluice-alerts", rest),
+        prometheus_rule("sluice-postgres-exporter-alerts", exporter),
+    ]
+
+
+def cnpg_monitoring() -> list[dict[str, Any]]:
+    """The cloudnative-pg overlay's: a PodMonitor of the Cluster's instances (their exporter's
+    port `metrics`, 9187; its own, not the deprecated spec.monitoring.enablePodMonitor) and the
+    PostgreSQL rules over CloudNativePG's and the Barman Cloud plugin's metric names."""
+    monitor = pod_monitor(CNPG_CLUSTER, {"cnpg.io/cluster": CNPG_CLUSTER}, "metrics", "cnpg.io/cluster")
+    return [
+        monitor,
+        prometheus_rule("sluice-cloudnative-pg-alerts", rule_groups("alerts-cloudnative-pg.yml")),
+    ]
+
+
+HEADER = "# Generated by deploy/k8s/generate.py: edit the generator, then run it.\n"
+
+
 def write_base() -> None:
     out = HERE / "base"
     out.mkdir(exist_ok=True)
     files = base()
     for name, docs in files.items():
-        header = "# Generated by deploy/k8s/generate.py: edit the generator, then run it.\n"
-        (out / name).write_text(header + yaml.safe_dump_all(docs, sort_keys=False))
+        (out / name).write_text(HEADER + yaml.safe_dump_all(docs, sort_keys=False))
+    cnpg = HERE / "overlays" / "cloudnative-pg" / "monitoring.yaml"
+    cnpg.write_text(HEADER + yaml.safe_dump_all(cnpg_monitoring(), sort_keys=False))
     kust = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
         "kind": "Kustomization",
@@ -1106,7 +1184,7 @@ def _generate(
 
 def _patch(directory: Path, path: str, docs: list[dict[str, Any]]) -> None:
     """One strategic-merge patch file: each document merged into the resources of its kind and
-    name (and namespace, when it names one)."""
+    name (and namespace, when it names one), or, with ``$patch: delete``, those removed."""
     for patch in yaml.safe_load_all((directory / path).read_text()):
         key = (patch["kind"], patch["metadata"]["name"])
         hits = [
@@ -1117,8 +1195,11 @@ def _patch(directory: Path, path: str, docs: list[dict[str, Any]]) -> None:
         ]
         if not hits:
             raise SystemExit(f"{directory}: patch {path} matches no {key}")
-        for i in hits:
-            docs[i] = _merge(docs[i], patch)
+        for i in reversed(hits):
+            if patch.get("$patch") == "delete":  # the resource removed, as kustomize removes it
+                del docs[i]
+            else:
+                docs[i] = _merge(docs[i], patch)
 
 
 def render(directory: Path, inputs: Path | None = None) -> list[dict[str, Any]]:

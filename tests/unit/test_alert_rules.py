@@ -1,4 +1,4 @@
-"""deploy/prometheus/alerts.yml: every expression parses as PromQL, names only
+"""deploy/prometheus/alerts.yml and alerts-cloudnative-pg.yml: every expression parses as PromQL, names only
 metrics some process really exports, and every alert carries a severity, a summary, a
 description and a runbook_url whose anchor is a heading of docs/operations/runbooks.md.
 
@@ -28,6 +28,9 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "deploy" / "prometheus" / "alerts.yml"
+# CloudNativePG's variants of the PostgreSQL alerts (deploy/k8s's cloudnative-pg overlay)
+RULE_FILES = (RULES, ROOT / "deploy" / "prometheus" / "alerts-cloudnative-pg.yml")
+JMX_EXPORTER = ROOT / "deploy" / "prometheus" / "kafka-jmx-exporter.yml"
 RUNBOOKS = ROOT / "docs" / "operations" / "runbooks.md"
 
 # Metrics of processes that are not the suite's, by exporter. A platform team runs these next
@@ -42,8 +45,26 @@ EXTERNAL: dict[str, set[str]] = {
         "pg_replication_lag_seconds",
         "pg_stat_replication_pg_wal_lsn_diff",
     },
-    "kube-state-metrics": {"kube_deployment_status_replicas_unavailable"},
+    "kube-state-metrics": {"kube_deployment_status_replicas_unavailable", "kube_job_status_failed"},
     "kafka_exporter (danielqsj/kafka_exporter)": {"kafka_consumergroup_lag", "kafka_consumergroup_lag_sum"},
+    # CloudNativePG 1.30's instance exporter: its collector (pkg/management/postgres/webserver/
+    # metricserver/pg_collector.go) and default monitoring queries (config/manager/
+    # default-monitoring.yaml: pg_replication, pg_stat_replication, pg_stat_archiver)
+    "CloudNativePG": {
+        "cnpg_collector_up",
+        "cnpg_collector_pg_wal_archive_status",
+        "cnpg_pg_replication_in_recovery",
+        "cnpg_pg_replication_streaming_replicas",
+        "cnpg_pg_stat_replication_replay_diff_bytes",
+        "cnpg_pg_stat_archiver_last_failed_time",
+        "cnpg_pg_stat_archiver_last_archived_time",
+    },
+    # the Barman Cloud plugin 0.14 (its documentation, "Observability")
+    "Barman Cloud plugin": {
+        "barman_cloud_cloudnative_pg_io_last_failed_backup_timestamp",
+        "barman_cloud_cloudnative_pg_io_last_available_backup_timestamp",
+    },
+    "cert-manager": {"certmanager_certificate_expiration_timestamp_seconds"},
 }
 
 _DECLARED = re.compile(r"\b(Counter|PromCounter|Gauge|Histogram|Summary)\(\s*\"([a-zA-Z_:][a-zA-Z0-9_:]*)\"")
@@ -91,9 +112,23 @@ def from_integrations() -> set[str]:
     return names
 
 
-def rules() -> list[dict[str, Any]]:
-    doc = yaml.safe_load(RULES.read_text())
-    return [rule for group in doc["groups"] for rule in group["rules"]]
+def from_jmx_exporter() -> set[str]:
+    """The names the brokers' JMX exporter configuration gives its MBeans: each rule's ``name``
+    with ``$1`` each alternative of its pattern's first group, lower-cased as configured."""
+    config = yaml.safe_load(JMX_EXPORTER.read_text())
+    assert config["lowercaseOutputName"] is True
+    names = set()
+    for rule in config["rules"]:
+        first = re.search(r"\(([\w|]+)\)", rule["pattern"])
+        assert first, rule
+        names |= {rule["name"].replace("$1", alt).lower() for alt in first.group(1).split("|")}
+    return names
+
+
+def rules(files: tuple[Path, ...] = RULE_FILES) -> list[dict[str, Any]]:
+    return [
+        rule for f in files for group in yaml.safe_load(f.read_text())["groups"] for rule in group["rules"]
+    ]
 
 
 def selectors(node: Any) -> Iterator[str]:
@@ -130,7 +165,7 @@ def test_prometheus_loads_the_rules_file() -> None:
 
 
 def test_every_expression_parses_and_names_exported_metrics() -> None:
-    known = declared_in_code() | from_integrations() | set().union(*EXTERNAL.values())
+    known = declared_in_code() | from_integrations() | from_jmx_exporter() | set().union(*EXTERNAL.values())
     unknown: dict[str, set[str]] = {}
     for rule in rules():
         tree = promql_parser.parse(rule["expr"])  # raises ValueError on a syntax error
@@ -161,8 +196,9 @@ def test_a_syntax_error_is_caught() -> None:
 
 def test_every_alert_has_severity_summary_and_a_runbook() -> None:
     targets = anchors()
-    names = [rule["alert"] for rule in rules()]
-    assert len(names) == len(set(names)), names
+    for file in RULE_FILES:  # the CloudNativePG file reuses the PostgreSQL alerts' names
+        names = [rule["alert"] for rule in rules((file,))]
+        assert len(names) == len(set(names)), names
     for rule in rules():
         assert rule["labels"]["severity"] in ("critical", "warning"), rule["alert"]
         notes = rule["annotations"]
@@ -174,8 +210,11 @@ def test_every_alert_has_severity_summary_and_a_runbook() -> None:
 
 def test_every_watched_metric_has_its_alert() -> None:
     """Consumer lag, unanswered requests, shed rate, dead letters, unanchored journal entries,
-    replication lag, a service not ready."""
-    exprs = {rule["alert"]: rule["expr"] for rule in rules()}
+    replication lag, a service not ready; the brokers' partitions, an expiring certificate, a
+    failed Job, WAL archiving and base backups on CloudNativePG."""
+    watched: dict[str, set[str]] = {}
+    for rule in rules():  # an alert of both files: the metrics of both expressions
+        watched.setdefault(rule["alert"], set()).update(selectors(promql_parser.parse(rule["expr"])))
     wanted = {
         "sluice_consumer_lag": "SluiceConsumerLag",
         "sluice_gateway_unavailable_total": "SluiceUnansweredRequests",
@@ -185,6 +224,14 @@ def test_every_watched_metric_has_its_alert() -> None:
         "pg_stat_replication_pg_wal_lsn_diff": "SluicePostgresReplicationLag",
         "up": "SluiceServiceDown",
         "kube_deployment_status_replicas_unavailable": "SluiceServiceNotReady",
+        "kafka_server_replicamanager_underreplicatedpartitions": "SluiceKafkaUnderReplicatedPartitions",
+        "kafka_server_replicamanager_underminisrpartitioncount": "SluiceKafkaUnderMinIsr",
+        "kafka_controller_kafkacontroller_offlinepartitionscount": "SluiceKafkaOfflinePartitions",
+        "certmanager_certificate_expiration_timestamp_seconds": "SluiceCertificateExpiring",
+        "kube_job_status_failed": "SluiceJobFailed",
+        "cnpg_pg_stat_archiver_last_failed_time": "SluicePostgresWalArchivingFailing",
+        "barman_cloud_cloudnative_pg_io_last_failed_backup_timestamp": "SluicePostgresBackupFailing",
+        "cnpg_collector_up": "SluicePostgresDown",
     }
     for metric, alert in wanted.items():
-        assert metric in set(selectors(promql_parser.parse(exprs[alert]))), alert
+        assert metric in watched[alert], alert

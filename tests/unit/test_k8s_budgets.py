@@ -66,7 +66,7 @@ def most_pods(docs: list[dict[str, Any]]) -> dict[str, int]:
 def test_the_pools_at_their_maximums_fit_max_connections(docs: list[dict[str, Any]]) -> None:
     per_pod = connections_per_pod(docs)
     pods = most_pods(docs)
-    jobs = [d for d in docs if d["kind"] == "Job" and d["metadata"]["name"] == "sluice-migrate"]
+    jobs = [d for d in docs if d["kind"] == "Job" and d["metadata"]["name"] == GEN.job_name("migrate")]
     clusters = [d for d in docs if d["kind"] == "Cluster"]
     total = per_pod * (sum(pods.values()) + len(jobs)) + RESERVED + (PLATFORM_OWN if clusters else 0)
     assert total <= max_connections(docs), f"{pods} x {per_pod} + the migration Job + reserved = {total}"
@@ -87,7 +87,7 @@ def test_each_deployment_mounts_its_own_secret_alone(docs: list[dict[str, Any]])
     mounted = {
         d["metadata"]["labels"]["app.kubernetes.io/name"]: _secrets(d)
         for d in docs
-        if d["kind"] in ("Deployment", "Job") and d["metadata"]["name"] != "sluice-kafka-scram"
+        if d["kind"] in ("Deployment", "Job") and d["metadata"]["name"] != GEN.job_name("kafka-scram")
     }
     assert mounted == {pod: {GEN.secret_name(pod)} for pod in mounted}, mounted
     assert set(mounted) >= set(GEN.SERVICES) | {"migrate", "kafka-acls"}

@@ -142,7 +142,7 @@ def test_every_client_uses_scram_sha_512_over_tls_with_a_mounted_ca(docs: list[d
     config = _one(docs, "ConfigMap", "sluice-config")["data"]
     clients = _clients(docs)
     names = {n for n, _, _ in clients}
-    assert names == {f"sluice-{s}" for s in acls.SERVICES} | {"sluice-kafka-acls"}
+    assert names == {f"sluice-{s}" for s in acls.SERVICES} | {GEN.job_name("kafka-acls")}
     for name, pod, c in clients:
         refs = [r["configMapRef"]["name"] for r in c.get("envFrom", []) if "configMapRef" in r]
         env = {k: v for r in refs for k, v in _one(docs, "ConfigMap", r)["data"].items()} | _env(c)
@@ -167,7 +167,7 @@ def test_keda_logs_in_with_scram_sha_512_over_tls(docs: list[dict[str, Any]]) ->
 def test_the_scram_job_gives_every_principal_a_credential_from_a_mounted_file(
     docs: list[dict[str, Any]],
 ) -> None:
-    job = _one(docs, "Job", "sluice-kafka-scram")
+    job = _one(docs, "Job", GEN.job_name("kafka-scram"))
     pod = job["spec"]["template"]["spec"]
     [c] = pod["containers"]
     script = c["args"][0]
@@ -202,7 +202,7 @@ def test_every_name_dialed_over_tls_is_in_the_certificates_names(docs: list[dict
     for scaled in (d for d in docs if d["kind"] == "ScaledObject"):
         for trigger in scaled["spec"]["triggers"]:
             dialed |= {a.rsplit(":", 1)[0] for a in trigger["metadata"]["bootstrapServers"].split(",")}
-    scram = _env(_one(docs, "Job", "sluice-kafka-scram")["spec"]["template"]["spec"]["containers"][0])
+    scram = _env(_one(docs, "Job", GEN.job_name("kafka-scram"))["spec"]["template"]["spec"]["containers"][0])
     dialed |= {a.rsplit(":", 1)[0] for a in scram["KAFKA_BOOTSTRAP"].split(",")}
     resolved = {h.replace("${HOSTNAME}", f"kafka-{i}") for h in dialed for i in range(GEN.KAFKA_NODES)}
     assert resolved <= set(GEN.KAFKA_TLS_DNS_NAMES)

@@ -39,6 +39,9 @@ CRD_SCHEMAS = {
     ("postgresql.cnpg.io/v1", "Cluster"): "cnpg-cluster.json",
     ("postgresql.cnpg.io/v1", "ScheduledBackup"): "cnpg-scheduledbackup.json",
     ("barmancloud.cnpg.io/v1", "ObjectStore"): "barman-cloud-objectstore.json",
+    # the Prometheus Operator's (v0.93.0): the services' and the Cluster's scrapes, the alerts
+    ("monitoring.coreos.com/v1", "PodMonitor"): "prometheus-operator-podmonitors.json",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): "prometheus-operator-prometheusrules.json",
 }
 BARMAN_CLOUD = "barman-cloud.cloudnative-pg.io"  # the plugin's name in a Cluster and a Backup
 CNPG_OVERLAY = K8S / "overlays" / "cloudnative-pg"
@@ -78,7 +81,7 @@ def problems(doc: dict[str, Any]) -> list[str]:
         schema = json.loads((K8S / "schemas" / KEDA_SCHEMAS[doc["kind"]]).read_text())
         errors = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(doc)]
         return [f"{name}: {e}" for e in errors]
-    if doc["apiVersion"].split("/")[0].endswith("cnpg.io"):
+    if doc["apiVersion"].split("/")[0].endswith(("cnpg.io", "monitoring.coreos.com")):
         schema = CRD_SCHEMAS.get((doc["apiVersion"], doc["kind"]))
         if schema is None:
             return [f"{name}: no schema of {doc['apiVersion']} {doc['kind']} in deploy/k8s/schemas"]
@@ -117,6 +120,8 @@ def test_every_manifest_of_the_production_overlay_is_valid(production: list[dict
         "Namespace",  # sluice, Pod Security admission's restricted profile
         "NetworkPolicy",
         "PodDisruptionBudget",
+        "PodMonitor",  # each service's /metrics (the Prometheus Operator)
+        "PrometheusRule",  # deploy/prometheus/alerts.yml
         "ScaledObject",
         "Service",
         "StatefulSet",  # the three-node Apache Kafka cluster

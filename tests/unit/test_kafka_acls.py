@@ -128,6 +128,8 @@ def test_deploy_k8s_runs_kafka_with_sasl_and_each_service_as_its_own_principal()
         items = [i for v in pod["volumes"] if "secret" in v for i in v["secret"]["items"]]
         passwords = {i["key"] for i in items if i["path"] == "SLUICE_KAFKA_SASL_PASSWORD"}
         assert passwords == {f"SLUICE_KAFKA_SASL_PASSWORD_{name.upper()}"}  # its own, no other's
-    job = next(d for d in docs if d["metadata"]["name"] == "sluice-kafka-acls")["spec"]["template"]["spec"]
+    job = next(d for d in docs if d["metadata"]["name"].startswith("sluice-kafka-acls-"))["spec"]["template"][
+        "spec"
+    ]
     assert job["containers"][0]["args"] == ["acls"]
     assert {"name": "SLUICE_KAFKA_SASL_USERNAME", "value": BROKER_USER} in job["containers"][0]["env"]

@@ -73,7 +73,9 @@ def _direct_handler(path: str, by_method: dict[str, Endpoint]) -> HTTPRouteHandl
 
     handler.__name__ = path.strip("/").replace("/", "_").replace("-", "_").replace("{", "").replace("}", "")
     methods = [HttpMethod(m) for m in sorted(by_method)]
-    return route(_litestar_path(path), http_method=methods, name=handler.__name__)(handler)
+    # Every answer sets its own status. Stated so that Litestar does not default a path with
+    # DELETE to 204 and then refuse, at startup, a handler that answers a body.
+    return route(_litestar_path(path), http_method=methods, name=handler.__name__, status_code=200)(handler)
 
 
 def _direct_handlers(endpoints: list[Endpoint]) -> list[HTTPRouteHandler]:

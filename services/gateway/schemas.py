@@ -180,12 +180,22 @@ EventType = Annotated[
 ]
 
 
+EventTypes = Annotated[list[EventType], msgspec.Meta(min_length=1, max_length=len(DELIVERED_EVENT_TYPES))]
+
+
 class WebhookCreate(msgspec.Struct, **_STRICT):
     endpoint_url: Uri
     # Only these types are delivered to the endpoint; absent: every type.
-    enabled_events: (
-        Annotated[list[EventType], msgspec.Meta(min_length=1, max_length=len(DELIVERED_EVENT_TYPES))] | None
-    ) = None
+    enabled_events: EventTypes | None = None
+
+
+class WebhookUpdate(msgspec.Struct, **_STRICT):
+    """At least one field; a field left out (or null) is kept. A new URL is vetted as at
+    creation; ``disabled`` stops deliveries at once (pending ones end), ``enabled`` resumes."""
+
+    endpoint_url: Uri | None = None
+    enabled_events: EventTypes | None = None
+    status: Literal["enabled", "disabled"] | None = None
 
 
 class SandboxDepositCreate(msgspec.Struct, **_STRICT):
@@ -299,6 +309,10 @@ class WebhookCreated(msgspec.Struct, kw_only=True):
 class Webhook(msgspec.Struct, kw_only=True):
     webhook_id: str
     endpoint_url: str
+    # deleted: only in the answer to DELETE (afterwards the endpoint is not found)
+    status: Literal["enabled", "disabled", "deleted"]
+    # why it is disabled: failing_without_success (disabled automatically) or disabled_by_partner
+    disabled_reason: str | None = None
     created_at: str | msgspec.UnsetType = msgspec.UNSET
     enabled_events: list[str] | msgspec.UnsetType = msgspec.UNSET
 

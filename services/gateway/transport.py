@@ -144,7 +144,8 @@ async def direct(request: Request[Any, Any, State], ep: Endpoint) -> Response[by
 
 async def routed(request: Request[Any, Any, State]) -> Response[bytes]:
     """``POST /`` with ``x-service-route``; the body is the payload, or ``{"method": "GET"}``
-    for reads (a list's query string rides in the route: ``/v1/customers?limit=5``)."""
+    for reads (a list's query string rides in the route: ``/v1/customers?limit=5``); a change or
+    a deletion names its method beside the payload (``{"method": "PATCH", ...}``)."""
     rid = request_id_of(request)
     router: Router = request.app.state.router
     try:
@@ -163,9 +164,11 @@ async def routed(request: Request[Any, Any, State]) -> Response[bytes]:
         path, _, qs = route.partition("?")
         method = "POST"
         if isinstance(body, dict) and "method" in body:
-            if not isinstance(body["method"], str) or body["method"].upper() not in _METHODS:
+            if not isinstance(body["method"], str) or body["method"].upper() not in ROUTED_METHODS:
                 raise ServiceError(
-                    ErrorCode.INVALID_REQUEST, "method must be GET or POST", details={"field": "method"}
+                    ErrorCode.INVALID_REQUEST,
+                    "method must be one of " + ", ".join(ROUTED_METHODS),
+                    details={"field": "method"},
                 )
             method = body["method"].upper()
             body = {k: v for k, v in body.items() if k != "method"}
@@ -202,4 +205,5 @@ def _refusal(err: ServiceError) -> Endpoint:
     return Endpoint("GET", "/", None, build)
 
 
-_METHODS = ("GET", "POST")
+# What a routed body's ``method`` may name (absent: POST): every method of the endpoint table.
+ROUTED_METHODS = ("GET", "POST", "PATCH", "DELETE")

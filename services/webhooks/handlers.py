@@ -35,8 +35,8 @@ from common.outbox import Outbox, OutMessage
 from common.settings import Settings
 from common.topics import Topics
 from webhooks import service
-from webhooks.repository.limits import endpoint_counts
-from webhooks.vetting import Verdicts, vet_creations
+from webhooks.repository.limits import endpoint_counts, owned_endpoints
+from webhooks.vetting import Verdicts, vet_endpoint_urls
 
 log = logging.getLogger(__name__)
 
@@ -96,10 +96,18 @@ class WebhooksConsumer:
         async with self.sessions() as session:
             return await endpoint_counts(session, owners)
 
+    async def _owned_endpoints(self, wanted: Iterable[tuple[str, str, str]]) -> set[str]:
+        async with self.sessions() as session:
+            return await owned_endpoints(session, wanted)
+
     async def run_commands(self, cmds: Sequence[WebhooksCommand]) -> None:
         # Endpoint URLs are resolved first, bounded, with no transaction open (webhooks.vetting).
-        vetted = await vet_creations(
-            cmds, self.env.allow_private, self._endpoint_counts, per_tenant=self.vet_per_tenant
+        vetted = await vet_endpoint_urls(
+            cmds,
+            self.env.allow_private,
+            self._endpoint_counts,
+            per_tenant=self.vet_per_tenant,
+            owned=self._owned_endpoints,
         )
         async with self.outbox.transaction(self.sessions) as session:
             for cmd in cmds:

@@ -74,6 +74,9 @@ class WebhookEndpoint(TenantRow, table=True):
     verified_at: datetime | None = time_field(nullable=True)
     created_at: datetime | None = _now()
     next_due_at: datetime | None = time_field(nullable=True)
+    # Set when the partner deleted it (it is also disabled): the row keeps its deliveries'
+    # history, and the partner no longer sees it.
+    deleted_at: datetime | None = time_field(nullable=True)
 
 
 class WebhookEvent(SQLModel, table=True):

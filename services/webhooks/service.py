@@ -19,6 +19,7 @@ from common.contracts import Command, Result
 from common.contracts.base import as_mode
 from common.contracts.commands import (
     CreateWebhook,
+    DeleteWebhook,
     EnableWebhook,
     GetEvent,
     GetWebhook,
@@ -29,6 +30,7 @@ from common.contracts.commands import (
     ReplayDeliveries,
     ReplayDelivery,
     RotateWebhookSecret,
+    UpdateWebhook,
 )
 from common.contracts.events import DELIVERED_EVENT_TYPES, AnyEvent, WebhookEndpointDisabled
 from common.errors import ErrorCode, ServiceError, invalid, not_found
@@ -51,6 +53,7 @@ ROTATION_GRACE_S = 24 * 3600.0
 DELIVERY_STATUSES = ("pending", "succeeded", "dead")
 READ_ONLY = (GetWebhook, ListWebhooks, ListDeliveries, GetWebhookStatus, ListEvents, GetEvent)
 MAX_RETIRED = 10  # secrets rotated out within the grace period that still sign
+DISABLED_BY_PARTNER = "disabled_by_partner"  # disabled_reason of a PATCH status disabled
 
 _json = msgspec.json.Encoder()
 
@@ -76,12 +79,18 @@ class WithSecret:
     sealed: dict[str, bytes]
 
 
+def endpoint_status(row: Any) -> str:
+    if row.deleted_at is not None:
+        return "deleted"
+    return "enabled" if row.enabled else "disabled"
+
+
 def endpoint_view(row: Any) -> dict[str, Any]:
     return {
         "webhook_id": row.id,
         "endpoint_url": row.url,
         "created_at": iso(row.created_at),
-        "status": "enabled" if row.enabled else "disabled",
+        "status": endpoint_status(row),
         "disabled_reason": row.disabled_reason,
         "enabled_events": list(row.enabled_events) if row.enabled_events else list(DELIVERED_EVENT_TYPES),
     }
@@ -127,12 +136,7 @@ async def create_webhook(
                 limit=MAX_ENDPOINTS,
             )
     if verdict is NOT_VETTED:
-        try:
-            await vet(cmd.endpoint_url, env.allow_private)
-        except TargetError as exc:
-            verdict = exc
-        else:
-            verdict = None
+        verdict = await _vet_here(cmd.endpoint_url, env)
     if verdict is FULL and existing is not None:  # not resolved for want of room: a retry,
         verdict = None  # answered duplicate_id below, as before
     if verdict is not None:
@@ -151,6 +155,15 @@ async def create_webhook(
     if row is None:
         raise invalid("webhook_id", "a webhook with this id already exists", reason="duplicate_id")
     return 201, WithSecret(endpoint_view(row), _for_reply(env, secret, cmd))
+
+
+async def _vet_here(url: str, env: Env) -> TargetError | None:
+    """The URL's verdict, resolved inside the caller's transaction (direct callers only)."""
+    try:
+        await vet(url, env.allow_private)
+    except TargetError as exc:
+        return exc
+    return None
 
 
 def _event_types(given: list[str] | None) -> list[str] | None:
@@ -221,6 +234,58 @@ async def rotate_secret(session: AsyncSession, env: Env, cmd: RotateWebhookSecre
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What a PATCH changes of an endpoint, decided from the command and the row."""
+
+    url: str | None  # None: kept
+    event_types: list[str] | repo.Keep | None  # KEEP: kept; None: every type
+    enable: bool | None  # None: the status is kept
+
+
+def changes_of(row: Any, cmd: UpdateWebhook) -> Changes:
+    """Only what differs: the same URL is not vetted again, and enabling an enabled endpoint
+    (or disabling a disabled one) changes nothing, its disabled reason included."""
+    if cmd.endpoint_url is None and cmd.enabled_events is None and cmd.status is None:
+        raise invalid("body", "name at least one of endpoint_url, enabled_events, status", reason="empty")
+    url = cmd.endpoint_url if cmd.endpoint_url not in (None, row.url) else None
+    types = _event_types(cmd.enabled_events) if cmd.enabled_events is not None else repo.KEEP
+    enable = None
+    if cmd.status is not None and (cmd.status == "enabled") != bool(row.enabled):
+        enable = cmd.status == "enabled"
+    return Changes(url, types, enable)
+
+
+async def update_webhook(
+    session: AsyncSession, env: Env, cmd: UpdateWebhook, verdict: TargetError | None = NOT_VETTED
+) -> tuple[int, Any]:
+    """A new URL is vetted as at creation (``verdict`` from ``webhooks.vetting``); disabling
+    ends the pending deliveries, as the automatic disabling does; enabling makes the endpoint
+    healthy again, as an operator's ``enable_webhook`` does."""
+    row = await _owned(session, cmd, cmd.webhook_id, lock=True)
+    changes = changes_of(row, cmd)
+    if changes.url is not None:
+        if verdict is NOT_VETTED:
+            verdict = await _vet_here(changes.url, env)
+        if verdict is not None:
+            raise invalid("endpoint_url", verdict.message, reason=verdict.reason)
+    row = await repo.change_endpoint(session, row.id, changes.url, changes.event_types)
+    if changes.enable is True:
+        row = await repo.enable_endpoint(session, cmd.webhook_id)
+    elif changes.enable is False:
+        row = await repo.disable_endpoint(session, cmd.webhook_id, DISABLED_BY_PARTNER)
+    assert row is not None  # locked above
+    return 200, endpoint_view(row)
+
+
+async def delete_webhook(session: AsyncSession, env: Env, cmd: DeleteWebhook) -> tuple[int, Any]:
+    """Answered once with ``status: deleted``; afterwards the endpoint is not found."""
+    row = await _owned(session, cmd, cmd.webhook_id, lock=True)
+    row = await repo.delete_endpoint(session, row.id)
+    assert row is not None  # locked above
+    return 200, endpoint_view(row)
+
+
 # ---- operator commands (from admin; not scoped to the ctx tenant) ----
 
 
@@ -251,7 +316,9 @@ async def replay_delivery(session: AsyncSession, env: Env, cmd: ReplayDelivery) 
             reason="not_dead",
         )
     endpoint = await repo.get_endpoint(session, current.webhook_id)
-    if endpoint is None or not endpoint.enabled:
+    if endpoint is None:
+        raise invalid("delivery_id", "the delivery's endpoint was deleted", reason="endpoint_deleted")
+    if not endpoint.enabled:
         raise invalid(
             "delivery_id", "the delivery's endpoint is disabled; enable it first", reason="endpoint_disabled"
         )
@@ -348,6 +415,8 @@ HANDLERS: dict[type, Any] = {
     GetWebhook: get_webhook,
     ListWebhooks: list_webhooks,
     RotateWebhookSecret: rotate_secret,
+    UpdateWebhook: update_webhook,
+    DeleteWebhook: delete_webhook,
     EnableWebhook: enable_webhook,
     ReplayDelivery: replay_delivery,
     ReplayDeliveries: replay_deliveries,
@@ -366,6 +435,8 @@ async def execute(session: AsyncSession, env: Env, cmd: Command, vetted: Verdict
         raise ServiceError(ErrorCode.INVALID_REQUEST, f"unsupported command {type(cmd).__name__}")
     if isinstance(cmd, CreateWebhook) and vetted is not None and cmd.command_id in vetted:
         status, data = await create_webhook(session, env, cmd, vetted[cmd.command_id])
+    elif isinstance(cmd, UpdateWebhook) and vetted is not None and cmd.command_id in vetted:
+        status, data = await update_webhook(session, env, cmd, vetted[cmd.command_id])
     else:
         status, data = await handler(session, env, cmd)
     if isinstance(data, WithSecret):

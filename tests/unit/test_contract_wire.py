@@ -155,6 +155,14 @@ WIRE: dict[type[Command], bytes] = {
         b'{"type":"webhook.rotate.v1","webhook_id":"webhook_id","command_id":"c","ctx":%s,'
         b'"authority":null,"decision":null}'
     ),
+    commands.UpdateWebhook: (
+        b'{"type":"webhook.update.v1","webhook_id":"webhook_id","endpoint_url":null,"enabled_events":null,'
+        b'"status":null,"command_id":"c","ctx":%s,"authority":null,"decision":null}'
+    ),
+    commands.DeleteWebhook: (
+        b'{"type":"webhook.delete.v1","webhook_id":"webhook_id","command_id":"c","ctx":%s,'
+        b'"authority":null,"decision":null}'
+    ),
     commands.EnableWebhook: (
         b'{"type":"webhook.enable.v1","webhook_id":"webhook_id","command_id":"c","ctx":%s,'
         b'"authority":null,"decision":null}'

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from common.contracts import Ctx
-from common.contracts.commands import CreateWebhook, GetWebhook
+from common.contracts.commands import CreateWebhook, GetWebhook, UpdateWebhook
 from webhooks import handlers, targets
 from webhooks.targets import TargetError
-from webhooks.vetting import FULL, LATE, MAX_ENDPOINTS, vet_creations
+from webhooks.vetting import FULL, LATE, MAX_ENDPOINTS, vet_endpoint_urls
 
 pytestmark = pytest.mark.unit
 
@@ -78,7 +78,7 @@ async def test_a_sleeping_resolver_holds_only_its_tenant_and_only_until_the_dead
     slow = [create("slow-tenant", SLOW) for _ in range(6)]
     quick = [create("quick-tenant", QUICK) for _ in range(3)]
     cmds = [*slow, *quick, GetWebhook(command_id="g", ctx=quick[0].ctx, webhook_id="we_1")]
-    verdicts = await vet_creations(cmds, False, counts_of({}), deadline_s=0.3, per_tenant=2)
+    verdicts = await vet_endpoint_urls(cmds, False, counts_of({}), deadline_s=0.3, per_tenant=2)
     assert all(verdicts[c.command_id] is None for c in quick)  # vetted, public
     assert all(verdicts[c.command_id] is LATE for c in slow)  # refused: did not resolve in time
     assert resolver.most[SLOW] == 2  # the per-tenant cap: the other four never started
@@ -98,7 +98,7 @@ async def test_limits_are_checked_before_anything_is_resolved(monkeypatch: pytes
     full = [create("full-tenant", QUICK) for _ in range(3)]
     room = [create("roomy-tenant", QUICK) for _ in range(3)]
     have = {("full-tenant", "sandbox"): MAX_ENDPOINTS, ("roomy-tenant", "sandbox"): MAX_ENDPOINTS - 2}
-    verdicts = await vet_creations([*full, *room], False, counts_of(have, log), deadline_s=5)
+    verdicts = await vet_endpoint_urls([*full, *room], False, counts_of(have, log), deadline_s=5)
     assert log[0] == "counted" and log.count("resolved") == 3  # the roomy tenant's three only
     assert all(verdicts[c.command_id] is FULL for c in full)  # never resolved: refused in the transaction
     assert all(verdicts[c.command_id] is None for c in room)
@@ -111,10 +111,42 @@ async def test_bad_urls_are_refused_without_a_lookup(monkeypatch: pytest.MonkeyP
     plain = CreateWebhook(
         command_id="c1", ctx=plain.ctx, webhook_id="we_x", endpoint_url="http://quick.example/"
     )
-    verdicts = await vet_creations([plain], False, counts_of({}))
+    verdicts = await vet_endpoint_urls([plain], False, counts_of({}))
     refusal = verdicts["c1"]
     assert isinstance(refusal, TargetError) and refusal.reason == "https_required"
     assert resolver.asked == []
+
+
+async def test_a_new_url_is_vetted_as_a_creation_is_but_never_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A PATCH that names a URL is resolved before the transaction like a creation; it adds no
+    endpoint, so a tenant at its limit still may move one. A PATCH without a URL is left alone."""
+    resolver = SleepyResolver()
+    monkeypatch.setattr(targets, "_resolve", resolver)
+    ctx = create("full-tenant", QUICK).ctx
+    move = UpdateWebhook(command_id="m", ctx=ctx, webhook_id="we_1", endpoint_url=f"https://{QUICK}/new")
+    bad = UpdateWebhook(command_id="b", ctx=ctx, webhook_id="we_1", endpoint_url="http://quick.example/")
+    pause = UpdateWebhook(command_id="p", ctx=ctx, webhook_id="we_1", status="disabled")
+    other = UpdateWebhook(command_id="o", ctx=ctx, webhook_id="we_theirs", endpoint_url=f"https://{SLOW}/")
+    log: list[str] = []
+    have = {("full-tenant", "sandbox"): MAX_ENDPOINTS}
+    asked: list[tuple[str, str, str]] = []
+
+    async def owned(wanted: Iterable[tuple[str, str, str]]) -> set[str]:
+        asked.extend(wanted)
+        return {"we_1"}
+
+    cmds = [move, bad, pause, other]
+    verdicts = await vet_endpoint_urls(cmds, False, counts_of(have, log), owned=owned, deadline_s=5)
+    assert verdicts["m"] is None and resolver.asked == [QUICK]
+    refusal = verdicts["b"]
+    assert isinstance(refusal, TargetError) and refusal.reason == "https_required"
+    assert "p" not in verdicts and log == []  # no creation: nothing counted
+    assert "o" not in verdicts  # not the tenant's endpoint: answered not found, never resolved
+    assert sorted(asked) == [("full-tenant", "sandbox", "we_1")] * 2 + [
+        ("full-tenant", "sandbox", "we_theirs")
+    ]
 
 
 class FakeOutbox:

@@ -268,6 +268,20 @@ class RotateWebhookSecret(WebhookRef, tag="webhook.rotate.v1"):
     """A new signing secret, returned once; the old one keeps signing alongside for a while."""
 
 
+class UpdateWebhook(WebhookRef, tag="webhook.update.v1"):
+    """The partner changes its endpoint's URL (vetted as at creation), its event types or its
+    status; a field left None is kept."""
+
+    endpoint_url: str | None = None
+    enabled_events: list[str] | None = None
+    status: Literal["enabled", "disabled"] | None = None
+
+
+class DeleteWebhook(WebhookRef, tag="webhook.delete.v1"):
+    """The partner deletes its endpoint: answered once as ``deleted``; afterwards it is not
+    found, not listed, and sent nothing (its pending deliveries end)."""
+
+
 class EnableWebhook(WebhookRef, tag="webhook.enable.v1"):
     """An operator re-enables an endpoint the service disabled after 5 days without a success."""
 
@@ -334,6 +348,8 @@ WebhooksCommand = (
     | GetWebhook
     | ListWebhooks
     | RotateWebhookSecret
+    | UpdateWebhook
+    | DeleteWebhook
     | EnableWebhook
     | ReplayDelivery
     | ReplayDeliveries

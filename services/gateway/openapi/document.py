@@ -19,6 +19,7 @@ from gateway.openapi.examples import EXAMPLES, NOTES
 from gateway.openapi.rules import request_rules
 from gateway.pipeline import Endpoint
 from gateway.schemas import IDEMPOTENCY_KEY_PATTERN, ErrorEnvelope
+from gateway.transport import ROUTED_METHODS
 
 _PARAM = re.compile(r"\{(\w+)\}")
 REQUEST_RULES = request_rules()
@@ -241,16 +242,17 @@ def _ref_name(name: str) -> dict[str, Any]:
 
 
 # What the gateway checks of a routed body before it reads the route (transport.routed): an
-# object, ``method`` GET or POST in any case, and every number bounded as everywhere (at most 18
-# significant digits, exponent within +-18). JSON Schema cannot count digits: integers are
-# bounded to 18 digits, other numbers to multiples of 1e-6 within +-1e12 (every amount and
-# percentage the API takes), which is within the rule.
+# object, ``method`` one of transport.ROUTED_METHODS in any case, and every number bounded as
+# everywhere (at most 18 significant digits, exponent within +-18). JSON Schema cannot count
+# digits: integers are bounded to 18 digits, other numbers to multiples of 1e-6 within +-1e12
+# (every amount and percentage the API takes), which is within the rule.
 _BOUNDED_JSON = "BoundedJson"
 ROUTED_SCHEMAS: dict[str, dict[str, Any]] = {
     "RoutedBody": {
         "type": "object",
-        "description": 'the endpoint\'s payload, or {"method": "GET"} for a read',
-        "properties": {"method": {"type": "string", "pattern": ci_pattern(("GET", "POST"))}},
+        "description": 'the endpoint\'s payload, or {"method": "GET"} for a read; PATCH and DELETE '
+        "name their method beside the payload",
+        "properties": {"method": {"type": "string", "pattern": ci_pattern(ROUTED_METHODS)}},
         "additionalProperties": _ref_name(_BOUNDED_JSON),
     },
     _BOUNDED_JSON: {

@@ -51,6 +51,7 @@ EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
         "endpoint_url": "https://example.com/sluice/events",
         "enabled_events": ["transfer.created", "transfer.updated"],
     },
+    ("PATCH", "/v1/webhooks/{webhook_id}"): {"enabled_events": ["transfer.updated"], "status": "enabled"},
     ("POST", "/v1/sandbox/deposits"): {"virtual_account_id": "va_01hxyz", "amount": "100.00"},
     ("POST", "/v1/onboarding-authorizations"): {
         "service_user_id": "user-1842",
@@ -73,4 +74,6 @@ NOTES: dict[tuple[str, str], str] = {
     "the amount (else 400 naming the field).",
     ("POST", "/v1/webhooks"): " The endpoint's host must resolve, and outside development only to "
     "public addresses (else 400 with details.reason).",
+    ("PATCH", "/v1/webhooks/{webhook_id}"): " A new endpoint_url is vetted as at creation: its host "
+    "must resolve, and outside development only to public addresses (else 400 with details.reason).",
 }

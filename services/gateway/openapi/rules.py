@@ -193,4 +193,8 @@ def request_rules() -> dict[tuple[str, str], dict[str, Any]]:
         ("POST", "/v1/onboarding-authorizations"): _case(
             [], redirect_url=_nullable({"type": "string", "pattern": REDIRECT_URL})
         ),
+        # webhooks.service.changes_of: at least one field that is not null
+        ("PATCH", "/v1/webhooks/{webhook_id}"): {
+            "anyOf": [_case([f], **{f: {"not": _NULL}}) for f in ("endpoint_url", "enabled_events", "status")]
+        },
     }

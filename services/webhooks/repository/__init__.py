@@ -28,6 +28,13 @@ from webhooks.repository.outcomes import *  # noqa: F403 - the queue's halves: o
 from webhooks.repository.queue import *  # noqa: F403
 from webhooks.repository.sql import FRESH, NEW_DELIVERY_ID, seconds, texts
 
+
+class Keep:
+    """A setting left as it is (``change_endpoint``): None means "every event type" there."""
+
+
+KEEP = Keep()
+
 # ---- endpoints ----
 
 
@@ -75,7 +82,7 @@ async def count_endpoints_locked(session: AsyncSession, tenant_id: str, mode: st
     stmt = (
         select(func.count())
         .select_from(endpoints)
-        .where(endpoints.c.tenant_id == tenant_id, endpoints.c.mode == mode)
+        .where(endpoints.c.tenant_id == tenant_id, endpoints.c.mode == mode, endpoints.c.deleted_at.is_(None))
     )
     return int((await session.execute(stmt)).scalar_one())
 
@@ -99,7 +106,8 @@ async def get_endpoint(
     *,
     lock: bool = False,
 ) -> WebhookEndpoint | None:
-    stmt = select(WebhookEndpoint).where(endpoints.c.id == webhook_id)
+    """The endpoint, unless it was deleted (then, to everyone, it does not exist)."""
+    stmt = select(WebhookEndpoint).where(endpoints.c.id == webhook_id, endpoints.c.deleted_at.is_(None))
     if tenant_id is not None:
         stmt = stmt.where(endpoints.c.tenant_id == tenant_id, endpoints.c.mode == mode)
     if lock:
@@ -110,7 +118,8 @@ async def get_endpoint(
 async def list_endpoints(
     session: AsyncSession, tenant_id: str, mode: str, limit: int, starting_after: str | None
 ) -> Sequence[WebhookEndpoint]:
-    stmt = select(WebhookEndpoint).where(endpoints.c.tenant_id == tenant_id, endpoints.c.mode == mode)
+    e = endpoints.c
+    stmt = select(WebhookEndpoint).where(e.tenant_id == tenant_id, e.mode == mode, e.deleted_at.is_(None))
     if starting_after is not None:
         stmt = stmt.where(endpoints.c.id < starting_after)
     stmt = stmt.order_by(endpoints.c.id.desc()).limit(limit)
@@ -155,6 +164,58 @@ async def enable_endpoint(session: AsyncSession, webhook_id: str) -> WebhookEndp
         failing_since=None,
         next_due_at=func.now(),
     )
+
+
+async def change_endpoint(
+    session: AsyncSession, webhook_id: str, url: str | None, event_types: list[str] | Keep | None
+) -> WebhookEndpoint | None:
+    """A new URL (None: kept) and event types (``KEEP``: kept; None: every type)."""
+    values: dict[str, Any] = {}
+    if url is not None:
+        values["url"] = url
+    if not isinstance(event_types, Keep):
+        values["enabled_events"] = event_types
+    if not values:
+        return await get_endpoint(session, webhook_id)
+    return await _update_endpoint(session, webhook_id, **values)
+
+
+async def disable_endpoint(session: AsyncSession, webhook_id: str, reason: str) -> WebhookEndpoint | None:
+    """Disabled now (claimed by no worker, fanned out nothing) and its pending deliveries
+    dead-lettered, as the automatic disabling does."""
+    row = await _update_endpoint(
+        session, webhook_id, enabled=False, disabled_at=func.now(), disabled_reason=reason, next_due_at=None
+    )
+    await _end_pending(session, webhook_id, "endpoint_disabled")
+    return row
+
+
+async def delete_endpoint(session: AsyncSession, webhook_id: str) -> WebhookEndpoint | None:
+    """Deleted: disabled (when it was not already) and hidden from the partner; its pending
+    deliveries end, so nothing more is sent to it. The row stays for its deliveries' history."""
+    e = endpoints.c
+    row = await _update_endpoint(
+        session,
+        webhook_id,
+        enabled=False,
+        deleted_at=func.now(),
+        disabled_at=func.coalesce(e.disabled_at, func.now()),
+        next_due_at=None,
+    )
+    await _end_pending(session, webhook_id, "endpoint_deleted")
+    return row
+
+
+async def _end_pending(session: AsyncSession, webhook_id: str, why: str) -> None:
+    """The endpoint's pending deliveries become dead (an attempt already sent may still
+    record its outcome). Run under the endpoint's row lock, which every claim also takes."""
+    d = deliveries.c
+    stmt = (
+        update(deliveries)
+        .where(d.webhook_id == webhook_id, d.status == "pending")
+        .values(status="dead", lease_until=None, updated_at=func.now(), last_error=why)
+    )
+    await session.execute(stmt)
 
 
 async def tenant_verified(session: AsyncSession, tenant_id: str) -> bool:

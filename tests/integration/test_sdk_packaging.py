@@ -193,8 +193,10 @@ def test_the_partner_scripts_run_from_the_artefacts_against_the_stack(
     script = _python_script(python_partner, "partner.py", (PARTNER / "partner.py").read_text())
     out = _ok(_run([str(python_partner.python), script.name], python_partner.home, env))
     assert "customer True" in out.splitlines() and "event transfer.updated completed" in out.splitlines(), out
+    assert {"page True True", "endpoint disabled deleted"} <= set(out.splitlines()), out
     home = node_partner.home
     (home / "partner.ts").write_text((PARTNER / "partner.ts").read_text())
     _ok(_run([str(home / "node_modules" / ".bin" / "tsc"), "-p", "."], cwd=home))
     out = _ok(_run(["node", "out/partner.js"], home, env))
     assert "customer True" in out.splitlines() and "event transfer.updated completed" in out.splitlines(), out
+    assert {"page True True", "endpoint disabled deleted"} <= set(out.splitlines()), out

@@ -207,6 +207,8 @@ def test_the_typescript_sdk_against_the_stack(stack: Stack, shedding: Proc) -> N
         env = {
             "SLUICE_API_URL": stack.gateway,
             "SLUICE_SANDBOX_KEY": t.key,
+            # a tenant of its own for test/stack/endpoints.test.ts's pages: nothing else lists there
+            "SLUICE_PAGES_KEY": make_tenant(stack).key,
             "DROPPING_PROXY_URL": proxy.url,
             "SHEDDING_GATEWAY_URL": shedding.url,
             "RECEIVER_PORT": str(free_port()),

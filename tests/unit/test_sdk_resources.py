@@ -38,6 +38,7 @@ from sluice_sdk import (
     verify_webhook,
 )
 from sluice_sdk import core as sdk_core
+from sluice_sdk.pages import page_fields
 from sluice_sdk.retry import AdaptiveThrottle
 from tools.codegen import clients, sdk_resources
 
@@ -149,6 +150,81 @@ def test_list_follows_every_page(monkeypatch: pytest.MonkeyPatch) -> None:
     first, second = script.requests
     assert "starting_after" not in first.url.params and first.url.params["type"] == "transfer.created"
     assert second.url.params["starting_after"] == "evt_2" and second.url.params["limit"] == "2"
+
+
+def ids(items: Any) -> list[str]:
+    return [str(t["transfer_id"]) for t in items]
+
+
+def test_list_page_is_one_page_with_its_cursor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Broken when list_page walks every page, drops starting_after, next_page loses the limit,
+    or limit means anything but the page size."""
+    Clock(monkeypatch)
+    more = envelope({"items": [{"transfer_id": "tr_3"}, {"transfer_id": "tr_2"}], "next_cursor": "tr_2"})
+    script = Script(
+        more,
+        envelope({"items": [{"transfer_id": "tr_1"}], "next_cursor": None}),
+        envelope({"items": [{"transfer_id": "tr_1"}], "next_cursor": None}),
+    )
+    s = sluice(script)
+    page = s.transfers.list_page(limit=2, starting_after="tr_4")
+    assert ids(page.data) == ["tr_3", "tr_2"] and page.has_more and page.next_cursor == "tr_2"
+    assert len(script.requests) == 1  # one page, one request
+    last = page.next_page()
+    assert last is not None and ids(last) == ["tr_1"] and len(last) == 1
+    assert not last.has_more and last.next_cursor is None and last.next_page() is None
+    assert ids(s.transfers.list(limit=2, starting_after="tr_2")) == ["tr_1"]  # resumed from a cursor
+    assert [dict(r.url.params) for r in script.requests] == [
+        {"limit": "2", "starting_after": "tr_4"},
+        {"limit": "2", "starting_after": "tr_2"},
+        {"limit": "2", "starting_after": "tr_2"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ({"items": [1], "next_cursor": "c1"}, ([1], True, "c1")),
+        ({"items": [1], "next_cursor": None}, ([1], False, None)),
+        ({"items": [], "next_cursor": None, "has_more": False}, ([], False, None)),
+        ({"items": [1], "next_cursor": "c1", "has_more": False}, ([1], False, "c1")),  # the answer's own
+        ("not a page", ([], False, None)),
+    ],
+)
+def test_a_page_reads_has_more_from_the_answer_or_its_cursor(answer: Any, expected: Any) -> None:
+    assert page_fields(answer) == expected
+
+
+async def test_the_async_page_walks_on_from_itself() -> None:
+    script = Script(
+        envelope({"items": [{"transfer_id": "tr_2"}], "next_cursor": "tr_2"}),
+        envelope({"items": [{"transfer_id": "tr_1"}], "next_cursor": None}),
+    )
+    client_config = Config(api_key=KEY, base_url="http://gw.test")
+    async with AsyncSluice(client_config, transport=httpx.MockTransport(script)) as s:
+        page = await s.transfers.list_page(limit=1)
+        assert ids(page) == ["tr_2"] and page.has_more
+        walked = [t["transfer_id"] async for t in page.auto_paging_iter()]
+    assert walked == ["tr_2", "tr_1"] and len(script.requests) == 2
+
+
+def test_update_and_delete_send_patch_and_delete_each_with_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Broken when update loses its body, delete sends one, or either goes without a key."""
+    Clock(monkeypatch)
+    hook = {"webhook_id": "wh_1", "endpoint_url": "https://a.example/h"}
+    script = Script(envelope({**hook, "status": "disabled"}), envelope({**hook, "status": "deleted"}))
+    s = sluice(script)
+    assert s.webhooks.update("wh_1", status="disabled")["status"] == "disabled"
+    assert s.webhooks.delete("wh_1")["status"] == "deleted"
+    patch, delete = script.requests
+    assert (patch.method, patch.url.path, json.loads(patch.content)) == (
+        "PATCH",
+        "/v1/webhooks/wh_1",
+        {"status": "disabled"},
+    )
+    assert (delete.method, delete.url.path, delete.content) == ("DELETE", "/v1/webhooks/wh_1", b"")
+    keys = {patch.headers["idempotency-key"], delete.headers["idempotency-key"]}
+    assert len(keys) == 2 and all(k.startswith("sdk_") for k in keys)
 
 
 def book(key: str | None = None) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 Every operation of the document becomes a method of a resource, in both languages, named by
 one rule (:func:`operations`): ``POST /v1/customers`` is ``customers.create``, ``GET
 /v1/customers`` ``customers.list`` (every page), ``GET /v1/customers/{customer_id}``
-``customers.retrieve``, ``POST /v1/webhooks/{webhook_id}/rotate-secret``
+``customers.retrieve``, ``PATCH`` and ``DELETE /v1/webhooks/{webhook_id}`` ``webhooks.update``
+and ``webhooks.delete``, ``POST /v1/webhooks/{webhook_id}/rotate-secret``
 ``webhooks.rotate_secret``, ``GET /v1/wallets/{wallet_id}/transactions``
 ``wallets.list_transactions``, ``POST /`` (the routed form) ``routed.send``.
 
@@ -36,7 +37,7 @@ KEY_FIELD = "idempotency_key"
 class Operation:
     resource: str  # snake_case
     verb: str  # snake_case
-    method: str  # GET | POST
+    method: str  # GET | POST | PATCH | DELETE
     path: str
     path_params: tuple[str, ...]
     query: tuple[tuple[str, dict[str, Any]], ...]
@@ -65,6 +66,10 @@ def _success(op: dict[str, Any]) -> tuple[str | None, bool]:
     return None, False
 
 
+# /v1/x/{id} by method (GET: retrieve)
+_ONE_VERBS = {"patch": "update", "delete": "delete"}
+
+
 def operations(doc: dict[str, Any]) -> list[Operation]:
     """The document's operations as resource methods, in a stable order."""
     out: list[Operation] = []
@@ -87,7 +92,7 @@ def operations(doc: dict[str, Any]) -> list[Operation]:
             else:
                 resource = "_".join(static)
                 if params:
-                    verb = "retrieve"
+                    verb = _ONE_VERBS.get(method, "retrieve")
                 elif method == "post":
                     verb = "create"
                 else:
@@ -218,9 +223,7 @@ def _py_method(op: Operation, is_async: bool) -> list[str]:
     if op.resource == "routed":
         args[1:1] = ["route: str", "body: Mapping[str, Any]", "/"]
     args.append("*")
-    for name, node in op.query:
-        if name == "starting_after":
-            continue
+    for name, node in _query_of(op):
         args.append(f"{name}: {_py_type(node, True).replace(' | None', '')} | None = None")
     args.append("options: RequestOptions | None = None")
     if op.body and op.resource != "routed":
@@ -236,10 +239,8 @@ def _py_method(op: Operation, is_async: bool) -> list[str]:
     for p in op.path_params:
         path = path.replace("{" + p + "}", "{quote(" + p + ", safe='')}")
     fmt = "f" if op.path_params else ""
-    query = "{" + ", ".join(f'"{n}": {n}' for n, _ in op.query if n != "starting_after") + "}"
-    doc = _py_doc(
-        f"{op.method} {op.path}: {op.summary}" + (" (every page)." if op.listing else ""), "        "
-    )
+    query = "{" + ", ".join(f'"{n}": {n}' for n, _ in _query_of(op)) + "}"
+    doc = _py_doc(f"{op.method} {op.path}: {op.summary}" + (EVERY_PAGE if op.listing else ""), "        ")
     if op.listing:
         call = f'self._core.paginate({fmt}"{path}", {query}, options)'
         return [head, doc + f"        return {call}"]
@@ -254,6 +255,39 @@ def _py_method(op: Operation, is_async: bool) -> list[str]:
     return [head, doc + f'        return cast("{answer}", {"await " if is_async else ""}{call})']
 
 
+EVERY_PAGE = " (every page, from the first or from starting_after; limit is the page size)."
+ONE_PAGE = " (one page of up to limit items: data, has_more, next_cursor, next_page)."
+# Walking every page goes one way: ending_before names one page, never where a walk starts.
+_ONE_PAGE_ONLY = ("ending_before",)
+
+
+def _query_of(op: Operation, page: bool = False) -> list[tuple[str, dict[str, Any]]]:
+    """The query parameters a method takes: a list walks from ``starting_after``; one page
+    takes every parameter the operation declares."""
+    return [(n, node) for n, node in op.query if page or n not in _ONE_PAGE_ONLY]
+
+
+def _py_page_method(op: Operation, is_async: bool) -> list[str]:
+    """``<verb>_page``: one page of a list operation, as a Page (AsyncPage) of its items."""
+    args = ["self", *[f"{p}: str" for p in op.path_params]]
+    if op.path_params:
+        args.append("/")
+    args.append("*")
+    for name, node in _query_of(op, page=True):
+        args.append(f"{name}: {_py_type(node, True).replace(' | None', '')} | None = None")
+    args.append("options: RequestOptions | None = None")
+    kind = "AsyncPage" if is_async else "Page"
+    head = f"    {'async ' if is_async else ''}def {op.verb}_page({', '.join(args)}) -> {kind}[{op.answer}]:"
+    path = op.path
+    for p in op.path_params:
+        path = path.replace("{" + p + "}", "{quote(" + p + ", safe='')}")
+    fmt = "f" if op.path_params else ""
+    query = "{" + ", ".join(f'"{n}": {n}' for n, _ in _query_of(op, page=True)) + "}"
+    doc = _py_doc(f"{op.method} {op.path}: {op.summary}{ONE_PAGE}", "        ")
+    call = f'self._core.page({fmt}"{path}", {query}, options)'
+    return [head, doc + f'        return cast("{kind}[{op.answer}]", {"await " if is_async else ""}{call})']
+
+
 def python_resources(doc: dict[str, Any]) -> str:
     ops = operations(doc)
     by_resource: dict[str, list[Operation]] = {}
@@ -265,13 +299,16 @@ def python_resources(doc: dict[str, Any]) -> str:
         "one method per operation (tools.codegen.sdk_resources). Do not edit.\n\n"
         "    sluice.customers.create(account_type=..., email=..., ...)  # the customer\n"
         "    sluice.customers.retrieve(customer_id)\n"
-        '    for c in sluice.customers.list(): ...  # every page\n"""\n',
+        "    for c in sluice.customers.list(): ...  # every page\n"
+        "    page = sluice.customers.list_page(limit=10, starting_after=...)  # one page\n"
+        '    page.data, page.has_more, page.next_page()\n"""\n',
         "from __future__ import annotations\n",
         "from collections.abc import AsyncIterator, Iterator, Mapping",
         "from functools import cached_property",
         "from typing import TYPE_CHECKING, Any, Literal, Unpack, cast",
         "from urllib.parse import quote\n",
         "from sluice_sdk.options import RequestOptions",
+        "from sluice_sdk.pages import AsyncPage, Page",
         "from sluice_sdk.schemas import " + ", ".join(used) + "\n",
         "if TYPE_CHECKING:",
         "    from sluice_sdk.core import AsyncCore, SyncCore\n",
@@ -288,6 +325,9 @@ def python_resources(doc: dict[str, Any]) -> str:
             for op in rops:
                 out.extend(_py_method(op, is_async))
                 out.append("")
+                if op.listing:
+                    out.extend(_py_page_method(op, is_async))
+                    out.append("")
         out.append(f"\nclass {prefix}Resources:")
         out.append(
             f'    """Every resource of the API, as attributes of the client (a mixin of {core}\'s\n'
@@ -321,6 +361,64 @@ def _ts_query(node: dict[str, Any]) -> str:
     return {"integer": "number", "number": "number", "boolean": "boolean"}.get(str(kind), "string")
 
 
+def _ts_path(op: Operation) -> str:
+    path = op.path
+    for p in op.path_params:
+        path = path.replace("{" + p + "}", "${encodeURIComponent(" + camel(p) + ")}")
+    return f"`{path}`"
+
+
+def _ts_params(op: Operation, page: bool = False) -> tuple[list[str], bool]:
+    """The query parameters as one ``params`` argument (and whether there is one)."""
+    query = _query_of(op, page)
+    if not query:
+        return [], False
+    fields = "; ".join(f"{n}?: {_ts_query(node)}" for n, node in query)
+    return [f"params: {{ {fields} }} = {{}}"], True
+
+
+def _ts_method(op: Operation, doc: dict[str, Any]) -> list[str]:
+    answer = f'Schemas["{op.answer}"]' if op.answer else "Record<string, unknown>"
+    args = [f"{camel(p)}: string" for p in op.path_params]
+    if op.resource == "routed":
+        args += ["route: string", "body: Record<string, unknown>"]
+    elif op.body:
+        args.append(f"body: {_ts_body(op.body, doc)}")
+    params, has_query = _ts_params(op)
+    args += [*params, "options: RequestOptions = {}"]
+    url = _ts_path(op)
+    out = [f"  /** {op.method} {op.path}: {op.summary}{EVERY_PAGE[:-1] if op.listing else ''} */"]
+    if op.listing:
+        q = "params" if has_query else "{}"
+        out.append(f"  {camel(op.verb)}({', '.join(args)}): AsyncGenerator<{answer}> {{")
+        out.append(f"    return this.core.pages<{answer}>({url}, {q}, options);")
+    else:
+        body = "body" if op.body or op.resource == "routed" else "undefined"
+        q = "params" if has_query else "undefined"
+        extra = ', { headers: { "x-service-route": route } }' if op.resource == "routed" else ""
+        if op.key_in_body:
+            extra = ", { keyInBody: true }"
+        out.append(f"  {camel(op.verb)}({', '.join(args)}): Promise<{answer}> {{")
+        send = f'"{op.method}", {url}, {body}, {q}, options{extra}'
+        out.append(f"    return this.core.request<{answer}>({send});")
+    out.append("  }")
+    return out
+
+
+def _ts_page_method(op: Operation) -> list[str]:
+    """``<verb>Page``: one page of a list operation."""
+    answer = f'Schemas["{op.answer}"]'
+    params, has_query = _ts_params(op, page=True)
+    args = [*(f"{camel(p)}: string" for p in op.path_params), *params, "options: RequestOptions = {}"]
+    q = "params" if has_query else "{}"
+    return [
+        f"  /** {op.method} {op.path}: {op.summary}{ONE_PAGE[:-1].replace('next_page', 'nextPage')} */",
+        f"  {camel(op.verb)}Page({', '.join(args)}): Promise<Page<{answer}>> {{",
+        f"    return this.core.page<{answer}>({_ts_path(op)}, {q}, options);",
+        "  }",
+    ]
+
+
 def typescript_resources(doc: dict[str, Any]) -> str:
     ops = operations(doc)
     by_resource: dict[str, list[Operation]] = {}
@@ -332,8 +430,10 @@ def typescript_resources(doc: dict[str, Any]) -> str:
         "//",
         "//   await sluice.customers.create({ account_type: ..., email: ..., ... }) // the customer",
         "//   for await (const c of sluice.customers.list()) ... // every page",
+        "//   const page = await sluice.customers.listPage({ limit: 10 }) // one page",
+        "//   page.data, page.has_more, await page.nextPage()",
         "",
-        'import type { Core, RequestOptions } from "./core.js";',
+        'import type { Core, Page, RequestOptions } from "./core.js";',
         'import type { components } from "./schema.js";',
         "",
         'type Schemas = components["schemas"];',
@@ -343,36 +443,9 @@ def typescript_resources(doc: dict[str, Any]) -> str:
         out.append(f"export class {pascal(resource)} {{")
         out.append("  constructor(private readonly core: Core) {}")
         for op in rops:
-            answer = f'Schemas["{op.answer}"]' if op.answer else "Record<string, unknown>"
-            args = [f"{camel(p)}: string" for p in op.path_params]
-            if op.resource == "routed":
-                args += ["route: string", "body: Record<string, unknown>"]
-            elif op.body:
-                args.append(f"body: {_ts_body(op.body, doc)}")
-            query = [(n, node) for n, node in op.query if n != "starting_after"]
-            if query:
-                fields = "; ".join(f"{n}?: {_ts_query(node)}" for n, node in query)
-                args.append(f"params: {{ {fields} }} = {{}}")
-            args.append("options: RequestOptions = {}")
-            path = op.path
-            for p in op.path_params:
-                path = path.replace("{" + p + "}", "${encodeURIComponent(" + camel(p) + ")}")
-            url = f"`{path}`"
-            out.append(f"  /** {op.method} {op.path}: {op.summary}{' (every page)' if op.listing else ''} */")
+            out.extend(_ts_method(op, doc))
             if op.listing:
-                q = "params" if query else "{}"
-                out.append(f"  {camel(op.verb)}({', '.join(args)}): AsyncGenerator<{answer}> {{")
-                out.append(f"    return this.core.pages<{answer}>({url}, {q}, options);")
-            else:
-                body = "body" if op.body or op.resource == "routed" else "undefined"
-                q = "params" if query else "undefined"
-                extra = ', { headers: { "x-service-route": route } }' if op.resource == "routed" else ""
-                if op.key_in_body:
-                    extra = ", { keyInBody: true }"
-                out.append(f"  {camel(op.verb)}({', '.join(args)}): Promise<{answer}> {{")
-                send = f'"{op.method}", {url}, {body}, {q}, options{extra}'
-                out.append(f"    return this.core.request<{answer}>({send});")
-            out.append("  }")
+                out.extend(_ts_page_method(op))
         out.append("}\n")
     out.append("/** Every resource of the API, as properties of the client. */")
     out.append("export class Resources {")

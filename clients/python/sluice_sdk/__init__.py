@@ -24,11 +24,13 @@ from sluice_sdk.errors import (
 )
 from sluice_sdk.events import WebhookEvent
 from sluice_sdk.options import RequestOptions
+from sluice_sdk.pages import AsyncPage, Page
 from sluice_sdk.retry import AdaptiveThrottle, RetryPolicy, Stats
 from sluice_sdk.webhooks import SignedDelivery, WebhookRefused, sign_test_event, verify_webhook
 
 __all__ = [
     "AdaptiveThrottle",
+    "AsyncPage",
     "AsyncSluice",
     "Config",
     "ConnectionFailed",
@@ -40,6 +42,7 @@ __all__ = [
     "InvalidRequest",
     "Lenient",
     "NotFound",
+    "Page",
     "ProviderError",
     "ProviderUnavailable",
     "RateLimited",

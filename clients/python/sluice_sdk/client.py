@@ -173,7 +173,8 @@ class Sluice(SyncCore, Resources):
     """A synchronous client; safe to share between threads (one throttle, one pool).
 
     Resources: ``sluice.customers.create(...)``, ``.retrieve(id)``, ``.list()`` (every page),
-    one method per operation (``sluice_sdk.resources``). ``call`` is the lower level: a
+    ``.list_page()`` (one page, ``sluice_sdk.pages``), one method per operation
+    (``sluice_sdk.resources``). ``call`` is the lower level: a
     generated ``sync_detailed`` and its arguments, with the same keys and retries."""
 
     def call(self, op: Callable[..., Answer[ErrorEnvelope | S]], /, **kwargs: Any) -> S:

@@ -36,6 +36,7 @@ from sluice_sdk._version import __version__
 from sluice_sdk.config import Config
 from sluice_sdk.errors import ConnectionFailed, DeadlineExceeded, SluiceError, Throttled, error_from_answer
 from sluice_sdk.options import RequestOptions
+from sluice_sdk.pages import AsyncPage, Page, page_fields
 from sluice_sdk.retry import AdaptiveThrottle, Attempts, RetryPolicy, Stats
 
 log = logging.getLogger("sluice_sdk")
@@ -283,17 +284,25 @@ class SyncCore(CoreBase):
             last = failure
             time.sleep(self._wait(call, failure, attempts))
 
+    def page(self, path: str, query: Mapping[str, Any], options: RequestOptions | None = None) -> Page[Any]:
+        """One page of a list (one request; ``query`` as given); its ``next_page`` asks for the
+        page after it with the same query, ``next_cursor`` as ``starting_after``."""
+        items, has_more, cursor = page_fields(self.request("GET", path, query=query, options=options))
+
+        def after(starting_after: str) -> Page[Any]:
+            return self.page(
+                path, {**query, "starting_after": starting_after, "ending_before": None}, options
+            )
+
+        return Page(items, has_more, cursor, after)
+
     def paginate(
         self, path: str, query: Mapping[str, Any], options: RequestOptions | None = None
     ) -> Iterator[Any]:
-        """Every item of a list, page after page (``next_cursor`` as ``starting_after``)."""
-        cursor: str | None = None
-        while True:
-            page = self.request("GET", path, query={**query, "starting_after": cursor}, options=options)
-            yield from page.get("items", [])
-            cursor = page.get("next_cursor")
-            if not cursor:
-                return
+        """Every item of a list, page after page (``next_cursor`` as ``starting_after``), from
+        the first page or from ``query``'s ``starting_after``; nothing is sent before the first
+        item is asked for."""
+        yield from self.page(path, query, options).auto_paging_iter()
 
 
 class AsyncCore(CoreBase):
@@ -359,14 +368,21 @@ class AsyncCore(CoreBase):
             last = failure
             await asyncio.sleep(self._wait(call, failure, attempts))
 
+    async def page(
+        self, path: str, query: Mapping[str, Any], options: RequestOptions | None = None
+    ) -> AsyncPage[Any]:
+        """As :meth:`SyncCore.page`."""
+        items, has_more, cursor = page_fields(await self.request("GET", path, query=query, options=options))
+
+        async def after(starting_after: str) -> AsyncPage[Any]:
+            next_query = {**query, "starting_after": starting_after, "ending_before": None}
+            return await self.page(path, next_query, options)
+
+        return AsyncPage(items, has_more, cursor, after)
+
     async def paginate(
         self, path: str, query: Mapping[str, Any], options: RequestOptions | None = None
     ) -> AsyncIterator[Any]:
-        cursor: str | None = None
-        while True:
-            page = await self.request("GET", path, query={**query, "starting_after": cursor}, options=options)
-            for item in page.get("items", []):
-                yield item
-            cursor = page.get("next_cursor")
-            if not cursor:
-                return
+        first = await self.page(path, query, options)
+        async for item in first.auto_paging_iter():
+            yield item

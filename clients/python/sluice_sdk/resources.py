@@ -4,6 +4,8 @@ one method per operation (tools.codegen.sdk_resources). Do not edit.
     sluice.customers.create(account_type=..., email=..., ...)  # the customer
     sluice.customers.retrieve(customer_id)
     for c in sluice.customers.list(): ...  # every page
+    page = sluice.customers.list_page(limit=10, starting_after=...)  # one page
+    page.data, page.has_more, page.next_page()
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Unpack, cast
 from urllib.parse import quote
 
 from sluice_sdk.options import RequestOptions
+from sluice_sdk.pages import AsyncPage, Page
 from sluice_sdk.schemas import (
     Customer,
     CustomerCreate,
@@ -37,6 +40,7 @@ from sluice_sdk.schemas import (
     Webhook,
     WebhookCreate,
     WebhookCreated,
+    WebhookUpdate,
 )
 
 if TYPE_CHECKING:
@@ -60,9 +64,30 @@ class Customers:
             self._core.request("POST", "/v1/customers", body=body, query=None, options=options),
         )
 
-    def list(self, *, limit: int | None = None, options: RequestOptions | None = None) -> Iterator[Customer]:
-        """GET /v1/customers: List customers, newest first (every page)."""
-        return self._core.paginate("/v1/customers", {"limit": limit}, options)
+    def list(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Iterator[Customer]:
+        """GET /v1/customers: List customers, newest first (every page, from the first or from starting_after; limit is the page size)."""
+        return self._core.paginate(
+            "/v1/customers", {"limit": limit, "starting_after": starting_after}, options
+        )
+
+    def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Page[Customer]:
+        """GET /v1/customers: List customers, newest first (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "Page[Customer]",
+            self._core.page("/v1/customers", {"limit": limit, "starting_after": starting_after}, options),
+        )
 
     def retrieve(self, customer_id: str, /, *, options: RequestOptions | None = None) -> Customer:
         """GET /v1/customers/{customer_id}: Get a customer by id"""
@@ -81,10 +106,33 @@ class Events:
         self._core = core
 
     def list(
-        self, *, limit: int | None = None, type: str | None = None, options: RequestOptions | None = None
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        type: str | None = None,
+        options: RequestOptions | None = None,
     ) -> Iterator[EventEnvelope]:
-        """GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (every page)."""
-        return self._core.paginate("/v1/events", {"limit": limit, "type": type}, options)
+        """GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (every page, from the first or from starting_after; limit is the page size)."""
+        return self._core.paginate(
+            "/v1/events", {"limit": limit, "starting_after": starting_after, "type": type}, options
+        )
+
+    def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        type: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Page[EventEnvelope]:
+        """GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "Page[EventEnvelope]",
+            self._core.page(
+                "/v1/events", {"limit": limit, "starting_after": starting_after, "type": type}, options
+            ),
+        )
 
     def retrieve(self, event_id: str, /, *, options: RequestOptions | None = None) -> EventEnvelope:
         """GET /v1/events/{event_id}: Get one event: exactly the body its webhook deliveries carry"""
@@ -103,8 +151,12 @@ class FeeBalances:
         self._core = core
 
     def list(self, *, options: RequestOptions | None = None) -> Iterator[FeeBalance]:
-        """GET /v1/fee-balances: The tenant's developer-fee balance per currency (every currency it has earned in) (every page)."""
+        """GET /v1/fee-balances: The tenant's developer-fee balance per currency (every currency it has earned in) (every page, from the first or from starting_after; limit is the page size)."""
         return self._core.paginate("/v1/fee-balances", {}, options)
+
+    def list_page(self, *, options: RequestOptions | None = None) -> Page[FeeBalance]:
+        """GET /v1/fee-balances: The tenant's developer-fee balance per currency (every currency it has earned in) (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast("Page[FeeBalance]", self._core.page("/v1/fee-balances", {}, options))
 
 
 class Health:
@@ -155,9 +207,28 @@ class Payouts:
             ),
         )
 
-    def list(self, *, limit: int | None = None, options: RequestOptions | None = None) -> Iterator[Transfer]:
-        """GET /v1/payouts: List payouts, newest first (every page)."""
-        return self._core.paginate("/v1/payouts", {"limit": limit}, options)
+    def list(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Iterator[Transfer]:
+        """GET /v1/payouts: List payouts, newest first (every page, from the first or from starting_after; limit is the page size)."""
+        return self._core.paginate("/v1/payouts", {"limit": limit, "starting_after": starting_after}, options)
+
+    def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Page[Transfer]:
+        """GET /v1/payouts: List payouts, newest first (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "Page[Transfer]",
+            self._core.page("/v1/payouts", {"limit": limit, "starting_after": starting_after}, options),
+        )
 
     def retrieve(self, transfer_id: str, /, *, options: RequestOptions | None = None) -> Transfer:
         """GET /v1/payouts/{transfer_id}: Get a payout by id"""
@@ -220,9 +291,30 @@ class Transfers:
             ),
         )
 
-    def list(self, *, limit: int | None = None, options: RequestOptions | None = None) -> Iterator[Transfer]:
-        """GET /v1/transfers: List transfers, newest first (every page)."""
-        return self._core.paginate("/v1/transfers", {"limit": limit}, options)
+    def list(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Iterator[Transfer]:
+        """GET /v1/transfers: List transfers, newest first (every page, from the first or from starting_after; limit is the page size)."""
+        return self._core.paginate(
+            "/v1/transfers", {"limit": limit, "starting_after": starting_after}, options
+        )
+
+    def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Page[Transfer]:
+        """GET /v1/transfers: List transfers, newest first (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "Page[Transfer]",
+            self._core.page("/v1/transfers", {"limit": limit, "starting_after": starting_after}, options),
+        )
 
     def retrieve(self, transfer_id: str, /, *, options: RequestOptions | None = None) -> Transfer:
         """GET /v1/transfers/{transfer_id}: Get a transfer by id"""
@@ -250,10 +342,31 @@ class VirtualAccounts:
         )
 
     def list(
-        self, *, limit: int | None = None, options: RequestOptions | None = None
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
     ) -> Iterator[VirtualAccount]:
-        """GET /v1/virtual-accounts: List virtual accounts, newest first (every page)."""
-        return self._core.paginate("/v1/virtual-accounts", {"limit": limit}, options)
+        """GET /v1/virtual-accounts: List virtual accounts, newest first (every page, from the first or from starting_after; limit is the page size)."""
+        return self._core.paginate(
+            "/v1/virtual-accounts", {"limit": limit, "starting_after": starting_after}, options
+        )
+
+    def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Page[VirtualAccount]:
+        """GET /v1/virtual-accounts: List virtual accounts, newest first (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "Page[VirtualAccount]",
+            self._core.page(
+                "/v1/virtual-accounts", {"limit": limit, "starting_after": starting_after}, options
+            ),
+        )
 
     def retrieve(
         self, virtual_account_id: str, /, *, options: RequestOptions | None = None
@@ -283,16 +396,62 @@ class Wallets:
             "Wallet", self._core.request("POST", "/v1/wallets", body=body, query=None, options=options)
         )
 
-    def list(self, *, limit: int | None = None, options: RequestOptions | None = None) -> Iterator[Wallet]:
-        """GET /v1/wallets: List wallets, newest first (every page)."""
-        return self._core.paginate("/v1/wallets", {"limit": limit}, options)
+    def list(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Iterator[Wallet]:
+        """GET /v1/wallets: List wallets, newest first (every page, from the first or from starting_after; limit is the page size)."""
+        return self._core.paginate("/v1/wallets", {"limit": limit, "starting_after": starting_after}, options)
+
+    def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Page[Wallet]:
+        """GET /v1/wallets: List wallets, newest first (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "Page[Wallet]",
+            self._core.page("/v1/wallets", {"limit": limit, "starting_after": starting_after}, options),
+        )
 
     def list_transactions(
-        self, wallet_id: str, /, *, limit: int | None = None, options: RequestOptions | None = None
+        self,
+        wallet_id: str,
+        /,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
     ) -> Iterator[WalletTransaction]:
-        """GET /v1/wallets/{wallet_id}/transactions: A wallet's statement: the movements of its available balance, newest first, each with balance_after (the newest one's equals available_balance) (every page)."""
+        """GET /v1/wallets/{wallet_id}/transactions: A wallet's statement: the movements of its available balance, newest first, each with balance_after (the newest one's equals available_balance) (every page, from the first or from starting_after; limit is the page size)."""
         return self._core.paginate(
-            f"/v1/wallets/{quote(wallet_id, safe='')}/transactions", {"limit": limit}, options
+            f"/v1/wallets/{quote(wallet_id, safe='')}/transactions",
+            {"limit": limit, "starting_after": starting_after},
+            options,
+        )
+
+    def list_transactions_page(
+        self,
+        wallet_id: str,
+        /,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Page[WalletTransaction]:
+        """GET /v1/wallets/{wallet_id}/transactions: A wallet's statement: the movements of its available balance, newest first, each with balance_after (the newest one's equals available_balance) (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "Page[WalletTransaction]",
+            self._core.page(
+                f"/v1/wallets/{quote(wallet_id, safe='')}/transactions",
+                {"limit": limit, "starting_after": starting_after},
+                options,
+            ),
         )
 
     def retrieve(self, wallet_id: str, /, *, options: RequestOptions | None = None) -> Wallet:
@@ -320,9 +479,39 @@ class Webhooks:
             self._core.request("POST", "/v1/webhooks", body=body, query=None, options=options),
         )
 
-    def list(self, *, limit: int | None = None, options: RequestOptions | None = None) -> Iterator[Webhook]:
-        """GET /v1/webhooks: List webhook endpoints, newest first (every page)."""
-        return self._core.paginate("/v1/webhooks", {"limit": limit}, options)
+    def delete(self, webhook_id: str, /, *, options: RequestOptions | None = None) -> Webhook:
+        """DELETE /v1/webhooks/{webhook_id}: Delete a webhook endpoint: answered once with status deleted; afterwards it is not found, not listed, and sent nothing (its pending deliveries end)"""
+        return cast(
+            "Webhook",
+            self._core.request(
+                "DELETE", f"/v1/webhooks/{quote(webhook_id, safe='')}", body=None, query=None, options=options
+            ),
+        )
+
+    def list(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Iterator[Webhook]:
+        """GET /v1/webhooks: List webhook endpoints, newest first (every page, from the first or from starting_after; limit is the page size)."""
+        return self._core.paginate(
+            "/v1/webhooks", {"limit": limit, "starting_after": starting_after}, options
+        )
+
+    def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> Page[Webhook]:
+        """GET /v1/webhooks: List webhook endpoints, newest first (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "Page[Webhook]",
+            self._core.page("/v1/webhooks", {"limit": limit, "starting_after": starting_after}, options),
+        )
 
     def retrieve(self, webhook_id: str, /, *, options: RequestOptions | None = None) -> Webhook:
         """GET /v1/webhooks/{webhook_id}: Get a webhook endpoint (no secret)"""
@@ -345,6 +534,17 @@ class Webhooks:
                 body=body,
                 query=None,
                 options=options,
+            ),
+        )
+
+    def update(
+        self, webhook_id: str, /, *, options: RequestOptions | None = None, **body: Unpack[WebhookUpdate]
+    ) -> Webhook:
+        """PATCH /v1/webhooks/{webhook_id}: Change a webhook endpoint: its URL, its event types, or its status (disabled: nothing is delivered to it until it is enabled again)"""
+        return cast(
+            "Webhook",
+            self._core.request(
+                "PATCH", f"/v1/webhooks/{quote(webhook_id, safe='')}", body=body, query=None, options=options
             ),
         )
 
@@ -418,10 +618,31 @@ class AsyncCustomers:
         )
 
     def list(
-        self, *, limit: int | None = None, options: RequestOptions | None = None
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
     ) -> AsyncIterator[Customer]:
-        """GET /v1/customers: List customers, newest first (every page)."""
-        return self._core.paginate("/v1/customers", {"limit": limit}, options)
+        """GET /v1/customers: List customers, newest first (every page, from the first or from starting_after; limit is the page size)."""
+        return self._core.paginate(
+            "/v1/customers", {"limit": limit, "starting_after": starting_after}, options
+        )
+
+    async def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> AsyncPage[Customer]:
+        """GET /v1/customers: List customers, newest first (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "AsyncPage[Customer]",
+            await self._core.page(
+                "/v1/customers", {"limit": limit, "starting_after": starting_after}, options
+            ),
+        )
 
     async def retrieve(self, customer_id: str, /, *, options: RequestOptions | None = None) -> Customer:
         """GET /v1/customers/{customer_id}: Get a customer by id"""
@@ -440,10 +661,33 @@ class AsyncEvents:
         self._core = core
 
     def list(
-        self, *, limit: int | None = None, type: str | None = None, options: RequestOptions | None = None
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        type: str | None = None,
+        options: RequestOptions | None = None,
     ) -> AsyncIterator[EventEnvelope]:
-        """GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (every page)."""
-        return self._core.paginate("/v1/events", {"limit": limit, "type": type}, options)
+        """GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (every page, from the first or from starting_after; limit is the page size)."""
+        return self._core.paginate(
+            "/v1/events", {"limit": limit, "starting_after": starting_after, "type": type}, options
+        )
+
+    async def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        type: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> AsyncPage[EventEnvelope]:
+        """GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "AsyncPage[EventEnvelope]",
+            await self._core.page(
+                "/v1/events", {"limit": limit, "starting_after": starting_after, "type": type}, options
+            ),
+        )
 
     async def retrieve(self, event_id: str, /, *, options: RequestOptions | None = None) -> EventEnvelope:
         """GET /v1/events/{event_id}: Get one event: exactly the body its webhook deliveries carry"""
@@ -462,8 +706,12 @@ class AsyncFeeBalances:
         self._core = core
 
     def list(self, *, options: RequestOptions | None = None) -> AsyncIterator[FeeBalance]:
-        """GET /v1/fee-balances: The tenant's developer-fee balance per currency (every currency it has earned in) (every page)."""
+        """GET /v1/fee-balances: The tenant's developer-fee balance per currency (every currency it has earned in) (every page, from the first or from starting_after; limit is the page size)."""
         return self._core.paginate("/v1/fee-balances", {}, options)
+
+    async def list_page(self, *, options: RequestOptions | None = None) -> AsyncPage[FeeBalance]:
+        """GET /v1/fee-balances: The tenant's developer-fee balance per currency (every currency it has earned in) (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast("AsyncPage[FeeBalance]", await self._core.page("/v1/fee-balances", {}, options))
 
 
 class AsyncHealth:
@@ -516,10 +764,27 @@ class AsyncPayouts:
         )
 
     def list(
-        self, *, limit: int | None = None, options: RequestOptions | None = None
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
     ) -> AsyncIterator[Transfer]:
-        """GET /v1/payouts: List payouts, newest first (every page)."""
-        return self._core.paginate("/v1/payouts", {"limit": limit}, options)
+        """GET /v1/payouts: List payouts, newest first (every page, from the first or from starting_after; limit is the page size)."""
+        return self._core.paginate("/v1/payouts", {"limit": limit, "starting_after": starting_after}, options)
+
+    async def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> AsyncPage[Transfer]:
+        """GET /v1/payouts: List payouts, newest first (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "AsyncPage[Transfer]",
+            await self._core.page("/v1/payouts", {"limit": limit, "starting_after": starting_after}, options),
+        )
 
     async def retrieve(self, transfer_id: str, /, *, options: RequestOptions | None = None) -> Transfer:
         """GET /v1/payouts/{transfer_id}: Get a payout by id"""
@@ -583,10 +848,31 @@ class AsyncTransfers:
         )
 
     def list(
-        self, *, limit: int | None = None, options: RequestOptions | None = None
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
     ) -> AsyncIterator[Transfer]:
-        """GET /v1/transfers: List transfers, newest first (every page)."""
-        return self._core.paginate("/v1/transfers", {"limit": limit}, options)
+        """GET /v1/transfers: List transfers, newest first (every page, from the first or from starting_after; limit is the page size)."""
+        return self._core.paginate(
+            "/v1/transfers", {"limit": limit, "starting_after": starting_after}, options
+        )
+
+    async def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> AsyncPage[Transfer]:
+        """GET /v1/transfers: List transfers, newest first (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "AsyncPage[Transfer]",
+            await self._core.page(
+                "/v1/transfers", {"limit": limit, "starting_after": starting_after}, options
+            ),
+        )
 
     async def retrieve(self, transfer_id: str, /, *, options: RequestOptions | None = None) -> Transfer:
         """GET /v1/transfers/{transfer_id}: Get a transfer by id"""
@@ -614,10 +900,31 @@ class AsyncVirtualAccounts:
         )
 
     def list(
-        self, *, limit: int | None = None, options: RequestOptions | None = None
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
     ) -> AsyncIterator[VirtualAccount]:
-        """GET /v1/virtual-accounts: List virtual accounts, newest first (every page)."""
-        return self._core.paginate("/v1/virtual-accounts", {"limit": limit}, options)
+        """GET /v1/virtual-accounts: List virtual accounts, newest first (every page, from the first or from starting_after; limit is the page size)."""
+        return self._core.paginate(
+            "/v1/virtual-accounts", {"limit": limit, "starting_after": starting_after}, options
+        )
+
+    async def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> AsyncPage[VirtualAccount]:
+        """GET /v1/virtual-accounts: List virtual accounts, newest first (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "AsyncPage[VirtualAccount]",
+            await self._core.page(
+                "/v1/virtual-accounts", {"limit": limit, "starting_after": starting_after}, options
+            ),
+        )
 
     async def retrieve(
         self, virtual_account_id: str, /, *, options: RequestOptions | None = None
@@ -648,17 +955,61 @@ class AsyncWallets:
         )
 
     def list(
-        self, *, limit: int | None = None, options: RequestOptions | None = None
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
     ) -> AsyncIterator[Wallet]:
-        """GET /v1/wallets: List wallets, newest first (every page)."""
-        return self._core.paginate("/v1/wallets", {"limit": limit}, options)
+        """GET /v1/wallets: List wallets, newest first (every page, from the first or from starting_after; limit is the page size)."""
+        return self._core.paginate("/v1/wallets", {"limit": limit, "starting_after": starting_after}, options)
+
+    async def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> AsyncPage[Wallet]:
+        """GET /v1/wallets: List wallets, newest first (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "AsyncPage[Wallet]",
+            await self._core.page("/v1/wallets", {"limit": limit, "starting_after": starting_after}, options),
+        )
 
     def list_transactions(
-        self, wallet_id: str, /, *, limit: int | None = None, options: RequestOptions | None = None
+        self,
+        wallet_id: str,
+        /,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
     ) -> AsyncIterator[WalletTransaction]:
-        """GET /v1/wallets/{wallet_id}/transactions: A wallet's statement: the movements of its available balance, newest first, each with balance_after (the newest one's equals available_balance) (every page)."""
+        """GET /v1/wallets/{wallet_id}/transactions: A wallet's statement: the movements of its available balance, newest first, each with balance_after (the newest one's equals available_balance) (every page, from the first or from starting_after; limit is the page size)."""
         return self._core.paginate(
-            f"/v1/wallets/{quote(wallet_id, safe='')}/transactions", {"limit": limit}, options
+            f"/v1/wallets/{quote(wallet_id, safe='')}/transactions",
+            {"limit": limit, "starting_after": starting_after},
+            options,
+        )
+
+    async def list_transactions_page(
+        self,
+        wallet_id: str,
+        /,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> AsyncPage[WalletTransaction]:
+        """GET /v1/wallets/{wallet_id}/transactions: A wallet's statement: the movements of its available balance, newest first, each with balance_after (the newest one's equals available_balance) (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "AsyncPage[WalletTransaction]",
+            await self._core.page(
+                f"/v1/wallets/{quote(wallet_id, safe='')}/transactions",
+                {"limit": limit, "starting_after": starting_after},
+                options,
+            ),
         )
 
     async def retrieve(self, wallet_id: str, /, *, options: RequestOptions | None = None) -> Wallet:
@@ -686,11 +1037,41 @@ class AsyncWebhooks:
             await self._core.request("POST", "/v1/webhooks", body=body, query=None, options=options),
         )
 
+    async def delete(self, webhook_id: str, /, *, options: RequestOptions | None = None) -> Webhook:
+        """DELETE /v1/webhooks/{webhook_id}: Delete a webhook endpoint: answered once with status deleted; afterwards it is not found, not listed, and sent nothing (its pending deliveries end)"""
+        return cast(
+            "Webhook",
+            await self._core.request(
+                "DELETE", f"/v1/webhooks/{quote(webhook_id, safe='')}", body=None, query=None, options=options
+            ),
+        )
+
     def list(
-        self, *, limit: int | None = None, options: RequestOptions | None = None
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
     ) -> AsyncIterator[Webhook]:
-        """GET /v1/webhooks: List webhook endpoints, newest first (every page)."""
-        return self._core.paginate("/v1/webhooks", {"limit": limit}, options)
+        """GET /v1/webhooks: List webhook endpoints, newest first (every page, from the first or from starting_after; limit is the page size)."""
+        return self._core.paginate(
+            "/v1/webhooks", {"limit": limit, "starting_after": starting_after}, options
+        )
+
+    async def list_page(
+        self,
+        *,
+        limit: int | None = None,
+        starting_after: str | None = None,
+        options: RequestOptions | None = None,
+    ) -> AsyncPage[Webhook]:
+        """GET /v1/webhooks: List webhook endpoints, newest first (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        return cast(
+            "AsyncPage[Webhook]",
+            await self._core.page(
+                "/v1/webhooks", {"limit": limit, "starting_after": starting_after}, options
+            ),
+        )
 
     async def retrieve(self, webhook_id: str, /, *, options: RequestOptions | None = None) -> Webhook:
         """GET /v1/webhooks/{webhook_id}: Get a webhook endpoint (no secret)"""
@@ -713,6 +1094,17 @@ class AsyncWebhooks:
                 body=body,
                 query=None,
                 options=options,
+            ),
+        )
+
+    async def update(
+        self, webhook_id: str, /, *, options: RequestOptions | None = None, **body: Unpack[WebhookUpdate]
+    ) -> Webhook:
+        """PATCH /v1/webhooks/{webhook_id}: Change a webhook endpoint: its URL, its event types, or its status (disabled: nothing is delivered to it until it is enabled again)"""
+        return cast(
+            "Webhook",
+            await self._core.request(
+                "PATCH", f"/v1/webhooks/{quote(webhook_id, safe='')}", body=body, query=None, options=options
             ),
         )
 

@@ -39,6 +39,7 @@ __all__ = [
     "Webhook",
     "WebhookCreate",
     "WebhookCreated",
+    "WebhookUpdate",
 ]
 
 
@@ -301,6 +302,8 @@ class Webhook(TypedDict):
 
     webhook_id: str
     endpoint_url: str
+    status: str
+    disabled_reason: NotRequired[str | None]
     created_at: NotRequired[str]
     enabled_events: NotRequired[list[str]]
 
@@ -320,6 +323,14 @@ class WebhookCreated(TypedDict):
     signing_secret: str
     created_at: str
     enabled_events: NotRequired[list[str]]
+
+
+class WebhookUpdate(TypedDict):
+    """At least one field; a field left out (or null) is kept. A new URL is vetted as at creation; ``disabled`` stops deliveries at once (pending ones end), ``enabled`` resumes."""
+
+    endpoint_url: NotRequired[str | None]
+    enabled_events: NotRequired[list[str] | None]
+    status: NotRequired[Literal["disabled", "enabled"] | None]
 
 
 class ServiceMode(TypedDict):

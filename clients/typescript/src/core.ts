@@ -32,6 +32,42 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
+/** One page of a list, as the resources' listPage methods answer it: `data` (up to `limit`
+ * items, in the list's order), `has_more`, and `next_cursor` (the next page's `starting_after`;
+ * null on the last page). `for await` over a page walks it and every page after it. */
+export class Page<T> implements AsyncIterable<T> {
+  constructor(
+    readonly data: T[],
+    readonly has_more: boolean,
+    readonly next_cursor: string | null,
+    private readonly fetchAfter: (startingAfter: string) => Promise<Page<T>>,
+  ) {}
+
+  /** The page after this one (one request, the same query and limit), or undefined. */
+  async nextPage(): Promise<Page<T> | undefined> {
+    if (!this.has_more || this.next_cursor === null) return undefined;
+    return this.fetchAfter(this.next_cursor);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
+    for (let page: Page<T> | undefined = this; page !== undefined; page = await page.nextPage()) {
+      yield* page.data;
+    }
+  }
+}
+
+/** The items, has_more and next_cursor of a list's answer: has_more is the answer's own when it
+ * has one, else whether it handed out a cursor (the gateway's lists end with a null one). */
+export function pageFields<T>(answer: unknown): { items: T[]; hasMore: boolean; cursor: string | null } {
+  const body = (answer !== null && typeof answer === "object" ? answer : {}) as {
+    items?: T[] | null;
+    next_cursor?: string | null;
+    has_more?: boolean;
+  };
+  const cursor = body.next_cursor ? String(body.next_cursor) : null;
+  return { items: body.items ?? [], hasMore: body.has_more ?? cursor !== null, cursor };
+}
+
 /** What the generated resources call. */
 export interface Core {
   request<T>(
@@ -43,6 +79,7 @@ export interface Core {
     extra?: { headers?: Record<string, string>; keyInBody?: boolean },
   ): Promise<T>;
   pages<T>(path: string, query: object, options: RequestOptions): AsyncGenerator<T>;
+  page<T>(path: string, query: object, options: RequestOptions): Promise<Page<T>>;
 }
 
 export interface TransportOptions {
@@ -157,20 +194,18 @@ export class Transport implements Core {
     return lenient(await response.text()) as T;
   }
 
+  /** Every item of a list, page after page (next_cursor as starting_after), from the first page
+   * or from the query's starting_after; nothing is sent before the first item is asked for. */
   async *pages<T>(path: string, query: object, options: RequestOptions): AsyncGenerator<T> {
-    let cursor: string | undefined;
-    for (;;) {
-      const page = await this.request<{ items?: T[]; next_cursor?: string | null }>(
-        "GET",
-        path,
-        undefined,
-        { ...query, starting_after: cursor },
-        options,
-      );
-      yield* page.items ?? [];
-      if (!page.next_cursor) return;
-      cursor = page.next_cursor;
-    }
+    yield* await this.page<T>(path, query, options);
+  }
+
+  /** One page of a list (one request, the query as given). */
+  async page<T>(path: string, query: object, options: RequestOptions): Promise<Page<T>> {
+    const { items, hasMore, cursor } = pageFields<T>(await this.request<unknown>("GET", path, undefined, query, options));
+    const after = (startingAfter: string) =>
+      this.page<T>(path, { ...query, starting_after: startingAfter, ending_before: undefined }, options);
+    return new Page<T>(items, hasMore, cursor, after);
   }
 
   /** The fetch openapi-fetch is given (Sluice.api): the same key and retry rules. */

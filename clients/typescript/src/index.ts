@@ -3,6 +3,7 @@
 
 export { Sluice, configFromEnv, credentialMode, newKey, ok, pages, resolve, VERSION } from "./client.js";
 export type { Core, RequestOptions } from "./core.js";
+export { Page } from "./core.js";
 export * from "./resources.js";
 export type { Mode, SluiceConfig } from "./client.js";
 export * from "./errors.js";

@@ -3,8 +3,10 @@
 //
 //   await sluice.customers.create({ account_type: ..., email: ..., ... }) // the customer
 //   for await (const c of sluice.customers.list()) ... // every page
+//   const page = await sluice.customers.listPage({ limit: 10 }) // one page
+//   page.data, page.has_more, await page.nextPage()
 
-import type { Core, RequestOptions } from "./core.js";
+import type { Core, Page, RequestOptions } from "./core.js";
 import type { components } from "./schema.js";
 
 type Schemas = components["schemas"];
@@ -15,9 +17,13 @@ export class Customers {
   create(body: components["schemas"]["CustomerCreate"], options: RequestOptions = {}): Promise<Schemas["CustomerCreated"]> {
     return this.core.request<Schemas["CustomerCreated"]>("POST", `/v1/customers`, body, undefined, options);
   }
-  /** GET /v1/customers: List customers, newest first (every page) */
-  list(params: { limit?: number } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Customer"]> {
+  /** GET /v1/customers: List customers, newest first (every page, from the first or from starting_after; limit is the page size) */
+  list(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Customer"]> {
     return this.core.pages<Schemas["Customer"]>(`/v1/customers`, params, options);
+  }
+  /** GET /v1/customers: List customers, newest first (one page of up to limit items: data, has_more, next_cursor, nextPage) */
+  listPage(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): Promise<Page<Schemas["Customer"]>> {
+    return this.core.page<Schemas["Customer"]>(`/v1/customers`, params, options);
   }
   /** GET /v1/customers/{customer_id}: Get a customer by id */
   retrieve(customerId: string, options: RequestOptions = {}): Promise<Schemas["Customer"]> {
@@ -27,9 +33,13 @@ export class Customers {
 
 export class Events {
   constructor(private readonly core: Core) {}
-  /** GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (every page) */
-  list(params: { limit?: number; type?: string } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["EventEnvelope"]> {
+  /** GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (every page, from the first or from starting_after; limit is the page size) */
+  list(params: { limit?: number; starting_after?: string; type?: string } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["EventEnvelope"]> {
     return this.core.pages<Schemas["EventEnvelope"]>(`/v1/events`, params, options);
+  }
+  /** GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (one page of up to limit items: data, has_more, next_cursor, nextPage) */
+  listPage(params: { limit?: number; starting_after?: string; type?: string } = {}, options: RequestOptions = {}): Promise<Page<Schemas["EventEnvelope"]>> {
+    return this.core.page<Schemas["EventEnvelope"]>(`/v1/events`, params, options);
   }
   /** GET /v1/events/{event_id}: Get one event: exactly the body its webhook deliveries carry */
   retrieve(eventId: string, options: RequestOptions = {}): Promise<Schemas["EventEnvelope"]> {
@@ -39,9 +49,13 @@ export class Events {
 
 export class FeeBalances {
   constructor(private readonly core: Core) {}
-  /** GET /v1/fee-balances: The tenant's developer-fee balance per currency (every currency it has earned in) (every page) */
+  /** GET /v1/fee-balances: The tenant's developer-fee balance per currency (every currency it has earned in) (every page, from the first or from starting_after; limit is the page size) */
   list(options: RequestOptions = {}): AsyncGenerator<Schemas["FeeBalance"]> {
     return this.core.pages<Schemas["FeeBalance"]>(`/v1/fee-balances`, {}, options);
+  }
+  /** GET /v1/fee-balances: The tenant's developer-fee balance per currency (every currency it has earned in) (one page of up to limit items: data, has_more, next_cursor, nextPage) */
+  listPage(options: RequestOptions = {}): Promise<Page<Schemas["FeeBalance"]>> {
+    return this.core.page<Schemas["FeeBalance"]>(`/v1/fee-balances`, {}, options);
   }
 }
 
@@ -67,9 +81,13 @@ export class Payouts {
   create(body: Omit<components["schemas"]["TransferCreate"], "idempotency_key"> & { idempotency_key?: string }, options: RequestOptions = {}): Promise<Schemas["TransferCreated"]> {
     return this.core.request<Schemas["TransferCreated"]>("POST", `/v1/payouts`, body, undefined, options, { keyInBody: true });
   }
-  /** GET /v1/payouts: List payouts, newest first (every page) */
-  list(params: { limit?: number } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Transfer"]> {
+  /** GET /v1/payouts: List payouts, newest first (every page, from the first or from starting_after; limit is the page size) */
+  list(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Transfer"]> {
     return this.core.pages<Schemas["Transfer"]>(`/v1/payouts`, params, options);
+  }
+  /** GET /v1/payouts: List payouts, newest first (one page of up to limit items: data, has_more, next_cursor, nextPage) */
+  listPage(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): Promise<Page<Schemas["Transfer"]>> {
+    return this.core.page<Schemas["Transfer"]>(`/v1/payouts`, params, options);
   }
   /** GET /v1/payouts/{transfer_id}: Get a payout by id */
   retrieve(transferId: string, options: RequestOptions = {}): Promise<Schemas["Transfer"]> {
@@ -99,9 +117,13 @@ export class Transfers {
   create(body: Omit<components["schemas"]["TransferCreate"], "idempotency_key"> & { idempotency_key?: string }, options: RequestOptions = {}): Promise<Schemas["TransferCreated"]> {
     return this.core.request<Schemas["TransferCreated"]>("POST", `/v1/transfers`, body, undefined, options, { keyInBody: true });
   }
-  /** GET /v1/transfers: List transfers, newest first (every page) */
-  list(params: { limit?: number } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Transfer"]> {
+  /** GET /v1/transfers: List transfers, newest first (every page, from the first or from starting_after; limit is the page size) */
+  list(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Transfer"]> {
     return this.core.pages<Schemas["Transfer"]>(`/v1/transfers`, params, options);
+  }
+  /** GET /v1/transfers: List transfers, newest first (one page of up to limit items: data, has_more, next_cursor, nextPage) */
+  listPage(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): Promise<Page<Schemas["Transfer"]>> {
+    return this.core.page<Schemas["Transfer"]>(`/v1/transfers`, params, options);
   }
   /** GET /v1/transfers/{transfer_id}: Get a transfer by id */
   retrieve(transferId: string, options: RequestOptions = {}): Promise<Schemas["Transfer"]> {
@@ -115,9 +137,13 @@ export class VirtualAccounts {
   create(body: components["schemas"]["VirtualAccountCreate"], options: RequestOptions = {}): Promise<Schemas["VirtualAccount"]> {
     return this.core.request<Schemas["VirtualAccount"]>("POST", `/v1/virtual-accounts`, body, undefined, options);
   }
-  /** GET /v1/virtual-accounts: List virtual accounts, newest first (every page) */
-  list(params: { limit?: number } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["VirtualAccount"]> {
+  /** GET /v1/virtual-accounts: List virtual accounts, newest first (every page, from the first or from starting_after; limit is the page size) */
+  list(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["VirtualAccount"]> {
     return this.core.pages<Schemas["VirtualAccount"]>(`/v1/virtual-accounts`, params, options);
+  }
+  /** GET /v1/virtual-accounts: List virtual accounts, newest first (one page of up to limit items: data, has_more, next_cursor, nextPage) */
+  listPage(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): Promise<Page<Schemas["VirtualAccount"]>> {
+    return this.core.page<Schemas["VirtualAccount"]>(`/v1/virtual-accounts`, params, options);
   }
   /** GET /v1/virtual-accounts/{virtual_account_id}: Get a virtual account by id */
   retrieve(virtualAccountId: string, options: RequestOptions = {}): Promise<Schemas["VirtualAccount"]> {
@@ -131,13 +157,21 @@ export class Wallets {
   create(body: components["schemas"]["WalletCreate"], options: RequestOptions = {}): Promise<Schemas["Wallet"]> {
     return this.core.request<Schemas["Wallet"]>("POST", `/v1/wallets`, body, undefined, options);
   }
-  /** GET /v1/wallets: List wallets, newest first (every page) */
-  list(params: { limit?: number } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Wallet"]> {
+  /** GET /v1/wallets: List wallets, newest first (every page, from the first or from starting_after; limit is the page size) */
+  list(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Wallet"]> {
     return this.core.pages<Schemas["Wallet"]>(`/v1/wallets`, params, options);
   }
-  /** GET /v1/wallets/{wallet_id}/transactions: A wallet's statement: the movements of its available balance, newest first, each with balance_after (the newest one's equals available_balance) (every page) */
-  listTransactions(walletId: string, params: { limit?: number } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["WalletTransaction"]> {
+  /** GET /v1/wallets: List wallets, newest first (one page of up to limit items: data, has_more, next_cursor, nextPage) */
+  listPage(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): Promise<Page<Schemas["Wallet"]>> {
+    return this.core.page<Schemas["Wallet"]>(`/v1/wallets`, params, options);
+  }
+  /** GET /v1/wallets/{wallet_id}/transactions: A wallet's statement: the movements of its available balance, newest first, each with balance_after (the newest one's equals available_balance) (every page, from the first or from starting_after; limit is the page size) */
+  listTransactions(walletId: string, params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["WalletTransaction"]> {
     return this.core.pages<Schemas["WalletTransaction"]>(`/v1/wallets/${encodeURIComponent(walletId)}/transactions`, params, options);
+  }
+  /** GET /v1/wallets/{wallet_id}/transactions: A wallet's statement: the movements of its available balance, newest first, each with balance_after (the newest one's equals available_balance) (one page of up to limit items: data, has_more, next_cursor, nextPage) */
+  listTransactionsPage(walletId: string, params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): Promise<Page<Schemas["WalletTransaction"]>> {
+    return this.core.page<Schemas["WalletTransaction"]>(`/v1/wallets/${encodeURIComponent(walletId)}/transactions`, params, options);
   }
   /** GET /v1/wallets/{wallet_id}: Get a wallet by id */
   retrieve(walletId: string, options: RequestOptions = {}): Promise<Schemas["Wallet"]> {
@@ -151,9 +185,17 @@ export class Webhooks {
   create(body: components["schemas"]["WebhookCreate"], options: RequestOptions = {}): Promise<Schemas["WebhookCreated"]> {
     return this.core.request<Schemas["WebhookCreated"]>("POST", `/v1/webhooks`, body, undefined, options);
   }
-  /** GET /v1/webhooks: List webhook endpoints, newest first (every page) */
-  list(params: { limit?: number } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Webhook"]> {
+  /** DELETE /v1/webhooks/{webhook_id}: Delete a webhook endpoint: answered once with status deleted; afterwards it is not found, not listed, and sent nothing (its pending deliveries end) */
+  delete(webhookId: string, options: RequestOptions = {}): Promise<Schemas["Webhook"]> {
+    return this.core.request<Schemas["Webhook"]>("DELETE", `/v1/webhooks/${encodeURIComponent(webhookId)}`, undefined, undefined, options);
+  }
+  /** GET /v1/webhooks: List webhook endpoints, newest first (every page, from the first or from starting_after; limit is the page size) */
+  list(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Webhook"]> {
     return this.core.pages<Schemas["Webhook"]>(`/v1/webhooks`, params, options);
+  }
+  /** GET /v1/webhooks: List webhook endpoints, newest first (one page of up to limit items: data, has_more, next_cursor, nextPage) */
+  listPage(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): Promise<Page<Schemas["Webhook"]>> {
+    return this.core.page<Schemas["Webhook"]>(`/v1/webhooks`, params, options);
   }
   /** GET /v1/webhooks/{webhook_id}: Get a webhook endpoint (no secret) */
   retrieve(webhookId: string, options: RequestOptions = {}): Promise<Schemas["Webhook"]> {
@@ -162,6 +204,10 @@ export class Webhooks {
   /** POST /v1/webhooks/{webhook_id}/rotate-secret: Rotate the signing secret; the new secret is returned once (the old one keeps signing alongside for a while) */
   rotateSecret(webhookId: string, body: components["schemas"]["Empty"], options: RequestOptions = {}): Promise<Schemas["WebhookCreated"]> {
     return this.core.request<Schemas["WebhookCreated"]>("POST", `/v1/webhooks/${encodeURIComponent(webhookId)}/rotate-secret`, body, undefined, options);
+  }
+  /** PATCH /v1/webhooks/{webhook_id}: Change a webhook endpoint: its URL, its event types, or its status (disabled: nothing is delivered to it until it is enabled again) */
+  update(webhookId: string, body: components["schemas"]["WebhookUpdate"], options: RequestOptions = {}): Promise<Schemas["Webhook"]> {
+    return this.core.request<Schemas["Webhook"]>("PATCH", `/v1/webhooks/${encodeURIComponent(webhookId)}`, body, undefined, options);
   }
 }
 

@@ -222,10 +222,18 @@ export interface paths {
         get: operations["get_v1_webhooks_by_webhook_id"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a webhook endpoint: answered once with status deleted; afterwards it is not found, not listed, and sent nothing (its pending deliveries end)
+         * @description Scope: webhooks:write. Also reachable as POST / with x-service-route: /v1/webhooks/{webhook_id}.
+         */
+        delete: operations["delete_v1_webhooks_by_webhook_id"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change a webhook endpoint: its URL, its event types, or its status (disabled: nothing is delivered to it until it is enabled again)
+         * @description Scope: webhooks:write. Also reachable as POST / with x-service-route: /v1/webhooks/{webhook_id}. A new endpoint_url is vetted as at creation: its host must resolve, and outside development only to public addresses (else 400 with details.reason).
+         */
+        patch: operations["patch_v1_webhooks_by_webhook_id"];
         trace?: never;
     };
     "/v1/webhooks/{webhook_id}/rotate-secret": {
@@ -721,6 +729,10 @@ export interface components {
         Webhook: {
             webhook_id: string;
             endpoint_url: string;
+            /** @enum {unknown} */
+            status: "deleted" | "disabled" | "enabled";
+            /** @default null */
+            disabled_reason?: string | null;
             created_at?: string;
             enabled_events?: string[];
         };
@@ -738,6 +750,19 @@ export interface components {
             signing_secret: string;
             created_at: string;
             enabled_events?: string[];
+        };
+        /**
+         * WebhookUpdate
+         * @description At least one field; a field left out (or null) is kept. A new URL is vetted as at
+         *         creation; ``disabled`` stops deliveries at once (pending ones end), ``enabled`` resumes.
+         */
+        WebhookUpdate: {
+            /** @default null */
+            endpoint_url?: string | null;
+            /** @default null */
+            enabled_events?: string[] | null;
+            /** @default null */
+            status?: ("disabled" | "enabled") | null;
         };
         /** @enum {string} */
         ServiceMode: "sandbox" | "production";
@@ -4663,6 +4688,570 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description seconds to wait before retrying (RFC 9110 section 10.2.3) */
                     "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_v1_webhooks_by_webhook_id: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description must equal the credential's mode when present (else 403) */
+                "x-service-mode"?: components["schemas"]["ServiceMode"];
+                /** @description 8-256 printable ASCII characters, no space first or last (HTTP drops those); same key + same request replays the outcome */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["Webhook"];
+                    };
+                };
+            };
+            /** @description invalid_request (details.field names the field) or idempotency_key_required */
+            400: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized: bearer credential missing, invalid, expired or revoked */
+            401: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    "WWW-Authenticate": "Bearer";
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden: mode, scope, IP allowlist, policy or compliance refusal (details.reason) */
+            403: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found: unknown route, or an id this tenant and mode does not own */
+            404: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description invalid_request: method not allowed on this path */
+            405: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description the methods this path supports (RFC 9110 section 10.2.1) */
+                    Allow: string;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description idempotency_replay_mismatch: this Idempotency-Key was used with another request */
+            409: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description invalid_request: body over 64 KiB */
+            413: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description invalid_request: Content-Type is not application/json */
+            415: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: retry after the window resets (Retry-After) */
+            429: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description seconds to wait before retrying (RFC 9110 section 10.2.3) */
+                    "Retry-After": number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description provider_error: a downstream service rejected the command unexpectedly */
+            502: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
+            503: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description seconds to wait before retrying (RFC 9110 section 10.2.3) */
+                    "Retry-After"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    patch_v1_webhooks_by_webhook_id: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description must equal the credential's mode when present (else 403) */
+                "x-service-mode"?: components["schemas"]["ServiceMode"];
+                /** @description 8-256 printable ASCII characters, no space first or last (HTTP drops those); same key + same request replays the outcome */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                webhook_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled_events": [
+                 *         "transfer.updated"
+                 *       ],
+                 *       "status": "enabled"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WebhookUpdate"];
+            };
+        };
+        responses: {
+            /** @description success */
+            200: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        success: true;
+                        data: components["schemas"]["Webhook"];
+                    };
+                };
+            };
+            /** @description invalid_request (details.field names the field) or idempotency_key_required */
+            400: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description unauthorized: bearer credential missing, invalid, expired or revoked */
+            401: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    "WWW-Authenticate": "Bearer";
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description forbidden: mode, scope, IP allowlist, policy or compliance refusal (details.reason) */
+            403: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description not_found: unknown route, or an id this tenant and mode does not own */
+            404: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description invalid_request: method not allowed on this path */
+            405: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description the methods this path supports (RFC 9110 section 10.2.1) */
+                    Allow: string;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description idempotency_replay_mismatch: this Idempotency-Key was used with another request */
+            409: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description invalid_request: body over 64 KiB */
+            413: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description invalid_request: Content-Type is not application/json */
+            415: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description rate_limited: retry after the window resets (Retry-After) */
+            429: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description seconds to wait before retrying (RFC 9110 section 10.2.3) */
+                    "Retry-After": number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description internal_error */
+            500: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description provider_error: a downstream service rejected the command unexpectedly */
+            502: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description provider_unavailable, details.reason naming why: overloaded (shed at the door), upstream_timeout (no answer within the gateway timeout), store_unavailable, or in_flight (the same key is being decided); retry with the same Idempotency-Key after Retry-After */
+            503: {
+                headers: {
+                    /** @description the caller's X-Request-Id if it is 1-128 of [A-Za-z0-9._:-], else generated */
+                    "X-Request-Id": string;
+                    /** @description requests allowed per minute for this tenant and mode (after authentication) */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description left in this window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description unix seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description seconds to wait before retrying (RFC 9110 section 10.2.3) */
+                    "Retry-After"?: number;
+                    /** @description present when this answer is the recorded outcome of an earlier request with the same Idempotency-Key */
+                    "X-Idempotent-Replay"?: "true";
                     [name: string]: unknown;
                 };
                 content: {

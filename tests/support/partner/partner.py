@@ -18,6 +18,13 @@ with Sluice(config) as sluice:
     name: str = customer["customer_id"]
     listed = [c["customer_id"] for c in sluice.customers.list(limit=100)]
     print("customer", name.startswith("cus_") and name in listed)
+    page = sluice.customers.list_page(limit=1)  # one page, with its cursor
+    first: list[str] = [c["customer_id"] for c in page.data]
+    print("page", first == listed[:1], page.has_more == (len(listed) > 1))
+    hook = sluice.webhooks.create(endpoint_url="http://127.0.0.1:9/hook")
+    paused = sluice.webhooks.update(hook["webhook_id"], status="disabled")
+    gone = sluice.webhooks.delete(hook["webhook_id"])
+    print("endpoint", paused["status"], gone["status"])
 
 secret = "whsec_" + "a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2U="
 delivery = sign_test_event(

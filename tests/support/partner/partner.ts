@@ -11,6 +11,14 @@ const name: string = customer.customer_id;
 const listed: string[] = [];
 for await (const c of sluice.customers.list({ limit: 100 })) listed.push(c.customer_id);
 console.log("customer", name.startsWith("cus_") && listed.includes(name) ? "True" : "False");
+const page = await sluice.customers.listPage({ limit: 1 }); // one page, with its cursor
+const first: string[] = page.data.map((c) => c.customer_id);
+const said = (b: boolean) => (b ? "True" : "False");
+console.log("page", said(first[0] === listed[0]), said(page.has_more === (listed.length > 1)));
+const hook = await sluice.webhooks.create({ endpoint_url: "http://127.0.0.1:9/hook" });
+const paused = await sluice.webhooks.update(hook.webhook_id, { status: "disabled" });
+const gone = await sluice.webhooks.delete(hook.webhook_id);
+console.log("endpoint", paused.status, gone.status);
 
 const secret = "whsec_" + "a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2U=";
 const delivery = signTestEvent(secret, { type: "transfer.updated", data: { transfer_id: "tr_1", state: "completed" } });

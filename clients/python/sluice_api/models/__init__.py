@@ -7,6 +7,7 @@ from .customer_create import CustomerCreate
 from .customer_create_account_type import CustomerCreateAccountType
 from .customer_created import CustomerCreated
 from .customer_created_provider import CustomerCreatedProvider
+from .delete_v1_webhooks_by_webhook_id_response_200 import DeleteV1WebhooksByWebhookIdResponse200
 from .developer_fee_in import DeveloperFeeIn
 from .empty import Empty
 from .error_envelope import ErrorEnvelope
@@ -56,6 +57,7 @@ from .onboarding_authorization_create import OnboardingAuthorizationCreate
 from .onboarding_authorization_create_account_type_type_0 import OnboardingAuthorizationCreateAccountTypeType0
 from .party_in import PartyIn
 from .party_in_payment_rail import PartyInPaymentRail
+from .patch_v1_webhooks_by_webhook_id_response_200 import PatchV1WebhooksByWebhookIdResponse200
 from .post_v1_customers_response_201 import PostV1CustomersResponse201
 from .post_v1_onboarding_authorizations_response_201 import PostV1OnboardingAuthorizationsResponse201
 from .post_v1_payouts_response_201 import PostV1PayoutsResponse201
@@ -90,6 +92,9 @@ from .wallet_transaction_kind import WalletTransactionKind
 from .webhook import Webhook
 from .webhook_create import WebhookCreate
 from .webhook_created import WebhookCreated
+from .webhook_status import WebhookStatus
+from .webhook_update import WebhookUpdate
+from .webhook_update_status_type_0 import WebhookUpdateStatusType0
 
 __all__ = (
     "BankAccountIn",
@@ -99,6 +104,7 @@ __all__ = (
     "CustomerCreateAccountType",
     "CustomerCreated",
     "CustomerCreatedProvider",
+    "DeleteV1WebhooksByWebhookIdResponse200",
     "DeveloperFeeIn",
     "Empty",
     "ErrorEnvelope",
@@ -142,6 +148,7 @@ __all__ = (
     "OnboardingAuthorizationCreateAccountTypeType0",
     "PartyIn",
     "PartyInPaymentRail",
+    "PatchV1WebhooksByWebhookIdResponse200",
     "PostV1CustomersResponse201",
     "PostV1OnboardingAuthorizationsResponse201",
     "PostV1PayoutsResponse201",
@@ -174,4 +181,7 @@ __all__ = (
     "Webhook",
     "WebhookCreate",
     "WebhookCreated",
+    "WebhookStatus",
+    "WebhookUpdate",
+    "WebhookUpdateStatusType0",
 )

@@ -6,6 +6,7 @@ from typing import Any, TypeVar, cast
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.webhook_status import WebhookStatus
 from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="Webhook")
@@ -17,12 +18,16 @@ class Webhook:
     Attributes:
         webhook_id (str):
         endpoint_url (str):
+        status (WebhookStatus):
+        disabled_reason (None | str | Unset):
         created_at (str | Unset):
         enabled_events (list[str] | Unset):
     """
 
     webhook_id: str
     endpoint_url: str
+    status: WebhookStatus
+    disabled_reason: None | str | Unset = UNSET
     created_at: str | Unset = UNSET
     enabled_events: list[str] | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -31,6 +36,14 @@ class Webhook:
         webhook_id = self.webhook_id
 
         endpoint_url = self.endpoint_url
+
+        status = self.status.value
+
+        disabled_reason: None | str | Unset
+        if isinstance(self.disabled_reason, Unset):
+            disabled_reason = UNSET
+        else:
+            disabled_reason = self.disabled_reason
 
         created_at = self.created_at
 
@@ -44,8 +57,11 @@ class Webhook:
             {
                 "webhook_id": webhook_id,
                 "endpoint_url": endpoint_url,
+                "status": status,
             }
         )
+        if disabled_reason is not UNSET:
+            field_dict["disabled_reason"] = disabled_reason
         if created_at is not UNSET:
             field_dict["created_at"] = created_at
         if enabled_events is not UNSET:
@@ -60,6 +76,17 @@ class Webhook:
 
         endpoint_url = d.pop("endpoint_url")
 
+        status = WebhookStatus(d.pop("status"))
+
+        def _parse_disabled_reason(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        disabled_reason = _parse_disabled_reason(d.pop("disabled_reason", UNSET))
+
         created_at = d.pop("created_at", UNSET)
 
         enabled_events = cast(list[str], d.pop("enabled_events", UNSET))
@@ -67,6 +94,8 @@ class Webhook:
         webhook = cls(
             webhook_id=webhook_id,
             endpoint_url=endpoint_url,
+            status=status,
+            disabled_reason=disabled_reason,
             created_at=created_at,
             enabled_events=enabled_events,
         )

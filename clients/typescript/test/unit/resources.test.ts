@@ -103,6 +103,50 @@ test("list follows every page", async () => {
   assert.equal(second?.get("starting_after"), "evt_2");
 });
 
+test("listPage is one page with its cursor; nextPage and for await go on from it", async () => {
+  const { sluice, requests } = scripted([
+    envelope({ items: [{ transfer_id: "tr_3" }, { transfer_id: "tr_2" }], next_cursor: "tr_2" }),
+    envelope({ items: [{ transfer_id: "tr_1" }], next_cursor: null }),
+    envelope({ items: [{ transfer_id: "tr_1" }], next_cursor: null }),
+  ]);
+  const page = await sluice.transfers.listPage({ limit: 2, starting_after: "tr_4" });
+  assert.deepEqual(page.data.map((t) => t.transfer_id), ["tr_3", "tr_2"]);
+  assert.equal(page.has_more, true);
+  assert.equal(page.next_cursor, "tr_2");
+  assert.equal(requests.length, 1); // one page, one request
+  const last = await page.nextPage();
+  assert.deepEqual(last?.data.map((t) => t.transfer_id), ["tr_1"]);
+  assert.equal(last?.has_more, false);
+  assert.equal(await last?.nextPage(), undefined);
+  const walked: string[] = [];
+  for await (const t of page) walked.push(t.transfer_id);
+  assert.deepEqual(walked, ["tr_3", "tr_2", "tr_1"]);
+  const params = requests.map((r) => Object.fromEntries(new URL(r.url).searchParams));
+  assert.deepEqual(params, [
+    { limit: "2", starting_after: "tr_4" },
+    { limit: "2", starting_after: "tr_2" },
+    { limit: "2", starting_after: "tr_2" },
+  ]);
+});
+
+test("update and delete send PATCH and DELETE, each with its own key", async () => {
+  const hook = { webhook_id: "wh_1", endpoint_url: "https://a.example/h" };
+  const { sluice, requests, bodies } = scripted([
+    envelope({ ...hook, status: "disabled" }),
+    envelope({ ...hook, status: "deleted" }),
+  ]);
+  assert.equal((await sluice.webhooks.update("wh_1", { status: "disabled" })).status, "disabled");
+  assert.equal((await sluice.webhooks.delete("wh_1")).status, "deleted");
+  const [patch, del] = requests;
+  assert.equal(patch?.method, "PATCH");
+  assert.equal(new URL(patch?.url ?? "").pathname, "/v1/webhooks/wh_1");
+  assert.deepEqual(bodies, [{ status: "disabled" }]); // DELETE sent no body
+  assert.equal(del?.method, "DELETE");
+  const keys = new Set(requests.map((r) => r.headers.get("idempotency-key")));
+  assert.equal(keys.size, 2);
+  assert.ok([...keys].every((k) => k?.startsWith("sdk_")));
+});
+
 test("a transfer carries one key in header and body on every attempt (500, 502, 504 retried)", async () => {
   const created = envelope({ transfer_id: "tr_1", state: "completed", provider: "service" }, 201);
   const { sluice, requests, bodies } = scripted([

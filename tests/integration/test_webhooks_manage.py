@@ -174,3 +174,18 @@ def test_a_deleted_endpoint_is_gone_and_receives_nothing(
     time.sleep(3.0)  # three retries' worth of the stack's schedule
     assert len(failing.received) == seen
     assert len(db(stack, "SELECT id FROM webhooks.deliveries WHERE webhook_id = $1", wid)) == 1
+
+
+def test_a_deleted_endpoint_frees_its_place_among_the_sixteen(stack: Stack) -> None:
+    t = make_tenant(stack, rate_limit=100000)
+    sluice = sdk(t, stack)
+    made = [sluice.webhooks.create(endpoint_url=f"http://127.0.0.1:9/h{n}")["webhook_id"] for n in range(16)]
+    with pytest.raises(InvalidRequest) as full:
+        sluice.webhooks.create(endpoint_url="http://127.0.0.1:9/h16")
+    assert full.value.reason == "too_many_endpoints"
+    sluice.webhooks.update(made[0], status="disabled")  # a disabled endpoint still counts
+    with pytest.raises(InvalidRequest):
+        sluice.webhooks.create(endpoint_url="http://127.0.0.1:9/h16")
+    sluice.webhooks.delete(made[0])
+    again = sluice.webhooks.create(endpoint_url="http://127.0.0.1:9/h16")["webhook_id"]
+    assert sorted(w["webhook_id"] for w in sluice.webhooks.list(limit=100)) == sorted([*made[1:], again])

@@ -10,13 +10,15 @@ make one). So a compromised gateway, or anyone else who can write a topic, canno
 own transfer: whatever it forges does not verify, is dead-lettered with ``authority_invalid``,
 counted, and changes nothing.
 
-What is signed: the whole command except its ``authority`` and the two fields that only route
-the answer (``ctx.request_id`` and ``ctx.reply_to``: compliance readdresses a stored decision to
-the gateway waiting now), with the signer, key id and expiry in front. Every field that moves
+What is signed: the whole command except its ``authority`` and ``ctx.request_id`` (it only
+correlates logs and traces), with the signer, key id and expiry in front. Every field that moves
 money or says where it goes (amounts, currencies, parties, the decision's outcome), the command
-id, the tenant and the mode are therefore covered. The bytes are msgspec's encoding of the
-command's struct, which both sides share from ``common.contracts``: a verifier that does not
-know a field the signer set re-encodes without it, and refuses (fail closed).
+id, the tenant, the mode and the reply address (``ctx.reply_to``: the answer goes only where the
+signer sent it, ``common.replies``) are therefore covered. A stored decision answered to a
+gateway waiting now is signed again with that gateway's address (compliance's ``readdressed``).
+The bytes are msgspec's encoding of the command's struct, which both sides share from
+``common.contracts``: a verifier that does not know a field the signer set re-encodes without
+it, and refuses (fail closed).
 
 Keys are settings of the form ``kid:base64``: a signing key is the 32-byte Ed25519 private
 seed, a verification key the 32-byte public key. A key id starts with its signer's name
@@ -52,7 +54,7 @@ from common.metrics import AUTHORITY_REFUSED
 
 Signer = Literal["compliance", "admin"]
 SIGNERS: tuple[Signer, ...] = ("compliance", "admin")
-DOMAIN = b"sluice-authority-v1\x00"
+DOMAIN = b"sluice-authority-v2\x00"  # v2: the reply address is covered
 REASON = "authority_invalid"
 _KID = re.compile(r"^(compliance|admin)[-_.][A-Za-z0-9_.-]{1,40}$")
 
@@ -129,7 +131,7 @@ def new_seed_setting(kid: str) -> str:
 
 def signed_bytes(cmd: Envelope, signer: str, kid: str, expires_at: int) -> bytes:
     """What the signature covers (see the module's docstring)."""
-    ctx = msgspec.structs.replace(cmd.ctx, request_id="", reply_to=None)
+    ctx = msgspec.structs.replace(cmd.ctx, request_id="")
     bare = msgspec.structs.replace(cmd, authority=None, ctx=ctx)
     head = f"{signer}\x00{kid}\x00{expires_at}\x00".encode()
     return DOMAIN + head + encode(bare)

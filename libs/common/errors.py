@@ -43,6 +43,9 @@ class Reason(StrEnum):
     TENANT_NOT_LIVE = "tenant_not_live"
     TENANT_DISABLED = "tenant_disabled"
     INSUFFICIENT_FUNDS = "insufficient_funds"
+    #: A second command naming a transfer id another command holds (a partner never sees
+    #: it: the gateway makes a transfer id per request).
+    TRANSFER_ID_REUSED = "transfer_id_reused"
 
 
 class Unavailable(StrEnum):

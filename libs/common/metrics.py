@@ -50,6 +50,21 @@ AUTHORITY_REFUSED = Counter(
     "Commands refused because their authority did not verify, by why",
     ["service", "why"],
 )
+REPLIES_REFUSED = Counter(
+    "sluice_replies_refused_total",
+    "Replies not published because their address is not a reply topic (common.replies)",
+    ["service"],
+)
+TRANSFER_IDS_REUSED = Counter(
+    "sluice_transfer_id_reused_total",
+    "Commands refused for naming a transfer id another command holds (nothing given back)",
+    ["service"],
+)
+STAMP_DISAGREED = Counter(
+    "sluice_stamp_disagreed_total",
+    "Commands whose gateway-stamped fact about the tenant disagreed with the owner's record, which decided",
+    ["service", "field"],
+)
 REDRIVE_REFUSED = Counter(
     "sluice_redrive_refused_total",
     "Dead letters admin refused to redrive (origin not verified, or never to be redriven), by reason",

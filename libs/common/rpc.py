@@ -28,7 +28,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from faststream.kafka import KafkaBroker
 
-from common import kafka
+from common import kafka, replies
 from common.broker import ensure_topics
 from common.contracts import Envelope, Result, decode, encode
 from common.failpoints import failpoint
@@ -192,7 +192,11 @@ class RpcClient:
                 del self._waiters[command.command_id]
 
 
-async def reply(broker: KafkaBroker, reply_to: str | None, result: Result) -> None:
-    """Publish a result to a reply topic (partition 0); a no-op without a reply address."""
-    if reply_to:
-        await publish(broker, encode(result), topic=reply_to, partition=0, request_id=result.request_id)
+async def reply(
+    broker: KafkaBroker, reply_to: str | None, result: Result, *, service: str, prefix: str
+) -> None:
+    """Publish a result to a reply topic (partition 0); a no-op without a reply address, or
+    with one that is not a reply topic of ``prefix`` (``common.replies``: counted)."""
+    topic = replies.address(service, prefix, reply_to)
+    if topic is not None:
+        await publish(broker, encode(result), topic=topic, partition=0, request_id=result.request_id)

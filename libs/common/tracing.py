@@ -43,6 +43,7 @@ from opentelemetry.trace import Span, SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from common.metrics import PRODUCED
+from common.topics import Topic
 
 REQUEST_ID_HEADER = "x-request-id"
 _PROPAGATOR = TraceContextTextMapPropagator()
@@ -163,13 +164,21 @@ async def publish(
     key: bytes | None = None,
     partition: int | None = None,
     request_id: str | None = None,
+    anchor: bool = False,
 ) -> None:
     """Publish with the request id in the headers, under the request's trace when this process
     consumed it (else under the current span, e.g. the gateway's HTTP request span).
 
     When spans are not exported, the record goes to aiokafka's producer directly with the
     request id and its remembered ``traceparent``; concurrent calls (``asyncio.gather``) land
-    in one produce request per partition."""
+    in one produce request per partition.
+
+    The journal's anchors topic is refused unless ``anchor`` (the anchor publisher alone says
+    so): the ledger's principal may write it, so no other path of the ledger's code may reach
+    it, an answer or an outbox row included (docs/security.md, "Transfer ids, live and
+    replies")."""
+    if topic.endswith(f".{Topic.JOURNAL_ANCHORS.value}") and not anchor:
+        raise PermissionError(f"only the anchor publisher writes {topic}")
     if not _EXPORTING:
         headers: list[tuple[str, bytes]] = []
         if request_id:

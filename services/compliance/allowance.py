@@ -108,6 +108,7 @@ def holds_of(claims: Sequence[Claim], refused: dict[str, Decimal]) -> list[dict[
             "currency": c.currency,
             "day": c.day,
             "amount": c.amount,
+            "command_id": c.command_id,
         }
         for c in claims
         if c.command_id not in refused
@@ -117,7 +118,18 @@ def holds_of(claims: Sequence[Claim], refused: dict[str, Decimal]) -> list[dict[
 async def release(session: AsyncSession, holds: Sequence[tuple[str, str]]) -> dict[str, Decimal]:
     """Give the amounts of failed transfers (transfer_id, tenant_id) back to their days, each
     once: returns what was released per transfer id (nothing for holds released before)."""
-    released = await repo.mark_released(session, sorted(set(holds)))
+    return await _give_back(session, await repo.mark_released(session, sorted(set(holds))))
+
+
+async def release_failed(session: AsyncSession, failed: Sequence[tuple[str, str, str]]) -> dict[str, Decimal]:
+    """:func:`release` for commands whose failure the ledger reports, (transfer_id, command_id,
+    tenant_id): a hold is given back only to the command that took it, so a release for a
+    command that reused another's transfer id gives nothing back."""
+    return await _give_back(session, await repo.mark_released_for(session, sorted(set(failed))))
+
+
+async def _give_back(session: AsyncSession, released: Sequence[Any]) -> dict[str, Decimal]:
+    """The released holds' amounts taken off their days' usage."""
     if not released:
         return {}
     back: dict[UsageKey, Decimal] = {}

@@ -19,7 +19,7 @@ import msgspec
 from faststream.kafka import KafkaBroker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from common import authority
+from common import authority, replies
 from common.authority import AuthorityInvalid
 from common.broker import dead_letter
 from common.consume import BatchProcessor, Failure
@@ -107,14 +107,19 @@ class ComplianceConsumer:
             except (msgspec.DecodeError, msgspec.ValidationError):
                 return
         if cmd.command_id:
-            await reply(self.broker, cmd.ctx.reply_to, undecided(cmd.command_id, cmd.ctx.request_id or ""))
+            result = undecided(cmd.command_id, cmd.ctx.request_id or "")
+            prefix = self.topics.prefix
+            await reply(self.broker, cmd.ctx.reply_to, result, service="compliance", prefix=prefix)
 
     def processor(self, readiness: Readiness | None = None) -> BatchProcessor[ComplianceCommand]:
         async def give_up(failure: Failure) -> None:
             await dead_letter(self.broker, self.settings, "compliance", failure)
             if isinstance(failure.error, AuthorityInvalid) and failure.message is not None:
+                if failure.error.why == replies.WHY:  # its address is the forgery: no answer
+                    return
                 refused = authority.refusal(failure.message, failure.error, "compliance")
-                await reply(self.broker, failure.message.ctx.reply_to, refused)
+                to = failure.message.ctx.reply_to
+                await reply(self.broker, to, refused, service="compliance", prefix=self.topics.prefix)
                 return
             self.failed_closed += 1
             await self.answer_undecided(failure)
@@ -124,7 +129,10 @@ class ComplianceConsumer:
             decode=COMPLIANCE_COMMANDS.decode,
             handle_batch=self.run_batch,
             dead_letter=give_up,
-            admit=authority.admit("compliance", self.settings.verify_keys, operator_signed),
+            admit=replies.both(
+                replies.admit("compliance", self.topics.prefix),
+                authority.admit("compliance", self.settings.verify_keys, operator_signed),
+            ),
             readiness=readiness,
             attempts=self.settings.consumer_max_attempts,
         )
@@ -137,7 +145,8 @@ class ComplianceConsumer:
             await dead_letter(self.broker, self.settings, "compliance", failure)
 
         async def release(cmds: Sequence[ReleaseAllowance]) -> None:
-            await usage.release_given(self.sessions, [(c.transfer_id, c.ctx.tenant_id) for c in cmds])
+            failed = [(c.transfer_id, c.failed_command_id, c.ctx.tenant_id) for c in cmds]
+            await usage.release_given(self.sessions, failed)
 
         return BatchProcessor(
             name="compliance-releases",

@@ -40,6 +40,13 @@ class ComplianceDecision(SQLModel, table=True):
         Index("decisions_tenant", "tenant_id", sql_text("id DESC")),
         Index("decisions_newest", sql_text("created_at DESC"), sql_text("id DESC")),
         Index("decisions_tenant_newest", "tenant_id", sql_text("created_at DESC"), sql_text("id DESC")),
+        # a transfer id names one command: a second command naming it is refused
+        Index(
+            "decisions_transfer_id",
+            "transfer_id",
+            unique=True,
+            postgresql_where=sql_text("transfer_id IS NOT NULL"),
+        ),
         {"schema": SCHEMA},
     )
 
@@ -58,6 +65,9 @@ class ComplianceDecision(SQLModel, table=True):
     out_partition: int | None = Field(default=None, sa_column=Column(Integer))
     out_payload: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     created_at: datetime = now_field()
+    # the transfer this decision is about (a transfer or payout; None for the rest, and for a
+    # refusal of a transfer id another command holds)
+    transfer_id: str | None = text_field(nullable=True)
 
 
 class ComplianceParty(TenantModeKey, table=True):
@@ -138,6 +148,9 @@ class ComplianceCapHold(SQLModel, table=True):
     day: date = Field(sa_column=Column(Date, nullable=False))
     amount: Decimal = Field(sa_column=Column(MONEY, nullable=False))
     released_at: datetime | None = time_field(nullable=True)
+    # the command whose claim this is: only a release reporting that command's failure gives
+    # it back (None for holds taken before it was recorded)
+    command_id: str | None = text_field(nullable=True)
 
 
 class ComplianceScreenedAddress(SQLModel, table=True):

@@ -195,7 +195,9 @@ async def policy_status(session: AsyncSession, snap: Snapshot, cmd: GetPolicySta
 
 
 async def release_allowance(session: AsyncSession, snap: Snapshot, cmd: ReleaseAllowance) -> dict[str, Any]:
-    released = await allowance.release(session, [(cmd.transfer_id, cmd.ctx.tenant_id)])
+    released = await allowance.release_failed(
+        session, [(cmd.transfer_id, cmd.failed_command_id, cmd.ctx.tenant_id)]
+    )
     if released:
         log.info("gave back %s of daily cap for refused transfer %s", released, cmd.transfer_id)
     return {"transfer_id": cmd.transfer_id, "released": bool(released)}

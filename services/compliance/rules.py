@@ -94,6 +94,18 @@ def tenant_disabled() -> Verdict:
     return refuse("tenant_status", "tenant_disabled", "the tenant is disabled")
 
 
+def transfer_id_reused() -> Verdict:
+    """The transfer id is held by another command (a decision or a hold of its own): one
+    transfer id names one command, so whatever the ledger later says about that id is about
+    that command, and a release for this one can give nothing of it back."""
+    return refuse(
+        "transfer_id",
+        Reason.TRANSFER_ID_REUSED,
+        "the transfer id already names another command's transfer",
+        field="transfer_id",
+    )
+
+
 def address_screened(address: str) -> Verdict:
     """The destination is on the operators' screening list: fail closed."""
     return refuse(

@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from common import replies
 from common.contracts import Command, Decision, Result, encode
 from common.contracts.commands import (
     CreateCustomer,
@@ -27,9 +28,10 @@ from common.contracts.commands import (
     SandboxDeposit,
     partition_key,
 )
-from common.errors import ErrorCode, ServiceError
+from common.errors import ErrorCode, Reason, ServiceError
 from common.ids import new_id
 from common.logging import request_id_var
+from common.metrics import STAMP_DISAGREED, TRANSFER_IDS_REUSED
 from common.outbox import Outbox, OutMessage
 from common.results import error_result
 from common.topics import Topics
@@ -138,9 +140,12 @@ async def decide_transfer(session: AsyncSession, snap: Snapshot, cmd: CreateTran
     route = (dst.payment_rail.lower(), currency)
     routes, cap = await snap.policy(session, t, m)
     parties, source_customer = _transfer_parties(snap, cmd)
+    live = t in snap.live  # admin's record, never the gateway's ctx.live_enabled
+    if m == "production" and cmd.ctx.live_enabled != live:
+        STAMP_DISAGREED.labels("compliance", "live_enabled").inc()
     facts = TransferFacts(
         mode=m,
-        live_enabled=cmd.ctx.live_enabled,
+        live_enabled=live,
         kind=cmd.kind,
         amount=amount,
         currency=cmd.currency.upper(),
@@ -158,7 +163,7 @@ async def decide_transfer(session: AsyncSession, snap: Snapshot, cmd: CreateTran
         "amount": str(amount),
         "currency": facts.currency,
         "route": {"rail": route[0], "currency": route[1], "approved": facts.route_approved},
-        "live_enabled": cmd.ctx.live_enabled,
+        "live_enabled": live,
         "parties": [
             {"role": p.role, "id": p.party_id, "customer_id": p.customer_id, "country_code": p.country}
             for p in parties
@@ -182,6 +187,21 @@ async def decide_transfer(session: AsyncSession, snap: Snapshot, cmd: CreateTran
     # The daily cap is taken for the whole batch at once (compliance.allowance.settle).
     snap.claim(Claim(cmd.command_id, cmd.transfer_id, t, m, facts.currency, day, amount, cap.daily, facts))
     return verdict, inputs
+
+
+def refused_early(cmd: Command, disabled: set[str], holders: dict[str, str | None]) -> Decided | None:
+    """A command refused before its rules are read: a transfer whose id another command holds
+    (``holders``: transfer id -> the command holding it, None for a hold that predates
+    recording it; a transfer decided here takes its id), then anything but a deposit of a
+    tenant an operator disabled."""
+    if isinstance(cmd, CreateTransfer):
+        if cmd.transfer_id in holders and holders[cmd.transfer_id] != cmd.command_id:
+            TRANSFER_IDS_REUSED.labels("compliance").inc()
+            return rules.transfer_id_reused(), {"transfer_id": cmd.transfer_id}
+        holders[cmd.transfer_id] = cmd.command_id
+    if cmd.ctx.tenant_id in disabled and not isinstance(cmd, SandboxDeposit):
+        return rules.tenant_disabled(), {"tenant_disabled": True}
+    return None
 
 
 def _cap_refusal(claim: Claim, used: Decimal, inputs: dict[str, Any]) -> Decided:
@@ -208,9 +228,11 @@ def refusal_result(cmd: Command, v: Verdict) -> Result:
     return error_result(cmd, ServiceError(code, v.message or "refused by policy", details=details))
 
 
-def _reply(cmd: Command, result: Result) -> OutMessage:
-    """The answer to the caller (no topic for a command nobody waits for: not published)."""
-    return OutMessage(cmd.ctx.reply_to or "", encode(result), partition=0, request_id=cmd.ctx.request_id)
+def _reply(cmd: Command, result: Result, topics: Topics) -> OutMessage:
+    """The answer to the caller (no topic for a command nobody waits for, or for an address
+    that is not a reply topic: not published)."""
+    to = replies.address("compliance", topics.prefix, cmd.ctx.reply_to) or ""
+    return OutMessage(to, encode(result), partition=0, request_id=cmd.ctx.request_id)
 
 
 def readdressed(out: OutMessage, cmd: Command, topics: Topics, sign: Sign, fresh: bool = False) -> OutMessage:
@@ -224,9 +246,8 @@ def readdressed(out: OutMessage, cmd: Command, topics: Topics, sign: Sign, fresh
     """
     rid = cmd.ctx.request_id  # in the headers of what is published, with the request's trace
     if out.topic != topics.ledger_commands:  # a refusal or answer: to the caller
-        if not cmd.ctx.reply_to:
-            return dataclasses.replace(out, request_id=rid)
-        return OutMessage(cmd.ctx.reply_to, out.payload, out.key, 0, request_id=rid)
+        to = replies.address("compliance", topics.prefix, cmd.ctx.reply_to or out.topic) or ""
+        return OutMessage(to, out.payload, out.key, 0, request_id=rid)
     if fresh and (not cmd.ctx.reply_to or cmd.ctx.reply_to == stamped_reply_to(out)):
         return dataclasses.replace(out, request_id=rid)
     stamped = msgspec.json.decode(out.payload, type=type(cmd))
@@ -265,6 +286,7 @@ async def decide_batch(
     deciding = {c.command_id for c in cmds if type(c) in DECIDERS}
     stored = {cid: found for cid, found in read.stored.items() if cid in deciding}
     snap.absorb(read, wanted)
+    holders = dict(read.taken)  # transfer id -> the command holding it, this batch's too
     # An outcome, or a command decided in this batch (its outcome comes after the cap).
     plan: list[OutMessage | Command] = []
     decided: dict[str, tuple[Command, Verdict, dict[str, Any]]] = {}
@@ -284,15 +306,12 @@ async def decide_batch(
             plan.append(cmd)
             continue
         decider = DECIDERS.get(type(cmd))
-        if decider is not None and cmd.ctx.tenant_id in read.disabled and not isinstance(cmd, SandboxDeposit):
-            decided[cmd.command_id] = (cmd, rules.tenant_disabled(), {"tenant_disabled": True})
-            plan.append(cmd)
-            continue
         if decider is None:
-            plan.append(_reply(cmd, await policy_admin.handle(session, snap, cmd)))
+            plan.append(_reply(cmd, await policy_admin.handle(session, snap, cmd), topics))
             snap.usage.clear()  # it may have given cap back: the totals are read again below
             continue
-        decided[cmd.command_id] = (cmd, *await decider(session, snap, cmd))
+        early = refused_early(cmd, read.disabled, holders)
+        decided[cmd.command_id] = (cmd, *(early or await decider(session, snap, cmd)))
         plan.append(cmd)
     claims = snap.take_claims()
     refused, usage, holds = await allowance.allot_batch(session, claims, snap.usage)
@@ -333,7 +352,7 @@ def _record(
     """What to publish for a decided command, and its decision row."""
     decision_id = new_id("dec")
     if verdict.refused:
-        out = _reply(cmd, refusal_result(cmd, verdict))
+        out = _reply(cmd, refusal_result(cmd, verdict), topics)
     else:
         decision = Decision(
             decision_id=decision_id,
@@ -359,5 +378,13 @@ def _record(
         "out_key": out.key,
         "out_partition": out.partition,
         "out_payload": out.payload,
+        "transfer_id": _transfer_of(cmd, verdict),
     }
     return out, row
+
+
+def _transfer_of(cmd: Command, verdict: Verdict) -> str | None:
+    """The transfer id a decision holds: its transfer's, unless it refused the id as another's."""
+    if not isinstance(cmd, CreateTransfer) or verdict.reason == Reason.TRANSFER_ID_REUSED:
+        return None
+    return cmd.transfer_id

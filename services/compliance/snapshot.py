@@ -53,6 +53,9 @@ class Snapshot:
         self.screened: dict[str, set[str]] = {}  # compared address -> chains it is screened on
         self.day = datetime.now(UTC).date()  # the UTC day whose cap the batch's transfers take
         self.usage: dict[UsageKey, Decimal] = {}  # cap usage rows the batch locked, their totals
+        # tenants enabled for production, read from admin's record (identity.tenants), never
+        # from what the gateway stamps on a command
+        self.live: set[str] = set()
 
     # ---- loading ----
     def wanted(self, cmds: Sequence[Any]) -> repo.Wanted:
@@ -69,6 +72,7 @@ class Snapshot:
             elif isinstance(cmd, SandboxDeposit):
                 w.parties.add((t, m, cmd.virtual_account_id))
             elif isinstance(cmd, CreateTransfer):
+                w.transfer_ids.add(cmd.transfer_id)
                 w.tenants.add((t, m))
                 w.usage.add((t, m, cmd.currency.upper(), self.day))
                 for side in (cmd.source, cmd.destination):
@@ -99,6 +103,7 @@ class Snapshot:
                 Decimal(per_transfer), Decimal(daily), None if review is None else Decimal(review), "tenant"
             )
         self.usage.update(read.usage)
+        self.live |= read.live
 
     def screen(self, chain: str, address: str) -> None:
         self.screened.setdefault(address, set()).add(chain)

@@ -52,12 +52,15 @@ def releases(raws: Sequence[bytes]) -> list[tuple[str, str]]:
     return out
 
 
-async def release_given(sessions: async_sessionmaker[AsyncSession], holds: Sequence[tuple[str, str]]) -> int:
-    """Release the holds (transfer_id, tenant_id) the ledger gave back, each once."""
-    if not holds:
+async def release_given(
+    sessions: async_sessionmaker[AsyncSession], failed: Sequence[tuple[str, str, str]]
+) -> int:
+    """Release the holds the ledger gave back, each once and only to the command that failed:
+    (transfer_id, command_id, tenant_id)."""
+    if not failed:
         return 0
     async with sessions() as session, session.begin():
-        released = await allowance.release(session, holds)
+        released = await allowance.release_failed(session, failed)
     for transfer_id, amount in released.items():
         log.info("gave back %s of daily cap for refused transfer %s", amount, transfer_id)
     return len(released)

@@ -96,7 +96,7 @@ def _anchors(settings: Settings, runtime: Runtime) -> Anchors | None:
             settings,
             runtime.sessions,
             runtime.topics.journal_anchors,
-            functools.partial(publish, runtime.broker),
+            functools.partial(publish, runtime.broker, anchor=True),
         )
     if not signing:
         log.warning("journal anchors off: %s is not set (development)", KEY_SETTING)
@@ -108,5 +108,5 @@ def _anchors(settings: Settings, runtime: Runtime) -> Anchors | None:
         settings,
         runtime.sessions,
         runtime.topics.journal_anchors,
-        functools.partial(publish, runtime.broker),
+        functools.partial(publish, runtime.broker, anchor=True),
     )

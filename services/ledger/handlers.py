@@ -22,17 +22,19 @@ from faststream.kafka import KafkaBroker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common import authority as common_authority
+from common import replies
 from common.authority import AuthorityInvalid, VerifyKeys
 from common.broker import dead_letter
 from common.consume import BatchProcessor, Failure
 from common.contracts import LedgerCommand, Result, encode
 from common.contracts.base import ErrorBody
 from common.contracts.commands import LEDGER_COMMANDS, LEDGER_READS
-from common.errors import ErrorCode, ServiceError
+from common.errors import ErrorCode, Reason, ServiceError
 from common.failpoints import failpoint
 from common.health import Readiness
 from common.inbox import Inbox
 from common.logging import request_id_var
+from common.metrics import TRANSFER_IDS_REUSED
 from common.outbox import Outbox, OutMessage
 from common.rpc import reply
 from common.settings import Settings
@@ -107,10 +109,12 @@ class LedgerConsumer:
         """Encode the result and stage the events of one executed command."""
         if err is not None:
             log.info("refused %s: %s %s", type(cmd).__name__, err.code, err.details)
+            if err.details.get("reason") == Reason.TRANSFER_ID_REUSED:
+                TRANSFER_IDS_REUSED.labels("ledger").inc()
         result = encode(service.result_of(cmd, effects, err))
         if effects is not None and effects.events:
             service.stage_fact(session, self.outbox, self.topics, effects.events)
-        if err is not None and (release := service.allowance_release(cmd, self.topics)) is not None:
+        if err is not None and (release := service.allowance_release(cmd, self.topics, err)) is not None:
             self.outbox.add(session, release)
         return result
 
@@ -137,10 +141,8 @@ class LedgerConsumer:
                     # Replies in batch order; a redelivered command answers its stored result again.
                     for cmd in cmds:
                         stored = results.get(cmd.command_id) or claimed.previous.get(cmd.command_id)
-                        if stored is not None and cmd.ctx.reply_to and not service.is_read(cmd):
-                            answer = OutMessage(
-                                cmd.ctx.reply_to, stored, partition=0, request_id=cmd.ctx.request_id
-                            )
+                        if stored is not None and not service.is_read(cmd) and (to := self._reply_to(cmd)):
+                            answer = OutMessage(to, stored, partition=0, request_id=cmd.ctx.request_id)
                             self.outbox.add(session, answer)
                     msgs = await service.write(session, journal, results, self.outbox)
                 else:
@@ -149,10 +151,8 @@ class LedgerConsumer:
                     if service.is_read(cmd):
                         request_id_var.set(cmd.ctx.request_id)
                         answer_ = await self._read(session, cmd)
-                        if cmd.ctx.reply_to:
-                            read = OutMessage(
-                                cmd.ctx.reply_to, answer_, partition=0, request_id=cmd.ctx.request_id
-                            )
+                        if to := self._reply_to(cmd):
+                            read = OutMessage(to, answer_, partition=0, request_id=cmd.ctx.request_id)
                             self.outbox.add(session, read)
                 msgs += await self.outbox.write(session)
             self.stats.add(len(cmds), time.perf_counter() - started, journal.lock_wait_s)
@@ -160,6 +160,11 @@ class LedgerConsumer:
                 await failpoint("ledger.after_commit")
             await self.outbox.dispatch(self.sessions, msgs, Outbox.pruned(session))
         self.processed += len(cmds)
+
+    def _reply_to(self, cmd: LedgerCommand) -> str | None:
+        """Where ``cmd``'s answer may go (``common.replies``): None for none, or for an address
+        that is not a reply topic (counted)."""
+        return replies.address("ledger", self.topics.prefix, cmd.ctx.reply_to)
 
     async def run_single(self, cmd: LedgerCommand) -> None:
         await self.run_batch([cmd])
@@ -176,7 +181,7 @@ class LedgerConsumer:
                 details={"reason": "ledger_failure"},
             ),
         )
-        await reply(self.broker, cmd.ctx.reply_to, result)
+        await reply(self.broker, cmd.ctx.reply_to, result, service="ledger", prefix=self.topics.prefix)
         if (release := service.allowance_release(cmd, self.topics)) is not None:
             await publish(
                 self.broker,
@@ -192,9 +197,10 @@ class LedgerConsumer:
         if cmd is None:
             return
         if isinstance(failure.error, AuthorityInvalid):  # a forgery: answered, nothing given back
-            await reply(
-                self.broker, cmd.ctx.reply_to, common_authority.refusal(cmd, failure.error, "the ledger")
-            )
+            if failure.error.why == replies.WHY:  # its address is the forgery: no answer
+                return
+            refused = common_authority.refusal(cmd, failure.error, "the ledger")
+            await reply(self.broker, cmd.ctx.reply_to, refused, service="ledger", prefix=self.topics.prefix)
         else:
             await self.answer_failure(cmd)
 
@@ -208,7 +214,10 @@ class LedgerConsumer:
             handle_batch=self.run_batch,
             handle_one=self.run_single,
             dead_letter=self.give_up,
-            admit=authority.admission(keys or self.settings.verify_keys),
+            admit=replies.both(
+                replies.admit("ledger", self.topics.prefix),
+                authority.admission(keys or self.settings.verify_keys),
+            ),
             readiness=readiness,
             attempts=self.settings.consumer_max_attempts,
         )
@@ -222,6 +231,7 @@ class LedgerConsumer:
             handle_batch=self.run_batch,
             handle_one=self.run_single,
             dead_letter=self.give_up,
+            admit=replies.admit("ledger", self.topics.prefix),
             readiness=readiness,
             attempts=self.settings.consumer_max_attempts,
         )

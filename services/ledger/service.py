@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from common.contracts import Envelope, Result, encode
 from common.contracts.base import ErrorBody, Event
 from common.contracts.commands import (
+    RELEASE_PREFIX,
     CreateCustomer,
     CreateTransfer,
     CreateVirtualAccount,
@@ -35,7 +36,7 @@ from common.contracts.commands import (
     VerifyJournal,
 )
 from common.contracts.events import AnyEvent, EventBatch
-from common.errors import ErrorCode, ServiceError
+from common.errors import ErrorCode, Reason, ServiceError
 from common.inbox import Inbox
 from common.outbox import Outbox, OutMessage
 from common.topics import Topics
@@ -153,7 +154,7 @@ async def execute_writes(
             journal.rollback_to(mark)
             out[i] = (None, exc)
     prepared = transfers.prepare_transfers(
-        journal, [c for _, c in moving], ledger_config, claimed.known, claimed.wallets
+        journal, [c for _, c in moving], ledger_config, claimed.known, claimed.wallets, claimed.taken
     )
     inserted = await journal.lock(session, new_rows(prepared))
     await transfers.answer_concurrent_twins(session, journal, prepared, inserted)
@@ -171,7 +172,8 @@ async def claim(session: AsyncSession, cmds: Sequence[Envelope], inbox: Inbox) -
     moving = [c for c in cmds if isinstance(c, CreateTransfer)]
     keys, names = transfers.names(moving)
     # Sorted: a command redelivered to two instances at once makes them wait, never deadlock.
-    claimed = await repo.claim_batch(session, sorted(c.command_id for c in cmds), keys, names)
+    ids = [c.transfer_id for c in moving]
+    claimed = await repo.claim_batch(session, sorted(c.command_id for c in cmds), keys, names, ids)
     if claimed.unseen:
         claimed.previous.update(await inbox.seen(session, claimed.unseen))
     return claimed
@@ -231,14 +233,18 @@ def stage_fact(session: AsyncSession, outbox: Outbox, topics: Topics, events: li
     )
 
 
-def allowance_release(cmd: Envelope, topics: Topics) -> OutMessage | None:
+def allowance_release(cmd: Envelope, topics: Topics, err: ServiceError | None = None) -> OutMessage | None:
     """For a transfer compliance approved that the ledger refused or failed: the message that
-    gives its daily-cap allowance back (docs/failure-model.md, "Cap allowances"). None for
-    anything else."""
+    gives its daily-cap allowance back (docs/failure-model.md, "Cap allowances"), named after
+    the command that failed, whose hold alone it gives back. None for anything else, and for a
+    transfer id another transfer holds (``err``): what is held under that id is not this
+    command's."""
     if not isinstance(cmd, CreateTransfer) or cmd.decision is None:
         return None
+    if err is not None and err.details.get("reason") == Reason.TRANSFER_ID_REUSED:
+        return None
     release = ReleaseAllowance(
-        command_id=f"rel_{cmd.command_id}",
+        command_id=f"{RELEASE_PREFIX}{cmd.command_id}",
         ctx=msgspec.structs.replace(cmd.ctx, reply_to=None, idempotency_key=None),
         transfer_id=cmd.transfer_id,
     )

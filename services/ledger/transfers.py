@@ -15,7 +15,7 @@ goes through ``states.transition``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import UTC, datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -66,11 +66,13 @@ def prepare_transfers(
     ledger_config: LedgerConfig,
     known: Sequence[Transfer],
     wallets: Sequence[Wallet],
+    taken: Collection[str] = frozenset(),
 ) -> list[Prepared]:
     """The core's plan of a batch of transfers from what the batch's first statement read
-    (``known``, ``wallets``), their movements posted in order to ``journal``, whose lock
-    statement inserts their rows (``core.transfers.new_rows``): no statement of its own."""
-    prepared = plan_transfers(cmds, known, wallets, ledger_config.settle_s, datetime.now(UTC))
+    (``known``, ``wallets``, the transfer ids ``taken``), their movements posted in order to
+    ``journal``, whose lock statement inserts their rows (``core.transfers.new_rows``): no
+    statement of its own."""
+    prepared = plan_transfers(cmds, known, wallets, ledger_config.settle_s, datetime.now(UTC), taken)
     journal.movements.extend(movements(prepared))
     return prepared
 

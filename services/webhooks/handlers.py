@@ -22,6 +22,7 @@ import msgspec
 from faststream.kafka import KafkaBroker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from common import replies
 from common.broker import dead_letter
 from common.consume import BatchProcessor, Failure
 from common.contracts import Result, WebhooksCommand, decode, encode
@@ -112,10 +113,10 @@ class WebhooksConsumer:
         async with self.outbox.transaction(self.sessions) as session:
             for cmd in cmds:
                 result = await self.run_one(session, cmd, vetted)
-                if cmd.ctx.reply_to:
-                    answer = OutMessage(
-                        cmd.ctx.reply_to, encode(result), partition=0, request_id=result.request_id
-                    )
+                if cmd.ctx.reply_to and (
+                    to := replies.address("webhooks", self.topics.prefix, cmd.ctx.reply_to)
+                ):
+                    answer = OutMessage(to, encode(result), partition=0, request_id=result.request_id)
                     self.outbox.add(session, answer)
         self.commands_handled += len(cmds)
 
@@ -129,7 +130,12 @@ class WebhooksConsumer:
             self.on_new_deliveries()
 
     def _processor(
-        self, name: str, decoder: msgspec.json.Decoder[Any], batch: Any, readiness: Readiness | None
+        self,
+        name: str,
+        decoder: msgspec.json.Decoder[Any],
+        batch: Any,
+        readiness: Readiness | None,
+        admit: Callable[[Any], None] | None = None,
     ) -> BatchProcessor[Any]:
         async def give_up(failure: Failure) -> None:
             await dead_letter(self.broker, self.settings, "webhooks", failure)
@@ -139,12 +145,15 @@ class WebhooksConsumer:
             decode=decoder.decode,
             handle_batch=batch,
             dead_letter=give_up,
+            admit=admit,
             readiness=readiness,
             attempts=self.settings.consumer_max_attempts,
         )
 
     def command_processor(self, readiness: Readiness | None = None) -> BatchProcessor[Any]:
-        return self._processor("webhooks-commands", WEBHOOKS_COMMANDS, self.run_commands, readiness)
+        """Commands answered on their reply topic, and only there (``common.replies``)."""
+        admit = replies.admit("webhooks", self.topics.prefix)
+        return self._processor("webhooks-commands", WEBHOOKS_COMMANDS, self.run_commands, readiness, admit)
 
     def event_processor(self, readiness: Readiness | None = None) -> BatchProcessor[Any]:
         return self._processor("webhooks-events", EVENT_RECORDS, self.run_events, readiness)

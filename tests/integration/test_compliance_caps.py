@@ -37,7 +37,7 @@ def two_instances(stack: Stack) -> Iterator[None]:
 
 @pytest.fixture
 async def probe(stack: Stack, two_instances: None) -> AsyncIterator[Probe]:
-    async with Probe(stack.stores.kafka_bootstrap, PREFIX) as p:
+    async with Probe(stack.stores.kafka_bootstrap, PREFIX, stack.stores.database_url) as p:
         yield p
 
 
@@ -148,7 +148,7 @@ async def test_concurrent_batches_never_approve_beyond_the_cap(stack: Stack) -> 
 
 async def test_parallel_transfers_against_a_cap_exactly_k_pass(stack: Stack, probe: Probe) -> None:
     n, k = 24, 7
-    t = uid("ten")
+    t = await probe.tenant()
     await probe.approve_route(t, "provider_wallet", "USDC")
     await probe.set_cap(t, "10", str(10 * k))
     # Distinct source wallets spread the commands over partitions, so both instances decide.
@@ -178,7 +178,7 @@ async def test_parallel_transfers_against_a_cap_exactly_k_pass(stack: Stack, pro
 
 
 async def test_failed_transfer_gives_its_cap_back(stack: Stack, probe: Probe) -> None:
-    t = uid("ten")
+    t = await probe.tenant()
     await probe.approve_route(t, "provider_wallet", "USDC")
     await probe.set_cap(t, "10", "20")
     first = probe.transfer(t, uid("wal"), uid("wal"), "10", "production", live=True)

@@ -44,7 +44,7 @@ def compliance(stack: Stack) -> Iterator[None]:
 
 @pytest.fixture
 async def probe(stack: Stack, compliance: None) -> AsyncIterator[Probe]:
-    async with Probe(stack.stores.kafka_bootstrap, PREFIX) as p:
+    async with Probe(stack.stores.kafka_bootstrap, PREFIX, stack.stores.database_url) as p:
         yield p
 
 
@@ -99,7 +99,7 @@ async def test_allowed_customer_is_forwarded_stamped_and_kept(stack: Stack, prob
 
 @pytest.mark.parametrize("mode", ["sandbox", "production"])
 async def test_transfer_touching_a_restricted_party_is_refused(stack: Stack, probe: Probe, mode: str) -> None:
-    t = uid("ten")
+    t = await probe.tenant()
     if mode == "production":
         await production_ready(probe, t)
     src, dst = await _pair(probe, t, mode)
@@ -159,11 +159,14 @@ async def test_sandbox_routes_open_and_default_cap(probe: Probe) -> None:
 
 
 async def test_production_refusals_in_order(probe: Probe) -> None:
-    t = uid("ten")
+    t = await probe.tenant(live=False)
     src, dst = await _pair(probe, t, "production")
+    # Whether the tenant is live is admin's record, whatever the command says.
+    for stamped in (False, True):
+        seen = await probe.submit(probe.transfer(t, src, dst, "10", "production", live=stamped))
+        assert seen.reason == "tenant_not_live"
+    await probe.set_live(t, True)
     seen = await probe.submit(probe.transfer(t, src, dst, "10", "production", live=False))
-    assert seen.reason == "tenant_not_live"
-    seen = await probe.submit(probe.transfer(t, src, dst, "10", "production", live=True))
     assert seen.reason == "route_not_approved"
     assert seen.reply.error and seen.reply.error.details["rail"] == "provider_wallet"
     await probe.approve_route(t, "provider_wallet", "USDC")
@@ -187,7 +190,7 @@ async def test_production_refusals_in_order(probe: Probe) -> None:
 
 
 async def test_review_threshold_forwards_for_review(stack: Stack, probe: Probe) -> None:
-    t = uid("ten")
+    t = await probe.tenant()
     src, dst = await _pair(probe, t, "production")
     await probe.approve_route(t, "provider_wallet", "USDC")
     await probe.set_cap(t, "1000", "10000", review="250")
@@ -204,7 +207,7 @@ async def test_review_threshold_forwards_for_review(stack: Stack, probe: Probe) 
 
 @pytest.mark.parametrize("mode", ["sandbox", "production"])
 async def test_payout_needs_an_approved_matching_external_account(probe: Probe, mode: str) -> None:
-    t, live = uid("ten"), mode == "production"
+    t, live = await probe.tenant(), mode == "production"
     owner = await probe.customer(t, mode)
     src = await probe.wallet(t, owner, mode)
     other = await probe.customer(t, mode)
@@ -241,7 +244,7 @@ async def test_payout_needs_an_approved_matching_external_account(probe: Probe, 
 
 
 async def test_policy_changes_apply_to_the_next_command(probe: Probe) -> None:
-    t = uid("ten")
+    t = await probe.tenant()
     src, dst = await _pair(probe, t, "production")
     await production_ready(probe, t)
     assert (await probe.submit(probe.transfer(t, src, dst, "10", "production", True))).kind == "forward"
@@ -270,7 +273,7 @@ async def test_policy_commands_in_one_batch_apply_in_order(probe: Probe) -> None
     Kafka orders only within a partition, so the approval is sent under the transfer's key:
     whether both land in one fetched batch or in consecutive ones, the transfer must see it.
     """
-    t = uid("ten")
+    t = await probe.tenant()
     src, dst = await _pair(probe, t, "production")
     await probe.set_cap(t, "100", "1000")
     from common.contracts.commands import ApproveRoute

@@ -56,7 +56,7 @@ from tests.simulation.net import Net, sim_broker
 
 log = logging.getLogger(__name__)
 
-REPLIES = "sim.replies"
+REPLIES = "sim.replies.client"  # a reply topic of the prefix "sim" (common.replies)
 C = TypeVar("C", bound=Command)
 TENANTS = ("t-a", "t-b")
 WALLETS_PER_TENANT = 3

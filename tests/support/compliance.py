@@ -104,8 +104,9 @@ def operator_signed(cmd: Command) -> bool:
 class Probe:
     """Publishes commands to ``<prefix>.compliance.commands`` and waits for what comes out."""
 
-    def __init__(self, bootstrap: str, prefix: str) -> None:
+    def __init__(self, bootstrap: str, prefix: str, database_url: str | None = None) -> None:
         self.bootstrap = bootstrap
+        self.database_url = database_url
         self.topics = Topics(prefix)
         self.settings = Settings(kafka_bootstrap=bootstrap, topic_prefix=prefix)
         self.reply_topic = self.topics.replies("probe-" + uuid.uuid4().hex[:10])
@@ -163,6 +164,36 @@ class Probe:
         fut = self.waiters.get(command_id)
         if fut is not None and not fut.done():
             fut.set_result(seen)
+
+    async def tenant(self, live: bool = True) -> str:
+        """A tenant in admin's record (``identity.tenants``), enabled for production when
+        ``live``: compliance reads whether a tenant is live there, never from the command
+        (``ctx.live_enabled`` is the gateway's word)."""
+        assert self.database_url, "Probe(..., database_url) to make tenants"
+        tenant_id = uuid.uuid4()
+        conn = await pg_connect(self.database_url)
+        try:
+            await conn.execute(
+                "INSERT INTO identity.tenants (id, name, default_mode, rate_limit_per_minute, live_enabled)"
+                " VALUES ($1, $2, 'sandbox', 600, $3)",
+                tenant_id,
+                f"compliance-probe-{tenant_id.hex[:16]}",
+                live,
+            )
+        finally:
+            await conn.close()
+        return str(tenant_id)
+
+    async def set_live(self, tenant_id: str, live: bool) -> None:
+        """What admin's enable_live (four eyes) writes, written here directly."""
+        assert self.database_url
+        conn = await pg_connect(self.database_url)
+        try:
+            await conn.execute(
+                "UPDATE identity.tenants SET live_enabled = $2 WHERE id = $1", uuid.UUID(tenant_id), live
+            )
+        finally:
+            await conn.close()
 
     def ctx(self, tenant_id: str, mode: str = "sandbox", live: bool = False, **kw: Any) -> Ctx:
         return Ctx(

@@ -72,6 +72,13 @@ def test_a_signed_command_verifies_and_survives_the_wire() -> None:
                 request_id="req_1", tenant_id="ten_1", mode="sandbox", live_enabled=True, reply_to="replies.a"
             )
         },
+        # the answer goes only where the signer sent it (common.replies)
+        {
+            "ctx": Ctx(
+                request_id="req_1", tenant_id="ten_1", mode="sandbox", reply_to="sluice.journal.anchors"
+            )
+        },
+        {"ctx": Ctx(request_id="req_1", tenant_id="ten_1", mode="sandbox", reply_to=None)},
     ],
     ids=lambda c: next(iter(c)),
 )
@@ -80,13 +87,16 @@ def test_every_field_that_moves_money_or_names_the_owner_is_covered(change: dict
     assert why(msgspec.structs.replace(signed, **change)) == "bad_signature"
 
 
-def test_the_reply_address_and_request_id_are_not_covered() -> None:
-    """Compliance readdresses a stored decision to the gateway waiting now."""
+def test_the_request_id_is_not_covered_and_the_reply_address_is() -> None:
+    """The request id only correlates logs; the reply address is where the answer goes, so a
+    stored decision answered to the gateway waiting now is signed again by compliance
+    (``compliance.service.readdressed``), never readdressed by whoever relays it."""
     signed = COMPLIANCE.sign(transfer())
-    moved = msgspec.structs.replace(
-        signed, ctx=msgspec.structs.replace(signed.ctx, reply_to="replies.b", request_id="req_9")
-    )
-    assert VERIFY.verify(moved, ("compliance",)) == "compliance"
+    traced = msgspec.structs.replace(signed, ctx=msgspec.structs.replace(signed.ctx, request_id="req_9"))
+    assert VERIFY.verify(traced, ("compliance",)) == "compliance"
+    moved = msgspec.structs.replace(signed, ctx=msgspec.structs.replace(signed.ctx, reply_to="replies.b"))
+    assert why(moved) == "bad_signature"
+    assert VERIFY.verify(COMPLIANCE.sign(moved), ("compliance",)) == "compliance"
 
 
 def test_whose_key_may_sign_what() -> None:

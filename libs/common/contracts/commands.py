@@ -222,9 +222,22 @@ class ListScreenedAddresses(Command, tag="policy.screening.list.v1"):
 
 class ReleaseAllowance(Command, tag="policy.allowance.release.v1"):
     """From the ledger: a transfer compliance approved was refused or failed there, so its
-    daily-cap allowance is given back (once; a redelivery finds nothing left to release)."""
+    daily-cap allowance is given back (once; a redelivery finds nothing left to release).
+
+    Its command id is ``rel_<the failed command's id>`` (:attr:`failed_command_id`): compliance
+    gives back only the hold that command took."""
 
     transfer_id: str
+
+    @property
+    def failed_command_id(self) -> str:
+        """The command whose failure this release reports ("" when it names none)."""
+        named = self.command_id.startswith(RELEASE_PREFIX)
+        return self.command_id.removeprefix(RELEASE_PREFIX) if named else ""
+
+
+#: A release's command id is this and the failed command's (``ReleaseAllowance``).
+RELEASE_PREFIX = "rel_"
 
 
 # ---- webhooks ----

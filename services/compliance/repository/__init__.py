@@ -237,6 +237,21 @@ async def mark_released(session: AsyncSession, holds: list[tuple[str, str]]) -> 
     return list((await session.execute(stmt)).all())
 
 
+async def mark_released_for(session: AsyncSession, failed: list[tuple[str, str, str]]) -> list[AnyRow]:
+    """:func:`mark_released` for the holds of (transfer_id, command_id, tenant_id): a hold
+    without its command recorded is never matched."""
+    if not failed:
+        return []
+    h = cap_holds.c
+    stmt = (
+        update(cap_holds)
+        .where(tuple_(h.transfer_id, h.command_id, h.tenant_id).in_(failed), h.released_at.is_(None))
+        .values(released_at=func.now())
+        .returning(h.transfer_id, h.tenant_id, h.mode, h.currency, h.day, h.amount)
+    )
+    return list((await session.execute(stmt)).all())
+
+
 # ---- screening (compliance.screening) ----
 
 

@@ -45,7 +45,7 @@ __all__ = ["BatchRead", "BatchWrite", "Wanted", "read_batch", "write_batch"]
 Key = tuple[str, str, str]
 UsageKey = tuple[str, str, str, date]
 _TEXT = "TEXT[]"
-HOLD_COLUMNS = ["transfer_id", "tenant_id", "mode", "currency", "day", "amount"]
+HOLD_COLUMNS = ["transfer_id", "tenant_id", "mode", "currency", "day", "amount", "command_id"]
 PARTY_COLUMNS = ["tenant_id", "mode", "party_id", "kind", "customer_id", "country_code"]
 DECISION_COLUMNS = [c.name for c in decisions.c if c.name != "created_at"]
 OUTBOX_COLUMNS = ["topic", "key", "partition", "payload"]
@@ -96,7 +96,14 @@ SELECT
           JOIN {_tenants} ON c.tenant_id = k.tenant_id AND c.mode = k.mode) AS caps,
     ARRAY(SELECT ROW(tenant_id, mode, currency, day, used) FROM usage) AS usage,
     ARRAY(SELECT t.id::text FROM {qualified(identity_tenants)} t
-          WHERE t.id = ANY({_read.param("tenant_ids", "UUID[]")}) AND t.disabled_at IS NOT NULL) AS disabled
+          WHERE t.id = ANY({_read.param("tenant_ids", "UUID[]")}) AND t.disabled_at IS NOT NULL) AS disabled,
+    ARRAY(SELECT t.id::text FROM {qualified(identity_tenants)} t
+          WHERE t.id = ANY({_read.param("tenant_ids", "UUID[]")}) AND t.live_enabled) AS live,
+    ARRAY(SELECT ROW(d.transfer_id, d.command_id) FROM {qualified(decisions)} d
+          WHERE d.transfer_id = ANY({_read.param("transfer_ids", _TEXT)})
+          UNION ALL
+          SELECT ROW(h.transfer_id, h.command_id) FROM {qualified(cap_holds)} h
+          WHERE h.transfer_id = ANY({_read.param("transfer_ids", _TEXT)})) AS taken
 """
 
 
@@ -139,8 +146,9 @@ class Wanted:
     parties: set[Key] = field(default_factory=set)
     tenants: set[tuple[str, str]] = field(default_factory=set)
     usage: set[UsageKey] = field(default_factory=set)
-    # every tenant of the batch's commands: which of them an operator disabled
+    # every tenant of the batch's commands: which of them an operator disabled, which are live
     every_tenant: set[uuid.UUID] = field(default_factory=set)
+    transfer_ids: set[str] = field(default_factory=set)  # which of them a command already holds
 
 
 @dataclass
@@ -153,6 +161,9 @@ class BatchRead:
     caps: list[tuple[str, str, Decimal, Decimal, Decimal | None]]
     usage: dict[UsageKey, Decimal]  # locked until the batch commits
     disabled: set[str] = field(default_factory=set)  # tenants disabled by an operator
+    live: set[str] = field(default_factory=set)  # tenants an operator enabled for production
+    # transfer id -> the command holding it (None: a hold from before commands were recorded)
+    taken: dict[str, str | None] = field(default_factory=dict)
 
 
 def _columns(keys: Sequence[tuple[Any, ...]], prefix: str, names: Sequence[str]) -> dict[str, list[Any]]:
@@ -169,6 +180,7 @@ async def read_batch(session: AsyncSession, w: Wanted) -> BatchRead:
         "ids": sorted(w.command_ids),
         "tenant_ids": sorted(w.every_tenant),
         "addresses": sorted(w.addresses),
+        "transfer_ids": sorted(w.transfer_ids),
     }
     [row] = await fetch(session, READ, _read.args(values))
     return BatchRead(
@@ -180,7 +192,19 @@ async def read_batch(session: AsyncSession, w: Wanted) -> BatchRead:
         [(r[0], r[1], r[2], r[3], r[4]) for r in row["caps"]],
         {(r[0], r[1], r[2], r[3]): Decimal(r[4]) for r in row["usage"]},
         set(row["disabled"]),
+        set(row["live"]),
+        _holders(row["taken"]),
     )
+
+
+def _holders(rows: Sequence[tuple[str, str | None]]) -> dict[str, str | None]:
+    """Transfer id -> the command holding it: its decision's, else its hold's (None when the
+    hold predates recording it)."""
+    out: dict[str, str | None] = {}
+    for transfer_id, command_id in rows:
+        if out.get(transfer_id) is None:
+            out[transfer_id] = command_id
+    return out
 
 
 _write = Statement()

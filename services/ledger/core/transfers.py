@@ -22,7 +22,7 @@ compliance with ``decision.outcome == "review"`` waits in ``in_review`` with its
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -33,7 +33,7 @@ import msgspec
 
 from common.contracts.base import Event
 from common.contracts.commands import CreateTransfer
-from common.errors import ErrorCode, ServiceError, forbidden, invalid
+from common.errors import ErrorCode, Reason, ServiceError, forbidden, invalid
 from common.money import STABLECOIN_PLACES, TRANSFER_CURRENCIES
 from ledger.core import accounts, fees, parties
 from ledger.core.effects import Effects, parse_amount
@@ -100,6 +100,16 @@ def replay(existing: TransferRow, cmd: CreateTransfer, amount: Decimal) -> Effec
             details={"field": "idempotency_key", "transfer_id": existing.id},
         )
     return answer(existing)
+
+
+def transfer_id_reused(transfer_id: str) -> ServiceError:
+    """A transfer id names one transfer: a second command naming it under another idempotency
+    key is refused, and gives nothing back (what is held under that id is the first's)."""
+    return forbidden(
+        Reason.TRANSFER_ID_REUSED,
+        f"transfer id {transfer_id} already names another transfer",
+        field="transfer_id",
+    )
 
 
 def key_of(cmd: CreateTransfer) -> Key:
@@ -229,10 +239,14 @@ def plan_transfers(
     wallets: Sequence[WalletRow],
     settle_s: float,
     now: datetime,
+    taken: Collection[str] = frozenset(),
 ) -> list[Prepared]:
     """Decide a batch of transfers from what the batch's first statement read (``known``:
-    transfers recorded under its idempotency keys; ``wallets``: every wallet it names), in
-    order: a refusal, a replay, a :class:`Twin` or a :class:`Planned` transfer each."""
+    transfers recorded under its idempotency keys; ``wallets``: every wallet it names;
+    ``taken``: its transfer ids already recorded), in order: a refusal, a replay, a
+    :class:`Twin` or a :class:`Planned` transfer each. A transfer id recorded already, or
+    planned earlier in the batch, under another idempotency key is refused
+    (:func:`transfer_id_reused`)."""
     out: list[Prepared] = []
     amounts: dict[int, Decimal] = {}
     for i, cmd in enumerate(cmds):
@@ -244,6 +258,7 @@ def plan_transfers(
     by_key = {(t.tenant_id, t.mode, t.idempotency_key): t for t in known}
     index = parties.WalletIndex(wallets)
     first_of: dict[Key, int] = {}
+    held = set(taken)
     for i, amount in amounts.items():
         cmd, key = cmds[i], key_of(cmds[i])
         try:
@@ -251,7 +266,10 @@ def plan_transfers(
                 out[i] = replay(by_key[key], cmd, amount)
             elif key in first_of:
                 out[i] = Twin(first_of[key], cmd, amount)
+            elif cmd.transfer_id in held:
+                out[i] = transfer_id_reused(cmd.transfer_id)
             else:
+                held.add(cmd.transfer_id)
                 planned = _plan(index, cmd, amount)
                 planned.changes, planned.events = _steps_of(planned, settle_s, now)
                 out[i] = planned

@@ -76,7 +76,9 @@ SELECT
             AND (w.id = ANY({_claim.param("w.id", _TEXT)})
                  OR w.deposit_address = ANY({_claim.param("w.address", _TEXT)})
                  OR w.customer_id = ANY({_claim.param("w.customer_id", _TEXT)}))
-          ORDER BY w.id) AS wallets
+          ORDER BY w.id) AS wallets,
+    ARRAY(SELECT t.id FROM {qualified(transfers)} t
+          WHERE t.id = ANY({_claim.param("t.id", _TEXT)})) AS taken
 """
 
 
@@ -89,6 +91,7 @@ class Claimed:
     known: list[Transfer]
     wallets: list[Wallet]
     unseen: list[str] = field(default_factory=list)  # claimed meanwhile by a transaction since committed
+    taken: set[str] = field(default_factory=set)  # the batch's transfer ids already recorded
 
 
 @dataclass(frozen=True)
@@ -104,8 +107,10 @@ async def claim_batch(
     command_ids: Sequence[str],
     keys: Sequence[tuple[str, str, str]],
     names: WalletNames,
+    transfer_ids: Sequence[str] = (),
 ) -> Claimed:
-    """Claim ``command_ids`` (sorted, distinct) and read what the batch's transfers name."""
+    """Claim ``command_ids`` (sorted, distinct) and read what the batch's transfers name (and
+    which of ``transfer_ids`` are recorded already)."""
     ks = sorted(set(keys))
     args = _claim.args(
         {
@@ -117,6 +122,7 @@ async def claim_batch(
             "w.id": sorted(names.ids),
             "w.address": sorted(names.addresses),
             "w.customer_id": sorted(names.customer_ids),
+            "t.id": sorted(set(transfer_ids)),
         }
     )
     [row] = await fetch(session, CLAIM, args)
@@ -129,6 +135,7 @@ async def claim_batch(
         [read_only(Transfer, dict(r)) for r in row["known"]],
         [read_only(Wallet, dict(r)) for r in row["wallets"]],
         unseen,
+        set(row["taken"]),
     )
 
 

@@ -136,6 +136,15 @@ def stack(request: pytest.FixtureRequest) -> Iterator[Stack]:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The files with a ``long`` test first, the rest in their order: ``make test`` hands
+    whole files to its workers (pytest-xdist, ``--dist loadfile``) in this order, so the long
+    ones start early and the short ones even out the end. The sort is stable and the same
+    in every worker, as xdist requires."""
+    long_files = {item.path for item in items if item.get_closest_marker("long")}
+    items.sort(key=lambda item: item.path not in long_files)
+
+
 LOOPBACK_PROXY = "127.0.0.1/32,::1/128"
 
 

@@ -41,7 +41,9 @@ def _audit(stack: Stack, request_id: str) -> dict:
 
 
 @pytest.mark.parametrize(
-    "auth", [None, "Bearer", "Bearer wrong-token", f"Basic {ADMIN_TOKEN}", f"Bearer {ADMIN_TOKEN}x"]
+    "auth",
+    [None, "Bearer", "Bearer wrong-token", f"Basic {ADMIN_TOKEN}", f"Bearer {ADMIN_TOKEN}x"],
+    ids=["none", "bearer-empty", "bearer-wrong", "basic-right-token", "bearer-token-plus-x"],
 )
 def test_missing_or_wrong_operator_token_is_401_and_audited(stack: Stack, auth: str | None) -> None:
     headers = {"Authorization": auth} if auth else {}

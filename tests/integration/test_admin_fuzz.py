@@ -17,7 +17,7 @@ import pytest
 from tests.conftest import ADMIN_TOKEN, Stack
 from tests.support.cli import run_schemathesis
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 
 # A fixed seed and one drawn per run, printed for replay (as in test_gateway_fuzz).

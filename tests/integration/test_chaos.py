@@ -15,7 +15,7 @@ import pytest
 from tests.support.cli import run_module
 from tools.stack.processes import ROOT
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.timeout(400)]
 
 LINE = re.compile(
     r"^chaos: transfers (\d+) lost (\d+) duplicated (\d+) undecided (\d+) "

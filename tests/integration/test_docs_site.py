@@ -25,7 +25,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, Route, sync_playw
 from tests.conftest import ARTIFACTS
 from tests.support.browser import CHROMIUM, CHROMIUM_ARGS, REFUSED_BY_DESIGN
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "mkdocs.yml"
 

@@ -29,7 +29,7 @@ from tests.support.ledger import failing_ledger
 from tests.support.wait import eventually_async
 from tools.stack.processes import free_port
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.timeout(600)]
 
 
 async def test_transient_fault_is_waited_out_never_dead_lettered(stack: Stack) -> None:

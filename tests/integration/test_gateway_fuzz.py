@@ -29,7 +29,7 @@ from gateway.schemas import ErrorObject
 from tests.conftest import Stack, Tenant, make_tenant
 from tests.support.cli import run_schemathesis
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 
 # the codes the document declares (services/gateway/schemas.py), as partners read them there
 CODES = set(get_args(get_type_hints(ErrorObject)["code"]))

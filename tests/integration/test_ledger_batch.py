@@ -240,6 +240,7 @@ async def run_example(
 
 
 @pytest.mark.integration
+@pytest.mark.long
 @pytest.mark.timeout(900)
 def test_two_runtimes_apply_random_batches_without_deadlock_or_lost_cents(stack: Stack) -> None:
     loop = asyncio.new_event_loop()

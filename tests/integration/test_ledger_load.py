@@ -37,7 +37,7 @@ from tests.support.flows import funded
 from tests.support.ledger import deadlocks, ledger_invariants
 from tests.support.load import drive
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(1200)]
+pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.timeout(1200)]
 
 TRANSFERS = int(os.environ.get("SLUICE_LEDGER_LOAD_TRANSFERS", "3000"))  # per mix
 WALLETS = 20

@@ -22,7 +22,7 @@ import pytest
 from tests.support.cli import run_module
 from tools.stack.processes import ROOT
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
+pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.timeout(400)]
 
 TRANSFERS = 240
 DEADLINE_S = 60  # the clients' deadline per transfer; also the recovery limit asserted here

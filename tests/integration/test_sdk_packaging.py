@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import Stack, Tenant
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 ROOT = Path(__file__).resolve().parents[2]
 PY = ROOT / "clients" / "python"
 TS = ROOT / "clients" / "typescript"

@@ -47,7 +47,7 @@ from tests.support.webhooks import Receiver
 from tools.stack.processes import free_port
 from tools.stack.suite import Proc
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.long]
 EXAMPLES = Path(__file__).resolve().parents[2] / "clients" / "python" / "examples"
 
 

@@ -26,7 +26,7 @@ LOOKALIKES = [
 ]
 
 
-@pytest.mark.parametrize("key", LOOKALIKES)
+@pytest.mark.parametrize("key", LOOKALIKES, ids=["short", "long", "not-base64", "random-hex"])
 def test_a_transfer_with_any_allowed_key_reads_back(stack: Stack, tenant: Tenant, key: str) -> None:
     src, dst = funded(tenant), funded(tenant)
     body = book(src["wallet_id"], dst["wallet_id"], "1.00", key=key)

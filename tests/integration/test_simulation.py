@@ -22,7 +22,7 @@ from ledger.core import accounts, entries
 from tests.conftest import Stack
 from tests.simulation.sim import Outcome, Simulation, summary
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.timeout(600)]
 
 SEEDS = int(os.environ.get("SIMULATE_TEST_SEEDS", "20"))
 STEPS = 60

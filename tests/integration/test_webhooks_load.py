@@ -19,7 +19,7 @@ from tests.support.flows import funded
 from tests.support.load import drive
 from tests.support.webhooks import FastReceiver, connect_db, webhook_commands
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.timeout(900)]
 
 TRANSFERS = 2000
 WALLETS = 100

@@ -37,7 +37,8 @@ from webhooks.delivery import Policy, Sender, _send
 from webhooks.service import fan_out
 from webhooks.signing import SecretBox
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test starts the stack
+# The timeout leaves room for the first test, which may start the stack.
+pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.timeout(900)]
 
 
 async def test_sigkill_mid_schedule_then_restart_completes_once_per_attempt(stack: Stack) -> None:

@@ -38,7 +38,8 @@ from tools.stack.processes import free_port
 from webhooks.delivery import CLAIM_ENDPOINTS, Policy, claim_due
 from webhooks.repository import queue
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test starts the stack
+# The timeout leaves room for the first test, which may start the stack.
+pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.timeout(900)]
 
 POLICY = Policy(schedule=(1, 1, 1), jitter=0, timeout_s=15, disable_after_s=432000, allow_private=True)
 

@@ -36,10 +36,27 @@ class _Socket:
 
 
 def test_a_port_the_kernel_gives_again_is_not_handed_out_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # one process, every port its own
     monkeypatch.setattr(processes, "_HANDED_OUT", set())
     monkeypatch.setattr(processes.socket, "socket", _Socket)
     _Socket.ports = [41000, 41000, 41000, 41001]
     assert [processes.free_port(), processes.free_port()] == [41000, 41001]
+
+
+def test_two_test_workers_are_never_handed_the_same_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    """make test's workers each start a stack: a port is one worker's or the other's, and a
+    kernel that hands bind() only odd ports (Linux does) starves neither."""
+    handed: dict[str, list[int]] = {}
+    odd = list(range(41001, 41201, 2))
+    for worker in ("gw0", "gw1"):
+        monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
+        monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+        monkeypatch.setattr(processes, "_HANDED_OUT", set())
+        monkeypatch.setattr(processes.socket, "socket", _Socket)
+        _Socket.ports = list(odd)
+        handed[worker] = [processes.free_port() for _ in range(20)]
+    assert len(set(handed["gw0"])) == 20 and len(set(handed["gw1"])) == 20
+    assert not set(handed["gw0"]) & set(handed["gw1"])
 
 
 def proc(name: str) -> suite.Proc:

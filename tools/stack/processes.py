@@ -18,17 +18,33 @@ ROOT = Path(__file__).resolve().parents[2]
 _HANDED_OUT: set[int] = set()
 
 
+def _port_shard() -> tuple[int, int]:
+    """(this test worker's index, the number of workers): ``make test`` runs its tests in
+    pytest-xdist workers, each with a stack of its own, and two workers (or their children,
+    which inherit the variables) must never be handed the same port. Outside xdist: (0, 1)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if worker.startswith("gw") and worker[2:].isdigit() and count.isdigit() and int(count) > 1:
+        return int(worker[2:]), int(count)
+    return 0, 1
+
+
 def free_port() -> int:
-    """A port nothing listens on now, never one this process handed out before. The kernel
+    """A port nothing listens on now, never one this process handed out before, and one of
+    this test worker's share (half the port, modulo the number of workers, names the worker). The kernel
     may give a just-closed port again: make chaos (2026-11-26) gave ledger-1 and gateway-1 the
     same port, the gateway could not bind, and its clients' requests reached the ledger."""
-    while True:
+    index, count = _port_shard()
+    for _ in range(100_000):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = int(s.getsockname()[1])
-        if port not in _HANDED_OUT:
+        # Not ``port % count``: Linux hands out odd ports to bind() (even ones to connect()),
+        # so the parity of the port itself would starve worker 0.
+        if (port >> 1) % count == index and port not in _HANDED_OUT:
             _HANDED_OUT.add(port)
             return port
+    raise RuntimeError(f"no free port for test worker {index} of {count}")
 
 
 def wait_port(host: str, port: int, timeout: float = 30.0) -> None:

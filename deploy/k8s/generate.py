@@ -36,8 +36,16 @@ IMAGE = f"{IMAGE_NAME}:{VERSION}"
 # sync waves, or `kubectl apply -k` in two steps (docs/operations/upgrade.md, "The release's Jobs").
 JOB_TTL_SECONDS = 86400  # a day to read a finished Job's log; then the next apply may run it again
 SERVER_WAVE = 3  # the Deployments and their autoscalers, after every Job below has completed
-JOB_WAVES = {"kafka-scram": 1, "kafka-acls": 2, "migrate": 2}  # credentials before ACLs
+JOB_WAVES = {"kafka-scram": 1, "kafka-acls": 2, "migrate": 2}  # credentials before topics and ACLs
 PARTITIONS = 6  # SLUICE_KAFKA_TOPIC_PARTITIONS: the most consumers a group can use
+# The topics are the operator's: the Job sluice-kafka-acls creates them (python -m sluice topics)
+# with three replicas, two of them in sync before a write is acknowledged, so one broker lost
+# loses nothing; the services never create one (they wait for them at start).
+KAFKA_TOPIC_SETTINGS = {
+    "SLUICE_KAFKA_REPLICATION_FACTOR": "3",
+    "SLUICE_KAFKA_MIN_INSYNC_REPLICAS": "2",
+    "SLUICE_KAFKA_CREATE_TOPICS": "false",
+}
 SERVICES = {  # name: (port, http: takes outside traffic, consumer group topic or None)
     "gateway": (8000, True, None),
     "admin": (8001, True, None),
@@ -712,13 +720,16 @@ def kafka_scram_job() -> dict[str, Any]:
 
 
 def kafka_acls_job() -> dict[str, Any]:
-    """``python -m sluice acls`` as the brokers' own principal: every service's ACLs
-    (common.acls.plan), on the CLIENT listener with SCRAM-SHA-512 over TLS like every other
-    client (its credential is sluice-kafka-scram's). Idempotent; apply it after
+    """``python -m sluice topics`` then ``python -m sluice acls`` as the brokers' own principal:
+    every shared topic at the cluster's replication (KAFKA_TOPIC_SETTINGS: no service creates
+    one, SLUICE_KAFKA_CREATE_TOPICS is off, and no principal but this one may), then every
+    service's ACLs (common.acls.plan), on the CLIENT listener with SCRAM-SHA-512 over TLS like
+    every other client (its credential is sluice-kafka-scram's). Idempotent; apply it after
     sluice-kafka-scram and before the Deployments (they are refused until it completes: `kubectl
     wait --for=condition=complete job -l app.kubernetes.io/name=kafka-acls`). Its pod holds the super user's
     password and the brokers' CA, nothing else."""
-    c = _container("kafka-acls", 8000, ["acls"])
+    c = _container("kafka-acls", 8000, ["python -m sluice topics && python -m sluice acls"])
+    c["command"] = ["/usr/bin/tini", "--", "sh", "-c"]  # the image's entry point runs one command
     c.pop("ports")
     c["env"].append({"name": "SLUICE_KAFKA_SASL_USERNAME", "value": KAFKA_BROKER_USER})
     c["volumeMounts"].append(KAFKA_CA_MOUNT)
@@ -838,6 +849,7 @@ def base() -> dict[str, list[dict[str, Any]]]:
                 "SLUICE_KAFKA_FETCH_MAX_WAIT_MS": "100",
                 "SLUICE_KAFKA_IDEMPOTENT_PRODUCER": "true",  # Apache Kafka: acks=all, no duplicate on retry
                 "SLUICE_KAFKA_TOPIC_PARTITIONS": str(PARTITIONS),
+                **KAFKA_TOPIC_SETTINGS,
                 # The ingress sets this one header; its addresses are an input (INPUTS)
                 "SLUICE_CLIENT_IP_HEADER": "X-Forwarded-For",
             },

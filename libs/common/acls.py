@@ -15,8 +15,9 @@ each service connects as its own principal, ``User:<service>``
   set, must begin with ``<service>-``).
 - ``User:keda`` (KEDA's lag scaler) only DESCRIBEs the consumed topics and their groups.
 - **DESCRIBE** on every shared topic (each service checks at start that they exist,
-  ``common.broker.ensure_topics``); **CREATE** on them for admin alone (``python -m sluice
-  topics``).
+  ``common.broker.ensure_shared_topics``); **CREATE** on them for no service: the operator's
+  topics Job creates them (``python -m sluice topics``, as the brokers' own principal, at the
+  cluster's replication factor), so no topic is ever made with one service's settings.
 
 Nothing else: no cluster operation, no transactional id. :func:`apply` creates the bindings
 with the CreateAcls request (aiokafka's admin client has no method for it), as a principal
@@ -136,7 +137,7 @@ def plan(prefix: str = "sluice") -> dict[str, Access]:
             write=frozenset(write),
             read=frozenset(read) | mine,
             describe=shared | mine,
-            create=(shared if svc == ADMIN else frozenset()) | mine,
+            create=mine,
             delete=mine,
             groups=frozenset(groups),
         )

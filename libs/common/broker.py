@@ -146,16 +146,54 @@ async def ensure_topics(settings: Settings, names: Iterable[str], partitions: in
         await admin.close()
 
 
+async def ensure_shared_topics(settings: Settings) -> None:
+    """The suite's shared topics, at a service's start: created when missing where services
+    may (``kafka_create_topics``), else waited for (the operator's topics Job makes them,
+    ``python -m sluice topics``) and never created; a start that still misses one after
+    ``kafka_topics_wait_s`` fails, naming them."""
+    names = service_topics(settings)
+    if settings.kafka_create_topics:
+        await ensure_topics(settings, names)
+        return
+    admin = AIOKafkaAdminClient(**kafka.client_args(settings))
+    await admin.start()
+    try:
+        missing = await wait_for_topics(admin, names, settings.kafka_topics_wait_s)
+    finally:
+        await admin.close()
+    if missing:
+        raise RuntimeError(
+            "topics missing (SLUICE_KAFKA_CREATE_TOPICS is off: the topics Job, python -m sluice"
+            " topics, creates them): " + ", ".join(missing)
+        )
+
+
+async def wait_for_topics(admin: Any, names: list[str], wait_s: float, every_s: float = 2.0) -> list[str]:
+    """Those of ``names`` the cluster still lacks after up to ``wait_s`` (none: all there)."""
+    deadline = asyncio.get_running_loop().time() + wait_s
+    while True:
+        existing = set(await kafka.admin_retry(admin.list_topics))
+        missing = [n for n in names if n not in existing]
+        if not missing or asyncio.get_running_loop().time() >= deadline:
+            return missing
+        log.warning("waiting for topics the topics Job creates: %s", ", ".join(missing))
+        await asyncio.sleep(every_s)
+
+
 async def create_missing(
     admin: AIOKafkaAdminClient, settings: Settings, names: list[str], partitions: int | None
 ) -> list[str]:
-    """Create those of ``names`` the cluster lacks (partitions, replication factor and
-    retention from the settings); the names it lacked. The one place topics are created:
-    services at start (``ensure_topics``) and ``python -m sluice topics`` (common.provision)."""
+    """Create those of ``names`` the cluster lacks (partitions, replication factor,
+    min.insync.replicas and retention from the settings); the names it lacked. The one place
+    topics are created: services at start (``ensure_topics``; the shared ones only where
+    ``kafka_create_topics``) and ``python -m sluice topics`` (common.provision)."""
     existing = set(await admin.list_topics())
     missing = [n for n in names if n not in existing]
     if missing:
-        config = {"retention.ms": str(settings.kafka_retention_ms)}
+        config = {
+            "retention.ms": str(settings.kafka_retention_ms),
+            "min.insync.replicas": str(settings.kafka_min_insync_replicas),
+        }
         named = Topics(settings.topic_prefix)  # the anchors topic keeps its records forever
         count, rf = partitions or settings.kafka_topic_partitions, settings.kafka_replication_factor
         with contextlib.suppress(TopicAlreadyExistsError):  # another instance made them first

@@ -45,6 +45,12 @@ def problems(settings: Any) -> list[str]:
             out.append("SLUICE_KAFKA_SASL_PASSWORD is required with SASL")
     elif mechanism:
         out.append(f"SLUICE_KAFKA_SASL_MECHANISM is set but SLUICE_KAFKA_SECURITY_PROTOCOL is {protocol}")
+    replicas, in_sync = settings.kafka_replication_factor, settings.kafka_min_insync_replicas
+    if not 1 <= in_sync <= replicas:
+        out.append(
+            f"SLUICE_KAFKA_MIN_INSYNC_REPLICAS must be between 1 and SLUICE_KAFKA_REPLICATION_FACTOR"
+            f" ({replicas}), not {in_sync}"
+        )
     return out
 
 

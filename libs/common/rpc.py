@@ -91,6 +91,13 @@ class RpcClient:
         if self._own is not None:
             await self._own.stop()
 
+    async def drop_reply_topic(self) -> None:
+        """Delete this life's reply topic, once the process has stopped serving: nobody will
+        read it again. An instance's next life deletes what a crash left of its own id's at
+        start (``start``); this is the case where the next life has another id (a pod's name,
+        on Kubernetes, is new each life), which otherwise left one topic behind per life."""
+        await self._delete_topics([self.reply_topic])
+
     async def run(self) -> None:
         consumer = AIOKafkaConsumer(
             **kafka.client_args(self.settings),

@@ -26,7 +26,7 @@ from prometheus_client import make_asgi_app
 from redis.asyncio import Redis
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
-from common.broker import create_broker, ensure_topics, service_topics
+from common.broker import create_broker, ensure_shared_topics
 from common.db import Fencing, create_engine, ping, sessionmaker
 from common.health import Check, Readiness, broker_check, health_routes, readiness_report
 from common.settings import Settings
@@ -144,7 +144,7 @@ def consumer_app(
     groups); ``/readyz`` says not ready until then."""
 
     async def startup() -> None:
-        await ensure_topics(runtime.settings, service_topics(runtime.settings))
+        await ensure_shared_topics(runtime.settings)
         if tasks:  # not ready until they run: a new instance would report ready and do no work
             runtime.readiness.fail(TASKS, "not started: the consumers are joining their groups")
 

@@ -110,6 +110,15 @@ class Settings(BaseSettings):
     kafka_commit_interval_ms: int = 100
     kafka_topic_partitions: int = 6
     kafka_replication_factor: int = 1  # topics `python -m sluice topics` creates (3 on a real cluster)
+    # Of the topics it creates: the replicas that must have a write before it is acknowledged
+    # (acks=all), so that one broker lost loses nothing acknowledged (2 with 3 replicas).
+    kafka_min_insync_replicas: int = 1
+    # Whether a service creates the shared topics it finds missing at start (make run, compose,
+    # the tests). Off where the operator's topics Job owns them (deploy/k8s): a service then
+    # waits kafka_topics_wait_s for them and never creates one, so no topic is ever made with a
+    # service's settings (one replica) instead of the cluster's.
+    kafka_create_topics: bool = True
+    kafka_topics_wait_s: float = 120.0
     kafka_retention_ms: int = 7 * 86400 * 1000  # of the topics it creates: the inboxes are the record
     consumer_max_attempts: int = 3
     # Every call to a store is bounded, so that nothing hangs (docs/failure-model.md, "Bounded

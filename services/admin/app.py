@@ -29,7 +29,7 @@ from admin.operators import four_eyes
 from admin.operators import tokens as operators
 from common.auth import evict
 from common.authfail import FailureLimiter
-from common.broker import ensure_topics, service_topics, subscribe
+from common.broker import ensure_shared_topics, subscribe
 from common.clientaddr import client_address
 from common.db import transaction
 from common.errors import ErrorCode, ServiceError, Unavailable, unavailable
@@ -217,7 +217,7 @@ def create_app(settings: Settings) -> Litestar:
         setup_logging("admin")
         runtime = build_runtime("admin", settings, redis=True)
         assert runtime.redis is not None
-        await ensure_topics(settings, service_topics(settings))
+        await ensure_shared_topics(settings)
         subscribe(
             runtime.broker,
             settings,
@@ -246,5 +246,6 @@ def create_app(settings: Settings) -> Litestar:
         )
         async with runtime.serving():
             yield
+        await rpc.drop_reply_topic()
 
     return http_app("admin", settings, lifespan, [administer], build_document)

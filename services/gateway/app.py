@@ -14,7 +14,7 @@ from litestar.handlers import HTTPRouteHandler
 
 from common.asyncapi import build_asyncapi
 from common.authfail import FailureLimiter
-from common.broker import ensure_topics, service_topics
+from common.broker import ensure_shared_topics
 from common.contracts import Result
 from common.http import http_app, serve_metrics
 from common.logging import setup_logging
@@ -129,7 +129,7 @@ def create_app(settings: Settings) -> Litestar:
         runtime = build_runtime("gateway", settings, redis=True, command_timeout_s=1.5)
         redis = runtime.redis
         assert redis is not None
-        await ensure_topics(settings, service_topics(settings))
+        await ensure_shared_topics(settings)
         await runtime.broker.start()
         failures = FailureLimiter(redis, "gateway", settings.auth_failure_limit_per_minute)
         mac = settings.cache_mac  # the gateway's key for what it trusts from Valkey
@@ -167,6 +167,7 @@ def create_app(settings: Settings) -> Litestar:
         metrics_host = settings.gateway_metrics_host or settings.gateway_host
         async with serve_metrics(metrics_host, settings.gateway_metrics_port), runtime.serving():
             yield
+        await rpc.drop_reply_topic()
 
     handlers = [*_direct_handlers(ENDPOINTS), routed_handler, asyncapi_json, *onboarding.PAGES]
     # No /metrics on the partner port (docs/operations.md, "Metrics"): they are on

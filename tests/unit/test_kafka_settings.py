@@ -84,6 +84,9 @@ def test_sasl_reaches_every_client(protocol: str, mechanism: str, kind: type) ->
             "SLUICE_KAFKA_SASL_USERNAME",
         ),
         ({"kafka_sasl_mechanism": "PLAIN"}, "SLUICE_KAFKA_SASL_MECHANISM"),
+        # two in-sync replicas of a one-replica topic: every write would be refused
+        ({"kafka_min_insync_replicas": 2}, "SLUICE_KAFKA_MIN_INSYNC_REPLICAS"),
+        ({"kafka_replication_factor": 3, "kafka_min_insync_replicas": 0}, "SLUICE_KAFKA_MIN_INSYNC_REPLICAS"),
     ],
 )
 def test_a_wrong_value_is_named(kw: dict[str, str], named: str) -> None:

@@ -132,5 +132,5 @@ def test_deploy_k8s_runs_kafka_with_sasl_and_each_service_as_its_own_principal()
     job = next(d for d in docs if d["metadata"]["name"].startswith("sluice-kafka-acls-"))["spec"]["template"][
         "spec"
     ]
-    assert job["containers"][0]["args"] == ["acls"]
+    assert job["containers"][0]["args"] == ["python -m sluice topics && python -m sluice acls"]
     assert {"name": "SLUICE_KAFKA_SASL_USERNAME", "value": BROKER_USER} in job["containers"][0]["env"]

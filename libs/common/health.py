@@ -66,19 +66,48 @@ def _json_app(body_fn: Callable[[], Awaitable[tuple[int, dict[str, Any]]]]) -> A
     return app
 
 
+#: Checks of a cache: reported, never a reason to take the process out of service (a gateway
+#: without Valkey answers 503 with Retry-After itself, in the envelope, which a partner's client
+#: retries; an empty endpoint list would make the ingress answer instead, without either).
+SOFT_CHECKS = frozenset({"redis"})
+
+
+class Blips:
+    """When each failing check began to fail: a store check takes the process out of service
+    only once it has failed for ``grace_s`` without a pass (a PostgreSQL failover or a broker's
+    leader election of a few seconds is waited out by the calls' own bounds and retries, and a
+    readiness that flapped with it would empty the ingress's endpoints for nothing)."""
+
+    def __init__(self, grace_s: float) -> None:
+        self.grace_s = grace_s
+        self._since: dict[str, float] = {}
+
+    def lasting(self, failing: set[str], now: float) -> set[str]:
+        """Of ``failing``, those failing for ``grace_s`` or longer; forgets those that pass."""
+        for name in set(self._since) - failing:
+            del self._since[name]
+        for name in failing:
+            self._since.setdefault(name, now)
+        return {n for n in failing if now - self._since[n] >= self.grace_s}
+
+
 async def readiness_report(
-    service: str, checks: dict[str, Check], readiness: Readiness | None = None
+    service: str,
+    checks: dict[str, Check],
+    readiness: Readiness | None = None,
+    blips: Blips | None = None,
 ) -> tuple[int, dict[str, Any]]:
-    """``/readyz``'s status and body: every check, and every part reporting a problem."""
-    ok, status = await run_checks(checks)
+    """``/readyz``'s status and body: every check, and every part reporting a problem. 503
+    for a problem a part reports, or a store check (not a cache's, SOFT_CHECKS) failing past
+    its grace (``blips``; none: at once); 200 ``degraded`` while something else fails."""
+    _, status = await run_checks(checks)
     problems = readiness.problems() if readiness is not None else {}
+    failing = {name for name, v in status.items() if v != "ok" and name not in SOFT_CHECKS}
+    lasting = failing if blips is None else blips.lasting(failing, asyncio.get_running_loop().time())
     status.update(problems)
-    ok = ok and not problems
-    return (200 if ok else 503), {
-        "status": "ready" if ok else "unavailable",
-        "service": service,
-        "checks": status,
-    }
+    down = bool(lasting or problems)
+    state = "unavailable" if down else ("degraded" if any(v != "ok" for v in status.values()) else "ready")
+    return (503 if down else 200), {"status": state, "service": service, "checks": status}
 
 
 def health_routes(
@@ -86,12 +115,13 @@ def health_routes(
     checks: Callable[[], dict[str, Check]],
     stats: Callable[[], dict[str, Any]] | None = None,
     readiness: Readiness | None = None,
+    blips: Blips | None = None,
 ) -> list[tuple[str, Any]]:
     async def live() -> tuple[int, dict[str, Any]]:
         return 200, {"status": "ok", "service": service}
 
     async def ready() -> tuple[int, dict[str, Any]]:
-        code, body = await readiness_report(service, checks(), readiness)
+        code, body = await readiness_report(service, checks(), readiness, blips)
         if stats is not None:
             body["stats"] = stats()
         return code, body

@@ -28,7 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from common.broker import create_broker, ensure_shared_topics
 from common.db import Fencing, create_engine, ping, sessionmaker
-from common.health import Check, Readiness, broker_check, health_routes, readiness_report
+from common.health import Blips, Check, Readiness, broker_check, health_routes, readiness_report
 from common.settings import Settings
 from common.tasks import Supervisor
 from common.topics import Topics
@@ -60,9 +60,11 @@ class Runtime:
     # Closed after the supervised tasks stopped, before the stores (HTTP clients, workers).
     on_stop: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     supervisor: Supervisor = field(init=False)
+    blips: Blips = field(init=False)
 
     def __post_init__(self) -> None:
         self.supervisor = Supervisor(self.readiness)
+        self.blips = Blips(self.settings.readiness_grace_s)
 
     def checks(self) -> dict[str, Check]:
         checks: dict[str, Check] = {"database": lambda: ping(self.engine), "kafka": broker_check(self.broker)}
@@ -127,7 +129,7 @@ def build_runtime(
 
 async def readyz(runtime: Runtime) -> tuple[int, dict[str, Any]]:
     """``/readyz`` of any service: stores, broker, consumers and supervised tasks."""
-    return await readiness_report(runtime.name, runtime.checks(), runtime.readiness)
+    return await readiness_report(runtime.name, runtime.checks(), runtime.readiness, runtime.blips)
 
 
 TASKS = "supervised tasks"
@@ -157,7 +159,9 @@ def consumer_app(
     return AsgiFastStream(
         runtime.broker,
         asgi_routes=[
-            *health_routes(runtime.name, runtime.checks, stats=stats, readiness=runtime.readiness),
+            *health_routes(
+                runtime.name, runtime.checks, stats=stats, readiness=runtime.readiness, blips=runtime.blips
+            ),
             ("/metrics", make_asgi_app()),
         ],
         on_startup=[startup],

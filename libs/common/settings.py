@@ -128,6 +128,10 @@ class Settings(BaseSettings):
     kafka_request_timeout_ms: int = 15000
     kafka_publish_timeout_s: float = 2.0  # a request's publish: then 503, never a hang
     db_connect_timeout_s: float = 2.0
+    # How long a store check may fail before /readyz takes the process out of service
+    # (common.health.Blips): a failover or a leader election is shorter, and is waited out by
+    # the calls' own bounds; a cache (Valkey) never takes it out.
+    readiness_grace_s: float = 10.0
     db_command_timeout_s: float = 10.0
     # With several hosts in DATABASE_URL: how often each service checks that only one of them
     # accepts writes (common.db.Fencing; sluice_database_writable_hosts;

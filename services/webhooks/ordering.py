@@ -1,6 +1,6 @@
 """How a page of the events API is read and answered (pure: ``service.list_events`` runs it).
 
-Events are listed by ``sequence`` (``repository.events``), newest first or, with
+Events are listed by ``sequence`` (``repository.sequences``), newest first or, with
 ``order="asc"``, oldest first. A page starts just after ``starting_after`` and reads on in the
 list's order, or ends just before ``ending_before``: then it is read the other way from that
 cursor (the ``limit`` events nearest it) and turned round, so the items always come in the

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from common.errors import ServiceError
+from tests.support.replay import check_sequences, replay
 from webhooks.ordering import event_page, walk_of
 
 pytestmark = pytest.mark.unit
@@ -17,7 +18,9 @@ pytestmark = pytest.mark.unit
 EVENTS = [SimpleNamespace(event_id=f"evt_{n:02d}", sequence=n) for n in range(1, 11)]
 
 
-def read(order: str, starting_after: str | None = None, ending_before: str | None = None, limit: int = 3) -> Any:
+def read(
+    order: str, starting_after: str | None = None, ending_before: str | None = None, limit: int = 3
+) -> Any:
     """What list_events answers over EVENTS: the walk, the rows the repository returns for it
     (limit + 1 beyond the cursor's number), and the page made of them."""
     walk = walk_of(order, starting_after, ending_before)
@@ -96,3 +99,34 @@ def test_a_query_the_list_cannot_answer_is_refused_by_name(
     with pytest.raises(ServiceError) as caught:
         walk_of(order, starting_after, ending_before)
     assert caught.value.details["field"] == field and caught.value.details["reason"] == reason
+
+
+def _transfer(kind: str, state: str, previous: str | None = None, n: int = 0) -> dict[str, Any]:
+    data = {"transfer_id": "tr_1", "state": state, **({"previous_state": previous} if previous else {})}
+    return {"id": f"evt_{n}", "sequence": n, "type": f"transfer.{kind}", "data": data}
+
+
+def test_the_partners_replay_follows_the_state_machine_and_refuses_what_does_not() -> None:
+    """The integration test's replay (tests/support/replay.py) must fail on the orders the
+    events API used to give: an update before its creation, or a step back."""
+    path = [
+        _transfer("created", "pending", n=1),
+        _transfer("updated", "processing", "pending", n=2),
+        _transfer("updated", "completed", "processing", n=3),
+    ]
+    assert replay(path) == {"tr_1": "completed"} and check_sequences(path) == [1, 2, 3]
+    assert replay([_transfer("created", "completed", n=1)]) == {"tr_1": "completed"}  # a book transfer
+    for broken in (path[::-1], [path[0], path[2], path[1]], [path[0], path[0]]):
+        with pytest.raises(AssertionError):
+            replay(broken)
+    with pytest.raises(AssertionError):
+        check_sequences([path[1], path[0]])
+
+
+def test_the_repository_keeps_the_events_table_under_its_name() -> None:
+    """A submodule of ``webhooks.repository`` named ``events`` replaced the package's ``events``
+    table when imported, and the retention sweep crashed on ``events.c``."""
+    from webhooks import models
+    from webhooks import repository as repo
+
+    assert repo.events is models.events

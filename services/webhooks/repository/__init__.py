@@ -37,9 +37,9 @@ from webhooks.models import (
     endpoints,
     events,
 )
-from webhooks.repository.events import *  # noqa: F403 - numbering and the events API's reads
 from webhooks.repository.outcomes import *  # noqa: F403 - the queue's halves: one namespace
 from webhooks.repository.queue import *  # noqa: F403
+from webhooks.repository.sequences import *  # noqa: F403 - numbering and the events API's reads
 from webhooks.repository.sql import FRESH, NEW_DELIVERY_ID, seconds, texts
 
 

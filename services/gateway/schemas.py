@@ -222,7 +222,15 @@ class StatementQuery(ListQuery, **_STRICT):
 
 
 class EventListQuery(ListQuery, **_STRICT):
+    """Events by ``sequence``: newest first, or oldest first with ``order=asc``; a page starts
+    after ``starting_after`` or ends before ``ending_before`` (event ids), not both."""
+
     type: EventType | None = None
+    order: Annotated[
+        Literal["desc", "asc"],
+        msgspec.Meta(description="desc: newest first (the default); asc: oldest first"),
+    ] = "desc"
+    ending_before: Id | None = None
 
 
 class HealthQuery(msgspec.Struct, **_STRICT):
@@ -341,6 +349,14 @@ class EventEnvelope(msgspec.Struct, kw_only=True):
     created_at: str
     api_version: str
     mode: str
+    sequence: Annotated[
+        int,
+        msgspec.Meta(
+            ge=1,
+            description="strictly increasing per tenant and mode, in the order events were stored;"
+            " may skip numbers",
+        ),
+    ]
     data: dict[str, Any]
 
 

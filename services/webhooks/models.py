@@ -85,8 +85,9 @@ class WebhookEvent(SQLModel, table=True):
     __tablename__ = "events"
     __table_args__ = (
         Index("events_received", "received_at"),
-        # GET /v1/events: one tenant and mode, newest first (ids are time-ordered).
         Index("events_scope", "tenant_id", "mode", text("event_id DESC")),
+        # GET /v1/events: one tenant and mode in sequence order, either way; a number once.
+        Index("events_sequence", "tenant_id", "mode", "sequence", unique=True),
         {"schema": SCHEMA},
     )
 
@@ -96,6 +97,21 @@ class WebhookEvent(SQLModel, table=True):
     type: str = text_field()
     body: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     received_at: datetime | None = _now()
+    # The event's place among its tenant's events of its mode (``event_sequences``), also in
+    # ``body``. NULL only for an event stored by a release before numbering.
+    sequence: int | None = Field(default=None, sa_column=Column(BigInteger))
+
+
+class WebhookEventSequence(SQLModel, table=True):
+    """The last ``sequence`` given to a tenant's events in one mode: the storing transaction
+    takes the next numbers from this row and holds its lock until commit."""
+
+    __tablename__ = "event_sequences"
+    __table_args__ = ({"schema": SCHEMA},)
+
+    tenant_id: str = text_field(primary_key=True)
+    mode: str = text_field(primary_key=True)
+    last_sequence: int = Field(sa_column=Column(BigInteger, nullable=False))
 
 
 class WebhookDelivery(SQLModel, table=True):
@@ -173,5 +189,6 @@ inbox = inbox_table(SCHEMA)
 outbox = outbox_table(SCHEMA)
 endpoints = table_of(WebhookEndpoint)
 events = table_of(WebhookEvent)
+event_sequences = table_of(WebhookEventSequence)
 deliveries = table_of(WebhookDelivery)
 attempts = table_of(WebhookAttempt)

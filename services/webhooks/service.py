@@ -43,6 +43,7 @@ from common.times import iso
 from common.views import columns
 from webhooks import repository as repo
 from webhooks.models import WebhookEndpoint
+from webhooks.ordering import event_page, walk_of
 from webhooks.repository import Disabled
 from webhooks.signing import SecretBox, new_secret
 from webhooks.targets import TargetError, vet
@@ -378,8 +379,11 @@ async def list_deliveries(session: AsyncSession, env: Env, cmd: ListDeliveries) 
 
 
 def _event_view(row: Any) -> dict[str, Any]:
-    """The stored envelope, exactly as it was delivered."""
+    """The stored envelope, exactly as it was delivered (an event stored before numbering
+    shows its number from the column)."""
     view: dict[str, Any] = msgspec.json.decode(bytes(row.body))
+    if "sequence" not in view and row.sequence is not None:
+        view["sequence"] = row.sequence
     return view
 
 
@@ -387,16 +391,25 @@ async def list_events(session: AsyncSession, env: Env, cmd: ListEvents) -> tuple
     limit = _limit(cmd.limit)
     if cmd.event_type is not None and cmd.event_type not in DELIVERED_EVENT_TYPES:
         raise invalid("type", f"unknown event type {cmd.event_type[:60]!r}", reason="unknown_event_type")
+    walk = walk_of(cmd.order, cmd.starting_after, cmd.ending_before)
+    beyond = None
+    if walk.cursor is not None:
+        beyond = await repo.event_sequence(session, walk.cursor, cmd.ctx.tenant_id, cmd.ctx.mode)
+        if beyond is None:
+            raise invalid(
+                walk.field, f"{walk.field} must be the id of one of your events", reason="unknown_cursor"
+            )
     rows = await repo.list_events(
         session,
         cmd.ctx.tenant_id,
         cmd.ctx.mode,
         cmd.event_type,
         limit + 1,
-        cmd.starting_after,
-        env.events_kept_s,
+        descending=walk.descending,
+        beyond=beyond,
+        kept_s=env.events_kept_s,
     )
-    return 200, page(list(rows), limit, _event_view, cursor=lambda r: r.event_id)
+    return 200, event_page(rows, limit, walk, _event_view)
 
 
 async def get_event(session: AsyncSession, env: Env, cmd: GetEvent) -> tuple[int, Any]:
@@ -447,9 +460,9 @@ async def execute(session: AsyncSession, env: Env, cmd: Command, vetted: Verdict
 # ---- events ----
 
 
-def envelope(event: Delivered) -> bytes:
+def envelope(event: Delivered, sequence: int) -> bytes:
     """The exact bytes delivered: the event envelope (docs/guides/webhooks.md, "Events"), with
-    only the partner-safe ``data``."""
+    its number among the tenant's events of its mode and only the partner-safe ``data``."""
     return _json.encode(
         {
             "id": event.event_id,
@@ -457,22 +470,31 @@ def envelope(event: Delivered) -> bytes:
             "created_at": event.created_at,
             "api_version": API_VERSION,
             "mode": event.mode,
+            "sequence": sequence,
             "data": event.data,
         }
     )
 
 
 async def fan_out(session: AsyncSession, events: Sequence[Delivered], max_attempts: int) -> list[str]:
-    rows = [
-        {
-            "event_id": e.event_id,
-            "tenant_id": e.tenant_id,
-            "mode": e.mode,
-            "type": type(e).__struct_config__.tag,
-            "body": envelope(e),
-        }
-        for e in events
-    ]
+    """Store the events not stored yet, numbered in the order given (the events topic's order
+    for one tenant), each with one delivery per matching endpoint; the new delivery ids."""
+    numbers = await repo.number_events(session, [(e.event_id, e.tenant_id, e.mode) for e in events])
+    rows = []
+    for e in events:
+        sequence = numbers.pop(e.event_id, None)  # the first copy only; None: stored already
+        if sequence is None:
+            continue
+        rows.append(
+            {
+                "event_id": e.event_id,
+                "tenant_id": e.tenant_id,
+                "mode": e.mode,
+                "type": type(e).__struct_config__.tag,
+                "body": envelope(e, sequence),
+                "sequence": sequence,
+            }
+        )
     return await repo.fan_out(session, rows, max_attempts)
 
 

@@ -201,6 +201,30 @@ def test_typed_errors_carry_code_reason_and_request_id(stack: Stack, tenant: Ten
     assert info.value.request_id and info.value.status == 403
 
 
+def test_events_page_both_ways_by_sequence_through_the_sdk(stack: Stack) -> None:
+    """events.list_page with order and ending_before against the stack: oldest first is newest
+    first reversed, and previous_page goes back to where next_page came from."""
+    t = make_tenant(stack)
+    sluice = sdk(t, stack.gateway)
+    for _ in range(3):
+        sluice.customers.create(**customer_body())  # type: ignore[arg-type]
+    deadline = time.monotonic() + 30
+    while len(newest := list(sluice.events.list(limit=100))) < 3:
+        assert time.monotonic() < deadline, newest
+        time.sleep(0.2)
+    ids = [e["id"] for e in newest]
+    oldest = sluice.events.list_page(limit=2, order="asc")
+    assert [e["id"] for e in oldest.data] == ids[::-1][:2] and oldest.has_more
+    assert oldest.previous_page() is None  # the first page
+    last = oldest.next_page()
+    assert last is not None and [e["id"] for e in last.data] == ids[::-1][2:] and not last.has_more
+    back = last.previous_page()
+    assert back is not None and [e["id"] for e in back.data] == ids[::-1][:2] and not back.has_more
+    before = sluice.events.list_page(limit=2, ending_before=ids[2])
+    assert [e["id"] for e in before.data] == ids[:2]
+    assert [e["sequence"] for e in newest] == sorted((e["sequence"] for e in newest), reverse=True)
+
+
 def test_the_typescript_sdk_against_the_stack(stack: Stack, shedding: Proc) -> None:
     t = make_tenant(stack, rate_limit=100000)
     with DroppingProxy(stack.gateway, drops=1) as proxy:

@@ -51,7 +51,8 @@ async def test_delivery_is_signed_and_verifies_with_standardwebhooks(stack: Stac
         payload = Webhook(secret).verify(r.body, standard_headers(r))
         assert payload["type"] == "customer.created"
         assert payload["id"].startswith("evt_") and payload["id"] == r.headers["x-service-webhook-id"]
-        assert set(payload) == {"id", "type", "created_at", "api_version", "mode", "data"}
+        assert set(payload) == {"id", "type", "created_at", "api_version", "mode", "sequence", "data"}
+        assert isinstance(payload["sequence"], int) and payload["sequence"] >= 1
         assert payload["api_version"] == "1.0.1" and payload["mode"] == "sandbox"
         assert payload["data"]["customer_id"] == customer_id
         assert "country_code" not in payload["data"]

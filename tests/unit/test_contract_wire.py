@@ -183,7 +183,8 @@ WIRE: dict[type[Command], bytes] = {
         b'{"type":"webhook.status.get.v1","command_id":"c","ctx":%s,"authority":null,"decision":null}'
     ),
     commands.ListEvents: (
-        b'{"type":"event.list.v1","event_type":null,"limit":10,"starting_after":null,"command_id":"c",'
+        b'{"type":"event.list.v1","event_type":null,"limit":10,"starting_after":null,'
+        b'"ending_before":null,"order":"desc","command_id":"c",'
         b'"ctx":%s,"authority":null,"decision":null}'
     ),
     commands.GetEvent: (
@@ -247,3 +248,15 @@ def test_v1_bytes_without_authority_still_decode(cls: type[Command]) -> None:
     for union in UNIONS:
         if cls in typing.get_args(union):
             assert decode(old, union) == _sample(cls)
+
+
+def test_an_event_list_written_before_ordering_decodes_as_newest_first() -> None:
+    """``ending_before`` and ``order`` came later, with defaults: a message without them is the
+    newest-first list it always was."""
+    old = (
+        b'{"type":"event.list.v1","event_type":null,"limit":10,"starting_after":"evt_1","command_id":"c",'
+        b'"ctx":%s,"authority":null,"decision":null}' % encode(CTX)
+    )
+    cmd = decode(old, WebhooksCommand)
+    assert isinstance(cmd, commands.ListEvents)
+    assert (cmd.order, cmd.ending_before, cmd.starting_after) == ("desc", None, "evt_1")

@@ -23,7 +23,7 @@ import pytest
 
 from common.contracts.base import Ctx, Decision
 from common.contracts.commands import CreateTransfer, DeveloperFee, Party
-from common.contracts.events import TransferCreated, TransferUpdated
+from common.contracts.events import TransferCreated
 from common.errors import ServiceError
 from ledger.core import chain
 from ledger.core.effects import Effects
@@ -207,12 +207,13 @@ def test_a_book_transfers_row_and_events_are_decided_with_its_plan() -> None:
     assert (v["state"], v["previous_state"], v["route"]) == ("completed", "processing", "book")
     assert (v["amount"], v["fee_amount"], v["next_step_at"]) == (D(6), D("0.5"), None)  # book: settled
     assert v["created_at"] == v["updated_at"] == NOW
-    created, processing, completed = planned.events
-    assert isinstance(created, TransferCreated) and created.data["state"] == "pending"
-    assert isinstance(completed, TransferUpdated)
-    assert [(e.data["state"], e.data.get("previous_state")) for e in (processing, completed)] == [
-        ("processing", "pending"),
-        ("completed", "processing"),
+    # one event, in the state the transaction commits: nobody could read pending or processing
+    [created] = planned.events
+    assert isinstance(created, TransferCreated) and created.data["state"] == "completed"
+    assert "previous_state" not in created.data
+    assert [(c["from_state"], c["to_state"]) for c in planned.changes] == [
+        ("pending", "processing"),
+        ("processing", "completed"),
     ]
     assert created.data["developer_fee_amount"] == "0.50" and created.request_id == "req_tr_1"
     # every entry covers the transfer's terms in the hash chain

@@ -181,6 +181,43 @@ def test_list_page_is_one_page_with_its_cursor(monkeypatch: pytest.MonkeyPatch) 
     ]
 
 
+def test_events_page_both_ways_with_order_and_ending_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Broken when list_page drops order or ending_before, previous_page is offered by a list
+    that pages one way, or a page read backward offers no next page because nothing lies
+    before it."""
+    Clock(monkeypatch)
+
+    def events(*numbers: int, has_more: bool, cursor: str | None) -> httpx.Response:
+        items = [{"id": f"evt_{n}", "sequence": n} for n in numbers]
+        return envelope({"items": items, "has_more": has_more, "next_cursor": cursor})
+
+    script = Script(
+        events(4, 5, has_more=True, cursor="evt_5"),  # oldest first, after evt_3
+        events(2, 3, has_more=True, cursor="evt_3"),  # the page before it
+        events(1, has_more=False, cursor="evt_1"),  # and before that: the first
+        events(2, 3, has_more=True, cursor="evt_3"),  # after evt_1 again
+    )
+    s = sluice(script)
+    page = s.events.list_page(limit=2, order="asc", starting_after="evt_3")
+    assert [e["sequence"] for e in page.data] == [4, 5] and page.previous_cursor == "evt_4"
+    before = page.previous_page()
+    assert before is not None and [e["sequence"] for e in before.data] == [2, 3]
+    first = before.previous_page()
+    assert first is not None and [e["sequence"] for e in first.data] == [1]
+    assert first.previous_cursor is None and first.previous_page() is None  # nothing before
+    again = first.next_page()  # read backward and has_more false: the next page is still there
+    assert again is not None and [e["sequence"] for e in again.data] == [2, 3]
+    assert [dict(r.url.params) for r in script.requests] == [
+        {"limit": "2", "order": "asc", "starting_after": "evt_3"},
+        {"limit": "2", "order": "asc", "ending_before": "evt_4"},
+        {"limit": "2", "order": "asc", "ending_before": "evt_2"},
+        {"limit": "2", "order": "asc", "starting_after": "evt_1"},
+    ]
+    one_way = Script(envelope({"items": [{"transfer_id": "tr_2"}], "next_cursor": "tr_2"}))
+    page_one_way = sluice(one_way).transfers.list_page(limit=1, starting_after="tr_3")
+    assert page_one_way.previous_cursor is None and page_one_way.previous_page() is None
+
+
 @pytest.mark.parametrize(
     ("answer", "expected"),
     [

@@ -172,8 +172,8 @@ def test_envelope_is_the_contract_shape_with_partner_safe_data() -> None:
         country_code="US",
         data={"customer_id": "cus_1"},
     )
-    body = envelope(event)
+    body = envelope(event, 7)
     assert body == (
         b'{"id":"evt_x","type":"customer.created","created_at":"2026-01-01T00:00:00Z",'
-        b'"api_version":"1.0.1","mode":"sandbox","data":{"customer_id":"cus_1"}}'
+        b'"api_version":"1.0.1","mode":"sandbox","sequence":7,"data":{"customer_id":"cus_1"}}'
     )

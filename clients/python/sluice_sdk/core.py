@@ -36,7 +36,7 @@ from sluice_sdk._version import __version__
 from sluice_sdk.config import Config
 from sluice_sdk.errors import ConnectionFailed, DeadlineExceeded, SluiceError, Throttled, error_from_answer
 from sluice_sdk.options import RequestOptions
-from sluice_sdk.pages import AsyncPage, Page, page_fields
+from sluice_sdk.pages import AsyncPage, Page, page_fields, pages_both_ways, previous_cursor
 from sluice_sdk.retry import AdaptiveThrottle, Attempts, RetryPolicy, Stats
 
 log = logging.getLogger("sluice_sdk")
@@ -286,15 +286,24 @@ class SyncCore(CoreBase):
 
     def page(self, path: str, query: Mapping[str, Any], options: RequestOptions | None = None) -> Page[Any]:
         """One page of a list (one request; ``query`` as given); its ``next_page`` asks for the
-        page after it with the same query, ``next_cursor`` as ``starting_after``."""
-        items, has_more, cursor = page_fields(self.request("GET", path, query=query, options=options))
+        page after it with the same query, ``next_cursor`` as ``starting_after``, and, when the
+        list pages both ways, its ``previous_page`` the page before, ``ending_before``."""
+        answer = self.request("GET", path, query=query, options=options)
+        items, has_more, cursor = page_fields(answer)
 
         def after(starting_after: str) -> Page[Any]:
             return self.page(
                 path, {**query, "starting_after": starting_after, "ending_before": None}, options
             )
 
-        return Page(items, has_more, cursor, after)
+        if not pages_both_ways(answer):
+            return Page(items, has_more, cursor, after)
+
+        def before(ending_before: str) -> Page[Any]:
+            return self.page(path, {**query, "starting_after": None, "ending_before": ending_before}, options)
+
+        previous = previous_cursor(items, has_more, query)
+        return Page(items, has_more, cursor, after, previous, before, query.get("ending_before") is not None)
 
     def paginate(
         self, path: str, query: Mapping[str, Any], options: RequestOptions | None = None
@@ -372,13 +381,23 @@ class AsyncCore(CoreBase):
         self, path: str, query: Mapping[str, Any], options: RequestOptions | None = None
     ) -> AsyncPage[Any]:
         """As :meth:`SyncCore.page`."""
-        items, has_more, cursor = page_fields(await self.request("GET", path, query=query, options=options))
+        answer = await self.request("GET", path, query=query, options=options)
+        items, has_more, cursor = page_fields(answer)
 
         async def after(starting_after: str) -> AsyncPage[Any]:
             next_query = {**query, "starting_after": starting_after, "ending_before": None}
             return await self.page(path, next_query, options)
 
-        return AsyncPage(items, has_more, cursor, after)
+        if not pages_both_ways(answer):
+            return AsyncPage(items, has_more, cursor, after)
+
+        async def before(ending_before: str) -> AsyncPage[Any]:
+            previous_query = {**query, "starting_after": None, "ending_before": ending_before}
+            return await self.page(path, previous_query, options)
+
+        previous = previous_cursor(items, has_more, query)
+        backward = query.get("ending_before") is not None
+        return AsyncPage(items, has_more, cursor, after, previous, before, backward)
 
     async def paginate(
         self, path: str, query: Mapping[str, Any], options: RequestOptions | None = None

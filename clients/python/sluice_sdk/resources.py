@@ -111,11 +111,14 @@ class Events:
         limit: int | None = None,
         starting_after: str | None = None,
         type: str | None = None,
+        order: Literal["asc", "desc"] | None = None,
         options: RequestOptions | None = None,
     ) -> Iterator[EventEnvelope]:
-        """GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (every page, from the first or from starting_after; limit is the page size)."""
+        """GET /v1/events: List events by sequence, newest first or oldest first with order=asc (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (every page, from the first or from starting_after; limit is the page size)."""
         return self._core.paginate(
-            "/v1/events", {"limit": limit, "starting_after": starting_after, "type": type}, options
+            "/v1/events",
+            {"limit": limit, "starting_after": starting_after, "type": type, "order": order},
+            options,
         )
 
     def list_page(
@@ -124,13 +127,23 @@ class Events:
         limit: int | None = None,
         starting_after: str | None = None,
         type: str | None = None,
+        order: Literal["asc", "desc"] | None = None,
+        ending_before: str | None = None,
         options: RequestOptions | None = None,
     ) -> Page[EventEnvelope]:
-        """GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        """GET /v1/events: List events by sequence, newest first or oldest first with order=asc (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (one page of up to limit items: data, has_more, next_cursor, next_page)."""
         return cast(
             "Page[EventEnvelope]",
             self._core.page(
-                "/v1/events", {"limit": limit, "starting_after": starting_after, "type": type}, options
+                "/v1/events",
+                {
+                    "limit": limit,
+                    "starting_after": starting_after,
+                    "type": type,
+                    "order": order,
+                    "ending_before": ending_before,
+                },
+                options,
             ),
         )
 
@@ -666,11 +679,14 @@ class AsyncEvents:
         limit: int | None = None,
         starting_after: str | None = None,
         type: str | None = None,
+        order: Literal["asc", "desc"] | None = None,
         options: RequestOptions | None = None,
     ) -> AsyncIterator[EventEnvelope]:
-        """GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (every page, from the first or from starting_after; limit is the page size)."""
+        """GET /v1/events: List events by sequence, newest first or oldest first with order=asc (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (every page, from the first or from starting_after; limit is the page size)."""
         return self._core.paginate(
-            "/v1/events", {"limit": limit, "starting_after": starting_after, "type": type}, options
+            "/v1/events",
+            {"limit": limit, "starting_after": starting_after, "type": type, "order": order},
+            options,
         )
 
     async def list_page(
@@ -679,13 +695,23 @@ class AsyncEvents:
         limit: int | None = None,
         starting_after: str | None = None,
         type: str | None = None,
+        order: Literal["asc", "desc"] | None = None,
+        ending_before: str | None = None,
         options: RequestOptions | None = None,
     ) -> AsyncPage[EventEnvelope]:
-        """GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (one page of up to limit items: data, has_more, next_cursor, next_page)."""
+        """GET /v1/events: List events by sequence, newest first or oldest first with order=asc (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (one page of up to limit items: data, has_more, next_cursor, next_page)."""
         return cast(
             "AsyncPage[EventEnvelope]",
             await self._core.page(
-                "/v1/events", {"limit": limit, "starting_after": starting_after, "type": type}, options
+                "/v1/events",
+                {
+                    "limit": limit,
+                    "starting_after": starting_after,
+                    "type": type,
+                    "order": order,
+                    "ending_before": ending_before,
+                },
+                options,
             ),
         )
 

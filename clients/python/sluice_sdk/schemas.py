@@ -106,6 +106,7 @@ class EventEnvelope(TypedDict):
     created_at: str
     api_version: str
     mode: str
+    sequence: int
     data: dict[str, Any]
 
 

@@ -33,20 +33,33 @@ export interface RequestOptions {
 }
 
 /** One page of a list, as the resources' listPage methods answer it: `data` (up to `limit`
- * items, in the list's order), `has_more`, and `next_cursor` (the next page's `starting_after`;
- * null on the last page). `for await` over a page walks it and every page after it. */
+ * items, in the list's order), `has_more` (more beyond it in the direction it was read), and
+ * `next_cursor` (the next page's `starting_after`; null on the last page). A list that pages
+ * both ways (the events: `ending_before`, `order`) also gives `previous_cursor` (the previous
+ * page's `ending_before`; null on the first page) and `previousPage()`. `for await` over a page
+ * walks it and every page after it. */
 export class Page<T> implements AsyncIterable<T> {
   constructor(
     readonly data: T[],
     readonly has_more: boolean,
     readonly next_cursor: string | null,
     private readonly fetchAfter: (startingAfter: string) => Promise<Page<T>>,
+    readonly previous_cursor: string | null = null,
+    private readonly fetchBefore?: (endingBefore: string) => Promise<Page<T>>,
+    private readonly readBackward = false,
   ) {}
 
   /** The page after this one (one request, the same query and limit), or undefined. */
   async nextPage(): Promise<Page<T> | undefined> {
-    if (!this.has_more || this.next_cursor === null) return undefined;
+    if (!(this.has_more || this.readBackward) || this.next_cursor === null) return undefined;
     return this.fetchAfter(this.next_cursor);
+  }
+
+  /** The page before this one (`ending_before` its first item), or undefined: the first page, or
+   * a list that pages one way only. */
+  async previousPage(): Promise<Page<T> | undefined> {
+    if (this.previous_cursor === null || this.fetchBefore === undefined) return undefined;
+    return this.fetchBefore(this.previous_cursor);
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<T> {
@@ -57,15 +70,26 @@ export class Page<T> implements AsyncIterable<T> {
 }
 
 /** The items, has_more and next_cursor of a list's answer: has_more is the answer's own when it
- * has one, else whether it handed out a cursor (the gateway's lists end with a null one). */
-export function pageFields<T>(answer: unknown): { items: T[]; hasMore: boolean; cursor: string | null } {
+ * has one, else whether it handed out a cursor (the gateway's lists end with a null one).
+ * `bothWays`: the answer gave has_more itself, as the lists that take `ending_before` do. */
+export function pageFields<T>(answer: unknown): { items: T[]; hasMore: boolean; cursor: string | null; bothWays: boolean } {
   const body = (answer !== null && typeof answer === "object" ? answer : {}) as {
     items?: T[] | null;
     next_cursor?: string | null;
     has_more?: boolean;
   };
   const cursor = body.next_cursor ? String(body.next_cursor) : null;
-  return { items: body.items ?? [], hasMore: body.has_more ?? cursor !== null, cursor };
+  return { items: body.items ?? [], hasMore: body.has_more ?? cursor !== null, cursor, bothWays: typeof body.has_more === "boolean" };
+}
+
+/** The `ending_before` of the page before one (its first item's id), or null when nothing can lie
+ * before it: the first page, or a page read backward (`ending_before`) with no more. */
+export function previousCursor(items: unknown[], hasMore: boolean, query: object): string | null {
+  const q = query as { starting_after?: string | null; ending_before?: string | null };
+  const first = items[0] as { id?: unknown } | undefined;
+  const backward = q.ending_before !== undefined && q.ending_before !== null;
+  const mayPrecede = backward ? hasMore : q.starting_after !== undefined && q.starting_after !== null;
+  return mayPrecede && typeof first?.id === "string" ? first.id : null;
 }
 
 /** What the generated resources call. */
@@ -202,10 +226,14 @@ export class Transport implements Core {
 
   /** One page of a list (one request, the query as given). */
   async page<T>(path: string, query: object, options: RequestOptions): Promise<Page<T>> {
-    const { items, hasMore, cursor } = pageFields<T>(await this.request<unknown>("GET", path, undefined, query, options));
+    const { items, hasMore, cursor, bothWays } = pageFields<T>(await this.request<unknown>("GET", path, undefined, query, options));
     const after = (startingAfter: string) =>
       this.page<T>(path, { ...query, starting_after: startingAfter, ending_before: undefined }, options);
-    return new Page<T>(items, hasMore, cursor, after);
+    if (!bothWays) return new Page<T>(items, hasMore, cursor, after);
+    const before = (endingBefore: string) =>
+      this.page<T>(path, { ...query, starting_after: undefined, ending_before: endingBefore }, options);
+    const backward = (query as { ending_before?: string | null }).ending_before != null;
+    return new Page<T>(items, hasMore, cursor, after, previousCursor(items, hasMore, query), before, backward);
   }
 
   /** The fetch openapi-fetch is given (Sluice.api): the same key and retry rules. */

@@ -33,12 +33,12 @@ export class Customers {
 
 export class Events {
   constructor(private readonly core: Core) {}
-  /** GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (every page, from the first or from starting_after; limit is the page size) */
-  list(params: { limit?: number; starting_after?: string; type?: string } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["EventEnvelope"]> {
+  /** GET /v1/events: List events by sequence, newest first or oldest first with order=asc (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (every page, from the first or from starting_after; limit is the page size) */
+  list(params: { limit?: number; starting_after?: string; type?: string; order?: "asc" | "desc" } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["EventEnvelope"]> {
     return this.core.pages<Schemas["EventEnvelope"]>(`/v1/events`, params, options);
   }
-  /** GET /v1/events: List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (one page of up to limit items: data, has_more, next_cursor, nextPage) */
-  listPage(params: { limit?: number; starting_after?: string; type?: string } = {}, options: RequestOptions = {}): Promise<Page<Schemas["EventEnvelope"]>> {
+  /** GET /v1/events: List events by sequence, newest first or oldest first with order=asc (the same id and body as their webhook deliveries; kept 30 days), optionally of one type (one page of up to limit items: data, has_more, next_cursor, nextPage) */
+  listPage(params: { limit?: number; starting_after?: string; type?: string; order?: "asc" | "desc"; ending_before?: string } = {}, options: RequestOptions = {}): Promise<Page<Schemas["EventEnvelope"]>> {
     return this.core.page<Schemas["EventEnvelope"]>(`/v1/events`, params, options);
   }
   /** GET /v1/events/{event_id}: Get one event: exactly the body its webhook deliveries carry */

@@ -264,7 +264,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List events, newest first (the same id and body as their webhook deliveries; kept 30 days), optionally of one type
+         * List events by sequence, newest first or oldest first with order=asc (the same id and body as their webhook deliveries; kept 30 days), optionally of one type
          * @description Scope: webhooks:write. Also reachable as POST / with x-service-route: /v1/events and body {"method": "GET"}.
          */
         get: operations["get_v1_events"];
@@ -526,6 +526,8 @@ export interface components {
             created_at: string;
             api_version: string;
             mode: string;
+            /** @description strictly increasing per tenant and mode, in the order events were stored; may skip numbers */
+            sequence: number;
             data: Record<string, never>;
         };
         /** FeeBalance */
@@ -5546,6 +5548,8 @@ export interface operations {
                 limit?: number;
                 starting_after?: string | null;
                 type?: string | null;
+                order?: "asc" | "desc";
+                ending_before?: string | null;
             };
             header?: {
                 /** @description must equal the credential's mode when present (else 403) */
@@ -5576,6 +5580,8 @@ export interface operations {
                         data: {
                             items: components["schemas"]["EventEnvelope"][];
                             next_cursor: string | null;
+                            /** @description more items lie beyond this page in the direction it was read */
+                            has_more: boolean;
                         };
                     };
                 };

@@ -250,12 +250,15 @@ class CreateWebhook(Command, tag="webhook.create.v1"):
 
 
 class ListEvents(Command, tag="event.list.v1"):
-    """The tenant's events of this mode, newest first, optionally one type
-    (docs/guides/webhooks.md, "Missed a delivery? The Events API")."""
+    """The tenant's events of this mode by ``sequence``, newest first (``order="asc"``: oldest
+    first), optionally one type; a page starts after ``starting_after`` or ends before
+    ``ending_before`` (event ids), never both (docs/guides/webhooks.md, "Order and recovery")."""
 
     event_type: str | None = None
     limit: int = 10
     starting_after: str | None = None
+    ending_before: str | None = None
+    order: str = "desc"
 
 
 class GetEvent(Command, tag="event.get.v1"):

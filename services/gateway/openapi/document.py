@@ -157,6 +157,11 @@ def _ref(t: type) -> dict[str, Any]:
     return {"$ref": _REF.format(name=t.__name__)}
 
 
+def _pages_both_ways(ep: Endpoint) -> bool:
+    """A list that takes ``ending_before`` (the events) also answers ``has_more``."""
+    return ep.query is not None and "ending_before" in getattr(ep.query, "__struct_fields__", ())
+
+
 def _success(ep: Endpoint) -> dict[str, Any]:
     data: dict[str, Any] = _ref(ep.response) if ep.response else {"type": "object"}
     if ep.listing:
@@ -168,6 +173,12 @@ def _success(ep: Endpoint) -> dict[str, Any]:
                 "next_cursor": {"type": ["string", "null"]},
             },
         }
+        if _pages_both_ways(ep):
+            data["required"].append("has_more")
+            data["properties"]["has_more"] = {
+                "type": "boolean",
+                "description": "more items lie beyond this page in the direction it was read",
+            }
     return {
         "type": "object",
         "required": ["success", "data"],

@@ -16,7 +16,14 @@ TOPIC = Topic.WEBHOOKS_COMMANDS
 
 def build_list(call: Call) -> ListEvents:
     q = query_of(call, EventListQuery)
-    return ListEvents(**stamp(call), event_type=q.type, limit=q.limit, starting_after=q.starting_after)
+    return ListEvents(
+        **stamp(call),
+        event_type=q.type,
+        limit=q.limit,
+        starting_after=q.starting_after,
+        ending_before=q.ending_before,
+        order=q.order,
+    )
 
 
 def build_get(call: Call) -> GetEvent:
@@ -30,8 +37,8 @@ ENDPOINTS = [
         SCOPE,
         build_list,
         TOPIC,
-        summary="List events, newest first (the same id and body as their webhook deliveries; "
-        "kept 30 days), optionally of one type",
+        summary="List events by sequence, newest first or oldest first with order=asc (the same "
+        "id and body as their webhook deliveries; kept 30 days), optionally of one type",
         response=EventEnvelope,
         query=EventListQuery,
         listing=True,

@@ -5,9 +5,9 @@ Given what the batch's first statement read (the transfers already recorded unde
 idempotency keys, every wallet its transfers name), :func:`plan_transfers` validates each
 transfer, resolves its parties (``parties``), charges its fee (``fees``), plans its row in
 its final state with its steps through the state machine (``states.check_path``) and its
-events, and builds its one refusable movement: the hold and, for a ``book`` transfer, its
-settlement too. A second transfer of the batch with the same key is a :class:`Twin` of the
-first; a key already recorded is answered as a replay. Once the funds are checked
+first event (in that final state), and builds its one refusable movement: the hold and, for
+a ``book`` transfer, its settlement too. A second transfer of the batch with the same key is
+a :class:`Twin` of the first; a key already recorded is answered as a replay. Once the funds are checked
 (``entries.check_funds`` marks the movements refused for insufficient funds),
 :func:`settle_transfers` answers every command and says which rows to take back and which
 state changes to write.
@@ -38,7 +38,7 @@ from common.money import STABLECOIN_PLACES, TRANSFER_CURRENCIES
 from ledger.core import accounts, fees, parties
 from ledger.core.effects import Effects, parse_amount
 from ledger.core.entries import Movement, entry, insufficient_funds
-from ledger.core.events import created_event, updated_event
+from ledger.core.events import created_event
 from ledger.core.rows import TransferRow, WalletRow
 from ledger.core.states import check_path, next_step_s
 
@@ -208,13 +208,18 @@ def _plan(wallets: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal) ->
 
 
 def _steps_of(p: Planned, settle_s: float, now: datetime) -> tuple[list[dict[str, Any]], list[Event]]:
-    """The state changes of one transfer (its row brought to its final state) and its
-    events: created at ``pending``, then one update per step. Each step is checked against
-    the state machine (``states.is_legal``), as ``ledger.states.transition`` checks a stored row."""
+    """The state changes of one transfer (its row brought to its final state) and its one
+    event. Each step is checked against the state machine (``states.is_legal``), as
+    ``ledger.states.transition`` checks a stored row, and recorded among the state changes.
+
+    The event is ``transfer.created`` (``payout.created``) in the state the transfer has when
+    its transaction commits, the first state anyone can read: a book transfer settles in that
+    transaction, so its first event says ``completed`` (as the create answers), one held for
+    review says ``in_review``. The steps taken inside that transaction were never visible, so
+    no ``*.updated`` is emitted for them; each later change emits one."""
     values = p.values
     check_path(values["kind"], values["state"], [to for to, _ in p.steps])
     values["created_at"] = values["updated_at"] = now
-    events: list[Event] = [created_event(as_row(values), p.request_id)]
     changes = []
     for to, cause in p.steps:
         changes.append(
@@ -227,7 +232,7 @@ def _steps_of(p: Planned, settle_s: float, now: datetime) -> tuple[list[dict[str
             }
         )
         values["previous_state"], values["state"] = values["state"], to
-        events.append(updated_event(as_row(values), p.request_id))
+    events: list[Event] = [created_event(as_row(values), p.request_id)]
     wait = next_step_s(as_row(values), values["state"], settle_s)
     values["next_step_at"] = None if wait is None else now + timedelta(seconds=wait)
     return changes, events

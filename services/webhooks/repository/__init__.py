@@ -10,7 +10,20 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ARRAY, Integer, LargeBinary, and_, any_, bindparam, exists, func, or_, select, update
+from sqlalchemy import (
+    ARRAY,
+    BigInteger,
+    Integer,
+    LargeBinary,
+    and_,
+    any_,
+    bindparam,
+    exists,
+    func,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -26,6 +39,7 @@ from webhooks.models import (
 )
 from webhooks.repository.outcomes import *  # noqa: F403 - the queue's halves: one namespace
 from webhooks.repository.queue import *  # noqa: F403
+from webhooks.repository.sequences import *  # noqa: F403 - numbering and the events API's reads
 from webhooks.repository.sql import FRESH, NEW_DELIVERY_ID, seconds, texts
 
 
@@ -36,41 +50,6 @@ class Keep:
 KEEP = Keep()
 
 # ---- endpoints ----
-
-
-async def list_events(
-    session: AsyncSession,
-    tenant_id: str,
-    mode: str,
-    event_type: str | None,
-    limit: int,
-    starting_after: str | None,
-    kept_s: float,
-) -> Sequence[Any]:
-    """Events of one tenant and mode received within ``kept_s``, newest first (index
-    ``events_scope``)."""
-    stmt = select(events.c.event_id, events.c.body).where(
-        events.c.tenant_id == tenant_id,
-        events.c.mode == mode,
-        events.c.received_at > func.now() - seconds(kept_s),
-    )
-    if event_type is not None:
-        stmt = stmt.where(events.c.type == event_type)
-    if starting_after is not None:
-        stmt = stmt.where(events.c.event_id < starting_after)
-    return (await session.execute(stmt.order_by(events.c.event_id.desc()).limit(limit))).all()
-
-
-async def get_event(
-    session: AsyncSession, event_id: str, tenant_id: str, mode: str, kept_s: float
-) -> Any | None:
-    stmt = select(events.c.event_id, events.c.body).where(
-        events.c.event_id == event_id,
-        events.c.tenant_id == tenant_id,
-        events.c.mode == mode,
-        events.c.received_at > func.now() - seconds(kept_s),
-    )
-    return (await session.execute(stmt)).first()
 
 
 async def count_endpoints_locked(session: AsyncSession, tenant_id: str, mode: str) -> int:
@@ -257,8 +236,20 @@ async def wake_endpoints(session: AsyncSession, webhook_ids: Sequence[str]) -> N
 # ---- events and fan-out ----
 
 
+# fan_out's array binds and the event fields they carry
+_EVENT_ARRAYS = (
+    ("ids", "event_id"),
+    ("tenants", "tenant_id"),
+    ("modes", "mode"),
+    ("types", "type"),
+    ("bodies", "body"),
+    ("sequences", "sequence"),
+)
+
+
 async def fan_out(session: AsyncSession, rows: list[dict[str, Any]], max_attempts: int) -> list[str]:
-    """Store new events and one delivery per enabled endpoint of their tenant and mode.
+    """Store new events (numbered: ``number_events`` in the same transaction) and one delivery
+    per enabled endpoint of their tenant and mode.
 
     An event id already stored creates nothing (a redelivered event); (event_id, webhook_id)
     is unique as a second line of defence. Returns the new delivery ids.
@@ -272,11 +263,12 @@ async def fan_out(session: AsyncSession, rows: list[dict[str, Any]], max_attempt
             texts("modes"),
             texts("types"),
             bindparam("bodies", type_=ARRAY(LargeBinary)),
+            bindparam("sequences", type_=ARRAY(BigInteger)),
         )
-        .table_valued("event_id", "tenant_id", "mode", "type", "body")
+        .table_valued("event_id", "tenant_id", "mode", "type", "body", "sequence")
         .render_derived(name="given")
     )
-    cols = ["event_id", "tenant_id", "mode", "type", "body"]
+    cols = ["event_id", "tenant_id", "mode", "type", "body", "sequence"]
     stored = (
         insert(events)
         .from_select(cols, select(*(given.c[c] for c in cols)))
@@ -313,14 +305,7 @@ async def fan_out(session: AsyncSession, rows: list[dict[str, Any]], max_attempt
     made = (
         await session.execute(
             stmt,
-            {
-                "ids": [e["event_id"] for e in rows],
-                "tenants": [e["tenant_id"] for e in rows],
-                "modes": [e["mode"] for e in rows],
-                "types": [e["type"] for e in rows],
-                "bodies": [e["body"] for e in rows],
-                "max": max_attempts,
-            },
+            {**{name: [e[column] for e in rows] for name, column in _EVENT_ARRAYS}, "max": max_attempts},
         )
     ).all()
     await wake_endpoints(session, [r.webhook_id for r in made])

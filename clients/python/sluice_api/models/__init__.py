@@ -21,6 +21,7 @@ from .get_v1_customers_by_customer_id_response_200 import GetV1CustomersByCustom
 from .get_v1_customers_response_200 import GetV1CustomersResponse200
 from .get_v1_customers_response_200_data import GetV1CustomersResponse200Data
 from .get_v1_events_by_event_id_response_200 import GetV1EventsByEventIdResponse200
+from .get_v1_events_order import GetV1EventsOrder
 from .get_v1_events_response_200 import GetV1EventsResponse200
 from .get_v1_events_response_200_data import GetV1EventsResponse200Data
 from .get_v1_fee_balances_response_200 import GetV1FeeBalancesResponse200
@@ -118,6 +119,7 @@ __all__ = (
     "GetV1CustomersResponse200",
     "GetV1CustomersResponse200Data",
     "GetV1EventsByEventIdResponse200",
+    "GetV1EventsOrder",
     "GetV1EventsResponse200",
     "GetV1EventsResponse200Data",
     "GetV1FeeBalancesResponse200",

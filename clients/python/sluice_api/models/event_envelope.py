@@ -23,6 +23,7 @@ class EventEnvelope:
         created_at (str):
         api_version (str):
         mode (str):
+        sequence (int): strictly increasing per tenant and mode, in the order events were stored; may skip numbers
         data (EventEnvelopeData):
     """
 
@@ -31,6 +32,7 @@ class EventEnvelope:
     created_at: str
     api_version: str
     mode: str
+    sequence: int
     data: EventEnvelopeData
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -45,6 +47,8 @@ class EventEnvelope:
 
         mode = self.mode
 
+        sequence = self.sequence
+
         data = self.data.to_dict()
 
         field_dict: dict[str, Any] = {}
@@ -56,6 +60,7 @@ class EventEnvelope:
                 "created_at": created_at,
                 "api_version": api_version,
                 "mode": mode,
+                "sequence": sequence,
                 "data": data,
             }
         )
@@ -77,6 +82,8 @@ class EventEnvelope:
 
         mode = d.pop("mode")
 
+        sequence = d.pop("sequence")
+
         data = EventEnvelopeData.from_dict(d.pop("data"))
 
         event_envelope = cls(
@@ -85,6 +92,7 @@ class EventEnvelope:
             created_at=created_at,
             api_version=api_version,
             mode=mode,
+            sequence=sequence,
             data=data,
         )
 

@@ -19,10 +19,12 @@ class GetV1EventsResponse200Data:
     Attributes:
         items (list[EventEnvelope]):
         next_cursor (None | str):
+        has_more (bool): more items lie beyond this page in the direction it was read
     """
 
     items: list[EventEnvelope]
     next_cursor: None | str
+    has_more: bool
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -34,12 +36,15 @@ class GetV1EventsResponse200Data:
         next_cursor: None | str
         next_cursor = self.next_cursor
 
+        has_more = self.has_more
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
             {
                 "items": items,
                 "next_cursor": next_cursor,
+                "has_more": has_more,
             }
         )
 
@@ -64,9 +69,12 @@ class GetV1EventsResponse200Data:
 
         next_cursor = _parse_next_cursor(d.pop("next_cursor"))
 
+        has_more = d.pop("has_more")
+
         get_v1_events_response_200_data = cls(
             items=items,
             next_cursor=next_cursor,
+            has_more=has_more,
         )
 
         get_v1_events_response_200_data.additional_properties = d

@@ -104,3 +104,33 @@ test("one page at a time with its cursor; limit is the page size", async () => {
   for await (const w of first) walked.push(w.webhook_id);
   assert.deepEqual(walked, all);
 });
+
+test("events page both ways by sequence: order, ending_before, previousPage", async () => {
+  const key = process.env["SLUICE_PAGES_KEY"];
+  if (!key) throw new Error("SLUICE_PAGES_KEY is not set: run through tests/integration/test_sdk_stack.py");
+  const own = new Sluice({ ...configFromEnv(), apiKey: key });
+  const person = { account_type: "individual", email: "m@example.com", country_code: "US", full_name: "M" } as const;
+  for (let i = 0; i < 3; i++) await own.customers.create({ ...person, service_user_id: newKey() });
+  let newest: { id: string; sequence: number }[] = [];
+  const deadline = Date.now() + 30_000;
+  while (newest.length < 3) {
+    if (Date.now() > deadline) throw new Error(`events not listed: ${newest.length}`);
+    newest = [];
+    for await (const e of own.events.list({ limit: 100 })) newest.push(e);
+    if (newest.length < 3) await new Promise((r) => setTimeout(r, 200));
+  }
+  const ids = newest.map((e) => e.id);
+  const oldestIds = [...ids].reverse();
+  const oldest = await own.events.listPage({ limit: 2, order: "asc" });
+  assert.deepEqual(oldest.data.map((e) => e.id), oldestIds.slice(0, 2));
+  assert.equal(await oldest.previousPage(), undefined); // the first page
+  const last = await oldest.nextPage();
+  assert.deepEqual(last?.data.map((e) => e.id), oldestIds.slice(2));
+  assert.equal(last?.has_more, false);
+  const back = await last?.previousPage();
+  assert.deepEqual(back?.data.map((e) => e.id), oldestIds.slice(0, 2));
+  const before = await own.events.listPage({ limit: 2, ending_before: ids[2] ?? "" });
+  assert.deepEqual(before.data.map((e) => e.id), ids.slice(0, 2));
+  const numbers = newest.map((e) => e.sequence);
+  assert.deepEqual(numbers, [...numbers].sort((a, b) => b - a));
+});

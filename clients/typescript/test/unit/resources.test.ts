@@ -129,6 +129,40 @@ test("listPage is one page with its cursor; nextPage and for await go on from it
   ]);
 });
 
+test("events listPage pages both ways with order and ending_before", async () => {
+  const events = (numbers: number[], has_more: boolean, next_cursor: string | null) =>
+    envelope({ items: numbers.map((n) => ({ id: `evt_${n}`, sequence: n })), has_more, next_cursor });
+  const { sluice, requests } = scripted([
+    events([4, 5], true, "evt_5"), // oldest first, after evt_3
+    events([2, 3], true, "evt_3"), // the page before it
+    events([1], false, "evt_1"), // and before that: the first
+    events([2, 3], true, "evt_3"), // after evt_1 again
+    envelope({ items: [{ transfer_id: "tr_2" }], next_cursor: "tr_2" }),
+  ]);
+  const page = await sluice.events.listPage({ limit: 2, order: "asc", starting_after: "evt_3" });
+  assert.deepEqual(page.data.map((e) => e.sequence), [4, 5]);
+  assert.equal(page.previous_cursor, "evt_4");
+  const before = await page.previousPage();
+  assert.deepEqual(before?.data.map((e) => e.sequence), [2, 3]);
+  const first = await before?.previousPage();
+  assert.deepEqual(first?.data.map((e) => e.sequence), [1]);
+  assert.equal(first?.previous_cursor, null);
+  assert.equal(await first?.previousPage(), undefined); // nothing before the first page
+  const again = await first?.nextPage(); // read backward, has_more false: a next page is still there
+  assert.deepEqual(again?.data.map((e) => e.sequence), [2, 3]);
+  const oneWay = await sluice.transfers.listPage({ limit: 1, starting_after: "tr_3" });
+  assert.equal(oneWay.previous_cursor, null);
+  assert.equal(await oneWay.previousPage(), undefined);
+  const params = requests.map((r) => Object.fromEntries(new URL(r.url).searchParams));
+  assert.deepEqual(params, [
+    { limit: "2", order: "asc", starting_after: "evt_3" },
+    { limit: "2", order: "asc", ending_before: "evt_4" },
+    { limit: "2", order: "asc", ending_before: "evt_2" },
+    { limit: "2", order: "asc", starting_after: "evt_1" },
+    { limit: "1", starting_after: "tr_3" },
+  ]);
+});
+
 test("update and delete send PATCH and DELETE, each with its own key", async () => {
   const hook = { webhook_id: "wh_1", endpoint_url: "https://a.example/h" };
   const { sluice, requests, bodies } = scripted([

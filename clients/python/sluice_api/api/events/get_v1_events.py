@@ -6,6 +6,7 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.error_envelope import ErrorEnvelope
+from ...models.get_v1_events_order import GetV1EventsOrder
 from ...models.get_v1_events_response_200 import GetV1EventsResponse200
 from ...models.service_mode import ServiceMode
 from ...types import UNSET, Response, Unset
@@ -16,6 +17,8 @@ def _get_kwargs(
     limit: int | Unset = 10,
     starting_after: None | str | Unset = UNSET,
     type_: None | str | Unset = UNSET,
+    order: GetV1EventsOrder | Unset = GetV1EventsOrder.DESC,
+    ending_before: None | str | Unset = UNSET,
     x_service_mode: ServiceMode | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
@@ -39,6 +42,19 @@ def _get_kwargs(
     else:
         json_type_ = type_
     params["type"] = json_type_
+
+    json_order: str | Unset = UNSET
+    if not isinstance(order, Unset):
+        json_order = order.value
+
+    params["order"] = json_order
+
+    json_ending_before: None | str | Unset
+    if isinstance(ending_before, Unset):
+        json_ending_before = UNSET
+    else:
+        json_ending_before = ending_before
+    params["ending_before"] = json_ending_before
 
     params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
@@ -128,10 +144,12 @@ def sync_detailed(
     limit: int | Unset = 10,
     starting_after: None | str | Unset = UNSET,
     type_: None | str | Unset = UNSET,
+    order: GetV1EventsOrder | Unset = GetV1EventsOrder.DESC,
+    ending_before: None | str | Unset = UNSET,
     x_service_mode: ServiceMode | Unset = UNSET,
 ) -> Response[ErrorEnvelope | GetV1EventsResponse200]:
-    """List events, newest first (the same id and body as their webhook deliveries; kept 30 days),
-    optionally of one type
+    """List events by sequence, newest first or oldest first with order=asc (the same id and body as their
+    webhook deliveries; kept 30 days), optionally of one type
 
      Scope: webhooks:write. Also reachable as POST / with x-service-route: /v1/events and body {"method":
     "GET"}.
@@ -140,6 +158,9 @@ def sync_detailed(
         limit (int | Unset):  Default: 10.
         starting_after (None | str | Unset):
         type_ (None | str | Unset):
+        order (GetV1EventsOrder | Unset): desc: newest first (the default); asc: oldest first
+            Default: GetV1EventsOrder.DESC.
+        ending_before (None | str | Unset):
         x_service_mode (ServiceMode | Unset):
 
     Raises:
@@ -154,6 +175,8 @@ def sync_detailed(
         limit=limit,
         starting_after=starting_after,
         type_=type_,
+        order=order,
+        ending_before=ending_before,
         x_service_mode=x_service_mode,
     )
 
@@ -170,10 +193,12 @@ def sync(
     limit: int | Unset = 10,
     starting_after: None | str | Unset = UNSET,
     type_: None | str | Unset = UNSET,
+    order: GetV1EventsOrder | Unset = GetV1EventsOrder.DESC,
+    ending_before: None | str | Unset = UNSET,
     x_service_mode: ServiceMode | Unset = UNSET,
 ) -> ErrorEnvelope | GetV1EventsResponse200 | None:
-    """List events, newest first (the same id and body as their webhook deliveries; kept 30 days),
-    optionally of one type
+    """List events by sequence, newest first or oldest first with order=asc (the same id and body as their
+    webhook deliveries; kept 30 days), optionally of one type
 
      Scope: webhooks:write. Also reachable as POST / with x-service-route: /v1/events and body {"method":
     "GET"}.
@@ -182,6 +207,9 @@ def sync(
         limit (int | Unset):  Default: 10.
         starting_after (None | str | Unset):
         type_ (None | str | Unset):
+        order (GetV1EventsOrder | Unset): desc: newest first (the default); asc: oldest first
+            Default: GetV1EventsOrder.DESC.
+        ending_before (None | str | Unset):
         x_service_mode (ServiceMode | Unset):
 
     Raises:
@@ -197,6 +225,8 @@ def sync(
         limit=limit,
         starting_after=starting_after,
         type_=type_,
+        order=order,
+        ending_before=ending_before,
         x_service_mode=x_service_mode,
     ).parsed
 
@@ -207,10 +237,12 @@ async def asyncio_detailed(
     limit: int | Unset = 10,
     starting_after: None | str | Unset = UNSET,
     type_: None | str | Unset = UNSET,
+    order: GetV1EventsOrder | Unset = GetV1EventsOrder.DESC,
+    ending_before: None | str | Unset = UNSET,
     x_service_mode: ServiceMode | Unset = UNSET,
 ) -> Response[ErrorEnvelope | GetV1EventsResponse200]:
-    """List events, newest first (the same id and body as their webhook deliveries; kept 30 days),
-    optionally of one type
+    """List events by sequence, newest first or oldest first with order=asc (the same id and body as their
+    webhook deliveries; kept 30 days), optionally of one type
 
      Scope: webhooks:write. Also reachable as POST / with x-service-route: /v1/events and body {"method":
     "GET"}.
@@ -219,6 +251,9 @@ async def asyncio_detailed(
         limit (int | Unset):  Default: 10.
         starting_after (None | str | Unset):
         type_ (None | str | Unset):
+        order (GetV1EventsOrder | Unset): desc: newest first (the default); asc: oldest first
+            Default: GetV1EventsOrder.DESC.
+        ending_before (None | str | Unset):
         x_service_mode (ServiceMode | Unset):
 
     Raises:
@@ -233,6 +268,8 @@ async def asyncio_detailed(
         limit=limit,
         starting_after=starting_after,
         type_=type_,
+        order=order,
+        ending_before=ending_before,
         x_service_mode=x_service_mode,
     )
 
@@ -247,10 +284,12 @@ async def asyncio(
     limit: int | Unset = 10,
     starting_after: None | str | Unset = UNSET,
     type_: None | str | Unset = UNSET,
+    order: GetV1EventsOrder | Unset = GetV1EventsOrder.DESC,
+    ending_before: None | str | Unset = UNSET,
     x_service_mode: ServiceMode | Unset = UNSET,
 ) -> ErrorEnvelope | GetV1EventsResponse200 | None:
-    """List events, newest first (the same id and body as their webhook deliveries; kept 30 days),
-    optionally of one type
+    """List events by sequence, newest first or oldest first with order=asc (the same id and body as their
+    webhook deliveries; kept 30 days), optionally of one type
 
      Scope: webhooks:write. Also reachable as POST / with x-service-route: /v1/events and body {"method":
     "GET"}.
@@ -259,6 +298,9 @@ async def asyncio(
         limit (int | Unset):  Default: 10.
         starting_after (None | str | Unset):
         type_ (None | str | Unset):
+        order (GetV1EventsOrder | Unset): desc: newest first (the default); asc: oldest first
+            Default: GetV1EventsOrder.DESC.
+        ending_before (None | str | Unset):
         x_service_mode (ServiceMode | Unset):
 
     Raises:
@@ -275,6 +317,8 @@ async def asyncio(
             limit=limit,
             starting_after=starting_after,
             type_=type_,
+            order=order,
+            ending_before=ending_before,
             x_service_mode=x_service_mode,
         )
     ).parsed

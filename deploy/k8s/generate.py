@@ -38,6 +38,7 @@ JOB_TTL_SECONDS = 86400  # a day to read a finished Job's log; then the next app
 SERVER_WAVE = 3  # the Deployments and their autoscalers, after every Job below has completed
 JOB_WAVES = {"kafka-scram": 1, "kafka-acls": 2, "migrate": 2}  # credentials before topics and ACLs
 PARTITIONS = 6  # SLUICE_KAFKA_TOPIC_PARTITIONS: the most consumers a group can use
+PRESTOP_S = 5  # serving on after the pod is marked terminating (deployment)
 # The topics are the operator's: the Job sluice-kafka-acls creates them (python -m sluice topics)
 # with three replicas, two of them in sync before a write is acknowledged, so one broker lost
 # loses nothing; the services never create one (they wait for them at start).
@@ -376,6 +377,10 @@ def deployment(name: str, port: int) -> dict[str, Any]:
     c["livenessProbe"] = {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10}
     c["readinessProbe"] = {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 5}
     c["startupProbe"] = {"httpGet": {"path": "/healthz", "port": "http"}, "failureThreshold": 30}
+    # A terminating pod is still sent requests until the endpoints controller and the ingress
+    # have seen it go: it keeps serving PRESTOP_S, then SIGTERM drains what it holds (the
+    # gateway up to its timeout + 2 s), all within terminationGracePeriodSeconds.
+    c["lifecycle"] = {"preStop": {"exec": {"command": ["sleep", str(PRESTOP_S)]}}}
     return _manifest(
         "apps/v1",
         "Deployment",

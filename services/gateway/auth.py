@@ -186,8 +186,8 @@ class Authenticator:
         claimed = None if len(got) < 6 else Claimed(bool(got[5]), got[6] if len(got) > 6 else None)
         tenant_value = self._verified("tenant", tenant_cache_name(rec.tenant_id), got[2], got[3])
         tenant = _tenant_dec.decode(tenant_value) if tenant_value is not None else None
-        if tenant is not None and not self.revocations.tenant_settled(tenant.tenant_id):
-            tenant = None  # announced changed and not read since: read PostgreSQL
+        if tenant is not None and not self.revocations.believes_tenant(tenant.tenant_id, tenant.disabled):
+            tenant = None  # disabled lately, or announced changed and not read since: read PostgreSQL
         return rec, tenant, (int(got[4]), start), claimed
 
     async def _give_back(self, raw: bytes, claim: ClaimWith) -> None:
@@ -222,10 +222,11 @@ class Authenticator:
 
     async def tenant(self, tenant_id: str, use_cache: bool = True) -> TenantRecord | None:
         name = tenant_cache_name(tenant_id)
-        use_cache = use_cache and self.revocations.tenant_settled(tenant_id)
         cached, gen = await self._read("tenant", name, use_cache)
         if cached is not None:
-            return _tenant_dec.decode(cached)
+            rec = _tenant_dec.decode(cached)
+            if self.revocations.believes_tenant(rec.tenant_id, rec.disabled):
+                return rec
         read_at = time.time()
         async with self.sessions() as session:
             row = await repo.tenant_by_id(session, tenant_id)
@@ -292,7 +293,7 @@ class Authenticator:
         if tenant is None:
             raise _unauthorized("invalid credential")
         # disable_tenant: every credential of the tenant, until enable_tenant
-        if tenant.disabled or self.revocations.tenant_disabled(tenant.tenant_id):
+        if tenant.disabled:
             await self._give_back_claim(rec, claim, claimed)
             raise forbidden(Reason.TENANT_DISABLED, "this tenant is disabled; contact the operator")
         return Principal(

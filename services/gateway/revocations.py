@@ -12,6 +12,10 @@ still good is therefore decided here, from two sources Valkey cannot touch:
   is refused from the moment its event is read; a changed tenant's cached record is not
   believed until the next poll has read its row.
 
+A revoked key or token is refused outright (neither comes back); a cached tenant record that
+says "not disabled" is not believed while PostgreSQL says the tenant was disabled lately: the
+row is read instead, and decides.
+
 The bound: a cached record is believed only while the last successful poll started less than
 ``trust_s`` ago. A poll that starts after admin's commit sees the revocation, so a revoked
 credential is refused on every gateway at most ``trust_s`` after the commit, whatever Valkey
@@ -87,6 +91,15 @@ class Revocations:
     def tenant_settled(self, tenant_id: str) -> bool:
         """False while a change to the tenant was announced and no poll has read it since."""
         return tenant_id not in self._unsettled
+
+    def believes_tenant(self, tenant_id: str, disabled: bool) -> bool:
+        """May a cached tenant record saying ``disabled`` be believed? A refusal always may;
+        "not disabled" only while the floor is fresh, no change to the tenant is unread and
+        PostgreSQL did not say disabled lately. Otherwise the row is read (and decides, so an
+        enable_tenant holds at once)."""
+        if disabled:
+            return True
+        return self.trusted() and tenant_id not in self._unsettled and tenant_id not in self._disabled
 
     def learn_event(self, kind: str, name: str) -> None:
         """A control event from admin: ``name`` is a key hash, a jti or a tenant id."""

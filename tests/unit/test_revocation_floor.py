@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import msgspec
@@ -217,13 +219,55 @@ def test_a_rolled_back_key_record_is_refused_by_the_floor_without_reading_postgr
     assert err.value.code == ErrorCode.UNAUTHORIZED
 
 
-def test_a_rolled_back_tenant_record_is_refused_when_postgresql_says_disabled() -> None:
+class Rows:
+    """PostgreSQL answering one tenant row, disabled (``gateway.repository.tenant_by_id``)."""
+
+    def __init__(self, tenant_id: str) -> None:
+        self.row = SimpleNamespace(
+            id=tenant_id,
+            name="t",
+            default_mode="sandbox",
+            rate_limit_per_minute=60,
+            live_enabled=False,
+            metadata={},
+            disabled_at=datetime.now(UTC),
+        )
+        self.reads = 0
+
+    def __call__(self) -> Rows:
+        return self
+
+    async def __aenter__(self) -> Rows:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    async def execute(self, query: object) -> Any:
+        self.reads += 1
+        return SimpleNamespace(first=lambda: self.row)
+
+
+def test_a_rolled_back_tenant_record_is_not_believed_when_postgresql_says_disabled() -> None:
     floor, clock = _floor()
     auth, key, tenant = _auth(floor)
+    auth.sessions = rows = Rows(tenant)  # type: ignore[assignment]
     floor.learn_poll(clock.now, Snapshot(disabled_tenants=frozenset({tenant})))
     with pytest.raises(ServiceError) as err:
         asyncio.run(auth.authenticate(f"Bearer {key}"))
     assert err.value.code == ErrorCode.FORBIDDEN
+    assert rows.reads == 1  # the cached "not disabled" was not believed: the row decided
+
+
+def test_a_cached_refusal_is_always_believed_and_not_disabled_only_when_nothing_says_otherwise() -> None:
+    floor, clock = _floor()
+    tenant, other = str(uuid.uuid4()), str(uuid.uuid4())
+    assert floor.believes_tenant(tenant, disabled=True)  # stale floor: a refusal still stands
+    assert not floor.believes_tenant(tenant, disabled=False)
+    floor.learn_poll(clock.now, Snapshot(disabled_tenants=frozenset({tenant})))
+    assert not floor.believes_tenant(tenant, disabled=False) and floor.believes_tenant(other, disabled=False)
+    floor.learn_event("tenant.updated", other)
+    assert not floor.believes_tenant(other, disabled=False)
 
 
 def test_a_stale_floor_believes_nothing_cached() -> None:

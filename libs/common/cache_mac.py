@@ -14,8 +14,12 @@ the record's TTL) and the value. So a record is refused when it was written by a
 gateway, copied to another name, restored from before an eviction (its generation moved) or
 kept past its expiry; the gateway then reads PostgreSQL, counts it in
 ``sluice_gateway_cache_forged_total{kind}`` and logs a warning naming the kind (never a value
-or a key). The value stays readable (the hot path's Lua reads a key record's tenant and mode to
-count the request); nothing in it is a secret.
+or a key). The generation lives in the same Valkey, so it cannot say on its own whether a record
+is still good (a record and its generation can be put back together): it only makes an
+eviction hold at once; a revocation is decided from what the gateway learned from PostgreSQL
+and admin's control events (docs/security.md, "A cache that cannot be rolled back"). The value
+stays readable (the hot path's Lua reads a key record's tenant and mode to count the request);
+nothing in it is a secret.
 
 ``SLUICE_GATEWAY_CACHE_KEY`` is ``kid:base64key,...`` (32-byte keys): the first key signs,
 every key verifies, so a new key is put first and the old one kept for one cache TTL.

@@ -32,6 +32,8 @@ class Tenant(SQLModel, table=True):
     __tablename__ = "tenants"
     __table_args__ = (
         Index("tenants_newest", sql_text("created_at DESC"), sql_text("id DESC")),
+        # the gateway's revocation poll: tenants disabled lately (gateway.revocations)
+        Index("tenants_disabled", "disabled_at", postgresql_where=sql_text("disabled_at IS NOT NULL")),
         {"schema": SCHEMA},
     )
 
@@ -58,6 +60,7 @@ class ApiKey(SQLModel, table=True):
     __tablename__ = "api_keys"
     __table_args__ = (
         Index("api_keys_tenant", "tenant_id", sql_text("created_at DESC")),
+        Index("api_keys_revoked", "revoked_at", postgresql_where=sql_text("revoked_at IS NOT NULL")),
         {"schema": SCHEMA},
     )
 
@@ -77,7 +80,11 @@ class AccessToken(SQLModel, table=True):
     ``revoked_at`` set by revoke_access_token refuses it from the next request on."""
 
     __tablename__ = "access_tokens"
-    __table_args__ = (Index("access_tokens_tenant", "tenant_id", "expires_at"), {"schema": SCHEMA})
+    __table_args__ = (
+        Index("access_tokens_tenant", "tenant_id", "expires_at"),
+        Index("access_tokens_revoked", "revoked_at", postgresql_where=sql_text("revoked_at IS NOT NULL")),
+        {"schema": SCHEMA},
+    )
 
     jti: str = Field(sa_column=Column(Text, primary_key=True))
     tenant_id: uuid.UUID = Field(sa_column=Column(Uuid, ForeignKey("identity.tenants.id"), nullable=False))

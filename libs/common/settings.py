@@ -158,6 +158,11 @@ class Settings(BaseSettings):
     admin_token: SecretStr = SecretStr("")
     public_base_url: str = "http://127.0.0.1:8000"
     gateway_timeout_s: float = 10.0
+    # The gateway's revocation floor (gateway.revocations): PostgreSQL read every poll; cached
+    # credentials believed only while the last successful poll started within the trust
+    # window, which is therefore the longest a revocation can take to bite on any gateway.
+    gateway_revocation_poll_s: float = 2.0
+    gateway_revocation_trust_s: float = 10.0
     # Admission (gateway.door.admission, docs/performance/overload.md): commands in flight per
     # gateway instance and per tenant; beyond, 503 overloaded at once. Sized from make bench
     # (docs/performance).

@@ -21,7 +21,7 @@ from common.logging import setup_logging
 from common.rpc import RpcClient
 from common.service import build_runtime
 from common.settings import Settings
-from gateway import control
+from gateway import control, revocations
 from gateway.auth import Authenticator
 from gateway.door.admission import COMMANDS, READS, Admission, LaneMetrics
 from gateway.door.asgi import Door, Identities
@@ -133,7 +133,14 @@ def create_app(settings: Settings) -> Litestar:
         await runtime.broker.start()
         failures = FailureLimiter(redis, "gateway", settings.auth_failure_limit_per_minute)
         mac = settings.cache_mac  # the gateway's key for what it trusts from Valkey
-        auth = Authenticator(redis, runtime.sessions, mac, settings.jwt_key, settings.jwt_issuer, failures)
+        floor = revocations.Revocations(trust_s=settings.gateway_revocation_trust_s)
+        auth = Authenticator(
+            redis, runtime.sessions, mac, settings.jwt_key, settings.jwt_issuer, failures, floor
+        )
+        poll = revocations.reader(runtime.sessions)
+        runtime.supervisor.start(
+            "revocations", lambda: revocations.poll_forever(floor, poll, settings.gateway_revocation_poll_s)
+        )
         idem = IdempotencyStore(
             redis,
             settings.idempotency_ttl_s,
@@ -150,7 +157,7 @@ def create_app(settings: Settings) -> Litestar:
         pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, rpc, runtime.sessions, door.identities)
         await rpc.start(runtime.supervisor)
         reader = control.ControlReader(
-            settings, runtime.topics.control_events, control.processor(runtime.broker, settings, redis)
+            settings, runtime.topics.control_events, control.processor(runtime.broker, settings, redis, floor)
         )
         runtime.supervisor.start("control-events", reader.run)
         runtime.supervisor.start("loop-lag", door.commands.queue.watch)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import jwt
@@ -47,6 +47,7 @@ from gateway import repository as repo
 from gateway.idempotency import PREFIX as IDEM_PREFIX
 from gateway.idempotency import Claimed
 from gateway.ratelimit import window_start
+from gateway.revocations import Revocations
 
 CACHE_TTL_S = 300
 
@@ -124,6 +125,9 @@ class Authenticator:
     jwt_secret: bytes = b""
     jwt_issuer: str = "sluice"
     failures: FailureLimiter | None = None
+    # What PostgreSQL and admin's control events say was revoked: decides over any cached
+    # record, and says whether cached records may be believed at all (gateway.revocations).
+    revocations: Revocations = field(default_factory=Revocations)
 
     def __post_init__(self) -> None:
         self._lookup = self.redis.register_script(LOOKUP_AND_COUNT)
@@ -132,8 +136,9 @@ class Authenticator:
     async def _read(self, kind: str, name: str, use_cache: bool = True) -> tuple[bytes | None, bytes]:
         """The verified cached value (None if not cached, expired or refused) and the name's
         generation, read before PostgreSQL (see common.auth). ``use_cache=False``: the
-        generation only (the entry was already read and refused)."""
-        if not use_cache:
+        generation only (the entry was already read and refused), as when the revocation floor
+        is not fresh: then nothing cached is believed."""
+        if not use_cache or not self.revocations.trusted():
             gen = await self.redis.get(generation_name(name))
             return None, gen if isinstance(gen, bytes) else b""
         raw, gen = await self.redis.mget(name, generation_name(name))
@@ -149,15 +154,20 @@ class Authenticator:
             refused(kind, err)
             return None
 
-    async def _fill(self, name: str, gen: bytes, value: bytes, ttl_s: int) -> None:
-        sealed = self.mac.seal(name, gen, value, ttl_s)
+    async def _fill(self, name: str, gen: bytes, value: bytes, ttl_s: int, read_at: float) -> None:
+        """Seal from ``read_at``, the time before PostgreSQL was read: the record expires at
+        most ``ttl_s`` after the row was true, however slow the fill (gateway.revocations)."""
+        sealed = self.mac.seal(name, gen, value, ttl_s, now=read_at)
         args: list[bytes | int] = [gen, sealed, ttl_s, GENERATION_TTL_S]
         await self._fill_if_current(keys=[name, generation_name(name)], args=args)
 
     async def _cached(self, key_hash: str, claim: ClaimWith | None = None) -> Cached | None:
         """From Redis alone: the key (None if known invalid), its tenant, the counted request and
         the Idempotency-Key's claim (None where not cached, verified, counted or claimed); None
-        if the key is not cached or its entry does not verify (read PostgreSQL then)."""
+        if the key is not cached or its entry does not verify (read PostgreSQL then), or if the
+        revocation floor is not fresh (nothing cached is believed then)."""
+        if not self.revocations.trusted():
+            return None
         start = window_start(time.time())
         args: list[Any] = [tenant_cache_name(""), ratelimit.PREFIX, start, ratelimit.WINDOW_TTL_S]
         if claim is not None:
@@ -176,6 +186,8 @@ class Authenticator:
         claimed = None if len(got) < 6 else Claimed(bool(got[5]), got[6] if len(got) > 6 else None)
         tenant_value = self._verified("tenant", tenant_cache_name(rec.tenant_id), got[2], got[3])
         tenant = _tenant_dec.decode(tenant_value) if tenant_value is not None else None
+        if tenant is not None and not self.revocations.believes_tenant(tenant.tenant_id, tenant.disabled):
+            tenant = None  # disabled lately, or announced changed and not read since: read PostgreSQL
         return rec, tenant, (int(got[4]), start), claimed
 
     async def _give_back(self, raw: bytes, claim: ClaimWith) -> None:
@@ -192,10 +204,11 @@ class Authenticator:
         cached, gen = await self._read("api_key", name, use_cache)
         if cached is not None:
             return _key_dec.decode(cached) if cached != b"-" else None
+        read_at = time.time()
         async with self.sessions() as session:
             row = await repo.key_by_hash(session, key_hash)
         if row is None:
-            await self._fill(name, gen, b"-", 30)
+            await self._fill(name, gen, b"-", 30, read_at)
             return None
         rec = KeyRecord(
             key_id=row.id,
@@ -204,14 +217,17 @@ class Authenticator:
             scopes=list(row.scopes),
             revoked=row.revoked_at is not None,
         )
-        await self._fill(name, gen, msgspec.json.encode(rec), CACHE_TTL_S)
+        await self._fill(name, gen, msgspec.json.encode(rec), CACHE_TTL_S, read_at)
         return rec
 
     async def tenant(self, tenant_id: str, use_cache: bool = True) -> TenantRecord | None:
         name = tenant_cache_name(tenant_id)
         cached, gen = await self._read("tenant", name, use_cache)
         if cached is not None:
-            return _tenant_dec.decode(cached)
+            rec = _tenant_dec.decode(cached)
+            if self.revocations.believes_tenant(rec.tenant_id, rec.disabled):
+                return rec
+        read_at = time.time()
         async with self.sessions() as session:
             row = await repo.tenant_by_id(session, tenant_id)
         if row is None:
@@ -225,7 +241,7 @@ class Authenticator:
             metadata=row.metadata or {},
             disabled=row.disabled_at is not None,
         )
-        await self._fill(name, gen, msgspec.json.encode(rec), CACHE_TTL_S)
+        await self._fill(name, gen, msgspec.json.encode(rec), CACHE_TTL_S, read_at)
         return rec
 
     async def authenticate(
@@ -263,7 +279,8 @@ class Authenticator:
                 rec = await self._key(key_hash, use_cache=False)
             if rec is None:
                 raise _unauthorized("invalid API key")
-            if rec.revoked:
+            if rec.revoked or self.revocations.key_revoked(key_hash):
+                await self._give_back_claim(rec, claim, claimed)
                 raise _unauthorized("API key has been revoked")
         elif token.count(".") == 2 and self.jwt_secret:
             await self._check_failures(client_ip)
@@ -275,9 +292,9 @@ class Authenticator:
             tenant = await self.tenant(rec.tenant_id, use_cache=counted is None)
         if tenant is None:
             raise _unauthorized("invalid credential")
-        if tenant.disabled:  # disable_tenant: every credential of the tenant, until enable_tenant
-            if claim is not None and claimed is not None and claimed.owned:  # give the key back
-                await self.redis.delete(f"{IDEM_PREFIX}{rec.tenant_id}:{rec.mode}:{claim.key_hash}")
+        # disable_tenant: every credential of the tenant, until enable_tenant
+        if tenant.disabled:
+            await self._give_back_claim(rec, claim, claimed)
             raise forbidden(Reason.TENANT_DISABLED, "this tenant is disabled; contact the operator")
         return Principal(
             tenant=tenant,
@@ -288,6 +305,13 @@ class Authenticator:
             claimed=claimed,
         )
 
+    async def _give_back_claim(
+        self, rec: KeyRecord, claim: ClaimWith | None, claimed: Claimed | None
+    ) -> None:
+        """The Idempotency-Key the lookup took for a request then refused: given back."""
+        if claim is not None and claimed is not None and claimed.owned:
+            await self.redis.delete(f"{IDEM_PREFIX}{rec.tenant_id}:{rec.mode}:{claim.key_hash}")
+
     async def _check_recorded(self, rec: KeyRecord, exp: int) -> None:
         """A verified token is accepted only if admin recorded its jti when it issued it, for
         this tenant and mode with this expiry, and has not revoked it (docs/security.md,
@@ -297,7 +321,7 @@ class Authenticator:
             raise _unauthorized("invalid access token")  # signed, but admin never issued it
         if recorded.tenant_id != rec.tenant_id or recorded.mode != rec.mode or exp > recorded.expires_at:
             raise _unauthorized("invalid access token")
-        if recorded.revoked:
+        if recorded.revoked or self.revocations.token_revoked(rec.key_id.removeprefix("jwt:")):
             raise _unauthorized("access token has been revoked")
 
     async def _token(self, jti: str) -> TokenRecord | None:
@@ -308,10 +332,11 @@ class Authenticator:
         cached, gen = await self._read("access_token", name)
         if cached is not None:
             return _token_dec.decode(cached) if cached != b"-" else None
+        read_at = time.time()
         async with self.sessions() as session:
             row = await repo.access_token(session, jti)
         if row is None:
-            await self._fill(name, gen, b"-", 30)
+            await self._fill(name, gen, b"-", 30, read_at)
             return None
         rec = TokenRecord(
             tenant_id=str(row.tenant_id),
@@ -319,7 +344,7 @@ class Authenticator:
             expires_at=int(row.expires_at.timestamp()),
             revoked=row.revoked_at is not None,
         )
-        await self._fill(name, gen, msgspec.json.encode(rec), CACHE_TTL_S)
+        await self._fill(name, gen, msgspec.json.encode(rec), CACHE_TTL_S, read_at)
         return rec
 
     async def _check_failures(self, client_ip: str | None) -> None:

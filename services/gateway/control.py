@@ -42,6 +42,7 @@ from common.consume import BatchProcessor, Failure
 from common.contracts.events import ControlEvent
 from common.settings import Settings
 from gateway.auth import CACHE_TTL_S
+from gateway.revocations import Revocations
 
 log = logging.getLogger(__name__)
 
@@ -59,50 +60,65 @@ def _tenant_id(value: str) -> bool:
         return False
 
 
-def _named(ev: ControlEvent) -> str | None:
-    """The cache entry one event names, or None (another kind, or a field out of shape: a
-    cache name is built only from a SHA-256, a jti or a tenant id, never from free text)."""
+def _named(ev: ControlEvent) -> tuple[str, str] | None:
+    """The credential one event names (a key hash, a jti or a tenant id) and its cache entry,
+    or None (another kind, or a field out of shape: a cache name is built only from a SHA-256,
+    a jti or a tenant id, never from free text)."""
     if ev.kind == "api_key.revoked" and ev.key_hash and _KEY_HASH.match(ev.key_hash):
-        return key_cache_name(ev.key_hash)
+        return ev.key_hash, key_cache_name(ev.key_hash)
     if ev.kind == "access_token.revoked" and ev.jti and _JTI.match(ev.jti):
-        return token_cache_name(ev.jti)
+        return ev.jti, token_cache_name(ev.jti)
     if ev.kind == "tenant.updated" and ev.tenant_id and _tenant_id(ev.tenant_id):
-        return tenant_cache_name(ev.tenant_id)
+        return ev.tenant_id, tenant_cache_name(ev.tenant_id)
     if ev.kind in ("api_key.revoked", "access_token.revoked", "tenant.updated"):
         log.warning("control event %s with a malformed field ignored", ev.kind)
     return None
 
 
-def stale_entries(raws: Sequence[bytes]) -> list[str]:
-    """The cache entries the control events name (an unreadable one names nothing)."""
-    names: list[str] = []
+def named_credentials(raws: Sequence[bytes]) -> list[tuple[str, str, str]]:
+    """``(kind, credential, cache entry)`` for each event that names one (an unreadable event
+    names nothing)."""
+    named: list[tuple[str, str, str]] = []
     for raw in raws:
         try:
             ev = _decode.decode(raw)
         except (msgspec.DecodeError, msgspec.ValidationError):
             log.warning("unreadable control event ignored")
             continue
-        name = _named(ev)
-        if name is not None:
-            names.append(name)
-    return list(dict.fromkeys(names))
+        found = _named(ev)
+        if found is not None:
+            named.append((ev.kind, *found))
+    return named
 
 
-async def evict_named(redis: Redis, raws: Sequence[bytes]) -> int:
-    names = stale_entries(raws)
+def stale_entries(raws: Sequence[bytes]) -> list[str]:
+    """The cache entries the control events name."""
+    return list(dict.fromkeys(name for _, _, name in named_credentials(raws)))
+
+
+async def evict_named(redis: Redis, raws: Sequence[bytes], revocations: Revocations | None = None) -> int:
+    """Tell the revocation floor first (it holds even if Valkey is down or lies), then evict."""
+    named = named_credentials(raws)
+    if revocations is not None:
+        for kind, credential, _ in named:
+            revocations.learn_event(kind, credential)
+    names = list(dict.fromkeys(name for _, _, name in named))
     if names:
         await evict(redis, names)
     return len(names)
 
 
-def processor(broker: KafkaBroker, settings: Settings, redis: Redis) -> BatchProcessor[bytes]:
-    """The control events' handling: evict what they name, retried until Redis answers."""
+def processor(
+    broker: KafkaBroker, settings: Settings, redis: Redis, revocations: Revocations | None = None
+) -> BatchProcessor[bytes]:
+    """The control events' handling: the floor told, then the entries they name evicted,
+    retried until Redis answers."""
 
     async def give_up(failure: Failure) -> None:
         await dead_letter(broker, settings, "gateway", failure)
 
     async def handle(raws: Sequence[bytes]) -> None:
-        await evict_named(redis, raws)
+        await evict_named(redis, raws, revocations)
 
     return BatchProcessor(
         name="gateway-control", decode=lambda raw: raw, handle_batch=handle, dead_letter=give_up

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from sqlalchemy import select
+from sqlalchemy import Text, cast, func, literal, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.tables import AnyRow
@@ -32,3 +32,20 @@ async def access_token(session: AsyncSession, jti: str) -> AnyRow | None:
     a = access_tokens.c
     q = select(a.tenant_id, a.mode, a.expires_at, a.revoked_at).where(a.jti == jti)
     return (await session.execute(q)).first()
+
+
+async def recent_revocations(session: AsyncSession, window_s: int) -> tuple[list[str], list[str], list[str]]:
+    """Key hashes and jtis revoked, and tenants disabled, within the last ``window_s`` by the
+    database's clock (one round trip; each arm uses its partial index)."""
+    k, a, t = api_keys.c, access_tokens.c, tenants.c
+    since = func.now() - func.make_interval(0, 0, 0, 0, 0, 0, window_s)
+    q = union_all(
+        select(literal("k").label("kind"), k.key_hash.label("name")).where(k.revoked_at > since),
+        select(literal("j"), a.jti).where(a.revoked_at > since),
+        select(literal("t"), cast(t.id, Text)).where(t.disabled_at > since),
+    )
+    rows = (await session.execute(q)).all()
+    by_kind: dict[str, list[str]] = {"k": [], "j": [], "t": []}
+    for kind, name in rows:
+        by_kind[kind].append(name)
+    return by_kind["k"], by_kind["j"], by_kind["t"]

@@ -65,10 +65,12 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null)
 
 # TEST_WORKERS pytest-xdist workers, each with a stack of its own (tests/conftest.py), whole
-# files each (--dist loadfile: a file's fixtures and order stay as written).
+# files each (--dist loadfile: a file's fixtures and order stay as written), in collection order
+# (--no-loadscope-reorder: xdist would hand the files with most tests out first, and the long
+# one-test files, chaos and failover, last; tests/conftest.py puts the long ones first).
 TEST_WORKERS ?= 2
 test: setup browser
-	@$(UV) run --frozen pytest -n $(TEST_WORKERS) --dist loadfile
+	@$(UV) run --frozen pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: setup
 	@out=$$(mktemp -d) && trap 'rm -rf $$out' EXIT && $(UV) run --frozen mkdocs build --strict --quiet -d $$out

@@ -395,9 +395,11 @@ async def list_events(session: AsyncSession, env: Env, cmd: ListEvents) -> tuple
     beyond = None
     if walk.cursor is not None:
         beyond = await repo.event_sequence(session, walk.cursor, cmd.ctx.tenant_id, cmd.ctx.mode)
-        if beyond is None:
-            raise invalid(
-                walk.field, f"{walk.field} must be the id of one of your events", reason="unknown_cursor"
+        if beyond is None:  # the request is well formed; the event it names is not there
+            raise ServiceError(
+                ErrorCode.NOT_FOUND,
+                f"{walk.field} must be the id of one of your events",
+                details={"field": walk.field, "reason": "unknown_cursor"},
             )
     rows = await repo.list_events(
         session,

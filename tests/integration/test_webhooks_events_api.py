@@ -52,14 +52,14 @@ async def test_events_are_listed_with_the_id_and_body_that_were_delivered(stack:
         assert [e["id"] for e in oldest["items"]] == ids[::-1]
         back = _data(await asyncio.to_thread(tenant.get, f"/v1/events?limit=2&ending_before={ids[2]}"))
         assert [e["id"] for e in back["items"]] == ids[:2] and not back["has_more"]
-        for query, field, reason in (
-            ("order=newest", "order", None),
-            (f"starting_after={ids[0]}&ending_before={ids[1]}", "ending_before", "conflicting_cursors"),
-            ("starting_after=evt_000000000000", "starting_after", "unknown_cursor"),
+        for query, status, field, reason in (
+            ("order=newest", 400, "order", None),
+            (f"starting_after={ids[0]}&ending_before={ids[1]}", 400, "ending_before", "conflicting_cursors"),
+            ("starting_after=evt_000000000000", 404, "starting_after", "unknown_cursor"),
         ):
             refused = await asyncio.to_thread(tenant.get, f"/v1/events?{query}")
             details = refused.json()["error"]["details"]
-            assert refused.status_code == 400 and details["field"] == field, refused.text
+            assert refused.status_code == status and details["field"] == field, refused.text
             assert reason is None or details["reason"] == reason, refused.text
         assert {e["id"]: e for e in listed} == delivered  # same ids, same bodies
         assert sorted(e["data"]["customer_id"] for e in listed) == sorted(customers)

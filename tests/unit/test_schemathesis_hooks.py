@@ -94,3 +94,16 @@ def test_a_webhook_host_becomes_one_that_resolves() -> None:
     c = case("/v1/webhooks", {"endpoint_url": "https://partner.example.com:8443/hooks"})
     fix(c)
     assert c.body["endpoint_url"] == "https://localhost:8443/hooks"
+
+
+def test_a_new_endpoint_url_of_a_patch_becomes_one_that_resolves() -> None:
+    c = case("/v1/webhooks/{webhook_id}", {"endpoint_url": "https://partner.example.com/hooks"})
+    fix(c)
+    assert c.body["endpoint_url"] == "https://localhost/hooks"
+
+
+def test_an_events_page_never_names_both_cursors() -> None:
+    c = case("/v1/events", {})
+    c.body, c.query = None, {"starting_after": "evt_1", "ending_before": "evt_2", "order": "asc"}
+    fix(c)
+    assert c.query == {"starting_after": "evt_1", "order": "asc"}

@@ -2,13 +2,19 @@
 # One image for every service: `docker run sluice serve <service>` (or `migrate`).
 # Build stage: uv resolves from uv.lock into /app/.venv (no dev group: no embedded stores, no
 # test tools), with uv's cache on a build-cache mount and bytecode compiled ahead of time.
-FROM python:3.11-slim AS build
-COPY --from=ghcr.io/astral-sh/uv:0.13 /uv /usr/local/bin/uv
+# The base images are build arguments: the registry's by default, Debian-built local ones where
+# no registry answers (`make image`, tools/image: a bookworm rootfs with Python 3.11).
+ARG PYTHON_IMAGE=python:3.11-slim
+ARG UV_IMAGE=ghcr.io/astral-sh/uv:0.13
+FROM ${UV_IMAGE} AS uv
+
+FROM ${PYTHON_IMAGE} AS build
+COPY --from=uv /uv /usr/local/bin/uv
 ENV UV_COMPILE_BYTECODE=1 UV_LINK_MODE=copy UV_PYTHON_DOWNLOADS=never UV_PROJECT_ENVIRONMENT=/app/.venv
 WORKDIR /app
 RUN --mount=type=cache,target=/root/.cache/uv \
-    --mount=type=bind,source=uv.lock,target=uv.lock \
-    --mount=type=bind,source=pyproject.toml,target=pyproject.toml \
+    --mount=type=bind,source=uv.lock,target=/app/uv.lock \
+    --mount=type=bind,source=pyproject.toml,target=/app/pyproject.toml \
     uv sync --frozen --no-dev --no-install-project
 COPY libs ./libs
 COPY services ./services
@@ -16,7 +22,7 @@ RUN python -m compileall -q libs services
 
 # Runtime stage: the virtualenv and the code, tini as PID 1 (signals reach uvicorn, zombies
 # are reaped), a non-root user, and a health check against the service's /readyz.
-FROM python:3.11-slim AS runtime
+FROM ${PYTHON_IMAGE} AS runtime
 # tini from the base image's Debian release: pinning its exact version would break the build
 # whenever Debian publishes a security update of it.
 # hadolint ignore=DL3008

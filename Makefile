@@ -15,7 +15,7 @@ export UV_COMPILE_BYTECODE := 1
 unexport PYTHONDONTWRITEBYTECODE
 CHECKOV_VERSION := 3.3.30
 
-.PHONY: setup clients redoc docs docs-build run migrate test lint bench bench-short profile chaos chaos-short chaos-scale chaos-pitr chaos-patroni mutate simulate browser fmt wrk
+.PHONY: setup clients redoc docs docs-build run migrate test lint image compose-check bench bench-short profile chaos chaos-short chaos-scale chaos-pitr chaos-patroni mutate simulate browser fmt wrk
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
@@ -165,3 +165,15 @@ simulate: setup
 
 chaos-short: setup
 	@$(UV) run --frozen python -m tools.chaos.scenario --short
+
+# The production image (the Dockerfile as it is) and the stores' images compose.yaml runs, built
+# with podman where no registry answers: the bases from Debian's packages (tools/image, as root;
+# podman and buildah are installed from Debian when missing). Prints each image's size.
+image: setup
+	@time $(UV) run --frozen python -m tools.image build
+
+# compose.yaml up under podman with those images, used as a partner would (a book transfer, a
+# verified webhook, the ledger SIGKILLed under load: nothing lost or duplicated), then down with
+# its volumes (tools/image/compose_check.py).
+compose-check: image
+	@time PYTHONPATH=$(PYTHONPATH):$(CURDIR)/clients/python $(UV) run --frozen python -m tools.image.compose_check

@@ -1,0 +1,196 @@
+"""``make compose-check``: compose.yaml run for real under podman, and used as a partner would.
+
+1. Up: compose.yaml as it ships (production mode, SASL and ACLs on the broker, a role per
+   service), with the images ``make image`` built and settings written from .env.example;
+   docker-compose (Debian's, the Compose Specification) drives podman's Docker-compatible
+   socket. Every service must become healthy.
+2. A partner: a tenant and a sandbox key from admin's API (an approver's token), a customer,
+   two wallets and sandbox deposits, a webhook endpoint, one book transfer; its delivery is
+   verified with the Python SDK's ``verify_webhook``.
+3. A fault: transfers from eight clients, the ledger's container SIGKILLed a third of the way
+   and started again; then nothing lost or duplicated: every accepted transfer completed
+   exactly once (the two wallets' balances are the funding moved by exactly those transfers),
+   no transfer decided twice, every completed transfer's event delivered and verified.
+4. Down with the volumes, whatever happened.
+
+The partner's endpoint is a container on a network of its own whose addresses are global
+unicast (``PARTNER_SUBNET``, a range nothing here routes to the internet), with a certificate
+from a certificate authority the check makes and gives the webhooks container alone
+(``SSL_CERT_FILE``): production's rules for webhook targets (https, public addresses only)
+stay on, as for a partner's real endpoint.
+
+Health checks: podman runs them from systemd timers, and there is no systemd here, so the
+check runs each container's health check itself every two seconds (``podman healthcheck
+run``), which is what the timer would do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess  # the tools start local processes  # nosec B404
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from tools.image import certs, settings
+from tools.image.__main__ import IMAGES, ROOT
+from tools.image.partner import run_partner
+from tools.image.podman import ensure_podman, image_exists
+
+PROJECT = "sluicecheck"
+PARTNER_SUBNET = "23.45.67.0/24"
+RECEIVER_IP = "23.45.67.10"
+RECEIVER_PORT = 8443
+UP_TIMEOUT_S = 600.0
+
+OVERRIDE = """# make compose-check's additions (tools/image/compose_check.py): the partner's endpoint.
+networks:
+  partner:
+    ipam:
+      config: [{{subnet: "{subnet}"}}]
+services:
+  webhooks:
+    networks: [default, partner]
+    environment:
+      SSL_CERT_FILE: /check/ca.pem
+    volumes: ["{work}/ca.pem:/check/ca.pem:ro"]
+  receiver:
+    image: ${{SLUICE_IMAGE}}
+    user: "0"
+    entrypoint: ["python", "/check/receiver.py", "{port}"]
+    networks: {{partner: {{ipv4_address: "{ip}"}}}}
+    volumes: ["{work}:/check"]
+    restart: "no"
+"""
+
+
+class Socket:
+    """podman's Docker-compatible API on a socket of the check's own, for its duration."""
+
+    def __init__(self, work: Path) -> None:
+        self.path = work / "podman.sock"
+        self.url = f"unix://{self.path}"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> Socket:
+        cmd = ["podman", "system", "service", "--time=0", self.url]
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # nosec B603
+        deadline = time.monotonic() + 30
+        while not self.path.exists():
+            if time.monotonic() > deadline or self._proc.poll() is not None:
+                raise RuntimeError("podman system service did not open its socket")
+            time.sleep(0.1)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(timeout=30)
+
+
+class HealthTicker(threading.Thread):
+    """Runs every health check of the project's containers every two seconds."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        label = f"label=com.docker.compose.project={PROJECT}"
+        while not self.stopping.wait(2.0):
+            names = _podman_lines(["ps", "--filter", label, "--format", "{{.Names}}"])
+            for name in names:
+                subprocess.run(  # nosec B603
+                    ["podman", "healthcheck", "run", name],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    check=False,
+                )
+
+
+def _podman_lines(args: list[str]) -> list[str]:
+    done = subprocess.run(["podman", *args], capture_output=True, text=True, check=False)  # nosec B603
+    return [line for line in done.stdout.splitlines() if line.strip()]
+
+
+class Compose:
+    """docker-compose on compose.yaml and the override, against the check's socket."""
+
+    def __init__(self, work: Path, socket: Socket) -> None:
+        self.work = work
+        self.files = ["-f", str(ROOT / "compose.yaml"), "-f", str(work / "override.yaml")]
+        self.env = {**os.environ, "DOCKER_HOST": socket.url, "COMPOSE_HTTP_TIMEOUT": "600"}
+
+    def __call__(self, *args: str, timeout: float = UP_TIMEOUT_S) -> None:
+        cmd = ["docker-compose", "--env-file", str(self.work / ".env"), "-p", PROJECT, *self.files]
+        with open(self.work / "compose.log", "a") as log:
+            subprocess.run(  # nosec B603
+                [*cmd, *args], env=self.env, cwd=ROOT, stdout=log, stderr=log, check=True, timeout=timeout
+            )
+
+    def container(self, service: str) -> str:
+        return f"{PROJECT}_{service}_1"
+
+
+def wait_healthy(timeout: float = UP_TIMEOUT_S) -> None:
+    """Every long-running container of the project healthy (the receiver has no check)."""
+    label = f"label=com.docker.compose.project={PROJECT}"
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = _podman_lines(["ps", "--filter", label, "--format", "{{.Names}} {{.Status}}"])
+        waiting = [r for r in rows if "(healthy)" not in r and "receiver" not in r]
+        if rows and not waiting:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"not healthy after {timeout:.0f} s: {waiting or 'no containers'}")
+        time.sleep(2)
+
+
+def prepare(work: Path) -> None:
+    """The settings, the partner's certificate and endpoint, the override file."""
+    settings.write(work / ".env", settings.fresh(IMAGES))
+    certs.write(work, RECEIVER_IP)
+    (work / "receiver.py").write_text((Path(__file__).parent / "receiver.py").read_text())
+    override = OVERRIDE.format(subnet=PARTNER_SUBNET, work=work, port=RECEIVER_PORT, ip=RECEIVER_IP)
+    (work / "override.yaml").write_text(override)
+
+
+def check(work: Path) -> None:
+    started = time.monotonic()
+    with Socket(work) as socket:
+        ticker = HealthTicker()
+        ticker.start()
+        compose = Compose(work, socket)
+        try:
+            compose("up", "-d", "--no-build")
+            wait_healthy()
+            print(f"compose-check: up and healthy in {time.monotonic() - started:.0f} s")
+            kill = ["podman", "kill", "--signal", "KILL", compose.container("ledger")]
+            restart = ["podman", "start", compose.container("ledger")]
+            endpoint = f"https://{RECEIVER_IP}:{RECEIVER_PORT}/hook"
+            asyncio.run(run_partner(work, endpoint, kill, restart))
+        finally:
+            ticker.stopping.set()
+            compose("down", "-v", "--remove-orphans", timeout=300)
+    print(f"compose-check: passed in {time.monotonic() - started:.0f} s")
+
+
+def main() -> int:
+    ensure_podman()
+    missing = [tag for tag in IMAGES.values() if not image_exists(tag)]
+    if missing:
+        print(f"compose-check: no image {', '.join(missing)}: run `make image`", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="sluice-compose-check-", dir="/var/tmp") as tmp:
+        work = Path(tmp)
+        work.chmod(0o755)  # the receiver (root in its container) writes here
+        prepare(work)
+        check(work)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""podman on this kind of machine: installed from Debian's packages, and configured once.
+
+No Docker engine and no registry here: Debian's podman and buildah build and run OCI images
+as root. Two settings the sandbox needs (a drop-in file, so the machine's own
+containers.conf is left alone): no default ulimits (raising RLIMIT_NOFILE/NPROC is refused,
+and podman's defaults make every ``podman run`` fail) and runc as the runtime (crun refuses
+the machine's hybrid cgroup v1/v2 layout). netavark and aardvark-dns give compose's
+containers each other's names.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess  # the tools start local processes  # nosec B404
+from pathlib import Path
+
+PACKAGES = ("podman", "buildah", "debootstrap", "runc", "netavark", "aardvark-dns", "podman-compose")
+DROP_IN = Path("/etc/containers/containers.conf.d/sluice.conf")
+SETTINGS = """# Written by tools/image (make image, make compose-check): see tools/image/podman.py.
+[containers]
+default_ulimits = []
+
+[network]
+network_backend = "netavark"
+
+[engine]
+runtime = "runc"
+"""
+
+
+class PodmanUnavailable(RuntimeError):
+    """podman cannot be installed or configured here: says why in one line."""
+
+
+def ensure_podman() -> None:
+    """Install what is missing (as root, from Debian), then write the drop-in once."""
+    missing = [p for p in PACKAGES if shutil.which(p) is None and not _installed(p)]
+    if missing:
+        if os.geteuid() != 0:
+            raise PodmanUnavailable(f"install {' '.join(missing)} (apt-get, as root)")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
+        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)  # nosec B603
+    if not DROP_IN.exists() or DROP_IN.read_text() != SETTINGS:
+        DROP_IN.parent.mkdir(parents=True, exist_ok=True)
+        DROP_IN.write_text(SETTINGS)
+
+
+def _installed(package: str) -> bool:
+    done = subprocess.run(  # nosec B603
+        ["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True, check=False
+    )
+    return "install ok installed" in done.stdout
+
+
+def podman(args: list[str]) -> str:
+    """``podman <args>``; its output returned, or raised with its last lines."""
+    done = subprocess.run(["podman", *args], capture_output=True, text=True, check=False)  # nosec B603
+    if done.returncode != 0:
+        tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
+        raise PodmanUnavailable(f"podman {args[0]} failed:\n" + "\n".join(tail))
+    return done.stdout
+
+
+def image_exists(name: str) -> bool:
+    done = subprocess.run(["podman", "image", "exists", name], check=False)  # nosec B603
+    return done.returncode == 0
+
+
+def image_size(name: str) -> int:
+    return int(json.loads(podman(["image", "inspect", name]))[0]["Size"])

@@ -63,6 +63,7 @@ services:
     entrypoint: ["python", "/check/receiver.py", "{port}"]
     networks: {{partner: {{ipv4_address: "{ip}"}}}}
     volumes: ["{work}:/check"]
+    healthcheck: {{disable: true}}
     restart: "no"
 """
 
@@ -77,7 +78,10 @@ class Socket:
 
     def __enter__(self) -> Socket:
         cmd = ["podman", "system", "service", "--time=0", self.url]
-        self._proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # nosec B603
+        # its own session: an interrupt of the check must not stop it before the clean-up
+        self._proc = subprocess.Popen(  # nosec B603
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         deadline = time.monotonic() + 30
         while not self.path.exists():
             if time.monotonic() > deadline or self._proc.poll() is not None:
@@ -126,10 +130,14 @@ class Compose:
 
     def __call__(self, *args: str, timeout: float = UP_TIMEOUT_S) -> None:
         cmd = ["docker-compose", "--env-file", str(self.work / ".env"), "-p", PROJECT, *self.files]
-        with open(self.work / "compose.log", "a") as log:
-            subprocess.run(  # nosec B603
-                [*cmd, *args], env=self.env, cwd=ROOT, stdout=log, stderr=log, check=True, timeout=timeout
+        log = self.work / "compose.log"
+        with open(log, "a") as out:
+            done = subprocess.run(  # nosec B603
+                [*cmd, *args], env=self.env, cwd=ROOT, stdout=out, stderr=out, check=False, timeout=timeout
             )
+        if done.returncode != 0:
+            tail = "\n".join(log.read_text().splitlines()[-25:])
+            raise RuntimeError(f"docker-compose {args[0]} failed:\n{tail}")
 
     def container(self, service: str) -> str:
         return f"{PROJECT}_{service}_1"
@@ -147,6 +155,36 @@ def wait_healthy(timeout: float = UP_TIMEOUT_S) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError(f"not healthy after {timeout:.0f} s: {waiting or 'no containers'}")
         time.sleep(2)
+
+
+def down(compose: Compose) -> None:
+    """compose down with the volumes; podman directly if compose cannot (nothing is left)."""
+    try:
+        compose("down", "-v", "--remove-orphans", timeout=300)
+        return
+    except (RuntimeError, subprocess.TimeoutExpired) as e:
+        print(f"compose-check: {e}; removing the project with podman", file=sys.stderr)
+    label = f"label=com.docker.compose.project={PROJECT}"
+    ids = _podman_lines(["ps", "-aq", "--filter", label])
+    if ids:
+        _podman_lines(["rm", "-f", *ids])
+    for kind in ("volume", "network"):
+        names = [n for n in _podman_lines([kind, "ls", "-q"]) if n.startswith(PROJECT + "_")]
+        if names:
+            _podman_lines([kind, "rm", *names])
+
+
+def _keep_logs(work: Path) -> None:
+    """Every container's log and compose's own, kept where a failed run can be read."""
+    keep = ROOT / "tests" / "artifacts" / "compose-check"
+    keep.mkdir(parents=True, exist_ok=True)
+    label = f"label=com.docker.compose.project={PROJECT}"
+    for name in _podman_lines(["ps", "-a", "--filter", label, "--format", "{{.Names}}"]):
+        with open(keep / f"{name}.log", "w") as out:
+            subprocess.run(["podman", "logs", name], stdout=out, stderr=out, check=False)  # nosec B603
+    if (work / "compose.log").exists():
+        (keep / "compose.log").write_text((work / "compose.log").read_text())
+    print(f"compose-check: logs in {keep}", file=sys.stderr)
 
 
 def prepare(work: Path) -> None:
@@ -172,9 +210,12 @@ def check(work: Path) -> None:
             restart = ["podman", "start", compose.container("ledger")]
             endpoint = f"https://{RECEIVER_IP}:{RECEIVER_PORT}/hook"
             asyncio.run(run_partner(work, endpoint, kill, restart))
+        except BaseException:
+            _keep_logs(work)
+            raise
         finally:
             ticker.stopping.set()
-            compose("down", "-v", "--remove-orphans", timeout=300)
+            down(compose)
     print(f"compose-check: passed in {time.monotonic() - started:.0f} s")
 
 

@@ -32,12 +32,13 @@ CLIENTS = 8
 SETTLE_S = 180.0
 
 
-def _approver_token(work: Path) -> str:
-    """alice's token from the check's settings (an approver: sandbox keys need no second)."""
+def _approvers(work: Path) -> tuple[str, str]:
+    """alice's and bob's tokens from the check's settings: production runs four eyes, so what
+    one proposes (an API key, a cap) the other approves."""
     for line in (work / ".env").read_text().splitlines():
         if line.startswith("SLUICE_ADMIN_TOKEN="):
-            first = line.split("=", 1)[1].split(",")[0]
-            return first.split("=", 1)[1]
+            alice, bob = (entry.split("=", 1)[1] for entry in line.split("=", 1)[1].split(","))
+            return alice, bob
     raise KeyError("SLUICE_ADMIN_TOKEN")
 
 
@@ -83,7 +84,7 @@ async def _load(key: str, wallets: list[str], kill: list[str], restart: list[str
 
 
 async def _run(cmd: list[str]) -> None:
-    proc = await asyncio.create_subprocess_exec(*cmd, stdout=subprocess.DEVNULL)
+    proc = await asyncio.create_subprocess_exec(*cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if await proc.wait() != 0:
         raise AssertionError(f"{' '.join(cmd)} failed")
 
@@ -130,8 +131,9 @@ async def _deliveries(work: Path, secret: str, ids: list[str]) -> dict[str, set[
 
 
 async def run_partner(work: Path, endpoint: str, kill: list[str], restart: list[str]) -> None:
-    token = _approver_token(work)
-    key, wallets = await provision(GATEWAY, ADMIN, token, 2, scopes=[*SCOPES, "webhooks:write"])
+    alice, bob = _approvers(work)
+    scopes = [*SCOPES, "webhooks:write"]
+    key, wallets = await provision(GATEWAY, ADMIN, alice, 2, scopes=scopes, second=bob)
     async with httpx.AsyncClient(timeout=30) as c:
         secret = await _webhook(c, key, endpoint)
         one = Progress(total=1)

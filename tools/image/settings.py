@@ -31,7 +31,7 @@ def compose_names(text: str) -> set[str]:
 
 
 def _password() -> str:
-    return secrets.token_urlsafe(24)  # 32 characters of A-Z a-z 0-9 _ -
+    return secrets.token_urlsafe(32)  # 32 random bytes: 43 characters of A-Z a-z 0-9 _ -
 
 
 def signing_keys(image: str) -> dict[str, str]:

@@ -50,14 +50,22 @@ async def provision(
     n: int,
     scopes: list[str] = SCOPES,
     funding: str = "1000.00",
+    second: str | None = None,
 ) -> tuple[str, list[str]]:
     """A sandbox tenant with ``n`` USDC wallets funded with ``funding`` each, all through the API;
-    (api key, wallet ids). The first wallet (the hot one) gets 100x the others' deposit."""
+    (api key, wallet ids). The first wallet (the hot one) gets 100x the others' deposit. Under
+    four eyes (production), ``second`` is another approver's token: it approves what ``token``
+    proposes."""
     auth = {"Authorization": f"Bearer {token}"}
     async with httpx.AsyncClient(timeout=60) as c:
 
         async def act(action: str, **fields: Any) -> dict[str, Any]:
             r = await c.post(admin + "/", headers=auth, json={"action": action, **fields})
+            if r.status_code == 202 and second is not None:
+                approve = {"action": "approve_action", "action_id": r.json()["data"]["action_id"]}
+                r = await c.post(admin + "/", headers={"Authorization": f"Bearer {second}"}, json=approve)
+                if r.status_code == 200:
+                    return dict(r.json()["data"]["result"])
             if r.status_code != 200:
                 raise RuntimeError(f"admin {action} refused: {r.status_code} {r.text[:300]}")
             return dict(r.json()["data"])

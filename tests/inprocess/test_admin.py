@@ -13,7 +13,7 @@ from common.auth import verify_access_token
 from tests.conftest import ADMIN_TOKEN, SECOND_ADMIN_TOKEN, Stack, make_tenant
 from tests.support.admin import admin_error, admin_ok, control_events, db
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 BRAND = {
     "enabled": True,

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import Stack, Tenant, customer_body
 from tests.support.gateway import TOPICS, Tap, call, fetchval, routed
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 def both(

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import ALL_SCOPES, Stack, Tenant, customer_body, make_tenant
 from tests.support.gateway import assert_error, call, jwt_for, routed, suite_settings
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 # endpoint -> scope it needs (reads need the resource's write scope too)
 SCOPED = [

@@ -109,7 +109,7 @@ def bt(stack: Stack) -> Tenant:
     return make_tenant(stack, rate_limit=1_000_000)
 
 
-@pytest.mark.integration
+@pytest.mark.inprocess
 def test_bombs_on_every_field_of_every_endpoint_in_both_forms(stack: Stack, bt: Tenant) -> None:
     cases = _gateway_cases()
     assert len(cases) > 40
@@ -122,7 +122,7 @@ def test_bombs_on_every_field_of_every_endpoint_in_both_forms(stack: Stack, bt: 
     assert not misses, "\n".join(misses[:40])
 
 
-@pytest.mark.integration
+@pytest.mark.inprocess
 def test_query_numbers_are_bounded(stack: Stack, bt: Tenant) -> None:
     for q in ("1e-999999", "NaN", "Infinity", "9" * 5000, "-1e999999"):
         r = bt.get(f"/v1/customers?limit={q}")
@@ -140,7 +140,7 @@ ADMIN_FIELDS = [
 ]
 
 
-@pytest.mark.integration
+@pytest.mark.inprocess
 def test_admin_bombs_are_400_naming_the_field(stack: Stack) -> None:
     misses = []
     with httpx.Client(timeout=30) as client:
@@ -165,7 +165,7 @@ def pair(bt: Tenant) -> tuple[str, str]:
     return funded(bt, "100.00")["wallet_id"], funded(bt, "1.00")["wallet_id"]
 
 
-@pytest.mark.integration
+@pytest.mark.inprocess
 # (100 % is a valid percentage but makes the fee equal to the amount: refused on developer_fee,
 # see test_ledger_fees_statements.py)
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import Stack, Tenant, customer_body, make_tenant
 from tests.support.gateway import assert_error, call, routed
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 def _ok(r) -> dict:  # type: ignore[no-untyped-def]

@@ -17,7 +17,7 @@ from tests.conftest import Stack, Tenant, customer_body, make_tenant
 from tests.support.bodies import BASE, transfer, wallet
 from tests.support.gateway import TOPICS, Refused, Tap, assert_error, call, misses_in_both_forms, routed
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 DROP = object()
 

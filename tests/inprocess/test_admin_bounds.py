@@ -10,7 +10,7 @@ import pytest
 from common.validation import nesting_depth
 from tests.conftest import ADMIN_TOKEN, Stack
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 def _deep(n: int) -> bytes:

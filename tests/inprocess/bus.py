@@ -73,13 +73,27 @@ class Subscriber:
             try:
                 await self.process(batch)
             except Exception:  # noqa: BLE001 - the processor retried and dead-lettered already
-                log.exception("in-memory bus: %s (%s) failed a batch of %d", self.topic, self.group, len(batch))
+                log.exception(
+                    "in-memory bus: %s (%s) failed a batch of %d", self.topic, self.group, len(batch)
+                )
+
+
+_BUSES: dict[str, Bus] = {}
+
+
+def bus_at(bootstrap: str) -> Bus | None:
+    """The bus that stands at ``bootstrap`` (a stack's ``SLUICE_KAFKA_BOOTSTRAP``), if any: the
+    tests' own Kafka helpers (tests/support) read and write it instead of a broker."""
+    return _BUSES.get(bootstrap)
 
 
 class Bus:
-    """Topics in memory: an offset per topic and partition, every record kept (for taps)."""
+    """Topics in memory: an offset per topic and partition, every record kept (for taps).
+    ``address`` stands where a broker's bootstrap address does (never dialled)."""
 
     def __init__(self) -> None:
+        self.address = f"bus-{id(self):x}.in-memory.invalid:9092"
+        _BUSES[self.address] = self
         self._lock = threading.Lock()
         self._subscribers: dict[str, list[Subscriber]] = {}
         self._offsets: dict[tuple[str, int], int] = {}
@@ -120,6 +134,9 @@ class Bus:
             sub.deliver(rec)
         return rec
 
+    def producer(self) -> Producer:
+        return Producer(self)
+
     def since(self, mark: int, topics: set[str] | None = None) -> list[Record]:
         """The records published after ``mark`` (``len(bus.records)`` taken earlier)."""
         with self._lock:
@@ -147,6 +164,9 @@ class Producer:
         done.set_result(None)
         return done
 
+    async def send_and_wait(self, topic: str, value: bytes | None = None, **kwargs: Any) -> None:
+        await self.send(topic, value, **kwargs)
+
 
 @contextlib.contextmanager
 def patched(bus: Bus) -> Iterator[None]:
@@ -163,7 +183,7 @@ def patched(bus: Bus) -> Iterator[None]:
     import ledger.app
     import webhooks.app
 
-    producer = Producer(bus)
+    producer = bus.producer()
 
     def subscribe(
         broker: Any, settings: Any, topic: str, group_id: str, process: Process, *, background: bool = False

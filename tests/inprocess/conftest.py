@@ -32,7 +32,7 @@ from litestar.testing import TestClient
 from litestar.testing.transport import TestClientTransport
 
 from common.settings import Settings, load_settings
-from tests.conftest import _base_env
+from tests.conftest import LOOPBACK_PROXY, _base_env
 from tests.inprocess.bus import Bus, patched
 from tools.stack.processes import free_port
 from tools.stack.stores import Stores, drop_database
@@ -67,7 +67,9 @@ class AsyncTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         await request.aread()
         answer = await anyio.to_thread.run_sync(self.sync.handle_request, request)
-        return httpx.Response(answer.status_code, headers=answer.headers, content=answer.read(), request=request)
+        return httpx.Response(
+            answer.status_code, headers=answer.headers, content=answer.read(), request=request
+        )
 
 
 @contextlib.contextmanager
@@ -122,7 +124,11 @@ class Suite:
             return load_settings(name)
 
     def start(
-        self, name: str, port: int | None = None, extra: dict[str, str] | None = None, instance: str | None = None
+        self,
+        name: str,
+        port: int | None = None,
+        extra: dict[str, str] | None = None,
+        instance: str | None = None,
     ) -> Service:
         instance = instance or name
         settings = self.settings_for(name, instance, extra)
@@ -237,9 +243,9 @@ def stack(request: pytest.FixtureRequest) -> Iterator[InProcessStack]:
     publish to and read from the real broker from this same process."""
     workdir = Path(tempfile.mkdtemp(prefix="sluice-test-inprocess-"))
     stores = Stores(workdir).start(kafka=False, database=f"sluice_inproc_{uuid.uuid4().hex[:10]}")
-    env = _base_env(stores)
-    env["SLUICE_KAFKA_BOOTSTRAP"] = "in-memory.invalid:9092"  # never dialled: the bus carries the records
     bus = Bus()
+    stores.kafka_bootstrap = bus.address  # never dialled: the bus carries the records
+    env = _base_env(stores)
     suite = Suite(env, bus)
     stack = InProcessStack(stores, suite, env, bus)
     try:
@@ -258,3 +264,11 @@ def stack(request: pytest.FixtureRequest) -> Iterator[InProcessStack]:
             drop_database(stores.database_url)
         stores.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="package")
+def proxied_gateway(stack: InProcessStack) -> Service:
+    """``tests.conftest.proxied_gateway`` on this tier: a third gateway that trusts loopback as
+    a proxy, with its own low authentication-failure limit."""
+    extra = {"SLUICE_TRUSTED_PROXIES": LOOPBACK_PROXY, "SLUICE_AUTH_FAILURE_LIMIT_PER_MINUTE": "50"}
+    return stack.suite.start("gateway", extra=extra, instance="gateway-proxied")

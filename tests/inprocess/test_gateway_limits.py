@@ -15,7 +15,7 @@ from tests.conftest import Stack, customer_body, make_tenant
 from tests.support.gateway import assert_error, call, fetchval, routed
 from tools.stack.processes import free_port
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 def _fresh_window(margin: float = 20.0) -> None:

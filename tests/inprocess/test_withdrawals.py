@@ -18,7 +18,7 @@ from tests.support.db import fetch, run_async
 from tests.support.flows import created, funded, send, wait_state
 from tests.support.ledger import LedgerKit, ledger_invariants, open_kit, seed_production_deposit
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may start the stack
+pytestmark = [pytest.mark.inprocess, pytest.mark.timeout(900)]  # the first test may start the stack
 
 
 def _withdrawal(

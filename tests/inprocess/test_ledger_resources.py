@@ -13,7 +13,7 @@ from ledger.numbers import OFFERED_PAIRS, aba_valid, bank_details, iban, iban_va
 from tests.conftest import Stack
 from tests.support.ledger import LedgerKit, open_kit
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may start the stack
+pytestmark = [pytest.mark.inprocess, pytest.mark.timeout(900)]  # the first test may start the stack
 
 EVM = re.compile(r"^0x[0-9a-f]{40}$")
 B58 = re.compile(r"^[1-9A-HJ-NP-Za-km-z]+$")

@@ -16,7 +16,7 @@ from tests.conftest import ADMIN_TOKEN, Stack, customer_body, make_tenant
 from tests.support.admin import admin_error, admin_ok, db
 from tools.stack.processes import free_port
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 class _Receiver(BaseHTTPRequestHandler):

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import Stack, Tenant, make_tenant
 from tests.support.flows import book, created, funded, send
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may start the stack
+pytestmark = [pytest.mark.inprocess, pytest.mark.timeout(900)]  # the first test may start the stack
 
 
 def _available(t: Tenant, wallet_id: str) -> Decimal:

@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import Stack
 from tests.support.ledger import LedgerKit, allow, ledger_invariants, open_kit, seed_production_deposit
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may start the stack
+pytestmark = [pytest.mark.inprocess, pytest.mark.timeout(900)]  # the first test may start the stack
 
 D = Decimal
 

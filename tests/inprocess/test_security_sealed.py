@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import Stack, Tenant
 from tests.support.flows import book, created, funded, send
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 # Keys the contract allows (8-256 printable ASCII) that look like what the suite once sealed.
 LOOKALIKES = [

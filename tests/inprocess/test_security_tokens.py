@@ -19,7 +19,7 @@ from tests.conftest import Stack, customer_body, make_tenant
 from tests.support.admin import db
 from tests.support.gateway import call, record_access_token, suite_settings
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 TEN_YEARS_S = 10 * 365 * 86400
 

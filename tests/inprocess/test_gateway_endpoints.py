@@ -18,7 +18,7 @@ from tests.support.flows import book, payout, wait_state
 from tests.support.gateway import assert_error, call, jwt_for, post, routed
 from tests.support.wait import eventually
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 def ok(r: httpx.Response, status: int = 201) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from standardwebhooks import Webhook
 from tests.conftest import Stack, Tenant, make_tenant
 from tests.support.webhooks import Receiver, create_customer, endpoint, standard_headers
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test starts the stack
+pytestmark = [pytest.mark.inprocess, pytest.mark.timeout(900)]  # the first test starts the stack
 
 
 def _data(r: object) -> dict:  # type: ignore[type-arg]

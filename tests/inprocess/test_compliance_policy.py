@@ -30,7 +30,7 @@ from tests.support.compliance import (
 )
 from tests.support.db import pg_connect
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 PREFIX = "cpol" + uuid.uuid4().hex[:6]
 SANDBOX_DEFAULT_CAP = "5000"

@@ -13,7 +13,7 @@ from tests.conftest import Stack, Tenant, customer_body, make_tenant
 from tests.support.gateway import assert_error, call, fetchval, routed
 from tools.stack.processes import free_port
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 def customers_of(stack: Stack, tenant_id: str) -> int:

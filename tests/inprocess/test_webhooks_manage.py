@@ -19,7 +19,7 @@ from tests.conftest import Stack, Tenant, make_tenant
 from tests.support.admin import db
 from tests.support.webhooks import Receiver
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test starts the stack
+pytestmark = [pytest.mark.inprocess, pytest.mark.timeout(900)]  # the first test starts the stack
 
 
 @pytest.fixture

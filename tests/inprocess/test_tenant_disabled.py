@@ -24,7 +24,7 @@ from tests.conftest import Stack, make_tenant
 from tests.support.ledger import LedgerKit, ledger_invariants, open_kit
 from tests.support.webhooks import Receiver, create_customer, deliveries_of, endpoint, wait_delivery
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.inprocess, pytest.mark.timeout(900)]
 
 
 @pytest.fixture

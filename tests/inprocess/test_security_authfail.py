@@ -13,7 +13,7 @@ from common.authfail import FailureLimiter, counted_as
 from common.errors import ServiceError
 from tests.conftest import Stack
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 @pytest.mark.unit

@@ -1,4 +1,4 @@
-"""Operator actions on data other services own, relayed over Kafka request/reply."""
+"""Operator actions on data other services own, relayed by request/reply (the in-process tier's bus)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Compliance rules in both modes, driven through the real broker against a private
-compliance process (own topic prefix, shared PostgreSQL): each refusal reason, the review
-path, the party registry, policy changes on the next command, and the kept decisions."""
+"""Compliance rules in both modes, driven through the message path (the in-process tier's
+bus) against a private compliance (own topic prefix, shared PostgreSQL): each refusal reason,
+the review path, the party registry, policy changes on the next command, and the kept
+decisions."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""Money end to end through the real broker: deposits, book and on-chain transfers, payouts,
-the sandbox simulator and its magic amounts, compliance review, and refusals that change
-nothing. After each flow the journal balances and wallet balances equal their postings."""
+"""Money end to end through the message path (the in-process tier's bus): deposits, book and
+on-chain transfers, payouts, the sandbox simulator and its magic amounts, compliance review,
+and refusals that change nothing. After each flow the journal balances and wallet balances
+equal their postings."""
 
 from __future__ import annotations
 

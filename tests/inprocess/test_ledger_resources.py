@@ -1,5 +1,6 @@
-"""Ledger resources end to end through the real broker: customers, wallets, virtual
-accounts, and the GetResource / ListResources reads, each scoped by tenant and mode."""
+"""Ledger resources end to end through the message path (the in-process tier's bus):
+customers, wallets, virtual accounts, and the GetResource / ListResources reads, each scoped
+by tenant and mode."""
 
 from __future__ import annotations
 

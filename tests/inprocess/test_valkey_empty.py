@@ -17,7 +17,7 @@ from tests.conftest import Stack, Tenant, customer_body, make_tenant
 from tests.support.admin import db
 from tests.support.gateway import call
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 def _statuses(stack: Stack, t: Tenant) -> set[int]:

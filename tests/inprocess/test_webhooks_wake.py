@@ -26,7 +26,7 @@ from tools.stack.stores import create_database, drop_database
 from webhooks import repository as repo
 from webhooks.delivery import Policy, claim_due
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 POLICY = Policy(schedule=(1, 1, 1), jitter=0, timeout_s=15, disable_after_s=432000, allow_private=True)
 

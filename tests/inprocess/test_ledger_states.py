@@ -41,7 +41,7 @@ async def kit(stack: Stack) -> AsyncIterator[LedgerKit]:
         yield k
 
 
-@pytest.mark.integration
+@pytest.mark.inprocess
 async def test_every_pair_through_the_one_transition_function(kit: LedgerKit) -> None:
     a, b = await kit.funded_wallet("100.00"), await kit.funded_wallet("0")
     book = (await kit.send(kit.book_cmd(a["wallet_id"], b["wallet_id"], "5", decision=allow("review")))).data
@@ -106,7 +106,7 @@ def test_an_unbalanced_entry_is_never_written() -> None:
         )
 
 
-@pytest.mark.integration
+@pytest.mark.inprocess
 async def test_the_database_refuses_what_the_code_must_never_do(kit: LedgerKit) -> None:
     """Defence in depth: unbalanced entries, edited postings and negative wallets are refused."""
     a = await kit.funded_wallet("10.00")

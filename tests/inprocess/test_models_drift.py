@@ -11,7 +11,7 @@ import pytest
 from common.tables import schema_drift
 from tests.conftest import Stack
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 SCHEMAS = {
     "ledger": "ledger",

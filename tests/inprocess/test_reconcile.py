@@ -13,7 +13,7 @@ from tests.conftest import Stack, make_tenant
 from tests.support.admin import admin_error, admin_ok, db, tampered
 from tests.support.flows import book, created, funded, send
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 def _reconcile(stack: Stack, tenant_id: str) -> dict:

@@ -12,7 +12,7 @@ from tests.support import ledger  # noqa: F401 - its patient readiness wait for 
 from tests.support.admin import approved_ach_account
 from tests.support.flows import book, created, funded, payout, send, wait_state
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test may start the stack
+pytestmark = [pytest.mark.inprocess, pytest.mark.timeout(900)]  # the first test may start the stack
 
 
 def test_wallet_virtual_account_deposit_and_book_transfer_over_http(stack: Stack) -> None:

@@ -16,7 +16,7 @@ from tests.support.admin import admin_ok, db, tampered
 from tests.support.flows import book, created, funded, send
 from tools.stack.processes import ROOT
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 def _verify(stack: Stack, tenant_id: str | None = None) -> dict:

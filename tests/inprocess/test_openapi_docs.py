@@ -73,7 +73,7 @@ def test_gateway_document_states_the_rules() -> None:
     assert re.match(amount_pattern(6), "1000000000000") and not re.match(amount_pattern(6), "1000000000000.5")
 
 
-@pytest.mark.integration
+@pytest.mark.inprocess
 def test_admin_serves_a_valid_document_with_every_action(stack: Stack) -> None:
     r = httpx.get(stack.admin + "/schema/openapi.json", timeout=10)
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
@@ -88,7 +88,7 @@ def test_admin_serves_a_valid_document_with_every_action(stack: Stack) -> None:
     assert page.status_code == 200 and "docs/assets/init.js" in page.text and "Sluice Admin API" in page.text
 
 
-@pytest.mark.integration
+@pytest.mark.inprocess
 def test_gateway_docs_allow_and_auth_order(stack: Stack, tenant: Tenant) -> None:
     page = httpx.get(stack.gateway + "/docs", timeout=10)
     assert page.status_code == 200 and "docs/assets/init.js" in page.text

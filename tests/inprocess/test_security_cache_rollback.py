@@ -35,7 +35,7 @@ from tests.support.flows import book, created, funded
 from tests.support.gateway import call
 from tests.support.wait import eventually
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 #: The longest a revocation may take to bite on any gateway, whatever Valkey holds.
 BOUND_S = Settings().gateway_revocation_trust_s

@@ -16,7 +16,7 @@ from tests.conftest import Stack, make_tenant
 from tests.support.webhooks import insert_backlog, webhook_commands
 from webhooks.delivery import Policy, claim_due
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 def _create(stack: Stack, key: str, n: int) -> httpx.Response:

@@ -9,7 +9,7 @@ from common.ids import new_id
 from common.inbox import Inbox
 from tests.conftest import Stack
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 class Boom(Exception):

@@ -1,6 +1,6 @@
 """The client address behind proxies (docs/security.md): forwarding headers believed only from
 SLUICE_TRUSTED_PROXIES and only the one header they set, read from the right. Through a
-real gateway: tests/inprocess/test_security_proxies.py."""
+real gateway: tests/integration/test_security_proxies.py."""
 
 from __future__ import annotations
 

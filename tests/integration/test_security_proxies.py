@@ -15,7 +15,7 @@ def _health(url: str, key: str, **headers: str) -> httpx.Response:
     return httpx.get(url + "/v1/health", headers={"Authorization": f"Bearer {key}", **headers}, timeout=30)
 
 
-@pytest.mark.inprocess
+@pytest.mark.integration
 def test_spoofed_forwarding_headers_do_not_pass_the_ip_allowlist(stack: Stack) -> None:
     """The verified bypass: a tenant limited to 203.0.113.0/24, called from loopback."""
     t = make_tenant(stack, metadata={"allowed_ips": ["203.0.113.0/24"]})
@@ -31,7 +31,7 @@ def test_spoofed_forwarding_headers_do_not_pass_the_ip_allowlist(stack: Stack) -
             assert r.json()["error"]["details"]["reason"] == "ip_not_allowed"
 
 
-@pytest.mark.inprocess
+@pytest.mark.integration
 def test_a_trusted_proxy_forwards_the_client_address(stack: Stack, proxied_gateway: Proc) -> None:
     t = make_tenant(stack, metadata={"allowed_ips": ["203.0.113.0/24"]})
     url = proxied_gateway.url

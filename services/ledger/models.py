@@ -1,7 +1,7 @@
 """The ``ledger`` schema as SQLModel tables, matching ``migrations/versions`` column for column.
 
 Triggers (balanced entries, append-only postings) and CHECK constraints live in the
-migrations only; ``tests/integration/test_models_drift.py`` checks that these models and the migrations
+migrations only; ``tests/inprocess/test_models_drift.py`` checks that these models and the migrations
 agree. Repositories build their statements from these tables (``repository.py``).
 """
 

@@ -1,5 +1,5 @@
 """The tables of schema ``webhooks``, declared once: Alembic compares them with the migrations
-(tests/integration/test_models_drift.py) and ``repository`` builds its statements from them.
+(tests/inprocess/test_models_drift.py) and ``repository`` builds its statements from them.
 
 Class names carry the service (all services share ``SQLModel.metadata``).
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -53,7 +54,10 @@ async def _read(
     timeout: float,
 ) -> list[dict]:
     """The records of ``topic`` (from its start) that ``keep`` accepts, read until ``done``
-    says enough or ``timeout`` runs out."""
+    says enough or ``timeout`` runs out (on the in-process tier, from its in-memory bus)."""
+    bus = getattr(stack, "bus", None)
+    if bus is not None:
+        return await _read_bus(bus, topic, keep, done, timeout)
     consumer = AIOKafkaConsumer(
         topic,
         bootstrap_servers=stack.stores.kafka_bootstrap,
@@ -75,6 +79,17 @@ async def _read(
     finally:
         await consumer.stop()
     return found
+
+
+async def _read_bus(
+    bus: Any, topic: str, keep: Callable[[dict], bool], done: Callable[[list[dict]], bool], timeout: float
+) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [ev for rec in bus.since(0, {topic}) if keep(ev := msgspec.json.decode(rec.value))]
+        if done(found) or time.monotonic() >= deadline:
+            return found
+        await asyncio.sleep(0.05)
 
 
 def control_events(stack: Stack, tenant_id: str, kinds: set[str], timeout: float = 15.0) -> list[dict]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -115,6 +115,14 @@ class Probe:
         self.replies: list[Result] = []
 
     async def __aenter__(self) -> Probe:
+        from tests.inprocess.bus import bus_at
+
+        self.bus = bus_at(self.bootstrap)
+        if self.bus is not None:  # the in-process tier: its bus, from now on
+            self.producer = self.bus.producer()
+            topics = (self.reply_topic, self.topics.ledger_commands)
+            self.subs = [self.bus.subscribe(t, "probe", self._seen) for t in topics]
+            return self
         await ensure_topics(self.settings, service_topics(self.settings))
         await ensure_topics(self.settings, [self.reply_topic], partitions=1)
         self.producer = AIOKafkaProducer(
@@ -141,6 +149,10 @@ class Probe:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        if self.bus is not None:
+            for sub in self.subs:
+                self.bus.unsubscribe(sub)
+            return
         self.task.cancel()
         await asyncio.gather(self.task, return_exceptions=True)
         await self.consumer.stop()
@@ -149,16 +161,19 @@ class Probe:
     async def _run(self) -> None:
         while True:
             batches = await self.consumer.getmany(timeout_ms=200, max_records=500)
-            for tp, records in batches.items():
-                for rec in records:
-                    if tp.topic == self.reply_topic:
-                        result = decode(rec.value, Result)
-                        self.replies.append(result)
-                        self._resolve(result.command_id, Seen("reply", result=result))
-                    else:
-                        cmd = decode(rec.value, ComplianceCommand)  # type: ignore[arg-type]
-                        self.forwards.append(cmd)
-                        self._resolve(cmd.command_id, Seen("forward", command=cmd))
+            for records in batches.values():
+                await self._seen(records)
+
+    async def _seen(self, records: Sequence[Any]) -> None:
+        for rec in records:
+            if rec.topic == self.reply_topic:
+                result = decode(rec.value, Result)
+                self.replies.append(result)
+                self._resolve(result.command_id, Seen("reply", result=result))
+            else:
+                cmd = decode(rec.value, ComplianceCommand)  # type: ignore[arg-type]
+                self.forwards.append(cmd)
+                self._resolve(cmd.command_id, Seen("forward", command=cmd))
 
     def _resolve(self, command_id: str, seen: Seen) -> None:
         fut = self.waiters.get(command_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -65,6 +65,7 @@ class LedgerKit:
     mode: str = "sandbox"
     events: list[dict[str, Any]] = field(default_factory=list)
     _watch: tuple[AIOKafkaConsumer, asyncio.Task[None]] | None = None
+    _unwatch: Callable[[], None] | None = None
 
     def ctx(self, **over: Any) -> Ctx:
         base = {
@@ -296,7 +297,15 @@ class LedgerKit:
         return [r["to_state"] for r in rows]
 
     async def watch_events(self) -> None:
-        """Start collecting this tenant's domain events from the events topic (from now on)."""
+        """Start collecting this tenant's domain events from the events topic (from now on; on
+        the in-process tier, from its in-memory bus)."""
+        from tests.inprocess.bus import bus_at
+
+        bus = bus_at(self.stack.stores.kafka_bootstrap)
+        if bus is not None:
+            sub = bus.subscribe(self.topics.events, "ledger-kit", self._collect)
+            self._unwatch = lambda: bus.unsubscribe(sub)
+            return
         consumer = AIOKafkaConsumer(
             bootstrap_servers=self.stack.stores.kafka_bootstrap,
             enable_auto_commit=False,
@@ -316,13 +325,16 @@ class LedgerKit:
             while True:
                 batches = await consumer.getmany(timeout_ms=200)
                 for records in batches.values():
-                    for rec in records:
-                        ev = msgspec.json.decode(rec.value or b"")
-                        if ev.get("tenant_id") == self.tenant_id:
-                            # One fact's events may share a record (EventBatch): each on its own.
-                            self.events.extend(ev.get("events") or [ev])
+                    await self._collect(records)
 
         self._watch = (consumer, asyncio.create_task(run()))
+
+    async def _collect(self, records: Sequence[Any]) -> None:
+        for rec in records:
+            ev = msgspec.json.decode(rec.value or b"")
+            if ev.get("tenant_id") == self.tenant_id:
+                # One fact's events may share a record (EventBatch): each on its own.
+                self.events.extend(ev.get("events") or [ev])
 
     async def events_for(self, resource_id: str, count: int, wait_s: float = 15) -> list[dict[str, Any]]:
         """The events whose data names ``resource_id``, once ``count`` of them arrived."""
@@ -455,6 +467,8 @@ async def open_kit(stack: Stack, prefix: str = "sluice") -> AsyncIterator[Ledger
         if kit._watch:
             kit._watch[1].cancel()
             await kit._watch[0].stop()
+        if kit._unwatch is not None:
+            kit._unwatch()
         await db.close()
         await rpc.stop()
         await broker.stop()

@@ -1,6 +1,6 @@
 """verify_journal (docs/security.md) against a fake journal: an intact chain, a changed posting, a
 rewritten hash, a deleted entry, a truncated tail, several chains and several pages. The real
-tampering by SQL, and the standalone script agreeing: tests/integration/test_journal_chain.py."""
+tampering by SQL, and the standalone script agreeing: tests/inprocess/test_journal_chain.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """ledger.core.parties: the wallets a transfer names and its route, from the batch's wallets in memory
 (under mutation). Every refusal is compared whole: code, field and message
-are what a partner reads. Against the stack: tests/integration/test_withdrawals.py, test_ledger_money.py."""
+are what a partner reads. Against real stores (the in-process tier):
+tests/inprocess/test_withdrawals.py, test_ledger_money.py."""
 
 from __future__ import annotations
 

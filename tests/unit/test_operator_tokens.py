@@ -1,6 +1,6 @@
 """Operator tokens and secret strength under mutation: which operator a token
 is and with which role, what a refusal says, and where the strength rule's bounds lie.
-Against the stack: tests/integration/test_admin.py, test_security_authfail.py."""
+Against real stores (the in-process tier): tests/inprocess/test_admin.py, test_security_authfail.py."""
 
 from __future__ import annotations
 

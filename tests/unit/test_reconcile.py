@@ -1,7 +1,7 @@
 """reconcile (docs/operations/backups.md, "How to check a restore") against fake audit queries:
 the totals per currency and their difference, each row check's offenders in the answer, the
 limit, the gauges. The queries against real books, and books broken by SQL:
-tests/integration/test_reconcile.py."""
+tests/inprocess/test_reconcile.py."""
 
 from __future__ import annotations
 

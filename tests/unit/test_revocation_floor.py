@@ -1,7 +1,7 @@
 """The gateway's revocation floor (gateway.revocations): whether a cached credential is still
 good is decided from PostgreSQL's polls and admin's control events, kept in memory, never from
 a value in Valkey; cached records are believed only while the last poll is fresh.
-Against the real stack, Valkey rolled back: tests/integration/test_security_cache_rollback.py.
+Against real stores, Valkey rolled back: tests/inprocess/test_security_cache_rollback.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """compliance.screening under mutation: what an operator's screening entry must
 be, what it answers, and how the list pages. The repository is an in-memory fake of its three
-statements (the SQL itself: tests/integration/test_withdrawals.py, which screens an address
+statements (the SQL itself: tests/inprocess/test_withdrawals.py, which screens an address
 and sees a transfer to it refused)."""
 
 from __future__ import annotations

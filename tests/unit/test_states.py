@@ -2,7 +2,7 @@
 planned paths, the sandbox's steps and magic amounts, and what one transition moves, records
 and emits (the repository replaced by a fake that keeps what it was given; the journal handed
 in is a real one, never applied). The same transitions against real rows:
-tests/integration/test_ledger_states.py."""
+tests/inprocess/test_ledger_states.py."""
 
 from __future__ import annotations
 

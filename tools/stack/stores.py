@@ -144,19 +144,24 @@ class Stores:
         env: dict[str, str] | None = None,
         kafka_nodes: int = 1,
         allow_tansu: bool = False,
+        kafka: bool = True,
     ) -> Stores:
         """Nothing is taken from the machine's own ports. ``kafka_nodes``: 3 starts a
         replicated embedded cluster (the fault runs). ``allow_tansu``: ``make run`` on a machine
-        without a JDK."""
+        without a JDK. Without ``kafka``, PostgreSQL and Valkey only (the in-process tests,
+        tests/inprocess, carry their messages in memory)."""
         env = dict(os.environ if env is None else env)
         check_configured(
             {k: v for k, v in env.items() if not (fresh_kafka and k == "SLUICE_KAFKA_BOOTSTRAP")}
         )
         self.workdir.mkdir(parents=True, exist_ok=True)
         containers = docker_available()
-        self.kafka_bootstrap = ("" if fresh_kafka else env.get("SLUICE_KAFKA_BOOTSTRAP", "")) or (
-            self._kafka_container() if containers else self._kafka_embedded(kafka_nodes, allow_tansu)
-        )
+        if kafka:
+            self.kafka_bootstrap = ("" if fresh_kafka else env.get("SLUICE_KAFKA_BOOTSTRAP", "")) or (
+                self._kafka_container() if containers else self._kafka_embedded(kafka_nodes, allow_tansu)
+            )
+        else:
+            self.kafka_kind = "none (in memory)"
         if not self.kafka_kind:
             self.kafka_kind = "Kafka at SLUICE_KAFKA_BOOTSTRAP (configured)"
             self.apache_kafka = env.get("SLUICE_KAFKA_IDEMPOTENT_PRODUCER", "true").lower() == "true"

@@ -15,7 +15,7 @@ export UV_COMPILE_BYTECODE := 1
 unexport PYTHONDONTWRITEBYTECODE
 CHECKOV_VERSION := 3.3.30
 
-.PHONY: setup clients redoc docs docs-build run migrate test lint image compose-check bench bench-short profile chaos chaos-short chaos-scale chaos-pitr chaos-patroni mutate simulate browser fmt wrk
+.PHONY: setup clients redoc docs docs-build run migrate test lint image compose-check test-containers bench bench-short profile chaos chaos-short chaos-scale chaos-pitr chaos-patroni mutate simulate browser fmt wrk
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
@@ -177,3 +177,9 @@ image: setup
 # its volumes (tools/image/compose_check.py).
 compose-check: image
 	@time PYTHONPATH=$(PYTHONPATH):$(CURDIR)/clients/python $(UV) run --frozen python -m tools.image.compose_check
+
+# The integration suite with PostgreSQL, Valkey and Kafka started by testcontainers from those
+# images, through podman's Docker-compatible socket: the path a CI with Docker takes.
+# `make test` keeps the embedded stores. TEST_ARGS narrows it (pytest's arguments).
+test-containers: image browser
+	@$(UV) run --frozen python -m tools.image.containers $(TEST_ARGS)

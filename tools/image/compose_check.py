@@ -38,7 +38,7 @@ from pathlib import Path
 from tools.image import certs, settings
 from tools.image.__main__ import IMAGES, ROOT
 from tools.image.partner import run_partner
-from tools.image.podman import ensure_podman, image_exists
+from tools.image.podman import Socket, ensure_podman, image_exists
 
 PROJECT = "sluicecheck"
 PARTNER_SUBNET = "23.45.67.0/24"
@@ -66,33 +66,6 @@ services:
     healthcheck: {{disable: true}}
     restart: "no"
 """
-
-
-class Socket:
-    """podman's Docker-compatible API on a socket of the check's own, for its duration."""
-
-    def __init__(self, work: Path) -> None:
-        self.path = work / "podman.sock"
-        self.url = f"unix://{self.path}"
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    def __enter__(self) -> Socket:
-        cmd = ["podman", "system", "service", "--time=0", self.url]
-        # its own session: an interrupt of the check must not stop it before the clean-up
-        self._proc = subprocess.Popen(  # nosec B603
-            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-        )
-        deadline = time.monotonic() + 30
-        while not self.path.exists():
-            if time.monotonic() > deadline or self._proc.poll() is not None:
-                raise RuntimeError("podman system service did not open its socket")
-            time.sleep(0.1)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._proc is not None:
-            self._proc.terminate()
-            self._proc.wait(timeout=30)
 
 
 class HealthTicker(threading.Thread):

@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import subprocess  # the tools start local processes  # nosec B404
+import time
 from pathlib import Path
 
 PACKAGES = ("podman", "buildah", "debootstrap", "runc", "netavark", "aardvark-dns", "podman-compose")
@@ -71,3 +72,31 @@ def image_exists(name: str) -> bool:
 
 def image_size(name: str) -> int:
     return int(json.loads(podman(["image", "inspect", name]))[0]["Size"])
+
+
+class Socket:
+    """podman's Docker-compatible API (what docker-compose and testcontainers talk to) on a
+    socket of the caller's own, for its duration."""
+
+    def __init__(self, work: Path) -> None:
+        self.path = work / "podman.sock"
+        self.url = f"unix://{self.path}"
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> Socket:
+        cmd = ["podman", "system", "service", "--time=0", self.url]
+        # its own session: an interrupt of the check must not stop it before the clean-up
+        self._proc = subprocess.Popen(  # nosec B603
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+        deadline = time.monotonic() + 30
+        while not self.path.exists():
+            if time.monotonic() > deadline or self._proc.poll() is not None:
+                raise RuntimeError("podman system service did not open its socket")
+            time.sleep(0.1)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(timeout=30)

@@ -342,7 +342,8 @@ class Stores:
     def _pg_container(self) -> str:
         from testcontainers.postgres import PostgresContainer
 
-        c = PostgresContainer("postgres:16-alpine", driver="asyncpg").start()
+        image = os.environ.get("POSTGRES_IMAGE") or "postgres:16-alpine"
+        c = PostgresContainer(image, driver="asyncpg").start()
         self._closers.append(c.stop)
         return c.get_connection_url()
 
@@ -351,7 +352,7 @@ class Stores:
         from redis import Redis
         from testcontainers.redis import RedisContainer
 
-        c = RedisContainer("redis:7-alpine").start()
+        c = RedisContainer(os.environ.get("REDIS_IMAGE") or "redis:7-alpine").start()
         self._closers.append(c.stop)
         url = f"redis://{c.get_container_host_ip()}:{c.get_exposed_port(6379)}/0"
         with Redis.from_url(url) as r:
@@ -368,7 +369,8 @@ class Stores:
         from tools.stack.kafka import KAFKA_IMAGE, KAFKA_VERSION
 
         port = free_port()
-        c = DockerContainer(KAFKA_IMAGE).with_bind_ports(9092, port)
+        image = os.environ.get("KAFKA_IMAGE") or KAFKA_IMAGE
+        c = DockerContainer(image).with_bind_ports(9092, port)
         for key, value in {
             "KAFKA_NODE_ID": "1",
             "KAFKA_PROCESS_ROLES": "broker,controller",
@@ -389,7 +391,7 @@ class Stores:
         wait_for_logs(c, "Kafka Server started", timeout=120)
         self._closers.append(c.stop)
         self.apache_kafka = True
-        self.kafka_kind = f"Apache Kafka {KAFKA_VERSION} (container {KAFKA_IMAGE})"
+        self.kafka_kind = f"Apache Kafka {KAFKA_VERSION} (container {image})"
         return f"127.0.0.1:{port}"
 
 

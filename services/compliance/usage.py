@@ -4,17 +4,26 @@ Cap usage is taken at approval (funds are held from ``pending``). This consumer 
 ``transfer.updated`` / ``payout.updated`` from the events topic in its own consumer group
 and releases the held amount once (``cap_holds.released_at``) when the new state is
 ``failed`` or ``rejected``. A ``returned`` payout keeps its usage (the money did move).
+
+Only the ledger's word gives cap back: a record that would release anything is released only
+when the ledger's signature verifies over it (:func:`admission`); anything else is refused,
+dead-lettered ``authority_invalid`` and counted (docs/security.md, "Who writes each topic").
+Records that release nothing are not checked here: they change nothing in compliance.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from common import authority
+from common.authority import USAGE_SIGNERS, AuthorityInvalid, VerifyKeys
+from common.contracts.events import EVENT_RECORDS
+from common.metrics import AUTHORITY_REFUSED
 from compliance import allowance
 
 log = logging.getLogger(__name__)
@@ -50,6 +59,25 @@ def releases(raws: Sequence[bytes]) -> list[tuple[str, str]]:
             if isinstance(transfer_id, str):
                 out.append((ev.tenant_id, transfer_id))
     return out
+
+
+def admission(keys: VerifyKeys) -> Callable[[bytes], None]:
+    """The usage consumer's check of each record (``BatchProcessor.admit``): one that gives
+    cap back must carry the ledger's valid signature over the record as it is."""
+    verify = authority.admit("compliance", keys, lambda _record: USAGE_SIGNERS)
+
+    def check(raw: bytes) -> None:
+        if not releases([raw]):
+            return
+        try:
+            record = EVENT_RECORDS.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            AUTHORITY_REFUSED.labels("compliance", "unreadable").inc()
+            why = "a record giving cap back is no event the ledger signs"
+            raise AuthorityInvalid("unreadable", why) from None
+        verify(record)
+
+    return check
 
 
 async def release_given(

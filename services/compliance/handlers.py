@@ -160,19 +160,19 @@ class ComplianceConsumer:
             attempts=self.settings.consumer_max_attempts,
         )
 
-    def usage_processor(self, readiness: Readiness | None = None) -> BatchProcessor[bytes]:
+    def usage_processor(self, readiness: Readiness | None = None) -> BatchProcessor[usage.Signal]:
         """Cap given back for failed or rejected transfers (events topic, own group), on the
         ledger's signature alone (``usage.admission``)."""
 
         async def give_up(failure: Failure) -> None:
             await dead_letter(self.broker, self.settings, "compliance", failure)
 
-        async def release(raws: Sequence[bytes]) -> None:
-            await usage.release_batch(self.sessions, raws)
+        async def release(signals: Sequence[usage.Signal]) -> None:
+            await usage.release_batch(self.sessions, signals)
 
         return BatchProcessor(
             name="compliance-usage",
-            decode=lambda raw: raw,
+            decode=usage.Signal.read,
             handle_batch=release,
             dead_letter=give_up,
             admit=usage.admission(self.settings.verify_keys),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -61,16 +62,29 @@ def releases(raws: Sequence[bytes]) -> list[tuple[str, str]]:
     return out
 
 
-def admission(keys: VerifyKeys) -> Callable[[bytes], None]:
+@dataclass(frozen=True)
+class Signal:
+    """A record of the events topic as the usage consumer reads it, once: its bytes (what the
+    ledger signed) and the (tenant_id, transfer_id) of the updates in it that give cap back."""
+
+    raw: bytes
+    gives_back: list[tuple[str, str]]
+
+    @classmethod
+    def read(cls, raw: bytes) -> Signal:
+        return cls(raw, releases([raw]))
+
+
+def admission(keys: VerifyKeys) -> Callable[[Signal], None]:
     """The usage consumer's check of each record (``BatchProcessor.admit``): one that gives
     cap back must carry the ledger's valid signature over the record as it is."""
     verify = authority.admit("compliance", keys, lambda _record: USAGE_SIGNERS)
 
-    def check(raw: bytes) -> None:
-        if not releases([raw]):
+    def check(signal: Signal) -> None:
+        if not signal.gives_back:
             return
         try:
-            record = EVENT_RECORDS.decode(raw)
+            record = EVENT_RECORDS.decode(signal.raw)
         except (msgspec.DecodeError, msgspec.ValidationError):
             AUTHORITY_REFUSED.labels("compliance", "unreadable").inc()
             why = "a record giving cap back is no event the ledger signs"
@@ -94,8 +108,8 @@ async def release_given(
     return len(released)
 
 
-async def release_batch(sessions: async_sessionmaker[AsyncSession], raws: Sequence[bytes]) -> int:
-    todo = releases(raws)
+async def release_batch(sessions: async_sessionmaker[AsyncSession], signals: Sequence[Signal]) -> int:
+    todo = [update for signal in signals for update in signal.gives_back]
     if not todo:
         return 0
     async with sessions() as session, session.begin():

@@ -256,9 +256,13 @@ def test_a_ledger_record_lives_as_long_as_its_topic_keeps_it_and_less_than_webho
 
 def test_compliance_gives_cap_back_only_on_the_ledgers_signature() -> None:
     from common.metrics import AUTHORITY_REFUSED
-    from compliance.usage import admission
+    from compliance.usage import Signal, admission
 
-    check = admission(VERIFY)
+    admit = admission(VERIFY)
+
+    def check(raw: bytes) -> None:
+        admit(Signal.read(raw))
+
     before = AUTHORITY_REFUSED.labels("compliance", "unsigned")._value.get()
     with pytest.raises(AuthorityInvalid):
         check(encode(failed_update()))

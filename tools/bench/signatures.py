@@ -8,8 +8,7 @@ run (``common.authority``, ``compliance.usage``, the contracts' encoders and dec
 
 - a completed transfer (the usual case): the ledger encodes (A: signs, then encodes) its one
   record of three events; webhooks decodes it (A: and verifies it); compliance's usage reader
-  decodes it for releases (A: once more in its admission check, which verifies only what gives
-  cap back);
+  reads it once (A: its admission check verifies only a record that gives cap back);
 - a transfer the ledger refuses: no event, the ledger's release (A: signed by the ledger,
   verified by compliance);
 - a transfer failing after it was accepted: as a completed one, and compliance verifies the
@@ -90,10 +89,10 @@ def completed(signed: bool, last: str = "completed") -> None:
     fact = _fact(last)
     raw = encode(LEDGER.sign(fact) if signed else fact)
     record = EVENT_RECORDS.decode(raw)  # webhooks
+    signal = usage.Signal.read(raw)  # compliance's reading, either way
     if signed:
         VERIFY.verify(record, EVENT_SIGNERS)
-        ADMIT(raw)  # compliance: verifies only a record that gives cap back
-    usage.releases([raw])  # compliance's reading, either way
+        ADMIT(signal)  # compliance: verifies only a record that gives cap back
 
 
 def refused(signed: bool) -> None:

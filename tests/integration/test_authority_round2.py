@@ -242,7 +242,7 @@ async def _dead_lettered(stack: Stack, request_ids: set[str]) -> None:
 
 
 async def test_an_unsigned_release_or_usage_signal_gives_no_cap_back(stack: Stack) -> None:
-    """Finding 5, compliance's half: a ``ReleaseAllowance`` on ``compliance.releases`` naming a
+    """Compliance's half of attack 4 above: a ``ReleaseAllowance`` on ``compliance.releases`` naming a
     completed transfer's command (unsigned, or signed with compliance's key) and a forged
     ``transfer.updated state=failed`` for it on ``events`` each gave its 20.00 back under a daily
     cap of 30. Now each is dead-lettered ``authority_invalid``, counted, and the cap stays
@@ -282,7 +282,7 @@ async def test_an_unsigned_release_or_usage_signal_gives_no_cap_back(stack: Stac
 
 
 async def test_a_forged_event_is_neither_stored_listed_nor_delivered(stack: Stack) -> None:
-    """Finding 5, the partner's half: a forged ``transfer.updated`` (1,000,000.00 completed) on
+    """The partner's half of attack 4 above: a forged ``transfer.updated`` (1,000,000.00 completed) on
     ``events`` was delivered to the partner, validly signed, and served by /v1/events. Now
     webhooks refuses it before storing (``authority_invalid``, counted); the ledger's own events,
     published after it on the same partition, still arrive."""

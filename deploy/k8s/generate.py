@@ -94,6 +94,7 @@ SECRETS = [
     "SLUICE_JOURNAL_ANCHOR_KEY",
     "SLUICE_COMPLIANCE_SIGNING_KEY",
     "SLUICE_ADMIN_SIGNING_KEY",
+    "SLUICE_LEDGER_SIGNING_KEY",
     "SLUICE_GATEWAY_CACHE_KEY",
 ]
 # Each pod mounts the secrets its process uses and no other (docs/security.md, "Database roles
@@ -109,7 +110,8 @@ POD_SECRETS = {
         "SLUICE_GATEWAY_CACHE_KEY",  # the MAC on what it trusts from Valkey
     ],
     "admin": ["SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ADMIN_SIGNING_KEY"],
-    "ledger": ["SLUICE_JOURNAL_ANCHOR_KEY"],  # signs the journal's anchors (Ed25519)
+    # signs the journal's anchors, and with a key of its own its releases and events (Ed25519)
+    "ledger": ["SLUICE_JOURNAL_ANCHOR_KEY", "SLUICE_LEDGER_SIGNING_KEY"],
     "compliance": ["SLUICE_COMPLIANCE_SIGNING_KEY"],  # signs its decisions, which the ledger verifies
     "webhooks": ["SLUICE_ENCRYPTION_KEYS"],
     "migrate": [],
@@ -169,8 +171,8 @@ IMAGE_DIGEST_SKIP = (
 # inputs.env.example). `render` refuses an overlay without them, naming each (docs/operations/
 # deploy.md, "Required inputs"); so does kustomize when the file is missing.
 INPUTS = {
-    "SLUICE_AUTHORITY_VERIFY_KEYS": "compliance's and admin's public keys (`python -m sluice keys`):"
-    " empty, the ledger and compliance exit 2",
+    "SLUICE_AUTHORITY_VERIFY_KEYS": "compliance's, admin's and the ledger's public keys"
+    " (`python -m sluice keys`): empty, the ledger, compliance and webhooks exit 2",
     "SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS": "the journal anchor key's public keys: empty, the ledger exits 2",
     "SLUICE_TRUSTED_PROXIES": "the ingress controller pods' CIDRs: empty, every client is the ingress"
     " and per-address limits become global",

@@ -30,6 +30,14 @@ the old key is dropped.
 Replay: the command id is signed, and the ledger applies a command id once (its inbox); a copy
 of an applied command answers the stored result and moves nothing. The expiry bounds how long a
 captured command stays usable at all.
+
+The ledger signs, the same way and with a key of its own (``ledger-...``), what it publishes
+that others act on (docs/security.md, "Who writes each topic"): the allowance it gives back
+(``compliance.releases``) and every record of the events topic (one event, or one fact's
+``EventBatch``), which compliance gives cap back on and webhooks stores and delivers. Their
+readers verify before acting; a forgery is dead-lettered ``authority_invalid`` and counted like
+a forged command. Replay is as harmless: a release is named after the command whose hold it
+gives back, once; an event id is stored once; and :data:`RECORD_TTL_S` bounds the rest.
 """
 
 from __future__ import annotations
@@ -47,18 +55,36 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from common.contracts.base import Authority, Envelope, ErrorBody, Result, encode
+from common.contracts.base import Authority, Envelope, ErrorBody, Event, Result, encode
+from common.contracts.events import EventBatch
 from common.errors import ErrorCode
 from common.keyring import key_entries as split_key_entries
 from common.metrics import AUTHORITY_REFUSED
 
-Signer = Literal["compliance", "admin"]
-SIGNERS: tuple[Signer, ...] = ("compliance", "admin")
+Signer = Literal["compliance", "admin", "ledger"]
+SIGNERS: tuple[Signer, ...] = ("compliance", "admin", "ledger")
 DOMAIN = b"sluice-authority-v2\x00"  # v2: the reply address is covered
 REASON = "authority_invalid"
-_KID = re.compile(r"^(compliance|admin)[-_.][A-Za-z0-9_.-]{1,40}$")
+_KID = re.compile(r"^(compliance|admin|ledger)[-_.][A-Za-z0-9_.-]{1,40}$")
 
-E = TypeVar("E", bound=Envelope)
+#: What the ledger signs that others act on: the allowance it gives back, and the events a
+#: partner receives and compliance gives cap back on. An event is no command (it has no ctx).
+Record = Envelope | Event | EventBatch
+R = TypeVar("R", bound=Record)
+
+#: Whose signature a reader believes, by what it reads: compliance gives cap back only on the
+#: ledger's word (a release, a failed or rejected update); webhooks stores and delivers an
+#: event the ledger published, or one admin published itself (docs/security.md, "Who writes
+#: each topic").
+RELEASE_SIGNERS: tuple[Signer, ...] = ("ledger",)
+USAGE_SIGNERS: tuple[Signer, ...] = ("ledger",)
+EVENT_SIGNERS: tuple[Signer, ...] = ("ledger", "admin")
+
+#: How long the ledger's signature on a release or an event stays good: as long as the suite's
+#: topics keep a record (7 days, ``kafka_retention_ms``; a redrive needs its origin still on
+#: the topic anyway), and well under webhooks' 30 days of stored events, so a captured event
+#: replayed later is either stored already (an event id is stored once) or expired.
+RECORD_TTL_S = 7 * 86400
 
 
 class AuthorityError(ValueError):
@@ -78,11 +104,14 @@ class AuthorityInvalid(Exception):
 def _signer_of(kid: str) -> Signer:
     if not _KID.match(kid):
         raise AuthorityError(
-            f"key id {kid[:40]!r} must start with compliance- or admin- (its signer),"
+            f"key id {kid[:40]!r} must start with compliance-, admin- or ledger- (its signer),"
             " then 1-40 of A-Z a-z 0-9 _ . -"
         )
     name = re.split(r"[-_.]", kid, maxsplit=1)[0]
-    return "compliance" if name == "compliance" else "admin"
+    for signer in SIGNERS:
+        if name == signer:
+            return signer
+    raise AuthorityError(f"key id {kid[:40]!r} names no signer")  # unreachable: _KID
 
 
 _ANY_KID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,47}$")
@@ -129,17 +158,24 @@ def new_seed_setting(kid: str) -> str:
     return f"{kid}:{base64.b64encode(seed).decode()}"
 
 
-def signed_bytes(cmd: Envelope, signer: str, kid: str, expires_at: int) -> bytes:
-    """What the signature covers (see the module's docstring)."""
-    ctx = msgspec.structs.replace(cmd.ctx, request_id="")
-    bare = msgspec.structs.replace(cmd, authority=None, ctx=ctx)
+def signed_bytes(record: Record, signer: str, kid: str, expires_at: int) -> bytes:
+    """What the signature covers (see the module's docstring): a command but its request id,
+    an event or a batch of events whole (its type tag included, so no signed record can be
+    read as another kind)."""
+    bare: msgspec.Struct
+    if isinstance(record, Envelope):
+        ctx = msgspec.structs.replace(record.ctx, request_id="")
+        bare = msgspec.structs.replace(record, authority=None, ctx=ctx)
+    else:
+        bare = msgspec.structs.replace(record, authority=None)
     head = f"{signer}\x00{kid}\x00{expires_at}\x00".encode()
     return DOMAIN + head + encode(bare)
 
 
 @dataclass(frozen=True)
 class SigningKey:
-    """A signer's private key (compliance's or admin's), used by that service alone."""
+    """A signer's private key (compliance's, admin's or the ledger's), used by that service
+    alone."""
 
     kid: str
     signer: Signer
@@ -147,18 +183,23 @@ class SigningKey:
     ttl_s: int = 900
 
     @classmethod
-    def parse(cls, setting: str, signer: Signer, ttl_s: int = 900) -> SigningKey:
-        """From ``kid:base64seed`` (one key: the one that signs)."""
+    def parse(cls, setting: str, signer: Signer, ttl_s: int | None = None) -> SigningKey:
+        """From ``kid:base64seed`` (one key: the one that signs). Unless ``ttl_s`` says
+        otherwise, a command stays good for 900 s, the ledger's records for
+        :data:`RECORD_TTL_S`."""
         entries = _entries(setting, f"the {signer} signing key")
         if len(entries) != 1:
             raise AuthorityError(f"the {signer} signing key must be exactly one kid:base64 entry")
         kid, seed = entries[0]
         if _signer_of(kid) != signer:
             raise AuthorityError(f"key id {kid!r} does not name {signer} as its signer")
+        if ttl_s is None:
+            ttl_s = RECORD_TTL_S if signer == "ledger" else 900
         return cls(kid, signer, Ed25519PrivateKey.from_private_bytes(seed), ttl_s)
 
-    def sign(self, cmd: E, now: float | None = None) -> E:
-        """``cmd`` with this signer's authority, valid for ``ttl_s`` from ``now``."""
+    def sign(self, cmd: R, now: float | None = None) -> R:
+        """``cmd`` (a command, an event or a batch of events) with this signer's authority,
+        valid for ``ttl_s`` from ``now``."""
         expires_at = int(now if now is not None else time.time()) + self.ttl_s
         sig = self.key.sign(signed_bytes(cmd, self.signer, self.kid, expires_at))
         grant = Authority(
@@ -192,7 +233,7 @@ class VerifyKeys:
     def signers(self) -> set[Signer]:
         return {signer for signer, _ in self.keys.values()}
 
-    def verify(self, cmd: Envelope, allowed: Collection[str], now: float | None = None) -> Signer:
+    def verify(self, cmd: Record, allowed: Collection[str], now: float | None = None) -> Signer:
         """The signer of ``cmd``, one of ``allowed``; raises :class:`AuthorityInvalid` (naming
         why) when the command is unsigned, signed by another, with an unknown key, expired,
         or its signature does not verify over the command as it is."""
@@ -231,14 +272,13 @@ def refusal(cmd: Envelope, exc: AuthorityInvalid, service: str) -> Result:
     )
 
 
-def admit(
-    service: str, keys: VerifyKeys, required: Callable[[Envelope], Collection[str]]
-) -> Callable[[Envelope], None]:
+def admit(service: str, keys: VerifyKeys, required: Callable[[R], Collection[str]]) -> Callable[[R], None]:
     """A consumer's admission check (``common.consume.BatchProcessor(admit=...)``): a command
-    is admitted when its authority verifies for a signer ``required`` names for it (an empty
-    collection: no authority needed). A refusal is counted by service and why."""
+    (or a release, or an event) is admitted when its authority verifies for a signer
+    ``required`` names for it (an empty collection: no authority needed). A refusal is counted
+    by service and why."""
 
-    def check(cmd: Envelope) -> None:
+    def check(cmd: R) -> None:
         allowed = required(cmd)
         if not allowed:
             return
@@ -266,13 +306,16 @@ def verify_setting(*signing_settings: str) -> str:
 
 
 def new_settings(label: str = "1") -> dict[str, str]:
-    """Fresh signing keys for compliance and admin, and the verification keys for both, as the
-    environment gives them (``make run``, the tests, bench and chaos)."""
+    """Fresh signing keys for compliance, admin and the ledger (three keys, none derived from
+    another), and the verification keys for all three, as the environment gives them
+    (``make run``, the tests, bench and chaos)."""
     compliance, admin = new_signing_setting("compliance", label), new_signing_setting("admin", label)
+    ledger = new_signing_setting("ledger", label)
     return {
         "SLUICE_COMPLIANCE_SIGNING_KEY": compliance,
         "SLUICE_ADMIN_SIGNING_KEY": admin,
-        "SLUICE_AUTHORITY_VERIFY_KEYS": verify_setting(compliance, admin),
+        "SLUICE_LEDGER_SIGNING_KEY": ledger,
+        "SLUICE_AUTHORITY_VERIFY_KEYS": verify_setting(compliance, admin, ledger),
     }
 
 

@@ -325,7 +325,8 @@ async def dead_letter(broker: KafkaBroker, settings: Settings, service: str, fai
     ctx = getattr(msg, "ctx", None)
     request_id = getattr(ctx, "request_id", None) or getattr(msg, "request_id", None)
     letter = DeadLetter(
-        dead_letter_id=f"dlq_{rec.topic}_{rec.partition}_{rec.offset}",
+        # by service too: the events topic has two readers, and each refusal is its own letter
+        dead_letter_id=f"dlq_{service}_{rec.topic}_{rec.partition}_{rec.offset}",
         service=service,
         topic=rec.topic,
         partition=rec.partition,

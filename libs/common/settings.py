@@ -41,17 +41,20 @@ SECRET_SETTINGS = {
     "jwt_secret": "SLUICE_JWT_SECRET",  # a setting's name  # nosec B105
     "onboarding_secret": "SLUICE_ONBOARDING_SECRET",  # a setting's name  # nosec B105
     "encryption_keys": "SLUICE_ENCRYPTION_KEYS",
-    # Ed25519 signing keys of the two deciders (common.authority)
+    # Ed25519 signing keys of the deciders (common.authority): compliance's and admin's
+    # commands, the ledger's releases and events
     "compliance_signing_key": "SLUICE_COMPLIANCE_SIGNING_KEY",  # a setting's name  # nosec B105
     "admin_signing_key": "SLUICE_ADMIN_SIGNING_KEY",  # a setting's name  # nosec B105
+    "ledger_signing_key": "SLUICE_LEDGER_SIGNING_KEY",  # a setting's name  # nosec B105
     "gateway_cache_key": "SLUICE_GATEWAY_CACHE_KEY",
 }
 # The secrets each service uses, and so requires and is given; it never holds another's:
 # load_settings(service) blanks them (docs/security.md, "Database roles and per-service
 # secrets"). The gateway verifies access tokens, signs onboarding links and seals webhook
 # secrets; admin authenticates operators and issues access tokens; webhooks opens the webhook
-# secrets it signs with; the ledger alone signs the journal's anchors; compliance signs its
-# decisions and admin its operator commands.
+# secrets it signs with; the ledger alone signs the journal's anchors, and with another key
+# the allowance it gives back and its events; compliance signs its decisions and admin its
+# operator commands.
 SERVICE_SECRETS: dict[str, tuple[str, ...]] = {
     "gateway": (
         "SLUICE_JWT_SECRET",
@@ -61,13 +64,19 @@ SERVICE_SECRETS: dict[str, tuple[str, ...]] = {
     ),
     "admin": ("SLUICE_ADMIN_TOKEN", "SLUICE_JWT_SECRET", "SLUICE_ADMIN_SIGNING_KEY"),
     "webhooks": ("SLUICE_ENCRYPTION_KEYS",),
-    "ledger": ("SLUICE_JOURNAL_ANCHOR_KEY",),
+    "ledger": ("SLUICE_JOURNAL_ANCHOR_KEY", "SLUICE_LEDGER_SIGNING_KEY"),
     "compliance": ("SLUICE_COMPLIANCE_SIGNING_KEY",),
 }
-# The services that verify a decider's signature (docs/security.md, "Round 5: no single point
-# of trust"): they need SLUICE_AUTHORITY_VERIFY_KEYS (public keys, not secrets) and refuse to
-# start without them.
-AUTHORITY_VERIFIERS = ("ledger", "compliance")
+# The services that verify a decider's signature (docs/security.md, "Who writes each topic"),
+# and whose: they need SLUICE_AUTHORITY_VERIFY_KEYS (public keys, not secrets) holding those
+# signers' keys and refuse to start without them. The ledger checks the commands it applies;
+# compliance admin's policy commands and the ledger's releases and usage signals; webhooks the
+# events it stores and delivers.
+AUTHORITY_VERIFIERS: dict[str, frozenset[Signer]] = {
+    "ledger": frozenset({"compliance", "admin"}),
+    "compliance": frozenset({"admin", "ledger"}),
+    "webhooks": frozenset({"ledger"}),
+}
 
 
 class Settings(BaseSettings):
@@ -243,12 +252,14 @@ class Settings(BaseSettings):
     journal_anchor_interval_s: float = 5.0
 
     # Authority between services (docs/security.md, "Round 5: no single point of trust";
-    # common.authority): compliance's and admin's Ed25519 signing keys (``kid:base64seed``, each
-    # held by its service alone), the public keys the ledger and compliance verify with
-    # (``kid:base64,...``: several while keys rotate), and how long a signed command stays valid
-    # (it is applied once: the ledger's inbox).
+    # common.authority): compliance's, admin's and the ledger's Ed25519 signing keys
+    # (``kid:base64seed``, each held by its service alone, none derived from another), the
+    # public keys the ledger, compliance and webhooks verify with (``kid:base64,...``: several
+    # while keys rotate), and how long a signed command stays valid (it is applied once: the
+    # ledger's inbox; the ledger's records: common.authority.RECORD_TTL_S).
     compliance_signing_key: SecretStr = SecretStr("")
     admin_signing_key: SecretStr = SecretStr("")
+    ledger_signing_key: SecretStr = SecretStr("")
     authority_verify_keys: str = ""
     authority_ttl_s: int = Field(default=900, ge=10, le=86400)
     # Four eyes on operator actions that move money or grant trust (admin.operators.four_eyes): on by
@@ -309,6 +320,7 @@ class Settings(BaseSettings):
         signers: tuple[tuple[str, Signer], ...] = (
             ("compliance_signing_key", "compliance"),
             ("admin_signing_key", "admin"),
+            ("ledger_signing_key", "ledger"),
         )
         for attr, signer in signers:
             if getattr(self, attr).get_secret_value():
@@ -352,7 +364,10 @@ class Settings(BaseSettings):
         return weak
 
     def signing_key(self, signer: Signer) -> SigningKey:
-        """Compliance's or admin's signing key (the one its own service holds)."""
+        """Compliance's, admin's or the ledger's signing key (the one its own service holds).
+        The ledger's signs records read for days, not commands applied within minutes."""
+        if signer == "ledger":  # its own lifetime, common.authority.RECORD_TTL_S
+            return SigningKey.parse(self.ledger_signing_key.get_secret_value(), signer)
         setting = self.compliance_signing_key if signer == "compliance" else self.admin_signing_key
         return SigningKey.parse(setting.get_secret_value(), signer, self.authority_ttl_s)
 
@@ -392,6 +407,7 @@ def _development_fill(settings: Settings, missing: list[str]) -> None:
         "SLUICE_ENCRYPTION_KEYS": ("encryption_keys", new_key_setting()),
         "SLUICE_COMPLIANCE_SIGNING_KEY": ("compliance_signing_key", new_signing_setting("compliance", "dev")),
         "SLUICE_ADMIN_SIGNING_KEY": ("admin_signing_key", new_signing_setting("admin", "dev")),
+        "SLUICE_LEDGER_SIGNING_KEY": ("ledger_signing_key", new_signing_setting("ledger", "dev")),
         "SLUICE_GATEWAY_CACHE_KEY": ("gateway_cache_key", new_key_setting()),
     }
     for name in missing:
@@ -465,9 +481,11 @@ def load_settings(service: str | None = None) -> Settings:
             "sluice: refusing to start in production (SLUICE_ENV=production) with test-only "
             "settings: unset " + ", ".join(unsafe)
         )
-    if service in AUTHORITY_VERIFIERS and not (settings.verify_keys.signers() >= {"compliance", "admin"}):
+    needed = AUTHORITY_VERIFIERS.get(service or "", frozenset())
+    if not settings.verify_keys.signers() >= needed:
+        whose = " and ".join(f"{s}'s" for s in sorted(needed))
         _refuse(
-            f"sluice: {service} verifies compliance's and admin's signatures (docs/security.md): set"
+            f"sluice: {service} verifies {whose} signatures (docs/security.md): set"
             " SLUICE_AUTHORITY_VERIFY_KEYS to their public keys (kid:base64,...; make run generates them)"
         )
     return settings

@@ -11,7 +11,7 @@ is not here: it lives in tools/ and is not in the image.
   exit 1 when a topic's partition count differs from the setting (``common.provision``).
 - ``acls [--dry-run]``: create every service principal's Kafka ACLs (``common.acls.plan``), as
   the configured principal (a super user); ``--dry-run`` prints them and connects to nothing.
-- ``keys [--verify]``: new Ed25519 signing keys for compliance and admin and the journal's
+- ``keys [--verify]``: new Ed25519 signing keys for compliance, admin and the ledger and the journal's
   anchor key, and the verification keys for them (docs/security.md,
   "Round 5: no single point of trust"), as ``NAME=value`` lines; ``--verify`` prints only the
   verification keys of the signing keys in the environment (for a rotation).
@@ -164,7 +164,8 @@ def keys(verify_only: bool) -> int:
     from common import authority
 
     if verify_only:
-        given = [os.environ.get(n, "") for n in ("SLUICE_COMPLIANCE_SIGNING_KEY", "SLUICE_ADMIN_SIGNING_KEY")]
+        names = ("SLUICE_COMPLIANCE_SIGNING_KEY", "SLUICE_ADMIN_SIGNING_KEY", "SLUICE_LEDGER_SIGNING_KEY")
+        given = [os.environ.get(n, "") for n in names]
         anchor = os.environ.get("SLUICE_JOURNAL_ANCHOR_KEY", "")
         try:
             print(f"SLUICE_AUTHORITY_VERIFY_KEYS={authority.verify_setting(*[g for g in given if g])}")
@@ -192,7 +193,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = sub.add_parser("acls", help="create every service principal's Kafka ACLs (common.acls)")
     a.add_argument("--dry-run", action="store_true", help="print them, connect to nothing")
     k = sub.add_parser(
-        "keys", help="new signing keys (compliance, admin, journal anchors) and their verification keys"
+        "keys",
+        help="new signing keys (compliance, admin, ledger, journal anchors) and their verification keys",
     )
     k.add_argument(
         "--verify", action="store_true", help="the verification keys of the signing keys in the env"

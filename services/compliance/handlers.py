@@ -20,7 +20,7 @@ from faststream.kafka import KafkaBroker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common import authority, replies
-from common.authority import AuthorityInvalid
+from common.authority import RELEASE_SIGNERS, AuthorityInvalid
 from common.broker import dead_letter
 from common.consume import BatchProcessor, Failure
 from common.contracts import Command, ComplianceCommand, Envelope, Result
@@ -139,7 +139,8 @@ class ComplianceConsumer:
 
     def releases_processor(self, readiness: Readiness | None = None) -> BatchProcessor[ReleaseAllowance]:
         """Allowance the ledger gives back (``compliance.releases``, written by the ledger alone:
-        on the commands topic the gateway could have forged it)."""
+        on the commands topic the gateway could have forged it), each signed by the ledger: an
+        unsigned or wrongly signed one is dead-lettered ``authority_invalid`` and counted."""
 
         async def give_up(failure: Failure) -> None:
             await dead_letter(self.broker, self.settings, "compliance", failure)
@@ -153,24 +154,28 @@ class ComplianceConsumer:
             decode=RELEASES.decode,
             handle_batch=release,
             dead_letter=give_up,
+            # the ledger's signature, not the topic, says a release is the ledger's
+            admit=authority.admit("compliance", self.settings.verify_keys, lambda _c: RELEASE_SIGNERS),
             readiness=readiness,
             attempts=self.settings.consumer_max_attempts,
         )
 
-    def usage_processor(self, readiness: Readiness | None = None) -> BatchProcessor[bytes]:
-        """Cap given back for failed or rejected transfers (events topic, own group)."""
+    def usage_processor(self, readiness: Readiness | None = None) -> BatchProcessor[usage.Signal]:
+        """Cap given back for failed or rejected transfers (events topic, own group), on the
+        ledger's signature alone (``usage.admission``)."""
 
         async def give_up(failure: Failure) -> None:
             await dead_letter(self.broker, self.settings, "compliance", failure)
 
-        async def release(raws: Sequence[bytes]) -> None:
-            await usage.release_batch(self.sessions, raws)
+        async def release(signals: Sequence[usage.Signal]) -> None:
+            await usage.release_batch(self.sessions, signals)
 
         return BatchProcessor(
             name="compliance-usage",
-            decode=lambda raw: raw,
+            decode=usage.Signal.read,
             handle_batch=release,
             dead_letter=give_up,
+            admit=usage.admission(self.settings.verify_keys),
             readiness=readiness,
             attempts=self.settings.consumer_max_attempts,
         )

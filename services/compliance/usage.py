@@ -4,17 +4,27 @@ Cap usage is taken at approval (funds are held from ``pending``). This consumer 
 ``transfer.updated`` / ``payout.updated`` from the events topic in its own consumer group
 and releases the held amount once (``cap_holds.released_at``) when the new state is
 ``failed`` or ``rejected``. A ``returned`` payout keeps its usage (the money did move).
+
+Only the ledger's word gives cap back: a record that would release anything is released only
+when the ledger's signature verifies over it (:func:`admission`); anything else is refused,
+dead-lettered ``authority_invalid`` and counted (docs/security.md, "Who writes each topic").
+Records that release nothing are not checked here: they change nothing in compliance.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from common import authority
+from common.authority import USAGE_SIGNERS, AuthorityInvalid, VerifyKeys
+from common.contracts.events import EVENT_RECORDS
+from common.metrics import AUTHORITY_REFUSED
 from compliance import allowance
 
 log = logging.getLogger(__name__)
@@ -52,6 +62,38 @@ def releases(raws: Sequence[bytes]) -> list[tuple[str, str]]:
     return out
 
 
+@dataclass(frozen=True)
+class Signal:
+    """A record of the events topic as the usage consumer reads it, once: its bytes (what the
+    ledger signed) and the (tenant_id, transfer_id) of the updates in it that give cap back."""
+
+    raw: bytes
+    gives_back: list[tuple[str, str]]
+
+    @classmethod
+    def read(cls, raw: bytes) -> Signal:
+        return cls(raw, releases([raw]))
+
+
+def admission(keys: VerifyKeys) -> Callable[[Signal], None]:
+    """The usage consumer's check of each record (``BatchProcessor.admit``): one that gives
+    cap back must carry the ledger's valid signature over the record as it is."""
+    verify = authority.admit("compliance", keys, lambda _record: USAGE_SIGNERS)
+
+    def check(signal: Signal) -> None:
+        if not signal.gives_back:
+            return
+        try:
+            record = EVENT_RECORDS.decode(signal.raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            AUTHORITY_REFUSED.labels("compliance", "unreadable").inc()
+            why = "a record giving cap back is no event the ledger signs"
+            raise AuthorityInvalid("unreadable", why) from None
+        verify(record)
+
+    return check
+
+
 async def release_given(
     sessions: async_sessionmaker[AsyncSession], failed: Sequence[tuple[str, str, str]]
 ) -> int:
@@ -66,8 +108,8 @@ async def release_given(
     return len(released)
 
 
-async def release_batch(sessions: async_sessionmaker[AsyncSession], raws: Sequence[bytes]) -> int:
-    todo = releases(raws)
+async def release_batch(sessions: async_sessionmaker[AsyncSession], signals: Sequence[Signal]) -> int:
+    todo = [update for signal in signals for update in signal.gives_back]
     if not todo:
         return 0
     async with sessions() as session, session.begin():

@@ -42,7 +42,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
         runtime.topics,
         ledger_config=ledger_config,
     )
-    simulator = Simulator(runtime.sessions, outbox, runtime.topics, ledger_config)
+    simulator = Simulator(runtime.sessions, outbox, runtime.topics, ledger_config, consumer.signing_key)
     subscribe(
         runtime.broker,
         settings,

@@ -94,6 +94,10 @@ class LedgerConsumer:
     processed: int = 0
     stats: BatchStats = field(default_factory=lambda: BatchStats())
 
+    def __post_init__(self) -> None:
+        # What the ledger publishes that others act on (releases, events) carries its signature.
+        self.signing_key = self.settings.signing_key("ledger")
+
     async def _read(self, session: AsyncSession, cmd: LedgerCommand) -> bytes:
         try:
             async with session.begin_nested():
@@ -113,8 +117,10 @@ class LedgerConsumer:
                 TRANSFER_IDS_REUSED.labels("ledger").inc()
         result = encode(service.result_of(cmd, effects, err))
         if effects is not None and effects.events:
-            service.stage_fact(session, self.outbox, self.topics, effects.events)
-        if err is not None and (release := service.allowance_release(cmd, self.topics, err)) is not None:
+            service.stage_fact(session, self.outbox, self.topics, effects.events, self.signing_key)
+        if err is not None and (
+            release := service.allowance_release(cmd, self.topics, self.signing_key, err)
+        ):
             self.outbox.add(session, release)
         return result
 
@@ -182,7 +188,7 @@ class LedgerConsumer:
             ),
         )
         await reply(self.broker, cmd.ctx.reply_to, result, service="ledger", prefix=self.topics.prefix)
-        if (release := service.allowance_release(cmd, self.topics)) is not None:
+        if (release := service.allowance_release(cmd, self.topics, self.signing_key)) is not None:
             await publish(
                 self.broker,
                 release.payload,

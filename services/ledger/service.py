@@ -16,6 +16,7 @@ from typing import Any, cast
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from common.authority import SigningKey
 from common.contracts import Envelope, Result, encode
 from common.contracts.base import ErrorBody, Event
 from common.contracts.commands import (
@@ -209,31 +210,40 @@ def result_of(cmd: Envelope, effects: Effects | None, err: ServiceError | None) 
     )
 
 
-def stage_events(session: AsyncSession, outbox: Outbox, topics: Topics, events: list[Event]) -> None:
-    """Each event in a record of its own (the sandbox simulator: one step of one transfer each)."""
+def stage_events(
+    session: AsyncSession, outbox: Outbox, topics: Topics, events: list[Event], key: SigningKey
+) -> None:
+    """Each event in a record of its own (the sandbox simulator: one step of one transfer each),
+    signed with the ledger's ``key``: webhooks and compliance act only on what it signed."""
     for ev in events:
+        signed = key.sign(ev)
         outbox.add(
             session,
-            OutMessage(topics.events, encode(ev), key=ev.tenant_id.encode(), request_id=ev.request_id),
+            OutMessage(topics.events, encode(signed), key=ev.tenant_id.encode(), request_id=ev.request_id),
         )
 
 
-def stage_fact(session: AsyncSession, outbox: Outbox, topics: Topics, events: list[Event]) -> None:
+def stage_fact(
+    session: AsyncSession, outbox: Outbox, topics: Topics, events: list[Event], key: SigningKey
+) -> None:
     """The events one command produced, in ONE record (one record per fact, not per event: a
-    book transfer's created and two updated events), encoded once; a single event as itself."""
+    book transfer's created and two updated events), encoded and signed once; a single event as
+    itself."""
     if len(events) < 2:
-        stage_events(session, outbox, topics, events)
+        stage_events(session, outbox, topics, events, key)
         return
     first = events[0]
     # The ledger's events are domain events (``AnyEvent``) by construction (``Effects.emit``).
-    batch = EventBatch(tenant_id=first.tenant_id, events=cast("list[AnyEvent]", list(events)))
+    batch = key.sign(EventBatch(tenant_id=first.tenant_id, events=cast("list[AnyEvent]", list(events))))
     outbox.add(
         session,
         OutMessage(topics.events, encode(batch), key=first.tenant_id.encode(), request_id=first.request_id),
     )
 
 
-def allowance_release(cmd: Envelope, topics: Topics, err: ServiceError | None = None) -> OutMessage | None:
+def allowance_release(
+    cmd: Envelope, topics: Topics, key: SigningKey, err: ServiceError | None = None
+) -> OutMessage | None:
     """For a transfer compliance approved that the ledger refused or failed: the message that
     gives its daily-cap allowance back (docs/failure-model.md, "Cap allowances"), named after
     the command that failed, whose hold alone it gives back. None for anything else, and for a
@@ -248,6 +258,7 @@ def allowance_release(cmd: Envelope, topics: Topics, err: ServiceError | None = 
         ctx=msgspec.structs.replace(cmd.ctx, reply_to=None, idempotency_key=None),
         transfer_id=cmd.transfer_id,
     )
+    release = key.sign(release)  # compliance gives back only what the ledger signed
     return OutMessage(
         topics.compliance_releases,
         encode(release),

@@ -14,6 +14,7 @@ import logging
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from common.authority import SigningKey
 from common.errors import ErrorCode, ServiceError
 from common.outbox import Outbox
 from common.topics import Topics
@@ -34,11 +35,13 @@ class Simulator:
         outbox: Outbox,
         topics: Topics,
         ledger_config: LedgerConfig,
+        signing_key: SigningKey,
         *,
         poll_s: float = 0.2,
         batch: int = 50,
     ) -> None:
         self.sessions, self.outbox, self.topics, self.ledger_config = sessions, outbox, topics, ledger_config
+        self.signing_key = signing_key  # the ledger's: its events carry its signature
         self.poll_s, self.batch = poll_s, batch
         self.steps = 0
 
@@ -70,7 +73,7 @@ class Simulator:
                         await repo.unschedule(session, t.id)
                 # Every account of the pass locked once, in id order, and moved once.
                 await journal.apply(session)
-                service.stage_events(session, self.outbox, self.topics, events)
+                service.stage_events(session, self.outbox, self.topics, events, self.signing_key)
                 msgs = await self.outbox.write(session)
             await self.outbox.dispatch(self.sessions, msgs, Outbox.pruned(session))
         self.steps += len(events)

@@ -22,7 +22,8 @@ import msgspec
 from faststream.kafka import KafkaBroker
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from common import replies
+from common import authority, replies
+from common.authority import EVENT_SIGNERS
 from common.broker import dead_letter
 from common.consume import BatchProcessor, Failure
 from common.contracts import Result, WebhooksCommand, decode, encode
@@ -156,4 +157,8 @@ class WebhooksConsumer:
         return self._processor("webhooks-commands", WEBHOOKS_COMMANDS, self.run_commands, readiness, admit)
 
     def event_processor(self, readiness: Readiness | None = None) -> BatchProcessor[Any]:
-        return self._processor("webhooks-events", EVENT_RECORDS, self.run_events, readiness)
+        """Events stored and delivered only on their publisher's signature (the ledger's, or
+        admin's for its own): a forged one is dead-lettered ``authority_invalid``, counted, and
+        never stored, listed or delivered (docs/security.md, "Who writes each topic")."""
+        admit = authority.admit("webhooks", self.settings.verify_keys, lambda _r: EVENT_SIGNERS)
+        return self._processor("webhooks-events", EVENT_RECORDS, self.run_events, readiness, admit)

@@ -10,16 +10,21 @@ On the tree before (fd9597e), each of these worked:
    signed an allow for it;
 3. a read or a customer naming the journal's anchors topic as its reply address: the ledger and
    compliance put their results there, kept forever, and verify_journal answered
-   ``anchor_signature_invalid`` from then on.
+   ``anchor_signature_invalid`` from then on;
+4. an unsigned ``ReleaseAllowance`` on ``compliance.releases``, or a forged ``transfer.updated``
+   on ``events``: cap given back for a completed transfer, and a made-up transfer delivered to
+   the partner and served by /v1/events (authority implied by the topic).
 
 Now each is refused, names its reason, is counted and visible to an operator (the decision
 log, the dead letters), and leaves money, caps and the anchors as they were. The pure decisions:
-tests/unit/test_transfer_ids.py and test_reply_topics.py.
+tests/unit/test_transfer_ids.py, test_reply_topics.py and test_authority.py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -27,6 +32,7 @@ import msgspec
 import pytest
 from aiokafka import AIOKafkaProducer
 
+from common.authority import SigningKey
 from common.contracts import Result
 from common.contracts.base import encode
 from common.contracts.commands import (
@@ -37,14 +43,16 @@ from common.contracts.commands import (
     ReleaseAllowance,
     partition_key,
 )
+from common.contracts.events import TransferUpdated
 from common.ids import new_id
 from common.topics import Topics
-from tests.conftest import Stack, make_tenant
+from tests.conftest import AUTHORITY, Stack, make_tenant
 from tests.integration.test_authority import counter
 from tests.support.admin import _read, admin_ok
 from tests.support.flows import book, created, funded, send, wait_state
-from tests.support.ledger import LedgerKit, allow, open_kit
+from tests.support.ledger import LedgerKit, allow, ledger_key, open_kit
 from tests.support.wait import eventually_async
+from tests.support.webhooks import create_customer, endpoint
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 
@@ -62,15 +70,16 @@ async def _used(kit: LedgerKit, tenant_id: str, mode: str = "sandbox") -> Decima
     return D(await kit.db.fetchval(sql, tenant_id, mode))
 
 
-async def _produce(stack: Stack, topic: str, value: bytes, key: str) -> None:
+async def _produce(stack: Stack, topic: str, value: bytes, key: str) -> tuple[str, int, int]:
     """As any principal allowed to write ``topic`` (the test stack's broker has no ACLs; who
-    may write what is tests/integration/test_kafka_acls.py's)."""
+    may write what is tests/integration/test_kafka_acls.py's): where the record landed."""
     producer = AIOKafkaProducer(bootstrap_servers=stack.stores.kafka_bootstrap, enable_idempotence=False)
     await producer.start()
     try:
-        await producer.send_and_wait(topic, value, key=key.encode())
+        sent = await producer.send_and_wait(topic, value, key=key.encode())
     finally:
         await producer.stop()
+    return topic, sent.partition, sent.offset
 
 
 def _reusing(kit: LedgerKit, transfer_id: str, src: str, dst: str, amount: str) -> CreateTransfer:
@@ -112,12 +121,14 @@ async def test_a_reused_transfer_id_lifts_no_cap_and_releases_nothing(stack: Sta
         signed = msgspec.structs.replace(_reusing(kit, done, a, b, "10.00"), decision=allow())
         r = await kit.send(signed)
         assert r.status == 403 and _reason(r) == "transfer_id_reused", r
-        # 3. the release the ledger published for such a failure before: it names the failed
-        # command, whose hold there is none, so it gives nothing back
+        # 3. the release the ledger published for such a failure before (signed by the ledger,
+        # as it signs every release): it names the failed command, whose hold there is none, so
+        # it gives nothing back
         consumed = counter(compliance, "sluice_messages_consumed_total", consumer="compliance-releases")
         release = ReleaseAllowance(
             command_id=f"{RELEASE_PREFIX}{signed.command_id}", ctx=kit.ctx(reply_to=None), transfer_id=done
         )
+        release = ledger_key().sign(release)
         await _produce(stack, TOPICS.compliance_releases, encode(release), t.tenant_id)
         await _released_once(stack, consumed)
         # caps and money as they were: the cap still refuses what it refused
@@ -228,3 +239,123 @@ async def _dead_lettered(stack: Stack, request_ids: set[str]) -> None:
         return len(await asyncio.to_thread(letters)) == len(request_ids)
 
     await eventually_async(all_there, timeout=60, what="the refused commands among admin's dead letters")
+
+
+async def test_an_unsigned_release_or_usage_signal_gives_no_cap_back(stack: Stack) -> None:
+    """Compliance's half of attack 4 above: a ``ReleaseAllowance`` on ``compliance.releases`` naming a
+    completed transfer's command (unsigned, or signed with compliance's key) and a forged
+    ``transfer.updated state=failed`` for it on ``events`` each gave its 20.00 back under a daily
+    cap of 30. Now each is dead-lettered ``authority_invalid``, counted, and the cap stays
+    exhausted."""
+    t = make_tenant(stack)
+    cap = {"tenant_id": t.tenant_id, "mode": "sandbox", "per_transfer": "30", "daily": "30"}
+    assert stack.admin_call("set_transfer_cap", **cap).status_code == 200
+    a, b = funded(t, "100.00")["wallet_id"], funded(t, "1.00")["wallet_id"]
+    done = created(send(t, "/v1/transfers", book(a, b, "20.00")))["transfer_id"]
+    wait_state(t, f"/v1/transfers/{done}", "completed")
+    compliance = [stack.procs["compliance"].url]
+    async with open_kit(stack) as kit:
+        kit.tenant_id = t.tenant_id
+        held = "SELECT command_id FROM compliance.cap_holds WHERE transfer_id = $1"
+        command_id = await kit.db.fetchval(held, done)
+        assert command_id and await _used(kit, t.tenant_id) == D(20)
+        before = _refused(compliance, "compliance")
+        ctx = kit.ctx(reply_to=None)
+        unsigned = ReleaseAllowance(command_id=f"{RELEASE_PREFIX}{command_id}", ctx=ctx, transfer_id=done)
+        wrong = SigningKey.parse(AUTHORITY["SLUICE_COMPLIANCE_SIGNING_KEY"], "compliance").sign(unsigned)
+        failed = _forged_update(t.tenant_id, done, "failed", "20.00")
+        sent = [
+            await _produce(stack, TOPICS.compliance_releases, encode(unsigned), t.tenant_id),
+            await _produce(stack, TOPICS.compliance_releases, encode(wrong), t.tenant_id),
+            await _produce(stack, TOPICS.events, encode(failed), t.tenant_id),
+        ]
+        # counted once compliance finished with them (the one barrier on both topics)
+        await _counted(compliance, "compliance", before, {"unsigned": 2, "wrong_signer": 1})
+        assert await _used(kit, t.tenant_id) == D(20)
+        hold = "SELECT released_at FROM compliance.cap_holds WHERE transfer_id = $1"
+        assert await kit.db.fetchval(hold, done) is None
+        over = send(t, "/v1/transfers", book(a, b, "20.00"))
+        assert (
+            over.status_code == 403 and over.json()["error"]["details"]["reason"] == "transfer_cap_exceeded"
+        ), over.text
+        await _lettered(stack, "compliance", sent)
+
+
+async def test_a_forged_event_is_neither_stored_listed_nor_delivered(stack: Stack) -> None:
+    """The partner's half of attack 4 above: a forged ``transfer.updated`` (1,000,000.00 completed) on
+    ``events`` was delivered to the partner, validly signed, and served by /v1/events. Now
+    webhooks refuses it before storing (``authority_invalid``, counted); the ledger's own events,
+    published after it on the same partition, still arrive."""
+    webhooks = [stack.procs["webhooks"].url]
+    async with endpoint(stack) as ep:
+        t = ep.tenant
+        before = _refused(webhooks, "webhooks")
+        unsigned = _forged_update(t.tenant_id, new_id("tr"), "completed", "1000000.00")
+        altered = ledger_key().sign(_forged_update(t.tenant_id, new_id("tr"), "completed", "1.00"))
+        altered.data["amount"] = "1000000.00"  # the ledger's signature, over another amount
+        forged = {unsigned.event_id, altered.event_id}
+        sent = [await _produce(stack, TOPICS.events, encode(e), t.tenant_id) for e in (unsigned, altered)]
+        # the ledger's events after them (same tenant: the same partition) are delivered: by
+        # then webhooks has handled the forged records
+        customer = await create_customer(t)
+
+        async def delivered() -> bool:
+            bodies = [json.loads(r.body) for r in list(ep.receiver.received)]
+            return any(b["data"].get("customer_id") == customer for b in bodies)
+
+        await eventually_async(delivered, timeout=60, what="the ledger's customer.created delivered")
+        assert not [r for r in ep.receiver.received if r.headers.get("x-service-webhook-id") in forged]
+        for event_id in forged:
+            got = await asyncio.to_thread(t.get, f"/v1/events/{event_id}")
+            assert got.status_code == 404, got.text
+        listed = await asyncio.to_thread(t.get, "/v1/events?limit=100")
+        assert {e["id"] for e in listed.json()["data"]["items"]}.isdisjoint(forged)
+        await _counted(webhooks, "webhooks", before, {"unsigned": 1, "bad_signature": 1})
+        await _lettered(stack, "webhooks", sent)
+
+
+def _forged_update(tenant_id: str, transfer_id: str, state: str, amount: str) -> TransferUpdated:
+    """A ``transfer.updated`` as the ledger would publish it, but made by someone else."""
+    return TransferUpdated(
+        event_id=new_id("evt"),
+        tenant_id=tenant_id,
+        mode="sandbox",
+        created_at=datetime.now(UTC).isoformat(),
+        request_id=new_id("req"),
+        data={"transfer_id": transfer_id, "state": state, "previous_state": "processing", "amount": amount},
+    )
+
+
+def _refused(urls: list[str], service: str) -> dict[str, float]:
+    """``service``'s authority refusals so far, by why."""
+    whys = ("unsigned", "wrong_signer", "bad_signature")
+    return {w: counter(urls, "sluice_authority_refused_total", service=service, why=w) for w in whys}
+
+
+async def _counted(urls: list[str], service: str, before: dict[str, float], more: dict[str, int]) -> None:
+    """Wait until ``service`` counted exactly ``more`` refusals (by why) since ``before``."""
+    want = {w: before[w] + more.get(w, 0) for w in before}
+
+    async def seen() -> bool:
+        return await asyncio.to_thread(_refused, urls, service) == want
+
+    await eventually_async(seen, timeout=60, what=f"{service} counting the forgeries")
+
+
+async def _lettered(stack: Stack, service: str, sent: list[tuple[str, int, int]]) -> None:
+    """Each record ``sent`` is a dead letter of ``service`` an operator lists, naming
+    authority_invalid (never redriven: admin.actions.origins)."""
+    want = {(service, *where) for where in sent}
+
+    def letters() -> set[tuple[str, str, int, int]]:
+        items = stack.admin_call("list_dead_letters", limit=100).json()["data"]["items"]
+        return {
+            (i["service"], i["topic"], i["partition"], i["offset"])
+            for i in items
+            if "authority_invalid" in str(i["error"])
+        }
+
+    async def all_there() -> bool:
+        return want <= await asyncio.to_thread(letters)
+
+    await eventually_async(all_there, timeout=60, what=f"{service}'s refusals among admin's dead letters")

@@ -22,6 +22,7 @@ from compliance.allowance import Claim
 from tests.conftest import Stack
 from tests.support.compliance import Probe, private_compliance, uid
 from tests.support.db import pg_connect
+from tests.support.ledger import ledger_key
 
 pytestmark = pytest.mark.integration
 
@@ -188,7 +189,8 @@ async def test_failed_transfer_gives_its_cap_back(stack: Stack, probe: Probe) ->
     ).kind == "forward"
     refused = await probe.submit(probe.transfer(t, uid("wal"), uid("wal"), "10", "production", True))
     assert refused.reason == "transfer_cap_exceeded"
-    # The ledger reports the first transfer failed: its 10 return to today's allowance, once.
+    # The ledger reports the first transfer failed (signed, as the ledger signs its events): its
+    # 10 return to today's allowance, once.
     event = TransferUpdated(
         event_id=uid("evt"),
         tenant_id=t,
@@ -196,6 +198,7 @@ async def test_failed_transfer_gives_its_cap_back(stack: Stack, probe: Probe) ->
         created_at=datetime.now(UTC).isoformat(),
         data={"transfer_id": first.transfer_id, "state": "failed", "previous_state": "processing"},
     )
+    event = ledger_key().sign(event)
     producer = AIOKafkaProducer(bootstrap_servers=stack.stores.kafka_bootstrap, acks=1)
     await producer.start()
     try:

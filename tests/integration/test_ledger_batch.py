@@ -25,6 +25,7 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import SecretStr
 
 from common.broker import create_broker
 from common.contracts import Ctx, Result
@@ -38,7 +39,7 @@ from common.topics import Topics
 from ledger.config import LedgerConfig
 from ledger.core import accounts, entries
 from ledger.handlers import LedgerConsumer
-from tests.conftest import Stack
+from tests.conftest import AUTHORITY, Stack
 from tests.support.db import pg_kwargs
 from tests.support.ledger import allow, deadlocks, ledger_invariants, open_kit
 
@@ -104,6 +105,7 @@ async def two_runtimes(stack: Stack) -> AsyncIterator[list[LedgerConsumer]]:
         kafka_bootstrap=stack.stores.kafka_bootstrap,
         database_url=stack.stores.database_url,
         instance_id=f"ledger-prop-{uuid.uuid4().hex[:8]}",
+        ledger_signing_key=SecretStr(AUTHORITY["SLUICE_LEDGER_SIGNING_KEY"]),  # it signs what it publishes
     )
     broker = create_broker(settings_, "ledger-prop")
     await broker.start()

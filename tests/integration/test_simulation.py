@@ -108,7 +108,12 @@ BROKEN: dict[str, tuple[Any, str, Callable[..., Any], str]] = {
     # compliance grants every transfer whatever the day's usage
     "daily_cap": (allowance, "allot", _no_daily_cap, "cap usage of"),
     # a transfer the ledger refused keeps the allowance compliance gave it
-    "allowance_release": (service, "allowance_release", lambda cmd, topics, err=None: None, "cap hold of"),
+    "allowance_release": (
+        service,
+        "allowance_release",
+        lambda cmd, topics, key, err=None: None,
+        "cap hold of",
+    ),
 }
 
 

@@ -115,7 +115,9 @@ class Services:
             ledger_config=ledger_config,
         )
         self.ledger_commands = self.ledger.processor()
-        self.simulator = Simulator(self.sessions, self.outbox, self.topics, ledger_config)
+        self.simulator = Simulator(
+            self.sessions, self.outbox, self.topics, ledger_config, self.ledger.signing_key
+        )
 
     def start_compliance(self) -> None:
         self.compliance_outbox = Outbox("compliance", self.broker, grace_s=0, lazy_delete=True)

@@ -42,6 +42,7 @@ def secret_values() -> dict[str, str]:
         "SLUICE_JOURNAL_ANCHOR_KEY": new_seed_setting("anchor-1"),
         "SLUICE_COMPLIANCE_SIGNING_KEY": new_signing_setting("compliance"),
         "SLUICE_ADMIN_SIGNING_KEY": new_signing_setting("admin"),
+        "SLUICE_LEDGER_SIGNING_KEY": new_signing_setting("ledger"),
     }
     for role in (*SERVICES, "migrations"):
         values[f"SLUICE_DATABASE_URL_{role.upper()}"] = (
@@ -60,7 +61,7 @@ def input_values() -> dict[str, str]:
     kid, seed = key_entries(s["SLUICE_JOURNAL_ANCHOR_KEY"], "SLUICE_JOURNAL_ANCHOR_KEY")[0]
     return {
         "SLUICE_AUTHORITY_VERIFY_KEYS": verify_setting(
-            s["SLUICE_COMPLIANCE_SIGNING_KEY"], s["SLUICE_ADMIN_SIGNING_KEY"]
+            s["SLUICE_COMPLIANCE_SIGNING_KEY"], s["SLUICE_ADMIN_SIGNING_KEY"], s["SLUICE_LEDGER_SIGNING_KEY"]
         ),
         "SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS": public_entry(kid, Ed25519PrivateKey.from_private_bytes(seed)),
         "SLUICE_TRUSTED_PROXIES": "10.42.0.0/16",

@@ -20,6 +20,7 @@ import asyncpg
 import msgspec
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from common.authority import SigningKey
 from common.broker import create_broker
 from common.contracts import Ctx, Decision, LedgerRead, Result
 from common.contracts.base import Command
@@ -42,13 +43,19 @@ from common.settings import Settings
 from common.topics import Topics
 from ledger.authority import DECIDED_BY
 from ledger.core import chain
-from tests.conftest import Stack
+from tests.conftest import AUTHORITY, Stack
 from tests.support.db import pg_kwargs
 from tests.support.kafka import partitions
 from tools.stack.processes import free_port
 from tools.stack.suite import Proc
 
 C = TypeVar("C", bound=Command)
+
+
+def ledger_key() -> SigningKey:
+    """The test stack's ledger signing key: what the ledger itself would sign (a release, an
+    event) for a test that must publish one as the ledger does."""
+    return SigningKey.parse(AUTHORITY["SLUICE_LEDGER_SIGNING_KEY"], "ledger")
 
 
 def allow(outcome: str = "allow") -> Decision:

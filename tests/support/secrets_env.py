@@ -17,6 +17,7 @@ def strong_secrets() -> dict[str, str]:
     return {
         "SLUICE_COMPLIANCE_SIGNING_KEY": keys["SLUICE_COMPLIANCE_SIGNING_KEY"],
         "SLUICE_ADMIN_SIGNING_KEY": keys["SLUICE_ADMIN_SIGNING_KEY"],
+        "SLUICE_LEDGER_SIGNING_KEY": keys["SLUICE_LEDGER_SIGNING_KEY"],
         "SLUICE_ADMIN_TOKEN": "ops=" + secrets.token_urlsafe(32),
         "SLUICE_JWT_SECRET": secrets.token_urlsafe(32),
         "SLUICE_ONBOARDING_SECRET": secrets.token_urlsafe(32),
@@ -36,5 +37,7 @@ def production_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 def verify_keys(values: dict[str, str]) -> str:
     """The verification keys (not a secret) for the signing keys of ``values``."""
     return authority.verify_setting(
-        values["SLUICE_COMPLIANCE_SIGNING_KEY"], values["SLUICE_ADMIN_SIGNING_KEY"]
+        values["SLUICE_COMPLIANCE_SIGNING_KEY"],
+        values["SLUICE_ADMIN_SIGNING_KEY"],
+        values["SLUICE_LEDGER_SIGNING_KEY"],
     )

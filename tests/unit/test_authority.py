@@ -9,9 +9,20 @@ import msgspec
 import pytest
 
 from common import authority
-from common.authority import AuthorityError, AuthorityInvalid, SigningKey, VerifyKeys
-from common.contracts.base import Ctx, Decision
-from common.contracts.commands import CreateTransfer, Party, ReviewTransfer
+from common.authority import (
+    EVENT_SIGNERS,
+    RECORD_TTL_S,
+    RELEASE_SIGNERS,
+    USAGE_SIGNERS,
+    AuthorityError,
+    AuthorityInvalid,
+    SigningKey,
+    VerifyKeys,
+)
+from common.contracts.base import Ctx, Decision, encode
+from common.contracts.commands import CreateTransfer, Party, ReleaseAllowance, ReviewTransfer
+from common.contracts.events import EVENT_RECORDS, EventBatch, TransferUpdated
+from common.settings import Settings
 
 pytestmark = pytest.mark.unit
 
@@ -142,7 +153,10 @@ def test_rotation_verifies_old_and_new_keys_while_both_are_listed() -> None:
         ("compliance-1", "entry 1 of SLUICE_AUTHORITY_VERIFY_KEYS is not kid:base64"),
         ("compliance-1:***", "key 'compliance-1' of SLUICE_AUTHORITY_VERIFY_KEYS is not valid base64"),
         ("compliance-1:" + base64.b64encode(b"short").decode(), "must be 32 bytes"),
-        ("gateway-1:" + base64.b64encode(bytes(32)).decode(), "must start with compliance- or admin-"),
+        (
+            "gateway-1:" + base64.b64encode(bytes(32)).decode(),
+            "must start with compliance-, admin- or ledger-",
+        ),
     ],
 )
 def test_malformed_keys_are_refused_without_echoing_them(setting: str, message: str) -> None:
@@ -180,3 +194,84 @@ def test_admission_counts_each_refusal_and_passes_what_needs_no_authority() -> N
             transfer_id="x",
         )
     )
+
+
+LEDGER = SigningKey.parse(KEYS["SLUICE_LEDGER_SIGNING_KEY"], "ledger")
+
+
+def failed_update(transfer_id: str = "tr_1", state: str = "failed") -> TransferUpdated:
+    return TransferUpdated(
+        event_id="evt_1",
+        tenant_id="ten_1",
+        mode="sandbox",
+        created_at="2026-11-28T10:00:00Z",
+        data={"transfer_id": transfer_id, "state": state, "previous_state": "processing", "amount": "10.00"},
+    )
+
+
+def test_the_ledgers_records_verify_after_the_wire_and_nothing_in_them_can_change() -> None:
+    """A release, one event, and one fact's events: each signed whole by the ledger."""
+    for record in (
+        failed_update(),
+        EventBatch(tenant_id="ten_1", events=[failed_update(), failed_update("tr_2")]),
+    ):
+        signed = LEDGER.sign(record)
+        back = EVENT_RECORDS.decode(encode(signed))
+        assert VERIFY.verify(back, EVENT_SIGNERS) == "ledger"
+    event = LEDGER.sign(failed_update())
+    for change in (
+        {"data": {**event.data, "state": "completed"}},
+        {"tenant_id": "ten_2"},
+        {"event_id": "evt_2"},
+    ):
+        assert why(msgspec.structs.replace(event, **change), EVENT_SIGNERS) == "bad_signature"
+    batch = LEDGER.sign(EventBatch(tenant_id="ten_1", events=[failed_update()]))
+    more = msgspec.structs.replace(batch, events=[*batch.events, failed_update("tr_9")])
+    assert why(more, EVENT_SIGNERS) == "bad_signature"
+    release = LEDGER.sign(
+        ReleaseAllowance(command_id="release:cmd_1", ctx=transfer().ctx, transfer_id="tr_1")
+    )
+    assert VERIFY.verify(release, RELEASE_SIGNERS) == "ledger"
+    assert why(msgspec.structs.replace(release, transfer_id="tr_2"), RELEASE_SIGNERS) == "bad_signature"
+
+
+def test_no_decider_stands_in_for_another_on_a_record_or_a_command() -> None:
+    assert why(failed_update(), EVENT_SIGNERS) == "unsigned"
+    assert why(COMPLIANCE.sign(failed_update()), EVENT_SIGNERS) == "wrong_signer"
+    assert why(ADMIN.sign(failed_update()), USAGE_SIGNERS) == "wrong_signer"  # cap: the ledger's word alone
+    release = ReleaseAllowance(command_id="release:cmd_1", ctx=transfer().ctx, transfer_id="tr_1")
+    assert why(COMPLIANCE.sign(release), RELEASE_SIGNERS) == "wrong_signer"
+    assert why(LEDGER.sign(transfer())) == "wrong_signer"  # the ledger approves nothing it applies
+    assert why(LEDGER.sign(review_cmd()), ("admin",)) == "wrong_signer"
+
+
+def test_a_ledger_record_lives_as_long_as_its_topic_keeps_it_and_less_than_webhooks_keeps_events() -> None:
+    """Replay: a captured event is stored already (an event id is stored once) or expired."""
+    defaults = Settings()
+    assert LEDGER.ttl_s == RECORD_TTL_S
+    assert defaults.kafka_retention_ms // 1000 <= RECORD_TTL_S < defaults.webhooks_retention_s
+    signed = LEDGER.sign(failed_update(), now=1_000_000)
+    assert why(signed, EVENT_SIGNERS, now=1_000_001 + RECORD_TTL_S) == "expired"
+
+
+def test_compliance_gives_cap_back_only_on_the_ledgers_signature() -> None:
+    from common.metrics import AUTHORITY_REFUSED
+    from compliance.usage import Signal, admission
+
+    admit = admission(VERIFY)
+
+    def check(raw: bytes) -> None:
+        admit(Signal.read(raw))
+
+    before = AUTHORITY_REFUSED.labels("compliance", "unsigned")._value.get()
+    with pytest.raises(AuthorityInvalid):
+        check(encode(failed_update()))
+    assert AUTHORITY_REFUSED.labels("compliance", "unsigned")._value.get() == before + 1
+    with pytest.raises(AuthorityInvalid):
+        check(encode(ADMIN.sign(failed_update())))
+    with pytest.raises(AuthorityInvalid) as odd:
+        check(b'{"type": "transfer.updated", "data": {"state": "failed", "transfer_id": "tr_1"}}')
+    assert odd.value.why == "unreadable"
+    check(encode(LEDGER.sign(failed_update())))
+    check(encode(LEDGER.sign(EventBatch(tenant_id="ten_1", events=[failed_update()]))))
+    check(encode(failed_update(state="completed")))  # gives nothing back: nothing to believe

@@ -246,3 +246,25 @@ def test_compose_runs_kafka_with_sasl_and_acls_and_no_shared_superuser() -> None
     }
     assert holders == {"postgres", "roles"}
     assert ":sluice@" not in (ROOT / "compose.yaml").read_text()  # no built-in password
+
+
+# Written out, not read from the code (as SECRETS_OF): a verifier dropped there fails here.
+VERIFIES = {"ledger": ("compliance", "admin"), "compliance": ("admin", "ledger"), "webhooks": ("ledger",)}
+
+
+@pytest.mark.parametrize(("service", "signer"), [(s, n) for s, signers in VERIFIES.items() for n in signers])
+def test_a_verifier_without_a_signers_public_key_refuses_to_start(
+    service: str, signer: str, production: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The ledger checks compliance's and admin's signatures, compliance admin's and the
+    ledger's, webhooks the ledger's: each refuses to start without the public key of any of
+    them, naming the setting (docs/security.md, "Who writes each topic")."""
+    values = strong_secrets()
+    for name in SECRETS_OF[service] & CORE_SECRETS:
+        production.setenv(name, values[name])
+    kept = [e for e in verify_keys(values).split(",") if not e.startswith(f"{signer}-")]
+    production.setenv("SLUICE_AUTHORITY_VERIFY_KEYS", ",".join(kept))
+    with caplog.at_level(logging.CRITICAL, logger="common.settings"), pytest.raises(SystemExit) as stopped:
+        load_settings(service)
+    assert stopped.value.code == 2
+    assert f"{signer}'s" in caplog.text and "SLUICE_AUTHORITY_VERIFY_KEYS" in caplog.text

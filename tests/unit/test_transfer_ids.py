@@ -16,6 +16,8 @@ from decimal import Decimal
 import msgspec
 import pytest
 
+from common import authority
+from common.authority import RELEASE_SIGNERS, SigningKey, VerifyKeys
 from common.contracts.base import Ctx
 from common.contracts.commands import CreateTransfer, ReleaseAllowance
 from common.errors import ErrorCode, Reason, ServiceError
@@ -27,6 +29,10 @@ from ledger.service import allowance_release
 from tests.unit.test_ledger_core import NOW, SETTLE_S, WALLETS, book, refusal, stored
 
 pytestmark = pytest.mark.unit
+
+KEYS = authority.new_settings("ids")
+LEDGER = SigningKey.parse(KEYS["SLUICE_LEDGER_SIGNING_KEY"], "ledger")
+VERIFY = VerifyKeys.parse(KEYS["SLUICE_AUTHORITY_VERIFY_KEYS"])
 D = Decimal
 
 
@@ -93,10 +99,11 @@ def test_a_hold_names_the_command_that_took_it() -> None:
 
 def test_a_release_names_the_failed_command() -> None:
     ctx = Ctx(request_id="r", tenant_id="ten_1", mode="sandbox")
-    release = allowance_release(book("tr_1", "wal_a", "wal_b", "1", "key-1"), Topics("sluice"))
+    release = allowance_release(book("tr_1", "wal_a", "wal_b", "1", "key-1"), Topics("sluice"), LEDGER)
     assert release is not None
     decoded = msgspec.json.decode(release.payload, type=ReleaseAllowance)
     assert decoded.failed_command_id == "cmd_tr_1" and decoded.transfer_id == "tr_1"
+    assert VERIFY.verify(decoded, RELEASE_SIGNERS) == "ledger"  # compliance believes it
     forged = ReleaseAllowance(command_id="anything", ctx=ctx, transfer_id="tr_1")
     assert forged.failed_command_id == ""  # names no command: matches no hold
 
@@ -125,6 +132,6 @@ def test_the_ledger_refuses_a_recorded_transfer_id_under_another_key() -> None:
 
 def test_a_reused_transfer_id_releases_nothing() -> None:
     cmd = book("tr_1", "wal_a", "wal_b", "1", "key-1")
-    assert allowance_release(cmd, Topics("sluice"), transfer_id_reused("tr_1")) is None
+    assert allowance_release(cmd, Topics("sluice"), LEDGER, transfer_id_reused("tr_1")) is None
     other = ServiceError(ErrorCode.FORBIDDEN, "no", details={"reason": "insufficient_funds"})
-    assert allowance_release(cmd, Topics("sluice"), other) is not None  # its own hold, given back
+    assert allowance_release(cmd, Topics("sluice"), LEDGER, other) is not None  # its own hold, given back

@@ -92,18 +92,20 @@ def anchor_keys() -> dict[str, str]:
 
 
 def authority_keys() -> dict[str, str]:
-    """Compliance's and admin's signing keys (docs/security.md, "no single point of trust"),
-    each saved once per checkout, and the verification keys the ledger and compliance hold
-    (their public halves: not secrets)."""
+    """Compliance's, admin's and the ledger's signing keys (docs/security.md, "no single point
+    of trust"), each generated on its own and saved once per checkout, and the verification
+    keys the ledger, compliance and webhooks hold (their public halves: not secrets)."""
     compliance = _saved(
         "SLUICE_COMPLIANCE_SIGNING_KEY", "compliance_signing_key", lambda: new_signing_setting("compliance")
     )
     admin = _saved("SLUICE_ADMIN_SIGNING_KEY", "admin_signing_key", lambda: new_signing_setting("admin"))
+    ledger = _saved("SLUICE_LEDGER_SIGNING_KEY", "ledger_signing_key", lambda: new_signing_setting("ledger"))
     return {
         "SLUICE_COMPLIANCE_SIGNING_KEY": compliance,
         "SLUICE_ADMIN_SIGNING_KEY": admin,
+        "SLUICE_LEDGER_SIGNING_KEY": ledger,
         "SLUICE_AUTHORITY_VERIFY_KEYS": os.environ.get("SLUICE_AUTHORITY_VERIFY_KEYS")
-        or verify_setting(compliance, admin),
+        or verify_setting(compliance, admin, ledger),
     }
 
 

@@ -54,10 +54,11 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Authority(msgspec.Struct, frozen=True, kw_only=True):
-    """Who decided a command, signed (``common.authority``): the signer, its key id, when the
-    grant expires (Unix seconds) and the Ed25519 signature (base64url)."""
+    """Who decided a command (or published a release or an event), signed
+    (``common.authority``): the signer, its key id, when the grant expires (Unix seconds) and
+    the Ed25519 signature (base64url)."""
 
-    signer: Literal["compliance", "admin"]
+    signer: Literal["compliance", "admin", "ledger"]
     kid: str
     expires_at: int
     sig: str
@@ -109,6 +110,9 @@ class Event(msgspec.Struct, tag_field="type", kw_only=True):
     mode: Mode
     created_at: str
     request_id: str | None = None
+    # The publisher's signature when the event is a record of its own (``common.authority``);
+    # the events of an ``EventBatch`` are covered by the batch's. Never shown to a partner.
+    authority: Authority | None = None
 
 
 T = TypeVar("T")

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from common.contracts.base import Event
+from common.contracts.base import Authority, Event
 
 
 class CustomerCreated(Event, tag="customer.created"):
@@ -77,6 +77,7 @@ class EventBatch(msgspec.Struct, tag="events.v1", tag_field="type", kw_only=True
 
     tenant_id: str
     events: list[AnyEvent]
+    authority: Authority | None = None  # the ledger's signature over the whole record
 
 
 #: What a record of the events topic holds: one event, or the events of one fact.

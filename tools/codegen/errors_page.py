@@ -50,7 +50,8 @@ def render(page: str) -> str:
         pattern = re.compile(re.escape(begin) + r"\n(?:.*?\n)?" + re.escape(end), re.DOTALL)
         if not pattern.search(page):
             raise LookupError(f"{PAGE.name} has no generated block {name!r}")
-        page = pattern.sub(lambda _m, b=begin, e=end, t=table: f"{b}\n{t()}\n{e}", page)
+        block = f"{begin}\n{table()}\n{end}"
+        page = pattern.sub(lambda _match: block, page)
     return page
 
 

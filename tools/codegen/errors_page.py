@@ -48,10 +48,10 @@ def render(page: str) -> str:
     for name, table in BLOCKS.items():
         begin, end = BEGIN.format(name=name), END.format(name=name)
         pattern = re.compile(re.escape(begin) + r"\n(?:.*?\n)?" + re.escape(end), re.DOTALL)
-        if not pattern.search(page):
+        found = pattern.search(page)
+        if found is None:
             raise LookupError(f"{PAGE.name} has no generated block {name!r}")
-        block = f"{begin}\n{table()}\n{end}"
-        page = pattern.sub(lambda _match: block, page)
+        page = page[: found.start()] + f"{begin}\n{table()}\n{end}" + page[found.end() :]
     return page
 
 

@@ -34,9 +34,11 @@ $(TS_DEPS): clients/typescript/package-lock.json
 	@cd clients/typescript && npm ci --silent --no-audit --no-fund && touch node_modules/.package-lock.json
 
 # The partner SDKs' generated halves from the gateway's OpenAPI document (tools.codegen.clients);
-# tests/unit/test_clients_drift.py fails when they are stale.
+# tests/unit/test_clients_drift.py fails when they are stale. And the errors guide's tables from
+# libs/common/errors.py (tests/unit/test_errors_page_drift.py).
 clients: setup
 	@$(UV) run --frozen python -m tools.codegen.clients write
+	@$(UV) run --frozen python -m tools.codegen.errors_page write
 
 # The /docs renderer: Redoc's standalone build from the npm release pinned (version and tarball
 # integrity) in libs/common/static/redoc.json, vendored there (tools.codegen.redoc).

@@ -3,32 +3,26 @@
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any, TypeVar
 
 import msgspec
 
 from common.errors import ErrorCode, ServiceError, invalid
+from common.wording import explain
 
 T = TypeVar("T")
 
 _numbers = msgspec.json.Decoder(float_hook=Decimal)  # numbers as written, never through float
-_PATH = re.compile(r" - at `\$(?P<path>[^`]*)`$")
 
 
-def _field_of(message: str) -> tuple[str, str]:
-    m = _PATH.search(message)
-    if not m:
-        missing = re.search(r"(?:missing required|unknown) field `([^`]+)`", message)
-        return (missing.group(1) if missing else ""), message
-    path = m.group("path")
-    text = message[: m.start()]
-    missing = re.search(r"(?:missing required|unknown) field `([^`]+)`", text)
-    parts = [p for p in re.split(r"\.|\[(\d+)\]", path) if p]
-    if missing:
-        parts.append(missing.group(1))
-    return ".".join(parts), text
+def _refusal(exc: msgspec.ValidationError, type_: Any, phrases: Mapping[str, str] | None) -> ServiceError:
+    """msgspec's refusal as a sentence naming the field and its rule (common.wording)."""
+    field, message, extra = explain(exc, type_, phrases)
+    return ServiceError(
+        ErrorCode.INVALID_REQUEST, message, details={"field": field, **extra} if field else extra
+    )
 
 
 def _int_if_integral(text: str) -> int | float:
@@ -39,7 +33,7 @@ def _int_if_integral(text: str) -> int | float:
 _integral = msgspec.json.Decoder(float_hook=_int_if_integral)
 
 
-def decode_body(raw: bytes, type_: type[T]) -> T:
+def decode_body(raw: bytes, type_: type[T], phrases: Mapping[str, str] | None = None) -> T:
     """Decode JSON into ``type_``; malformed or invalid input raises 400 with ``details.field``.
     Every number in the body is bounded first (:func:`check_numbers`), whatever its field."""
     try:
@@ -62,10 +56,7 @@ def decode_body(raw: bytes, type_: type[T]) -> T:
         huge = nonfinite_field(raw) if "out of range" in str(exc) else None
         if huge is not None:
             raise invalid(huge, BAD_NUMBER) from None
-        field, message = _field_of(str(exc))
-        raise ServiceError(
-            ErrorCode.INVALID_REQUEST, message or "invalid request", details={"field": field} if field else {}
-        ) from None
+        raise _refusal(exc, type_, phrases) from None
     except (msgspec.DecodeError, RecursionError):
         raise not_json(raw, "") from None
 
@@ -152,31 +143,31 @@ def bounded_decimal(field: str, value: object, *, places: int, low: Decimal, hig
     """A decimal given as a string or a bounded JSON number, within [low, high] with at most
     ``places`` decimals; returned as its plain normalised text (no exponent)."""
     if isinstance(value, bool) or not isinstance(value, (str, int, Decimal, float)):
-        raise invalid(field, "must be a decimal string or a number")
+        raise invalid(field, f"{field} must be a decimal string or a number")
     try:
         d = Decimal(str(value).strip()) if isinstance(value, (str, float)) else Decimal(value)
     except InvalidOperation:
-        raise invalid(field, "must be a decimal string or a number") from None
+        raise invalid(field, f"{field} must be a decimal string or a number") from None
     problem = number_problem(d)
     if problem:
-        raise invalid(field, problem)
+        raise invalid(field, f"{field}: {problem}")
     if not low <= d <= high:
-        raise invalid(field, f"must be between {low} and {high}")
+        raise invalid(field, f"{field} must be between {low} and {high}")
     exponent = d.normalize().as_tuple().exponent
     if isinstance(exponent, int) and -exponent > places:
-        raise invalid(field, f"at most {places} decimal places")
+        raise invalid(field, f"{field} must have at most {places} decimal places")
     return format(d.normalize(), "f")
 
 
-def convert(obj: object, type_: type[T], *, strict: bool = True) -> T:
-    """``strict=False`` lets strings stand for numbers and booleans (query parameters)."""
+def convert(
+    obj: object, type_: type[T], *, strict: bool = True, phrases: Mapping[str, str] | None = None
+) -> T:
+    """``strict=False`` lets strings stand for numbers and booleans (query parameters);
+    ``phrases`` words the patterns of ``type_`` for its refusals (common.wording)."""
     try:
         return msgspec.convert(obj, type=type_, strict=strict)
     except msgspec.ValidationError as exc:
-        field, message = _field_of(str(exc))
-        raise ServiceError(
-            ErrorCode.INVALID_REQUEST, message or "invalid request", details={"field": field} if field else {}
-        ) from None
+        raise _refusal(exc, type_, phrases) from None
 
 
 def not_json(raw: bytes, field: str) -> ServiceError:

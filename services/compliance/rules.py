@@ -110,7 +110,7 @@ def address_screened(address: str) -> Verdict:
     """The destination is on the operators' screening list: fail closed."""
     return refuse(
         "address_screening",
-        "address_screened",
+        Reason.ADDRESS_SCREENED,
         "the destination address is screened",
         field="destination.address",
     )

@@ -28,7 +28,7 @@ from common.contracts.commands import (
     SandboxDeposit,
     partition_key,
 )
-from common.errors import ErrorCode, Reason, ServiceError
+from common.errors import ErrorCode, Reason, ServiceError, reason_code
 from common.ids import new_id
 from common.logging import request_id_var
 from common.metrics import STAMP_DISAGREED, TRANSFER_IDS_REUSED
@@ -222,9 +222,8 @@ def refusal_result(cmd: Command, v: Verdict) -> Result:
     details = {**v.details}
     if v.reason:
         details["reason"] = v.reason
-    code = ErrorCode(v.code)
-    if v.reason == "insufficient_funds":
-        code = ErrorCode.INVALID_REQUEST
+    # the code a reason travels with is the reason table's (docs/guides/errors.md, "Reasons")
+    code = reason_code(v.reason, ErrorCode(v.code))
     return error_result(cmd, ServiceError(code, v.message or "refused by policy", details=details))
 
 

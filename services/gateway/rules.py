@@ -36,40 +36,56 @@ def check_amount(field: str, value: str, currency: str) -> str:
     try:
         amount = Decimal(value)
     except InvalidOperation:
-        raise invalid(field, "amount must be a decimal string") from None
+        raise invalid(field, f'{field} must be a decimal string, like "10.50"') from None
     if not amount.is_finite() or amount <= 0:
-        raise invalid(field, "amount must be greater than 0")
+        raise invalid(field, f"{field} must be greater than 0")
     if amount > MAX_AMOUNT:
-        raise invalid(field, "amount must be at most 1000000000000")
+        raise invalid(field, f"{field} must be at most 1000000000000")
     places = decimals_for(currency)
     exponent = amount.as_tuple().exponent
     if isinstance(exponent, int) and -exponent > places:
-        raise invalid(field, f"{currency.upper()} amounts have at most {places} decimal places")
+        raise invalid(
+            field,
+            f"{field} must be a decimal string with at most {places} decimal places for {currency.upper()},"
+            f' like "{_example(places)}"',
+        )
     return value
+
+
+def _example(places: int) -> str:
+    return "10." + "50"[:places].ljust(places, "0") if places else "10"
 
 
 def check_pair(field: str, symbol: str, chain: str) -> None:
     if chain not in OFFERED_PAIRS.get(symbol, frozenset()):
-        raise invalid(field, f"{symbol} is not offered on {chain}")
+        raise invalid(
+            field, f"{field} must be a chain that offers {symbol}; {symbol} is not offered on {chain}"
+        )
 
 
 def va_destination(d: VADestinationIn, fiat: str) -> VADestination:
     """Both key sets: ``{rail, currency, address}`` and ``{payment_rail, currency,
     provider_wallet_id | address}``; the wallet's symbol must be pegged to the fiat currency."""
     if d.rail is not None and d.payment_rail is not None and d.rail != d.payment_rail:
-        raise invalid("destination.payment_rail", "rail and payment_rail disagree")
+        raise invalid(
+            "destination.payment_rail",
+            "destination.payment_rail must equal destination.rail when both are given",
+        )
     rail = d.rail or d.payment_rail
     if rail is None:
-        raise invalid("destination.rail", "destination.rail (or payment_rail) is required")
+        raise invalid("destination.rail", "destination.rail (or destination.payment_rail) is required")
     if d.rail is not None and d.address is None:
-        raise invalid("destination.address", "destination.address is required")
+        raise invalid("destination.address", "destination.address is required when destination.rail is given")
     if d.address is None and d.provider_wallet_id is None:
-        raise invalid("destination.provider_wallet_id", "destination needs provider_wallet_id or address")
+        raise invalid(
+            "destination.provider_wallet_id",
+            "destination.provider_wallet_id (or destination.address) is required",
+        )
     symbol = d.currency.upper()
     if symbol not in PEGS[fiat]:
         raise invalid(
             "destination.currency",
-            f"{fiat} deposits cannot be routed to {symbol}; pegged: "
+            f"destination.currency must be pegged to {fiat}, not {symbol}; pegged: "
             + (", ".join(sorted(PEGS[fiat])) or "none"),
         )
     return VADestination(
@@ -82,10 +98,11 @@ def check_bank_numbers(field: str, rail: str, routing_number: str | None, iban: 
     number on the US rails (ach, wire), an IBAN's mod-97 check digits on any rail."""
     if routing_number is not None and rail in ABA_RAILS and not aba_valid(routing_number):
         raise invalid(
-            f"{field}.routing_number", f"{rail} needs a 9-digit ABA routing number with a valid checksum"
+            f"{field}.routing_number",
+            f"{field}.routing_number must be a 9-digit ABA routing number with a valid checksum on {rail}",
         )
     if iban is not None and not iban_valid(iban):
-        raise invalid(f"{field}.iban", "iban check digits do not match (ISO 13616 mod 97)")
+        raise invalid(f"{field}.iban", f"{field}.iban must have valid check digits (ISO 13616 mod 97)")
 
 
 def _party(side: str, p: PartyIn) -> Party:
@@ -94,16 +111,22 @@ def _party(side: str, p: PartyIn) -> Party:
     rail = p.payment_rail
     if rail in FIAT_RAILS:
         if currency != FIAT_OF_RAIL[rail]:
-            raise invalid(f"{side}.currency", f"{rail} pays {FIAT_OF_RAIL[rail]}, not {currency}")
+            raise invalid(
+                f"{side}.currency", f"{side}.currency must be {FIAT_OF_RAIL[rail]} on {rail}, not {currency}"
+            )
         if chain is not None:
-            raise invalid(f"{side}.chain", f"{rail} has no chain")
+            raise invalid(f"{side}.chain", f"{side}.chain must be left out on {rail}: it has no chain")
     else:
         if currency not in STABLECOINS:
-            raise invalid(f"{side}.currency", f"{rail} moves stablecoins, not {currency}")
+            raise invalid(
+                f"{side}.currency", f"{side}.currency must be a stablecoin on {rail}, not {currency}"
+            )
         if rail == "provider_wallet" and p.provider_wallet_id is None:
-            raise invalid(f"{side}.provider_wallet_id", "provider_wallet needs provider_wallet_id")
+            raise invalid(
+                f"{side}.provider_wallet_id", f"{side}.provider_wallet_id is required on provider_wallet"
+            )
         if rail == "stablecoin" and chain is None:
-            raise invalid(f"{side}.chain", "stablecoin needs chain")
+            raise invalid(f"{side}.chain", f"{side}.chain is required on stablecoin")
         if chain is not None:
             check_pair(f"{side}.chain", currency, chain)
     if p.amount is not None:
@@ -125,26 +148,35 @@ def transfer_parties(kind: str, src: PartyIn, dst: PartyIn) -> tuple[Party, Part
         for side, p in (("source", src), ("destination", dst)):
             if p.payment_rail not in WALLET_RAILS:
                 raise invalid(
-                    f"{side}.payment_rail", "transfers move between wallets: provider_wallet or stablecoin"
+                    f"{side}.payment_rail",
+                    f"{side}.payment_rail must be provider_wallet or stablecoin for a transfer",
                 )
             if p.currency.upper() not in TRANSFER_CURRENCIES:
-                raise invalid(f"{side}.currency", "transfers move USDC or USDT")
+                raise invalid(f"{side}.currency", f"{side}.currency must be USDC or USDT for a transfer")
     else:
         if src.payment_rail != "provider_wallet":
-            raise invalid("source.payment_rail", "a payout's source is a provider_wallet")
+            raise invalid("source.payment_rail", "source.payment_rail must be provider_wallet for a payout")
         if dst.payment_rail not in FIAT_RAILS:
-            raise invalid("destination.payment_rail", "payouts pay by " + ", ".join(FIAT_RAILS))
+            raise invalid(
+                "destination.payment_rail",
+                "destination.payment_rail must be one of " + ", ".join(FIAT_RAILS) + " for a payout",
+            )
         if dst.external_account_id is None:
-            raise invalid("destination.external_account_id", "payouts pay an approved external account")
+            raise invalid(
+                "destination.external_account_id",
+                "destination.external_account_id is required: payouts pay an approved external account",
+            )
     source = _party("source", src)
     destination = _party("destination", dst)
     if kind == "transfer":
         if destination.currency != source.currency:
-            raise invalid("destination.currency", "source and destination currency must match")
+            raise invalid("destination.currency", "destination.currency must match source.currency")
         if src.payment_rail == "stablecoin" and src.customer_id is None:  # a wallet id only narrows
-            raise invalid("source.customer_id", "an on-chain source names customer_id")
+            raise invalid("source.customer_id", "source.customer_id is required for an on-chain source")
         if dst.payment_rail == "stablecoin" and dst.address is None:
-            raise invalid("destination.address", "an on-chain destination names address")
+            raise invalid(
+                "destination.address", "destination.address is required for an on-chain destination"
+            )
         if dst.payment_rail == "stablecoin" and dst.address is not None:
             _check_address(dst)
     return source, destination
@@ -156,4 +188,4 @@ def _check_address(dst: PartyIn) -> None:
     source wallet's chain)."""
     assert dst.address is not None and dst.chain is not None
     if (why := addresses.problem(dst.chain, dst.address)) is not None:
-        raise invalid("destination.address", why)
+        raise invalid("destination.address", f"destination.address must be an address of {dst.chain}: {why}")

@@ -29,13 +29,16 @@ from sluice_api.api.wallets import get_v1_wallets_by_wallet_id
 from sluice_api.api.webhooks import post_v1_webhooks
 from sluice_sdk import (
     Config,
+    ConnectionFailed,
     IdempotencyConflict,
+    InvalidRequest,
     RateLimited,
     RetryPolicy,
     Sluice,
     SluiceError,
     WebhookRefused,
     new_key,
+    response_of,
     verify_webhook,
 )
 from tests.conftest import Stack, Tenant, customer_body, make_tenant
@@ -113,7 +116,7 @@ def test_a_transfer_whose_answer_is_lost_is_retried_and_made_once(stack: Stack) 
     with DroppingProxy(stack.gateway, drops=1) as proxy:
         sluice = sdk(t, proxy.url, max_attempts=4, base_s=0.05)
         created = sluice.call(post_v1_transfers.sync_detailed, body=book(src, dst, "1.50", key)).data
-        assert proxy.dropped == 1 and sluice.stats.retries == 1 and sluice.stats.refused == 1
+        assert proxy.dropped == 1 and sluice.stats.retries == 1 and sluice.stats.unreached == 1
     rows = db(stack, "SELECT id FROM ledger.transfers WHERE idempotency_key = $1", key)
     assert [r["id"] for r in rows] == [created.transfer_id]
     direct = sdk(t, stack.gateway)
@@ -240,6 +243,7 @@ def test_the_typescript_sdk_against_the_stack(stack: Stack, shedding: Proc) -> N
         report = node_test("test/stack", env=env, timeout_s=400)
         assert proxy.dropped == 1
     assert "walkthrough" in report
+    assert "errors in words: request id and replay flag" in report
     assert (TS / "dist" / "examples" / "walkthrough.js").exists()
 
 
@@ -309,3 +313,36 @@ def test_resources_replay_by_key_and_raise_409_and_429_typed(stack: Stack) -> No
             sluice.health.retrieve(options={"max_attempts": 1})
     assert limited.value.retry_after is not None and 0 <= limited.value.retry_after <= 60
     assert limited.value.request_id and limited.value.status == 429
+
+
+def test_a_lost_answer_is_connection_failed_and_the_same_key_replays_it(stack: Stack) -> None:
+    """Errors in words against the stack (docs/guides/errors.md, "In the SDKs"): a transfer whose
+    answer the network loses raises ConnectionFailed, the network's exception as its cause (not
+    Throttled); sent again with its key, the answer is the first one, marked a replay, with its
+    own request id; a body the gateway refuses is a sentence naming the field, the pattern a
+    detail; a wallet that cannot pay is 400 invalid_request, as the errors guide's table says."""
+    t = make_tenant(stack, rate_limit=100000)
+    src, dst = funded(t, "10.00")["wallet_id"], funded(t, "1.00")["wallet_id"]
+    body = book(src, dst, "1.50", new_key())
+    with DroppingProxy(stack.gateway, drops=1) as proxy:
+        lossy = sdk(t, proxy.url, max_attempts=1)
+        with pytest.raises(ConnectionFailed) as lost:
+            lossy.transfers.create(**body)
+        assert proxy.dropped == 1 and isinstance(lost.value.__cause__, Exception)
+        assert lossy.stats.unreached == 1 and lossy.stats.throttled == 0
+    sluice = sdk(t, stack.gateway)
+    again = sluice.transfers.create(**body)
+    info = response_of(again)
+    assert info.replayed and info.status == 201 and info.request_id, info
+    fresh = sluice.transfers.create(**book(src, dst, "0.50", new_key()))
+    assert not response_of(fresh).replayed and response_of(fresh).request_id not in (None, info.request_id)
+    rows = db(stack, "SELECT id FROM ledger.transfers WHERE idempotency_key = $1", body["idempotency_key"])
+    assert [r["id"] for r in rows] == [again["transfer_id"]]
+    with pytest.raises(InvalidRequest) as refused:
+        sluice.customers.create(**customer_body(country_code="us"))  # type: ignore[arg-type]
+    assert refused.value.field == "country_code" and refused.value.details["pattern"] == "^[A-Z]{2}$"
+    assert refused.value.message.startswith("country_code must be a two-letter ISO 3166-1 country code")
+    with pytest.raises(InvalidRequest) as poor:
+        sluice.transfers.create(**book(src, dst, "100.00", new_key()))
+    assert poor.value.status == 400 and poor.value.reason == "insufficient_funds"
+    assert poor.value.field == "source.amount"

@@ -29,6 +29,8 @@ def refused(fn: Any, *args: Any) -> tuple[str, str]:
     with pytest.raises(ServiceError) as info:
         fn(*args)
     assert info.value.code == "invalid_request"
+    # a partner reads the message alone: it names the field it is about
+    assert info.value.message.startswith(info.value.details["field"]), info.value.message
     return info.value.details["field"], info.value.message
 
 
@@ -46,77 +48,79 @@ BANK = {"payment_rail": "ach", "currency": "USD", "external_account_id": "ext_1"
             {**WALLET, "payment_rail": "ach", "currency": "USD"},
             WALLET,
             "source.payment_rail",
-            "transfers move between wallets: provider_wallet or stablecoin",
+            "source.payment_rail must be provider_wallet or stablecoin for a transfer",
         ),
         (
             "transfer",
             WALLET,
             BANK,
             "destination.payment_rail",
-            "transfers move between wallets: provider_wallet or stablecoin",
+            "destination.payment_rail must be provider_wallet or stablecoin for a transfer",
         ),
         (
             "transfer",
             {**WALLET, "currency": "EURC"},
             WALLET,
             "source.currency",
-            "transfers move USDC or USDT",
+            "source.currency must be USDC or USDT for a transfer",
         ),
         (
             "transfer",
             WALLET,
             {**WALLET, "currency": "pyusd"},
             "destination.currency",
-            "transfers move USDC or USDT",
+            "destination.currency must be USDC or USDT for a transfer",
         ),
         (
             "transfer",
             WALLET,
             {**WALLET, "currency": "USDT"},
             "destination.currency",
-            "source and destination currency must match",
+            "destination.currency must match source.currency",
         ),
         (
             "transfer",
             {**WALLET, "payment_rail": "stablecoin", "chain": "BASE", "provider_wallet_id": None},
             WALLET,
             "source.customer_id",
-            "an on-chain source names customer_id",
+            "source.customer_id is required for an on-chain source",
         ),
         (  # a wallet id alone does not do (the ledger finds an on-chain source by its customer)
             "transfer",
             {**WALLET, "payment_rail": "stablecoin", "chain": "BASE"},
             WALLET,
             "source.customer_id",
-            "an on-chain source names customer_id",
+            "source.customer_id is required for an on-chain source",
         ),
         (
             "transfer",
             WALLET,
             {**ONCHAIN, "address": None},
             "destination.address",
-            "an on-chain destination names address",
+            "destination.address is required for an on-chain destination",
         ),
         (
             "transfer",
             WALLET,
             {**ONCHAIN, "address": "0x" + "ab" * 19},
             "destination.address",
-            "an EVM address is 0x followed by 40 hexadecimal digits",
+            "destination.address must be an address of BASE:"
+            " an EVM address is 0x followed by 40 hexadecimal digits",
         ),
         (
             "transfer",
             WALLET,
             {**ONCHAIN, "chain": "SOL", "address": EVM},
             "destination.address",
-            "a Solana address is the base58 encoding of 32 bytes",
+            "destination.address must be an address of SOL:"
+            " a Solana address is the base58 encoding of 32 bytes",
         ),
         (
             "transfer",
             WALLET,
             {**ONCHAIN, "chain": None},
             "destination.chain",
-            "stablecoin needs chain",
+            "destination.chain is required on stablecoin",
         ),
         ("payout", {**WALLET, "amount": None}, BANK, "source.amount", "source.amount is required"),
         (
@@ -124,58 +128,71 @@ BANK = {"payment_rail": "ach", "currency": "USD", "external_account_id": "ext_1"
             {**ONCHAIN, "amount": "5", "customer_id": "cus_1"},
             BANK,
             "source.payment_rail",
-            "a payout's source is a provider_wallet",
+            "source.payment_rail must be provider_wallet for a payout",
         ),
         (
             "payout",
             WALLET,
             WALLET,
             "destination.payment_rail",
-            "payouts pay by ach, wire, sepa, faster_payments",
+            "destination.payment_rail must be one of ach, wire, sepa, faster_payments for a payout",
         ),
         (
             "payout",
             WALLET,
             {**BANK, "external_account_id": None},
             "destination.external_account_id",
-            "payouts pay an approved external account",
+            "destination.external_account_id is required: payouts pay an approved external account",
         ),
-        ("payout", WALLET, {**BANK, "currency": "EUR"}, "destination.currency", "ach pays USD, not EUR"),
-        ("payout", WALLET, {**BANK, "chain": "ETH"}, "destination.chain", "ach has no chain"),
+        (
+            "payout",
+            WALLET,
+            {**BANK, "currency": "EUR"},
+            "destination.currency",
+            "destination.currency must be USD on ach, not EUR",
+        ),
+        (
+            "payout",
+            WALLET,
+            {**BANK, "chain": "ETH"},
+            "destination.chain",
+            "destination.chain must be left out on ach: it has no chain",
+        ),
         (
             "payout",
             {**WALLET, "currency": "usd"},
             BANK,
             "source.currency",
-            "provider_wallet moves stablecoins, not USD",
+            "source.currency must be a stablecoin on provider_wallet, not USD",
         ),
         (
             "payout",
             {**WALLET, "provider_wallet_id": None},
             BANK,
             "source.provider_wallet_id",
-            "provider_wallet needs provider_wallet_id",
+            "source.provider_wallet_id is required on provider_wallet",
         ),
         (
             "transfer",
             {**ONCHAIN, "amount": "5", "customer_id": "cus_1", "chain": None, "address": None},
             WALLET,
             "source.chain",
-            "stablecoin needs chain",
+            "source.chain is required on stablecoin",
         ),
         (
             "transfer",
             {**ONCHAIN, "amount": "5", "customer_id": "cus_1", "chain": "TRON"},
             WALLET,
             "source.chain",
-            "USDC is not offered on TRON",
+            "source.chain must be a chain that offers USDC; USDC is not offered on TRON",
         ),
         (
             "payout",
             WALLET,
             {**BANK, "bank_account": {"routing_number": "021000022", "account_number": "12345678"}},
             "destination.bank_account.routing_number",
-            "ach needs a 9-digit ABA routing number with a valid checksum",
+            "destination.bank_account.routing_number must be a 9-digit ABA routing number"
+            " with a valid checksum on ach",
         ),
         (
             "payout",
@@ -187,7 +204,7 @@ BANK = {"payment_rail": "ach", "currency": "USD", "external_account_id": "ext_1"
                 "bank_account": {"iban": "DE89370400440532013001"},
             },
             "destination.bank_account.iban",
-            "iban check digits do not match (ISO 13616 mod 97)",
+            "destination.bank_account.iban must have valid check digits (ISO 13616 mod 97)",
         ),
     ],
 )
@@ -265,19 +282,19 @@ def test_accepted_parties_carry_every_field_normalised() -> None:
     rules.check_bank_numbers("b", "sepa", "021000022", None)
     assert refused(rules.check_bank_numbers, "b", "wire", "021000022", None) == (
         "b.routing_number",
-        "wire needs a 9-digit ABA routing number with a valid checksum",
+        "b.routing_number must be a 9-digit ABA routing number with a valid checksum on wire",
     )
 
 
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("abc", "amount must be a decimal string"),
-        ("0", "amount must be greater than 0"),
-        ("-0.5", "amount must be greater than 0"),
-        ("Infinity", "amount must be greater than 0"),
-        ("1000000000000.000001", "amount must be at most 1000000000000"),
-        ("1.001", "USD amounts have at most 2 decimal places"),
+        ("abc", 'x.amount must be a decimal string, like "10.50"'),
+        ("0", "x.amount must be greater than 0"),
+        ("-0.5", "x.amount must be greater than 0"),
+        ("Infinity", "x.amount must be greater than 0"),
+        ("1000000000000.000001", "x.amount must be at most 1000000000000"),
+        ("1.001", 'x.amount must be a decimal string with at most 2 decimal places for USD, like "10.50"'),
     ],
 )
 def test_amount_refusals_say_why(value: str, message: str) -> None:
@@ -289,7 +306,10 @@ def test_amount_edges_accepted() -> None:
     assert rules.check_amount("a", "0.01", "USD") == "0.01"
     assert rules.check_amount("a", "1E+2", "USD") == "1E+2"  # a positive exponent has no decimals
     assert rules.decimals_for("gbp") == 2 and rules.decimals_for("USDC") == 6
-    assert refused(rules.check_pair, "chain", "PYUSD", "BASE") == ("chain", "PYUSD is not offered on BASE")
+    assert refused(rules.check_pair, "chain", "PYUSD", "BASE") == (
+        "chain",
+        "chain must be a chain that offers PYUSD; PYUSD is not offered on BASE",
+    )
 
 
 def va(**kw: Any) -> VADestinationIn:
@@ -303,37 +323,37 @@ def va(**kw: Any) -> VADestinationIn:
             {"rail": "stablecoin", "payment_rail": "provider_wallet", "currency": "USDC", "address": EVM},
             "USD",
             "destination.payment_rail",
-            "rail and payment_rail disagree",
+            "destination.payment_rail must equal destination.rail when both are given",
         ),
         (
             {"currency": "USDC", "address": EVM},
             "USD",
             "destination.rail",
-            "destination.rail (or payment_rail) is required",
+            "destination.rail (or destination.payment_rail) is required",
         ),
         (
             {"rail": "stablecoin", "currency": "USDC", "provider_wallet_id": "wal_1"},
             "USD",
             "destination.address",
-            "destination.address is required",
+            "destination.address is required when destination.rail is given",
         ),
         (
             {"payment_rail": "stablecoin", "currency": "USDC"},
             "USD",
             "destination.provider_wallet_id",
-            "destination needs provider_wallet_id or address",
+            "destination.provider_wallet_id (or destination.address) is required",
         ),
         (
             {"rail": "stablecoin", "currency": "EURC", "address": EVM},
             "USD",
             "destination.currency",
-            "USD deposits cannot be routed to EURC; pegged: PYUSD, USDB, USDC, USDT",
+            "destination.currency must be pegged to USD, not EURC; pegged: PYUSD, USDB, USDC, USDT",
         ),
         (
             {"rail": "stablecoin", "currency": "usdc", "address": EVM},
             "GBP",
             "destination.currency",
-            "GBP deposits cannot be routed to USDC; pegged: none",
+            "destination.currency must be pegged to GBP, not USDC; pegged: none",
         ),
     ],
 )

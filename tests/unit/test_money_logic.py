@@ -961,11 +961,14 @@ def test_door_rules_left_alive() -> None:
     from gateway import rules
     from tests.unit.test_door_rules import WALLET, party, refused
 
-    assert refused(rules.check_pair, "chain", "DOGE", "ETH") == ("chain", "DOGE is not offered on ETH")
+    assert refused(rules.check_pair, "chain", "DOGE", "ETH") == (
+        "chain",
+        "chain must be a chain that offers DOGE; DOGE is not offered on ETH",
+    )
     bank = {"payment_rail": "ach", "currency": "USD", "external_account_id": "ext_1", "amount": "1.001"}
     assert refused(rules.transfer_parties, "payout", party(**WALLET), party(**bank)) == (
         "destination.amount",
-        "USD amounts have at most 2 decimal places",
+        'destination.amount must be a decimal string with at most 2 decimal places for USD, like "10.50"',
     )
     # a provider_wallet destination may carry an address: it is not checked as on-chain
     _, dst = rules.transfer_parties(

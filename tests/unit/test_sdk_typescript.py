@@ -14,3 +14,4 @@ def test_the_typescript_layer() -> None:
     report = node_test("test/unit")
     assert "one key per operation" in report and "webhook verification" in report
     assert "resources send typed bodies and return the inner object" in report  # test/unit/resources.test.ts
+    assert "errors in words: after an outage the next call is sent, not throttled" in report  # errors.test.ts

@@ -25,6 +25,7 @@ from sluice_sdk.errors import (
 from sluice_sdk.events import WebhookEvent
 from sluice_sdk.options import RequestOptions
 from sluice_sdk.pages import AsyncPage, Page
+from sluice_sdk.results import ResponseInfo, response_of
 from sluice_sdk.retry import AdaptiveThrottle, RetryPolicy, Stats
 from sluice_sdk.webhooks import SignedDelivery, WebhookRefused, sign_test_event, verify_webhook
 
@@ -47,6 +48,7 @@ __all__ = [
     "ProviderUnavailable",
     "RateLimited",
     "RequestOptions",
+    "ResponseInfo",
     "RetryPolicy",
     "SignedDelivery",
     "Sluice",
@@ -58,6 +60,7 @@ __all__ = [
     "WebhookRefused",
     "__version__",
     "new_key",
+    "response_of",
     "sign_test_event",
     "verify_webhook",
 ]

@@ -30,7 +30,7 @@ import httpx
 from sluice_api.models.error_envelope import ErrorEnvelope
 from sluice_api.types import UNSET
 from sluice_sdk.core import AsyncCore, SyncCore, new_key, seen
-from sluice_sdk.errors import ConnectionFailed, SluiceError, Throttled, error_from_answer
+from sluice_sdk.errors import ConnectionFailed, SluiceError, Throttled, connection_failed, error_from_answer
 from sluice_sdk.resources import AsyncResources, Resources
 
 T = TypeVar("T")
@@ -122,7 +122,7 @@ def _lenient_body(content: bytes) -> Any:
 
 
 def _transport_error(exc: httpx.TransportError) -> ConnectionFailed:
-    return ConnectionFailed(f"{type(exc).__name__}: {exc}")
+    return connection_failed(exc)
 
 
 _UNPARSEABLE = (ValueError, KeyError, TypeError)

@@ -53,6 +53,23 @@ def _loopback(host: str) -> bool:
         return False
 
 
+def _check_types(config: Config) -> None:
+    """A clear TypeError for a field of the wrong type (before any of it is used)."""
+    expected: dict[str, tuple[type, ...]] = {
+        "api_key": (str,),
+        "base_url": (str, type(None)),
+        "mode": (str, type(None)),
+        "timeout_s": (int, float),
+        "retry": (RetryPolicy,),
+        "throttle": (bool,),
+    }
+    for name, types in expected.items():
+        value = getattr(config, name)
+        if not isinstance(value, types) or (name == "timeout_s" and isinstance(value, bool)):
+            wanted = " or ".join("None" if t is type(None) else t.__name__ for t in types)
+            raise TypeError(f"Config.{name} must be {wanted}, not {type(value).__name__}")
+
+
 @dataclass(frozen=True)
 class Config:
     """``mode`` defaults to the credential's (``sk_test_`` sandbox, ``sk_live_`` live, a JWT's
@@ -73,6 +90,7 @@ class Config:
     throttle: bool = True
 
     def __post_init__(self) -> None:
+        _check_types(self)
         if not self.api_key:
             raise ValueError("api_key is empty")
         if self.mode is not None and self.mode not in _PREFIX:

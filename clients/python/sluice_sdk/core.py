@@ -27,16 +27,17 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import httpx
 
 from sluice_api.client import AuthenticatedClient
 from sluice_sdk._version import __version__
 from sluice_sdk.config import Config
-from sluice_sdk.errors import ConnectionFailed, DeadlineExceeded, SluiceError, Throttled, error_from_answer
+from sluice_sdk.errors import DeadlineExceeded, SluiceError, Throttled, connection_failed, error_from_answer
 from sluice_sdk.options import RequestOptions
 from sluice_sdk.pages import AsyncPage, Page, page_fields, pages_both_ways, previous_cursor
+from sluice_sdk.results import ResponseInfo, answered
 from sluice_sdk.retry import AdaptiveThrottle, Attempts, RetryPolicy, Stats
 
 log = logging.getLogger("sluice_sdk")
@@ -136,9 +137,35 @@ def success(response: httpx.Response) -> Any:
     except ValueError:
         log.warning("sluice: a %s answer whose body is not JSON", response.status_code)
         return {}
+    info = ResponseInfo.of(response.status_code, response.headers)
     if isinstance(body, dict) and "data" in body:
-        return body["data"]
-    return body
+        return answered(body["data"], info)
+    return answered(body, info)
+
+
+P = TypeVar("P", Page[Any], AsyncPage[Any])
+
+
+def _with_response(page: P, answer: Any) -> P:
+    """``page`` carrying the response of the answer it was read from (sluice_sdk.results)."""
+    page.sluice_response = getattr(answer, "sluice_response", None)
+    return page
+
+
+def _check_config(client: str, config: object) -> None:
+    """A clear TypeError, naming the fix, for a client built from something not a Config (the
+    common slip: the key itself, ``Sluice("sk_test_...")``)."""
+    if isinstance(config, Config):
+        return
+    if isinstance(config, str):
+        raise TypeError(
+            f"{client}() takes a Config, not the key itself: "
+            f'{client}(Config(api_key="sk_test_...")), or {client}(Config.from_env())'
+        )
+    raise TypeError(
+        f"{client}() takes a sluice_sdk.Config, not {type(config).__name__}: "
+        f'{client}(Config(api_key="sk_test_..."))'
+    )
 
 
 class CoreBase:
@@ -156,6 +183,7 @@ class CoreBase:
         on_response: Callable[[httpx.Response], None] | None = None,
         transport: httpx.BaseTransport | httpx.AsyncBaseTransport | None = None,
     ) -> None:
+        _check_config(type(self).__name__, config)
         self.config = config
         off = throttle is False or not config.throttle
         self.throttle: AdaptiveThrottle | None = None if off else (throttle or AdaptiveThrottle())
@@ -224,7 +252,7 @@ class CoreBase:
         left = call.remaining()
         if left is not None and left <= 0:
             return DeadlineExceeded(f"the deadline passed during attempt {attempt}: {type(exc).__name__}")
-        return ConnectionFailed(f"{type(exc).__name__}: {exc}")
+        return connection_failed(exc)
 
 
 class SyncCore(CoreBase):
@@ -297,13 +325,14 @@ class SyncCore(CoreBase):
             )
 
         if not pages_both_ways(answer):
-            return Page(items, has_more, cursor, after)
+            return _with_response(Page(items, has_more, cursor, after), answer)
 
         def before(ending_before: str) -> Page[Any]:
             return self.page(path, {**query, "starting_after": None, "ending_before": ending_before}, options)
 
         previous = previous_cursor(items, has_more, query)
-        return Page(items, has_more, cursor, after, previous, before, query.get("ending_before") is not None)
+        backward = query.get("ending_before") is not None
+        return _with_response(Page(items, has_more, cursor, after, previous, before, backward), answer)
 
     def paginate(
         self, path: str, query: Mapping[str, Any], options: RequestOptions | None = None
@@ -389,7 +418,7 @@ class AsyncCore(CoreBase):
             return await self.page(path, next_query, options)
 
         if not pages_both_ways(answer):
-            return AsyncPage(items, has_more, cursor, after)
+            return _with_response(AsyncPage(items, has_more, cursor, after), answer)
 
         async def before(ending_before: str) -> AsyncPage[Any]:
             previous_query = {**query, "starting_after": None, "ending_before": ending_before}
@@ -397,7 +426,7 @@ class AsyncCore(CoreBase):
 
         previous = previous_cursor(items, has_more, query)
         backward = query.get("ending_before") is not None
-        return AsyncPage(items, has_more, cursor, after, previous, before, backward)
+        return _with_response(AsyncPage(items, has_more, cursor, after, previous, before, backward), answer)
 
     async def paginate(
         self, path: str, query: Mapping[str, Any], options: RequestOptions | None = None

@@ -104,7 +104,10 @@ class ProviderUnavailable(SluiceError):
 
 
 class ConnectionFailed(SluiceError):
-    """The request may or may not have reached the gateway (refused, reset, timed out)."""
+    """No answer came: the connection was refused or reset, the name did not resolve, TLS
+    failed, or the attempt timed out. The request may or may not have reached the gateway (an
+    operation with an idempotency key is safe to repeat with it). The network's own exception
+    is ``__cause__``; nothing here says the gateway is loaded (that is :class:`Throttled`)."""
 
     code = "connection_failed"
 
@@ -118,7 +121,8 @@ class DeadlineExceeded(SluiceError):
 
 
 class Throttled(SluiceError):
-    """Refused by this client's adaptive throttle: the gateway has been refusing most requests."""
+    """Refused by this client's adaptive throttle before sending: the gateway has been answering
+    most recent requests with 429 or 503 (requests that got no answer do not count)."""
 
     code = "client_throttled"
 
@@ -155,6 +159,13 @@ def retry_after_s(headers: Mapping[str, str]) -> float | None:
         return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
     except (TypeError, ValueError):
         return None
+
+
+def connection_failed(exc: BaseException) -> ConnectionFailed:
+    """The error of an attempt that got no answer, ``exc`` (the network's) as its cause."""
+    error = ConnectionFailed(f"no answer from the gateway: {type(exc).__name__}: {exc}")
+    error.__cause__ = exc
+    return error
 
 
 def error_from_answer(status: int, headers: Mapping[str, str], content: bytes) -> SluiceError:

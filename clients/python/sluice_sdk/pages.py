@@ -24,6 +24,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+from sluice_sdk.results import ResponseInfo
+
 T = TypeVar("T")
 
 __all__ = ["AsyncPage", "Page", "page_fields", "pages_both_ways", "previous_cursor"]
@@ -69,6 +71,8 @@ class Page(Generic[T]):
     previous_cursor: str | None = None
     _fetch_before: Callable[[str], Page[T]] | None = field(default=None, repr=False, compare=False)
     _read_backward: bool = field(default=False, repr=False, compare=False)
+    # the answer this page came in: response_of(page) (sluice_sdk.results)
+    sluice_response: ResponseInfo | None = field(default=None, repr=False, compare=False)
 
     def next_page(self) -> Page[T] | None:
         """The page after this one (one request, the same query and limit), or None."""
@@ -111,6 +115,8 @@ class AsyncPage(Generic[T]):
         default=None, repr=False, compare=False
     )
     _read_backward: bool = field(default=False, repr=False, compare=False)
+    # the answer this page came in: response_of(page) (sluice_sdk.results)
+    sluice_response: ResponseInfo | None = field(default=None, repr=False, compare=False)
 
     async def next_page(self) -> AsyncPage[T] | None:
         if not (self.has_more or self._read_backward) or self.next_cursor is None:

@@ -59,10 +59,13 @@ def retryable(failure: SluiceError) -> bool:
 
 
 def rejected(failure: SluiceError | None) -> bool:
-    """Whether an attempt counts as refused for the throttle: shed, rate limited or unreached."""
-    if failure is None:
+    """Whether an answer counts as refused for the throttle: shed (503) or rate limited (429).
+    A request that got no answer (:class:`ConnectionFailed`) is neither accepted nor refused:
+    the gateway said nothing about its load, so the throttle does not count it at all (else an
+    outage of the network would leave the client throttling itself once the network is back)."""
+    if failure is None or isinstance(failure, ConnectionFailed):
         return False
-    return isinstance(failure, ConnectionFailed) or failure.status in (429, 503)
+    return failure.status in (429, 503)
 
 
 @dataclass
@@ -71,7 +74,8 @@ class Stats:
 
     attempts: int = 0
     retries: int = 0
-    refused: int = 0  # 429/503 answers and connection failures
+    refused: int = 0  # 429/503 answers
+    unreached: int = 0  # attempts that got no answer (ConnectionFailed)
     throttled: int = 0  # attempts this client refused itself
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
@@ -135,6 +139,12 @@ class AdaptiveThrottle:
             with self._lock:
                 self._accepts.append(self._clock())
 
+    def unanswered(self) -> None:
+        """The attempt just admitted got no answer: it is taken out of the window again."""
+        with self._lock:
+            if self._requests:
+                self._requests.pop()
+
 
 @dataclass
 class Attempts:
@@ -157,7 +167,12 @@ class Attempts:
             raise Throttled("refused by the client's adaptive throttle (the gateway is shedding)")
 
     def finish(self, failure: SluiceError | None) -> None:
-        """Record the answer of an attempt that was sent."""
+        """Record the answer of an attempt that was sent (or that it got none)."""
+        if isinstance(failure, ConnectionFailed):
+            self.stats.add("unreached")
+            if self.throttle is not None:
+                self.throttle.unanswered()
+            return
         refused = rejected(failure)
         if self.throttle is not None:
             self.throttle.record(accepted=not refused)

@@ -64,8 +64,38 @@ function loopback(host: string): boolean {
   return bare === "localhost" || bare.endsWith(".localhost") || bare === "::1" || /^127\.\d+\.\d+\.\d+$/.test(bare);
 }
 
+/** A clear TypeError, naming the fix, for a client built from something not a configuration
+ * (the common slip in JavaScript: the key itself, `new Sluice("sk_test_...")`), or from fields of
+ * the wrong type. The same words as the Python SDK's. */
+function checkTypes(config: unknown): void {
+  if (typeof config === "string") {
+    throw new TypeError(
+      'Sluice() takes a configuration, not the key itself: new Sluice({ apiKey: "sk_test_..." }), or new Sluice(configFromEnv())',
+    );
+  }
+  if (config === null || typeof config !== "object" || Array.isArray(config)) {
+    const what = config === null ? "null" : Array.isArray(config) ? "an array" : typeof config;
+    throw new TypeError(`Sluice() takes a configuration object, not ${what}: new Sluice({ apiKey: "sk_test_..." })`);
+  }
+  const fields = config as Record<string, unknown>;
+  const expected: Array<[string, string]> = [
+    ["apiKey", "string"],
+    ["baseUrl", "string"],
+    ["mode", "string"],
+    ["timeoutMs", "number"],
+  ];
+  for (const [name, type] of expected) {
+    const value = fields[name];
+    if (name !== "apiKey" && value === undefined) continue;
+    if (typeof value !== type) {
+      throw new TypeError(`SluiceConfig.${name} must be a ${type}, not ${value === null ? "null" : typeof value}`);
+    }
+  }
+}
+
 /** The configuration's mode and gateway, checked: a live credential goes over https only. */
 export function resolve(config: SluiceConfig): { mode: Mode; baseUrl: string } {
+  checkTypes(config);
   if (!config.apiKey) throw new RangeError("apiKey is empty");
   if (config.mode !== undefined && !(config.mode in PREFIX)) {
     throw new RangeError(`mode must be sandbox or live, not ${String(config.mode)}`);

@@ -13,7 +13,8 @@
 
 import { randomUUID } from "node:crypto";
 
-import { ConnectionFailed, DeadlineExceeded, SluiceError, Throttled, errorFromAnswer } from "./errors.js";
+import { ConnectionFailed, DeadlineExceeded, SluiceError, Throttled, connectionFailed, errorFromAnswer } from "./errors.js";
+import { answered, sameResponse } from "./results.js";
 import { AdaptiveThrottle, DEFAULT_RETRY, type RetryPolicy, type Stats, delayMs, rejected } from "./retry.js";
 
 export const VERSION = "0.1.0";
@@ -181,7 +182,7 @@ interface Prepared {
 }
 
 export class Transport implements Core {
-  readonly stats: Stats = { attempts: 0, retries: 0, refused: 0, throttled: 0 };
+  readonly stats: Stats = { attempts: 0, retries: 0, refused: 0, unreached: 0, throttled: 0 };
 
   constructor(readonly options: TransportOptions) {}
 
@@ -215,7 +216,7 @@ export class Transport implements Core {
     if (payload !== undefined) headers.set("Content-Type", "application/json");
     const encoded = payload === undefined ? undefined : new TextEncoder().encode(JSON.stringify(payload)).buffer;
     const response = await this.run(this.prepare(method, url.toString(), headers, encoded as ArrayBuffer | undefined, options));
-    return lenient(await response.text()) as T;
+    return answered(lenient(await response.text()), response) as T;
   }
 
   /** Every item of a list, page after page (next_cursor as starting_after), from the first page
@@ -226,14 +227,16 @@ export class Transport implements Core {
 
   /** One page of a list (one request, the query as given). */
   async page<T>(path: string, query: object, options: RequestOptions): Promise<Page<T>> {
-    const { items, hasMore, cursor, bothWays } = pageFields<T>(await this.request<unknown>("GET", path, undefined, query, options));
+    const answer = await this.request<unknown>("GET", path, undefined, query, options);
+    const { items, hasMore, cursor, bothWays } = pageFields<T>(answer);
     const after = (startingAfter: string) =>
       this.page<T>(path, { ...query, starting_after: startingAfter, ending_before: undefined }, options);
-    if (!bothWays) return new Page<T>(items, hasMore, cursor, after);
+    if (!bothWays) return sameResponse(new Page<T>(items, hasMore, cursor, after), answer);
     const before = (endingBefore: string) =>
       this.page<T>(path, { ...query, starting_after: undefined, ending_before: endingBefore }, options);
     const backward = (query as { ending_before?: string | null }).ending_before != null;
-    return new Page<T>(items, hasMore, cursor, after, previousCursor(items, hasMore, query), before, backward);
+    const page = new Page<T>(items, hasMore, cursor, after, previousCursor(items, hasMore, query), before, backward);
+    return sameResponse(page, answer);
   }
 
   /** The fetch openapi-fetch is given (Sluice.api): the same key and retry rules. */
@@ -332,8 +335,15 @@ export class Transport implements Core {
       if (err instanceof SluiceError) throw err;
       this.options.debug?.(`sluice ${call.method} ${path} attempt ${attempt}: ${err instanceof Error ? err.name : "error"}`);
       const left = call.deadline === undefined ? undefined : call.deadline - Date.now();
-      if (left !== undefined && left <= 0) throw new DeadlineExceeded(`the deadline passed during attempt ${attempt}`);
-      failure = new ConnectionFailed(err instanceof Error ? `${err.name}: ${err.message}` : String(err));
+      if (left !== undefined && left <= 0) {
+        throw new DeadlineExceeded(`the deadline passed during attempt ${attempt}`, { cause: err });
+      }
+      failure = connectionFailed(err);
+    }
+    if (failure instanceof ConnectionFailed) {
+      throttle?.unanswered();
+      this.stats.unreached++;
+      return failure;
     }
     const refused = rejected(failure);
     throttle?.record(!refused);

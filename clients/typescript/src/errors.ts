@@ -54,7 +54,13 @@ export class InternalError extends SluiceError { static CODE = "internal_error";
 export class ProviderError extends SluiceError { static CODE = "provider_error"; }
 /** 503: no answer in time, or shed at the door (reason "overloaded"). */
 export class ProviderUnavailable extends SluiceError { static CODE = "provider_unavailable"; }
+/** No answer came: the connection was refused or reset, the name did not resolve, TLS failed, or
+ * the attempt timed out. The request may or may not have reached the gateway (an operation with
+ * an idempotency key is safe to repeat with it). The network's own error is `cause`; nothing
+ * here says the gateway is loaded (that is Throttled). */
 export class ConnectionFailed extends SluiceError { static CODE = "connection_failed"; }
+/** Refused by this client's adaptive throttle before sending: the gateway has been answering most
+ * recent requests with 429 or 503 (requests that got no answer do not count). */
 export class Throttled extends SluiceError { static CODE = "client_throttled"; }
 /** The operation's overall deadline (RequestOptions.timeoutMs) passed; the last failure is
  * `cause`. An operation with an idempotency key may have been done: repeat it with that key. */
@@ -74,6 +80,22 @@ const BY_CODE: Record<string, new (message: string, init?: ErrorInit) => SluiceE
     ProviderUnavailable,
   ].map((cls) => [cls.CODE, cls]),
 );
+
+/** The words of an error and of its causes ("TypeError: fetch failed (Error: connect
+ * ECONNREFUSED 127.0.0.1:9)"): fetch's own message names no cause, its `cause` does. */
+function described(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 4; depth++) {
+    parts.push(e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts[0] + parts.slice(1).map((p) => ` (${p})`).join("");
+}
+
+/** The error of an attempt that got no answer, `err` (the network's) as its cause. */
+export function connectionFailed(err: unknown): ConnectionFailed {
+  return new ConnectionFailed(`no answer from the gateway: ${described(err)}`, { cause: err });
+}
 
 /** Retry-After in milliseconds (RFC 9110 10.2.3: delay-seconds or an HTTP date). */
 export function retryAfterMs(headers: Headers): number | undefined {

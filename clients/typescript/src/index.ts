@@ -7,6 +7,8 @@ export { Page } from "./core.js";
 export * from "./resources.js";
 export type { Mode, SluiceConfig } from "./client.js";
 export * from "./errors.js";
+export { responseOf } from "./results.js";
+export type { ResponseInfo } from "./results.js";
 export { AdaptiveThrottle, DEFAULT_RETRY, delayMs, retryable } from "./retry.js";
 export type { RetryPolicy, Stats, ThrottleOptions } from "./retry.js";
 export { HEADERS, WebhookRefused, signTestEvent, standardHeaders, verifyWebhook } from "./webhooks.js";

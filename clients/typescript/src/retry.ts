@@ -27,10 +27,13 @@ export function retryable(failure: SluiceError): boolean {
   return failure.status !== undefined && RETRYABLE_STATUS.has(failure.status);
 }
 
-/** Whether an attempt counts as refused for the throttle: shed, rate limited or unreached. */
+/** Whether an answer counts as refused for the throttle: shed (503) or rate limited (429). A
+ * request that got no answer (ConnectionFailed) is neither accepted nor refused: the gateway said
+ * nothing about its load, so the throttle does not count it (else an outage of the network would
+ * leave the client throttling itself once the network is back). */
 export function rejected(failure: SluiceError | undefined): boolean {
-  if (failure === undefined) return false;
-  return failure instanceof ConnectionFailed || failure.status === 429 || failure.status === 503;
+  if (failure === undefined || failure instanceof ConnectionFailed) return false;
+  return failure.status === 429 || failure.status === 503;
 }
 
 /** Milliseconds before the next attempt, or undefined to raise `failure` now. */
@@ -99,12 +102,20 @@ export class AdaptiveThrottle {
   record(accepted: boolean): void {
     if (accepted) this.accepts.push(this.clock());
   }
+
+  /** The attempt just admitted got no answer: it is taken out of the window again. */
+  unanswered(): void {
+    this.requests.pop();
+  }
 }
 
 /** What one client has done (read it in tests and metrics). */
 export interface Stats {
   attempts: number;
   retries: number;
+  /** 429 and 503 answers. */
   refused: number;
+  /** Attempts that got no answer (ConnectionFailed). */
+  unreached: number;
   throttled: number;
 }

@@ -31,6 +31,7 @@ from gateway.onboarding import repository as repo
 from gateway.onboarding.links import verify
 from gateway.onboarding.pages import Page, branding, gone, origin_of, render
 from gateway.schemas import CustomerCreate
+from gateway.wording import PHRASES
 
 FIELDS = (
     "account_type",
@@ -90,7 +91,7 @@ def _command(state: State, row: Any, tenant: Any, values: dict[str, str], reques
     body["account_type"] = row.account_type or body.get("account_type") or "individual"
     body["country_code"] = body.get("country_code", "").upper()
     body["service_user_id"] = row.service_user_id
-    p = convert(body, CustomerCreate)
+    p = convert(body, CustomerCreate, phrases=PHRASES)
     if p.account_type == "individual" and not p.full_name:
         raise invalid("full_name", "Please enter your full name.")
     if p.account_type == "business" and not p.company_name:

@@ -10,6 +10,7 @@ from common.errors import ErrorCode, ServiceError, invalid
 from common.ids import new_id
 from common.validation import convert
 from gateway.pipeline import Call
+from gateway.wording import PHRASES
 
 T = TypeVar("T")
 
@@ -21,7 +22,7 @@ def body_of(call: Call, type_: type[T]) -> T:
     if not isinstance(call.body, dict):
         raise invalid("body", "the request body must be a JSON object")
     try:
-        return convert(_integral(call.body), type_)
+        return convert(_integral(call.body), type_, phrases=PHRASES)
     except ServiceError as err:
         err.details.setdefault("field", "body")
         raise
@@ -41,7 +42,7 @@ def _integral(value: Any) -> Any:
 
 def query_of(call: Call, type_: type[T]) -> T:
     try:
-        return convert(call.query, type_, strict=False)
+        return convert(call.query, type_, strict=False, phrases=PHRASES)
     except ServiceError as err:
         err.details.setdefault("field", "query")
         raise

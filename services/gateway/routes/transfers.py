@@ -39,7 +39,10 @@ def _fee(call: Call, p: TransferCreate, currency: str, amount: str) -> Developer
         rules.decimals_for(currency),
     )
     if fee >= Decimal(amount):
-        raise invalid("developer_fee", f"the developer fee ({fee}) must be less than the amount ({amount})")
+        raise invalid(
+            "developer_fee",
+            f"developer_fee must come to less than the amount: {fee} is not less than {amount}",
+        )
     return DeveloperFee(percentage=percentage, flat_amount=flat)
 
 
@@ -47,7 +50,7 @@ def _builder(kind: Literal["transfer", "payout"], prefix: str) -> Callable[[Call
     def build(call: Call) -> CreateTransfer:
         p = body_of(call, TransferCreate)
         if call.ctx.idempotency_key is not None and p.idempotency_key != call.ctx.idempotency_key:
-            raise invalid("idempotency_key", "idempotency_key differs from the Idempotency-Key header")
+            raise invalid("idempotency_key", "idempotency_key must equal the Idempotency-Key header")
         source, destination = rules.transfer_parties(kind, p.source, p.destination)
         assert source.amount is not None
         return CreateTransfer(

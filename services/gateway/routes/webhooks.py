@@ -42,7 +42,11 @@ def build_update(call: Call) -> UpdateWebhook:
     webhook_id = path_id(call, "webhook_id")
     p = body_of(call, WebhookUpdate)
     if p.endpoint_url is None and p.enabled_events is None and p.status is None:
-        raise invalid("body", "name at least one of endpoint_url, enabled_events, status", reason="empty")
+        raise invalid(
+            "body",
+            "the request body must name at least one of endpoint_url, enabled_events or status",
+            reason="empty",
+        )
     return UpdateWebhook(
         **stamp(call),
         webhook_id=webhook_id,

@@ -19,7 +19,7 @@ from decimal import Decimal
 from typing import Any
 
 from common.contracts.base import Mode
-from common.errors import ErrorCode, Reason, ServiceError
+from common.errors import Reason, ServiceError, reason_code
 from common.ids import new_id
 from ledger.core import chain
 from ledger.core.accounts import Posting, is_external
@@ -40,7 +40,7 @@ class NegativeBalance(Exception):
 
 def insufficient_funds(wallet_id: str, needed: Decimal) -> ServiceError:
     return ServiceError(
-        ErrorCode.INVALID_REQUEST,
+        reason_code(Reason.INSUFFICIENT_FUNDS),
         "insufficient available balance in the source wallet",
         details={"reason": Reason.INSUFFICIENT_FUNDS, "field": "source.amount", "wallet_id": wallet_id},
     )

@@ -11,7 +11,19 @@ import { test } from "node:test";
 
 import { Webhook } from "standardwebhooks";
 
-import { Sluice, type SluiceConfig, WebhookRefused, configFromEnv, newKey, ok, verifyWebhook } from "../../src/index.js";
+import {
+  ConnectionFailed,
+  InvalidRequest,
+  Sluice,
+  type SluiceConfig,
+  Throttled,
+  WebhookRefused,
+  configFromEnv,
+  newKey,
+  ok,
+  responseOf,
+  verifyWebhook,
+} from "../../src/index.js";
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -63,7 +75,7 @@ test("a transfer whose answer is lost is retried and made once", async () => {
   const body = book(src, dst, "1.50");
   const created = (await ok(lossy.api.POST("/v1/transfers", { body }))).data;
   assert.equal(lossy.stats.retries, 1);
-  assert.equal(lossy.stats.refused, 1);
+  assert.equal(lossy.stats.unreached, 1); // a lost answer is no refusal by the gateway
   const listed = (await ok(direct.api.GET("/v1/transfers", { params: { query: { limit: 100 } } }))).data.items;
   assert.deepEqual(listed.filter((t) => t.transfer_id === created.transfer_id).length, 1);
   assert.equal(cents(await balance(direct, src)), 850);
@@ -132,4 +144,39 @@ test("a webhook from the stack verifies; a tampered or stale one is refused", as
   } finally {
     server.close();
   }
+});
+
+test("errors in words: request id and replay flag, a sentence per refusal, a dead address is ConnectionFailed", async () => {
+  const sluice = client();
+  const person = { account_type: "individual", email: "r@example.com", country_code: "US", full_name: "R" } as const;
+  const body = { ...person, service_user_id: newKey() };
+  const key = newKey();
+  const first = await sluice.customers.create(body, { idempotencyKey: key });
+  const again = await sluice.customers.create(body, { idempotencyKey: key });
+  assert.equal(again.customer_id, first.customer_id);
+  assert.equal(responseOf(first).replayed, false);
+  assert.equal(responseOf(again).replayed, true);
+  assert.ok(responseOf(first).requestId && responseOf(again).requestId);
+  assert.notEqual(responseOf(first).requestId, responseOf(again).requestId);
+  assert.equal(responseOf(again).status, 201);
+  await assert.rejects(sluice.customers.create({ ...body, service_user_id: newKey(), country_code: "us" }), (err: unknown) => {
+    assert.ok(err instanceof InvalidRequest);
+    assert.equal(err.field, "country_code");
+    assert.equal(err.details["pattern"], "^[A-Z]{2}$");
+    assert.match(err.message, /^country_code must be a two-letter ISO 3166-1 country code/);
+    return true;
+  });
+  // the stack's own gateway address with a port nothing listens on: the network refuses
+  const dead = new URL(base.baseUrl ?? "http://127.0.0.1:8000");
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  dead.port = String((server.address() as AddressInfo).port);
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  const unreachable = client({ baseUrl: dead.origin, retry: { maxAttempts: 1 } });
+  await assert.rejects(unreachable.customers.create(body), (err: unknown) => {
+    assert.ok(err instanceof ConnectionFailed && !(err instanceof Throttled));
+    assert.ok(err.cause instanceof Error);
+    assert.match(err.message, /ECONNREFUSED/);
+    return true;
+  });
 });

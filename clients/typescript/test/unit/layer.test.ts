@@ -74,7 +74,7 @@ test("one key per operation, reused on every retry; Retry-After honoured", async
   assert.match(keys[0] ?? "", /^sdk_/);
   assert.ok((sleeps[0] ?? 0) >= 1000 && (sleeps[0] ?? 0) <= 1250, `${sleeps[0]}`);
   assert.ok((sleeps[1] ?? 99) <= 500);
-  assert.deepEqual({ ...sluice.stats }, { attempts: 3, retries: 2, refused: 2, throttled: 0 });
+  assert.deepEqual({ ...sluice.stats }, { attempts: 3, retries: 2, refused: 1, unreached: 1, throttled: 0 });
   const next = await ok(sluice.api.POST("/v1/customers", { body: customer }));
   assert.equal(next.data.customer_id, "cus_2");
   assert.notEqual(requests.at(-1)?.headers.get("idempotency-key"), keys[0]);

@@ -90,6 +90,16 @@ def on_files(files: Files, config: Any) -> Files:
     return files
 
 
+def on_post_build(config: Any) -> None:
+    """The search index as a script too: opened from disk (file://) the theme loads
+    ``search/search_index.js`` (a fetch of the JSON is refused there) and reads ``__index``;
+    docs/assets/file-worker.js runs the search worker from disk. What Material's offline plugin
+    does, without the script it adds from a CDN."""
+    index = Path(config["site_dir"]) / "search" / "search_index.json"
+    if index.exists():
+        index.with_suffix(".js").write_text("var __index = " + index.read_text(encoding="utf-8"), encoding="utf-8")
+
+
 def _comments(source: str) -> dict[int, str]:
     """Line number -> the comment on that line."""
     found: dict[int, str] = {}

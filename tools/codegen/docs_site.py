@@ -119,7 +119,9 @@ def on_post_build(config: Any) -> None:
     does, without the script it adds from a CDN."""
     index = Path(config["site_dir"]) / "search" / "search_index.json"
     if index.exists():
-        index.with_suffix(".js").write_text("var __index = " + index.read_text(encoding="utf-8"), encoding="utf-8")
+        index.with_suffix(".js").write_text(
+            "var __index = " + index.read_text(encoding="utf-8"), encoding="utf-8"
+        )
 
 
 def _comments(source: str) -> dict[int, str]:

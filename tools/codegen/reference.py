@@ -72,7 +72,9 @@ def code_samples(doc: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
         missing = [label for _, label, found in per_language if op_id not in found]
         if missing:
             raise ValueError(f"{op_id} has no {' or '.join(missing)} sample in the example scripts")
-        out[op_id] = [{"lang": lang, "label": label, "source": found[op_id]} for lang, label, found in per_language]
+        out[op_id] = [
+            {"lang": lang, "label": label, "source": found[op_id]} for lang, label, found in per_language
+        ]
     known = {op["operationId"] for op in operations(doc)}
     for _, label, found in per_language:
         if unknown := set(found) - known:

@@ -75,6 +75,15 @@ def test_nothing_else_of_the_document_changes() -> None:
         doc.pop(key, None)
     out["info"].pop("description")
     doc["info"].pop("description")
+
+    def untitled(node: Any) -> Any:  # the alternatives' titles are the rendering's own
+        if isinstance(node, dict):
+            return {k: untitled(v) for k, v in node.items() if not (k == "title" and "properties" in node)}
+        return [untitled(v) for v in node] if isinstance(node, list) else node
+
+    assert untitled(out["paths"]) == untitled(doc["paths"])
+    out.pop("paths")
+    doc.pop("paths")
     assert out == doc
 
 
@@ -94,3 +103,33 @@ def test_regions_refuse_an_unended_or_repeated_sample() -> None:
         reference.regions("# [a]\none\n", "#")
     with pytest.raises(ValueError, match="two samples"):
         reference.regions("# [a]\n1\n# [end]\n# [a]\n2\n# [end]\n", "#")
+
+
+def test_each_alternative_of_a_body_rule_is_named_apart() -> None:
+    """Redoc names an untitled alternative after the body (``TransferCreate | TransferCreate``):
+    every alternative of the rules beside a request body has a title of its own."""
+    out = reference.rendered(_doc())
+    named: list[list[str]] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            branches = node.get("anyOf")
+            if isinstance(branches, list) and all(
+                isinstance(b, dict) and "properties" in b for b in branches
+            ):
+                named.append([b.get("title", "") for b in branches])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    for op in reference.operations(out):
+        walk(op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {}))
+    assert len(named) >= 5
+    assert [titles for titles in named if "" in titles or len(set(titles)) < len(titles)] == []
+    transfers = out["paths"]["/v1/transfers"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert [b["title"] for b in transfers["allOf"][1]["anyOf"]] == [
+        "source.currency USDC",
+        "source.currency USDT",
+    ]

@@ -10,7 +10,10 @@ the document the SDKs are generated from and the gateway serves stays as it is:
   reference cannot lose one silently.
 - every schema under its own entry: a tag per schema whose description is Redoc's
   ``<SchemaDefinition>``, grouped (``x-tagGroups``) after the operations' tags;
-- a description that leads back to the guides and names nothing of the repository.
+- a description that leads back to the guides and names nothing of the repository;
+- a title on each alternative of a request body's cross-field rules (``anyOf`` of objects),
+  from what tells them apart (``symbol USDC; chain BASE, ETH``): without one Redoc names each
+  after the body (``TransferCreate | TransferCreate``). A title changes no validation.
 """
 
 from __future__ import annotations
@@ -82,12 +85,68 @@ def code_samples(doc: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
     return out
 
 
+def _words(pattern: str) -> set[str]:
+    """The words a pattern such as ``^([Uu][Ss][Dd][Cc]|[Ee][Tt][Hh])$`` allows (case-insensitive
+    alternatives), else nothing."""
+    hit = re.fullmatch(r"\^\((.*)\)\$", pattern)
+    if not hit:
+        return set()
+    words = [re.sub(r"\[(\w)\w\]", lambda m: m.group(1).upper(), alt) for alt in hit.group(1).split("|")]
+    return set(words) if all(re.fullmatch(r"[\w.]+", w) for w in words) else set()
+
+
+def _literals(node: Any, path: str, out: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Field path -> the literal values (const, or a pattern's words) a schema allows there."""
+    if not isinstance(node, dict):
+        return out
+    if "const" in node:
+        out.setdefault(path, set()).add(str(node["const"]))
+    if isinstance(node.get("pattern"), str) and (words := _words(node["pattern"])):
+        out.setdefault(path, set()).update(words)
+    for name, sub in node.get("properties", {}).items():
+        _literals(sub, f"{path}.{name}" if path else name, out)
+    for key in ("allOf", "anyOf", "oneOf"):
+        for sub in node.get(key, []):
+            _literals(sub, path, out)
+    return out
+
+
+def _title_alternatives(node: Any) -> None:
+    """Titles on every ``anyOf`` of objects under ``node`` that has none (see the docstring)."""
+    if isinstance(node, list):
+        for sub in node:
+            _title_alternatives(sub)
+        return
+    if not isinstance(node, dict):
+        return
+    branches: list[Any] = node.get("anyOf") or []
+    objects = all(isinstance(b, dict) and "properties" in b for b in branches)
+    if objects and len(branches) > 1 and not any("title" in b for b in branches):
+        found = [_literals(b, "", {}) for b in branches]
+        paths = list(dict.fromkeys(p for f in found for p in f))
+        apart = [p for p in paths if len({frozenset(f.get(p, ())) for f in found}) > 1]
+        for k in range(1, len(apart) + 2):  # the fewest fields that tell every alternative apart
+            titles = [
+                "; ".join(f"{p} {', '.join(sorted(lits[p]))}" for p in apart[:k] if p in lits)
+                or "with " + ", ".join(b.get("required", []))
+                for b, lits in zip(branches, found, strict=True)
+            ]
+            if len(set(titles)) == len(titles):
+                break
+        for branch, title in zip(branches, titles, strict=True):
+            branch["title"] = title
+    for value in node.values():
+        _title_alternatives(value)
+
+
 def rendered(doc: dict[str, Any]) -> dict[str, Any]:
     """The document the reference page renders (see the module's docstring)."""
     out = copy.deepcopy(doc)
     samples = code_samples(out)
     for op in operations(out):
         op["x-codeSamples"] = samples[op["operationId"]]
+        body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema", {})
+        _title_alternatives(body.get("allOf", [])[1:])  # the rules beside the body's own schema
     description = re.sub(r"\s*See [^.]*\bREADME\.md\b[^.]*\.", "", out["info"].get("description", ""))
     out["info"]["description"] = description.strip() + GUIDES
     used = list(dict.fromkeys(t for op in operations(out) for t in op.get("tags", [])))

@@ -2,11 +2,13 @@
 # Every operation of the API once, with curl (and jq to read the answers), in the order a partner
 # meets them. The API reference shows the lines between `# [<operationId>]` and `# [end]` as
 # that operation's curl sample; the project's tests run this file against a sandbox. Set
-# SLUICE_API_URL, SLUICE_SANDBOX_KEY (sk_test_...) and SLUICE_EXTERNAL_ACCOUNT_ID (a bank
-# account an operator approved, for the payout). Every POST carries an Idempotency-Key: a new
-# one per operation, the same one on every retry of it (openssl makes one here).
+# SLUICE_API_URL, SLUICE_SANDBOX_KEY (sk_test_...) and, for the payout,
+# SLUICE_EXTERNAL_ACCOUNT_ID (a customer's bank account an operator approved) and
+# SLUICE_PAYOUT_WALLET_ID (a funded wallet of that customer). Every POST carries an
+# Idempotency-Key: a new one per operation, the same one on every retry of it (openssl makes
+# one here).
 set -euo pipefail
-: "${SLUICE_API_URL:?}" "${SLUICE_SANDBOX_KEY:?}" "${SLUICE_EXTERNAL_ACCOUNT_ID:?}"
+: "${SLUICE_API_URL:?}" "${SLUICE_SANDBOX_KEY:?}" "${SLUICE_EXTERNAL_ACCOUNT_ID:?}" "${SLUICE_PAYOUT_WALLET_ID:?}"
 # [get_v1_health]
 curl -sS --fail-with-body "$SLUICE_API_URL/v1/health" -H "Authorization: Bearer $SLUICE_SANDBOX_KEY"
 # [end]
@@ -93,7 +95,7 @@ payout=$(curl -sS --fail-with-body "$SLUICE_API_URL/v1/payouts" \
   -H "Idempotency-Key: $KEY" \
   -d "{\"idempotency_key\": \"$KEY\",
        \"source\": {\"payment_rail\": \"provider_wallet\", \"currency\": \"USDC\", \"amount\": \"10.00\",
-                  \"provider_wallet_id\": \"$WALLET_ID\"},
+                  \"provider_wallet_id\": \"$SLUICE_PAYOUT_WALLET_ID\"},
        \"destination\": {\"payment_rail\": \"ach\", \"currency\": \"USD\",
                        \"external_account_id\": \"$SLUICE_EXTERNAL_ACCOUNT_ID\"}}")
 PAYOUT_ID=$(jq -r .data.transfer_id <<<"$payout")

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Stack, customer_body, make_tenant
+from tests.conftest import Stack, make_tenant
 from tests.support.admin import approved_ach_account
-from tests.support.flows import created
+from tests.support.flows import funded
 from tests.support.node import TS, build
 from tools.codegen.reference import SAMPLES
 
@@ -24,9 +24,10 @@ SCRIPTS = {label: path for _, label, path, _ in SAMPLES}
 
 
 def _env(stack: Stack) -> dict[str, str]:
-    """A sandbox tenant, and an approved ACH account of one of its customers."""
+    """A sandbox tenant, and one of its customers with a funded wallet and an approved ACH
+    account (a payout pays the account holder's own bank account)."""
     t = make_tenant(stack, rate_limit=100000)
-    holder = created(t.post("/v1/customers", customer_body()))
+    holder = funded(t, "50.00")
     account = approved_ach_account(stack, t.tenant_id, holder["customer_id"])
     keep = {k: v for k, v in os.environ.items() if k not in ("SLUICE_MODE", "SLUICE_LIVE_KEY")}
     return {
@@ -34,6 +35,7 @@ def _env(stack: Stack) -> dict[str, str]:
         "SLUICE_API_URL": stack.gateway,
         "SLUICE_SANDBOX_KEY": t.key,
         "SLUICE_EXTERNAL_ACCOUNT_ID": account,
+        "SLUICE_PAYOUT_WALLET_ID": holder["wallet_id"],
     }
 
 

@@ -1,14 +1,15 @@
 """Every operation of the API once, in the order a partner meets them. The API reference shows
 the lines between ``# [<operationId>]`` and ``# [end]`` as that operation's Python sample; the
 project's tests run this file against a sandbox. Set SLUICE_API_URL, SLUICE_SANDBOX_KEY
-(sk_test_...) and SLUICE_EXTERNAL_ACCOUNT_ID (a bank account an operator approved, for the
-payout)."""
+(sk_test_...) and, for the payout, SLUICE_EXTERNAL_ACCOUNT_ID (a customer's bank account an
+operator approved) and SLUICE_PAYOUT_WALLET_ID (a funded wallet of that customer)."""
 
 import os
 
 from sluice_sdk import Config, Sluice, new_key
 
 external_account_id = os.environ["SLUICE_EXTERNAL_ACCOUNT_ID"]
+payout_wallet_id = os.environ["SLUICE_PAYOUT_WALLET_ID"]
 # [get_v1_health]
 sluice = Sluice(Config.from_env())  # SLUICE_API_URL, SLUICE_SANDBOX_KEY=sk_test_...
 health = sluice.health.retrieve()
@@ -92,10 +93,10 @@ paid = sluice.payouts.create(
         "payment_rail": "provider_wallet",
         "currency": "USDC",
         "amount": "10.00",
-        "provider_wallet_id": wallet["wallet_id"],
+        "provider_wallet_id": payout_wallet_id,
     },
     destination={"payment_rail": "ach", "currency": "USD", "external_account_id": external_account_id},
-    options={"idempotency_key": new_key()},
+    options={"idempotency_key": new_key()},  # the account holder's wallet pays
 )
 # [end]
 # [get_v1_payouts_by_transfer_id]

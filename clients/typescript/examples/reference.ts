@@ -1,11 +1,12 @@
 // Every operation of the API once, in the order a partner meets them. The API reference shows
 // the lines between `// [<operationId>]` and `// [end]` as that operation's TypeScript sample;
 // the project's tests run this file against a sandbox. Set SLUICE_API_URL, SLUICE_SANDBOX_KEY
-// (sk_test_...) and SLUICE_EXTERNAL_ACCOUNT_ID (a bank account an operator approved, for the
-// payout).
+// (sk_test_...) and, for the payout, SLUICE_EXTERNAL_ACCOUNT_ID (a customer's bank account an
+// operator approved) and SLUICE_PAYOUT_WALLET_ID (a funded wallet of that customer).
 import { Sluice, configFromEnv, newKey } from "@sluice/sdk";
 
 const externalAccountId = process.env["SLUICE_EXTERNAL_ACCOUNT_ID"] ?? "";
+const payoutWalletId = process.env["SLUICE_PAYOUT_WALLET_ID"] ?? "";
 // [get_v1_health]
 const sluice = new Sluice(configFromEnv()); // SLUICE_API_URL, SLUICE_SANDBOX_KEY=sk_test_...
 const health = await sluice.health.retrieve();
@@ -75,7 +76,7 @@ for await (const tx of sluice.wallets.listTransactions(wallet.wallet_id)) consol
 // [post_v1_payouts]
 const paid = await sluice.payouts.create(
   {
-    source: { payment_rail: "provider_wallet", currency: "USDC", amount: "10.00", provider_wallet_id: wallet.wallet_id },
+    source: { payment_rail: "provider_wallet", currency: "USDC", amount: "10.00", provider_wallet_id: payoutWalletId }, // the account holder's
     destination: { payment_rail: "ach", currency: "USD", external_account_id: externalAccountId },
   },
   { idempotencyKey: newKey() },

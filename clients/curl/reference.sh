@@ -121,7 +121,7 @@ curl -sS --fail-with-body "$SLUICE_API_URL/v1/events/$EVENT_ID" -H "Authorizatio
 endpoint=$(curl -sS --fail-with-body "$SLUICE_API_URL/v1/webhooks" \
   -H "Authorization: Bearer $SLUICE_SANDBOX_KEY" -H "Content-Type: application/json" \
   -H "Idempotency-Key: $(openssl rand -hex 16)" \
-  -d '{"endpoint_url": "https://example.com/sluice/hooks"}')
+  -d '{"endpoint_url": "http://127.0.0.1:8787/hooks"}')  # your receiver (live: https)
 WEBHOOK_ID=$(jq -r .data.webhook_id <<<"$endpoint")
 SECRET=$(jq -r .data.signing_secret <<<"$endpoint")  # shown once: keep it to verify deliveries
 # [end]

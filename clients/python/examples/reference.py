@@ -118,7 +118,7 @@ for event in sluice.events.list(order="asc"):  # oldest first, by sequence
 event = sluice.events.retrieve(event["id"])
 # [end]
 # [post_v1_webhooks]
-endpoint = sluice.webhooks.create(endpoint_url="https://example.com/sluice/hooks")
+endpoint = sluice.webhooks.create(endpoint_url="http://127.0.0.1:8787/hooks")  # your receiver (live: https)
 secret = endpoint["signing_secret"]  # shown once: keep it to verify deliveries
 # [end]
 # [get_v1_webhooks_by_webhook_id]

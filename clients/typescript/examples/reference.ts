@@ -102,7 +102,7 @@ for await (const event of sluice.events.list({ order: "asc" })) { // oldest firs
 const event = await sluice.events.retrieve(last);
 // [end]
 // [post_v1_webhooks]
-const endpoint = await sluice.webhooks.create({ endpoint_url: "https://example.com/sluice/hooks" });
+const endpoint = await sluice.webhooks.create({ endpoint_url: "http://127.0.0.1:8787/hooks" }); // your receiver (live: https)
 let secret = endpoint.signing_secret; // shown once: keep it to verify deliveries
 // [end]
 // [get_v1_webhooks_by_webhook_id]

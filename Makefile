@@ -15,7 +15,7 @@ export UV_COMPILE_BYTECODE := 1
 unexport PYTHONDONTWRITEBYTECODE
 CHECKOV_VERSION := 3.3.30
 
-.PHONY: setup clients redoc docs docs-build run migrate test lint image compose-check test-containers bench bench-short profile chaos chaos-short chaos-scale chaos-pitr chaos-patroni mutate simulate browser fmt wrk
+.PHONY: setup clients packages redoc docs docs-build run migrate test lint image compose-check test-containers bench bench-short profile chaos chaos-short chaos-scale chaos-pitr chaos-patroni mutate simulate browser fmt wrk
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
@@ -39,6 +39,15 @@ $(TS_DEPS): clients/typescript/package-lock.json
 clients: setup
 	@$(UV) run --frozen python -m tools.codegen.clients write
 	@$(UV) run --frozen python -m tools.codegen.errors_page write
+
+# The partner SDKs' artefacts into dist/ (docs/sdks/install.md): the Python wheel, and the npm
+# tarball, which npm pack builds on prepack with TypeScript, a devDependency: a bare `npm pack`
+# in a fresh clone fails with `tsc: not found` until `npm ci` (setup's $(TS_DEPS)) has run.
+packages: $(UV) $(TS_DEPS)
+	@mkdir -p dist
+	@$(UV) build --quiet --wheel --out-dir dist clients/python
+	@cd clients/typescript && npm pack --silent --pack-destination ../../dist >/dev/null
+	@ls dist/sluice_sdk-*.whl dist/sluice-sdk-*.tgz
 
 # The /docs renderer: Redoc's standalone build from the npm release pinned (version and tarball
 # integrity) in libs/common/static/redoc.json, vendored there (tools.codegen.redoc).

@@ -2,7 +2,9 @@
 directory, read in headless Chromium with every request beyond the site refused. Every page
 of the nav renders (its title, a heading and text in the main column, no console error); the
 built-in search finds the idempotency guide; the API reference renders every operation of
-the gateway's document from the site alone; and a broken link fails the build."""
+the gateway's document from the site alone, each with its Python, TypeScript and curl
+samples, and every schema; and a broken link fails the build. The same opened from disk
+(file://, no server): the nav's links open pages, search finds, the reference renders."""
 
 from __future__ import annotations
 
@@ -37,7 +39,8 @@ def build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
 
 
 def nav_pages() -> list[tuple[str, str]]:
-    """(title, URL path) of every page in mkdocs.yml's nav, directory URLs as MkDocs makes them."""
+    """(title, URL path) of every page in mkdocs.yml's nav: page.html, as MkDocs makes them
+    without directory URLs (use_directory_urls: false, so the site opens from disk)."""
     pages: list[tuple[str, str]] = []
 
     def walk(items: list[Any]) -> None:
@@ -46,9 +49,7 @@ def nav_pages() -> list[tuple[str, str]]:
             if isinstance(target, list):
                 walk(target)
             else:
-                path = target.removesuffix(".md")
-                path = "" if path == "index" else path.removesuffix("/index").removesuffix("index") + "/"
-                pages.append((title, path))
+                pages.append((title, target.removesuffix(".md") + ".html"))
 
     walk(yaml.safe_load(CONFIG.read_text())["nav"])
     return pages
@@ -60,11 +61,16 @@ class _Quiet(SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site")
     done = build(CONFIG, out)
     assert done.returncode == 0, done.stdout + done.stderr
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(out)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def site(built: Path) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(built)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -116,12 +122,12 @@ def test_every_nav_page_renders_with_nothing_but_the_site(site: str, browser: Br
     offline = Offline(browser, site)
     page = offline.page()
     pages = nav_pages()
-    assert len(pages) >= 20 and ("Idempotency and retries", "guides/idempotency/") in pages
+    assert len(pages) >= 20 and ("Idempotency and retries", "guides/idempotency.html") in pages
     try:
         for title, path in pages:
             resp = page.goto(site + path)
             assert resp is not None and resp.status == 200, path
-            assert page.title() == ("Sluice" if path == "" else f"{title} - Sluice"), path
+            assert page.title() == ("Sluice" if path == "index.html" else f"{title} - Sluice"), path
             main = page.locator("article.md-content__inner")
             assert main.locator("h1").count() == 1, path
             assert len(main.inner_text()) > 200, f"{path} has almost no content"
@@ -143,7 +149,7 @@ def test_search_finds_the_idempotency_guide(site: str, browser: Browser) -> None
         links = page.eval_on_selector_all(
             ".md-search-result__item a", "els => els.map(e => e.getAttribute('href'))"
         )
-        assert any("guides/idempotency/" in (href or "") for href in links), links
+        assert any("guides/idempotency.html" in (href or "") for href in links), links
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "docs-site-search.png"))
     finally:
@@ -153,26 +159,83 @@ def test_search_finds_the_idempotency_guide(site: str, browser: Browser) -> None
     assert any("search_index.json" in u for u in offline.requests)  # the site's own index
 
 
-def test_the_api_reference_renders_every_operation_from_the_site(site: str, browser: Browser) -> None:
+def check_reference(page: Page) -> None:
+    """The reference page as Redoc rendered it: every operation of the gateway's document, each
+    with a Python, a TypeScript and a curl sample; every schema under its own entry; the
+    document's title; a link back to the guides."""
     doc = json.loads((ROOT / "clients" / "openapi.json").read_text())
     operations = {op["operationId"] for ops in doc["paths"].values() for op in ops.values()}
+    page.wait_for_selector("[data-section-id^='operation/']", timeout=60_000)
+    tabs = page.eval_on_selector_all(
+        "[data-section-id^='operation/']",
+        """els => Object.fromEntries(els.map(e => [e.getAttribute('data-section-id').slice(10),
+              [...e.querySelectorAll('[role=tab]')].map(t => t.textContent)]))""",
+    )
+    assert set(tabs) == operations
+    assert [op for op, names in tabs.items() if not {"Python", "TypeScript", "curl"} <= set(names)] == []
+    schemas = page.eval_on_selector_all(
+        "[data-section-id^='tag/schema-']", "els => els.map(e => e.getAttribute('data-section-id').slice(11))"
+    )
+    assert set(schemas) == set(doc["components"]["schemas"])
+    assert page.inner_text("h1").startswith("Sluice Partner Payments API")
+    assert page.locator("a[href='../index.html']").count() >= 1  # back to the documentation
+
+
+def test_the_api_reference_renders_every_operation_from_the_site(site: str, browser: Browser) -> None:
     offline = Offline(browser, site)
     page = offline.page()
     try:
-        page.goto(site + "reference/")
+        page.goto(site + "reference/index.html")
         page.click("text=Open the API reference")
-        page.wait_for_selector("[data-section-id^='operation/']", timeout=60_000)
-        rendered = page.eval_on_selector_all(
-            "[data-section-id^='operation/']", "els => els.map(e => e.getAttribute('data-section-id'))"
-        )
-        assert {r.removeprefix("operation/") for r in rendered} == operations
-        assert page.inner_text("h1").startswith("Sluice Partner Payments API")
+        check_reference(page)
     finally:
         offline.context.close()
     assert offline.foreign() == []
     assert any("/reference/assets/redoc-" in u for u in offline.requests)
     # the page's policy refuses Redoc's logo from its CDN before it is asked for
     assert [e for e in offline.errors if REFUSED_BY_DESIGN not in e] == []
+
+
+def test_the_site_opened_from_disk_links_searches_and_renders_the_reference(
+    built: Path, browser: Browser
+) -> None:
+    """No server: the site's files opened in Chromium (file://), every request to the network
+    refused. Each link of the nav opens its page (not a directory listing), search finds the
+    idempotency guide, and the API reference renders with its samples."""
+    network: list[str] = []
+    errors: list[str] = []
+    context = browser.new_context(viewport={"width": 1400, "height": 900})
+    context.route("http*://**/*", lambda route: (network.append(route.request.url), route.abort()))
+    page = context.new_page()
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto((built / "index.html").as_uri())
+        links = page.eval_on_selector_all(
+            "nav.md-nav--primary a.md-nav__link[href]", "els => els.map(e => e.href)"
+        )
+        pages = {href.split("#")[0] for href in links if href.startswith("file://")}
+        assert len(pages) >= len(nav_pages()) - 1, links  # the home page links to itself as ./
+        for href in sorted(pages):
+            page.goto(href)
+            assert page.locator("article.md-content__inner h1").count() == 1, f"{href}: not a page"
+            assert page.title().endswith("Sluice"), href
+        page.goto((built / "index.html").as_uri())
+        search = page.locator("input.md-search__input")
+        search.click()
+        search.press_sequentially("idempotency", delay=20)
+        page.wait_for_selector(".md-search-result__item", timeout=30_000)
+        found = page.eval_on_selector_all(".md-search-result__item a", "els => els.map(e => e.href)")
+        assert any(h.startswith("file://") and "guides/idempotency.html" in h for h in found), found
+        page.goto((built / "reference" / "index.html").as_uri())
+        page.click("text=Open the API reference")
+        check_reference(page)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "docs-site-from-disk-reference.png"))
+    finally:
+        context.close()
+    assert network == []
+    assert [e for e in errors if REFUSED_BY_DESIGN not in e] == []
 
 
 def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:

@@ -1,9 +1,13 @@
-"""The partner SDKs install from their built artefacts (docs/sdks/index.md): the wheel
+"""The partner SDKs install from their built artefacts as docs/sdks/install.md says: the wheel
 (``uv build``) into a new virtual environment, the npm tarball (``npm pack``, which builds on
-prepack) into a new npm project. There a partner's script (tests/support/partner) type-checks
-strictly (mypy --strict; tsc --strict without skipLibCheck), the same script with a misspelt
-field does not, and the script runs against the stack. Nothing of this repository is on the
-partner's path: only what the artefacts carry."""
+prepack) into a new npm project holding nothing but the package and TypeScript (no
+@types/node), with the page's own tsconfig.json. There a partner's script
+(tests/support/partner) type-checks strictly (mypy --strict; tsc --strict without
+skipLibCheck), the same script with a misspelt field does not, and the script runs against the
+stack. The SDK pages' walk-throughs (the example files the pages include) type-check and run
+against the stack from the artefacts too, with what the install page says to install and
+nothing else. Nothing of this repository is on the partner's path: only what the artefacts
+carry."""
 
 from __future__ import annotations
 
@@ -16,18 +20,22 @@ import sys
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import Stack, Tenant
+from tools.stack.processes import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]
 ROOT = Path(__file__).resolve().parents[2]
 PY = ROOT / "clients" / "python"
 TS = ROOT / "clients" / "typescript"
 PARTNER = ROOT / "tests" / "support" / "partner"
+# The partner's tsconfig.json as docs/sdks/install.md shows it (the page includes this file).
+TSCONFIG = ROOT / "docs" / "sdks" / "tsconfig.json"
 # The misspelling each language's type checker must catch (a body field of POST /v1/customers).
 GOOD_FIELD, BAD_FIELD = "email=", "emial="
 GOOD_TS_FIELD, BAD_TS_FIELD = "email:", "emial:"
@@ -70,6 +78,16 @@ class NodePartner:
     home: Path
 
 
+def _node_project(home: Path, tarball: Path, *packages: str) -> None:
+    """A new npm project (an ECMAScript module, the install page's tsconfig.json) with the
+    tarball and ``packages`` installed, nothing else."""
+    home.mkdir()
+    (home / "package.json").write_text(json.dumps({"name": "partner", "private": True, "type": "module"}))
+    npm = ["npm", "install", "--no-audit", "--no-fund", "--prefer-offline", str(tarball), *packages]
+    _ok(_run(npm, cwd=home))
+    shutil.copy(TSCONFIG, home / "tsconfig.json")
+
+
 @pytest.fixture(scope="module")
 def python_partner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PythonPartner]:
     tmp = tmp_path_factory.mktemp("python-partner")
@@ -90,25 +108,15 @@ def node_partner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodePartn
     packed = _ok(_run(["npm", "pack", "--json", "--pack-destination", str(tmp)], cwd=TS))
     tarball = tmp / json.loads(packed[packed.index("[") :])[0]["filename"]
     home = tmp / "partner"
-    home.mkdir()
-    (home / "package.json").write_text(json.dumps({"name": "partner", "private": True, "type": "module"}))
     dev = json.loads((TS / "package.json").read_text())["devDependencies"]
-    tools = [f"typescript@{dev['typescript']}", f"@types/node@{dev['@types/node']}"]
-    npm = ["npm", "install", "--no-audit", "--no-fund", "--prefer-offline", str(tarball), *tools]
-    _ok(_run(npm, cwd=home))
-    tsconfig = {
-        "compilerOptions": {
-            "strict": True,
-            "skipLibCheck": False,
-            "module": "NodeNext",
-            "moduleResolution": "NodeNext",
-            "target": "ES2022",
-            "types": ["node"],
-            "outDir": "out",
-        },
-        "include": ["*.ts", "*.cts"],
-    }
-    (home / "tsconfig.json").write_text(json.dumps(tsconfig))
+    # Nothing but the package and TypeScript: no @types/node, so the package's declarations
+    # may name no Node type (its dependencies' declarations are checked too, no skipLibCheck).
+    _node_project(home, tarball, f"typescript@{dev['typescript']}")
+    installed = json.loads((home / "package-lock.json").read_text())["packages"]
+    assert set(installed) >= {"node_modules/@sluice/sdk", "node_modules/typescript"}
+    assert not [p for p in installed if "@types/" in p], "a type package came in"
+    tsconfig = json.loads(TSCONFIG.read_text())["compilerOptions"]
+    assert tsconfig["strict"] is True and "skipLibCheck" not in tsconfig and "types" not in tsconfig
     yield NodePartner(tarball, home)
 
 
@@ -200,3 +208,61 @@ def test_the_partner_scripts_run_from_the_artefacts_against_the_stack(
     out = _ok(_run(["node", "out/partner.js"], home, env))
     assert "customer True" in out.splitlines() and "event transfer.updated completed" in out.splitlines(), out
     assert {"page True True", "endpoint disabled deleted"} <= set(out.splitlines()), out
+
+
+WALKTHROUGH_LINES = {
+    "transfer completed",
+    "balance 75",
+    "balance 25",
+}  # and the webhook, as each language prints
+
+
+def _walkthrough_env(stack: Stack, tenant: Tenant) -> dict[str, str]:
+    return {
+        "SLUICE_API_URL": stack.gateway,
+        "SLUICE_SANDBOX_KEY": tenant.key,
+        "RECEIVER_PORT": str(free_port()),
+    }
+
+
+def _said(out: str) -> set[str]:
+    """The walk-through's lines, amounts as the gateway writes them (75.000000 is 75)."""
+    lines = set()
+    for line in out.splitlines():
+        word, _, value = line.partition(" ")
+        amount = word == "balance" and value.replace(".", "", 1).isdigit()
+        lines.add(f"{word} {Decimal(value).normalize():f}" if amount else line)
+    return lines
+
+
+def test_the_python_walkthrough_runs_from_the_wheel_alone(
+    stack: Stack, tenant: Tenant, python_partner: PythonPartner
+) -> None:
+    """docs/sdks/python.md's walk-through and receiver (the example files it includes), in the
+    partner's environment: the wheel and the standard library, nothing else."""
+    home = python_partner.home / "walkthrough"
+    home.mkdir()
+    for name in ("walkthrough.py", "webhook_receiver.py"):
+        shutil.copy(PY / "examples" / name, home / name)
+    checked = _run([str(python_partner.python), "-m", "mypy", "--strict", "--no-incremental", "."], cwd=home)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    out = _ok(_run([str(python_partner.python), "walkthrough.py"], home, _walkthrough_env(stack, tenant)))
+    assert _said(out) >= {*WALKTHROUGH_LINES, "webhook transfer.created True"}, out
+
+
+def test_the_typescript_walkthrough_runs_from_the_tarball(
+    stack: Stack, tenant: Tenant, node_partner: NodePartner, tmp_path: Path
+) -> None:
+    """docs/sdks/typescript.md's walk-through and receiver (the example files it includes), in a
+    new project with what docs/sdks/install.md installs for a Node server: the tarball,
+    TypeScript and Node's types (the receiver is a node:http server)."""
+    dev = json.loads((TS / "package.json").read_text())["devDependencies"]
+    home = tmp_path / "walkthrough"
+    _node_project(
+        home, node_partner.tarball, f"typescript@{dev['typescript']}", f"@types/node@{dev['@types/node']}"
+    )
+    for name in ("walkthrough.ts", "receiver.ts"):
+        shutil.copy(TS / "examples" / name, home / name)
+    _ok(_run([str(home / "node_modules" / ".bin" / "tsc"), "-p", "."], cwd=home))
+    out = _ok(_run(["node", "out/walkthrough.js"], home, _walkthrough_env(stack, tenant)))
+    assert _said(out) >= {*WALKTHROUGH_LINES, "webhook transfer.created true"}, out

@@ -1,12 +1,16 @@
 """MkDocs hook of the documentation site (mkdocs.yml): the API reference, offline.
 
-Adds three files to the site under ``reference/``, as generated files (so ``mkdocs serve``
+Adds these files to the site under ``reference/``, as generated files (so ``mkdocs serve``
 has them too and strict mode checks the links to them): Redoc's standalone build as the
 gateway vendors it (``common.docs_page``, refused unless it is the pinned build), the
 gateway's OpenAPI document as the SDKs are generated from it (``clients/openapi.json``, kept
-equal to the gateway's by tests/unit/test_clients_drift.py), and ``api.html``, the page that
-renders one with the other. Nothing is loaded from another origin: the page's policy allows
-its own origin only, so the Redocly logo in Redoc's sidebar is refused before it is asked for.
+equal to the gateway's by tests/unit/test_clients_drift.py), the document as the page renders
+it (``tools.codegen.reference``: code samples, every schema, a way back to the guides) as a
+script, and ``api.html``, the page that renders it. The rendered document is a script that
+sets a variable, not a JSON file Redoc fetches: opened from disk (file://) a fetch is refused
+and Redoc's loader fails ("process is not defined"), while a script loads. Nothing is loaded
+from another origin: the page's policy allows its own origin only, so the Redocly logo in
+Redoc's sidebar is refused before it is asked for.
 
 And the settings reference: on the page that holds :data:`SETTINGS_MARKER`, a table of every
 field of ``common.settings.Settings`` (its variable, default and the comment written above it
@@ -18,6 +22,7 @@ from __future__ import annotations
 import ast
 import html
 import io
+import json
 import sys
 import tokenize
 from pathlib import Path
@@ -26,11 +31,13 @@ from typing import Any
 from mkdocs.structure.files import File, Files
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT / "libs") not in sys.path:  # `mkdocs build` run without make's PYTHONPATH
-    sys.path.insert(0, str(ROOT / "libs"))
+for _path in (ROOT / "libs", ROOT):  # `mkdocs build` run without make's PYTHONPATH
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 from common import docs_page  # noqa: E402
 from common.settings import Settings  # noqa: E402
+from tools.codegen import reference  # noqa: E402
 
 SETTINGS_SOURCE = ROOT / "libs" / "common" / "settings.py"
 SETTINGS_MARKER = "<!-- settings reference: generated from libs/common/settings.py -->"
@@ -70,7 +77,8 @@ def api_page() -> str:
 <style>body {{ margin: 0; padding: 0; }}</style>
 </head>
 <body>
-<div id="redoc" data-spec-url="openapi.json"></div>
+<div id="redoc"></div>
+<script src="openapi.js"></script>
 <script src="assets/{bundle_name()}"></script>
 <script src="assets/init.js"></script>
 </body>
@@ -78,16 +86,42 @@ def api_page() -> str:
 """
 
 
+# Starts Redoc on the rendered document that openapi.js sets (no fetch: see the docstring).
+INIT_JS = b"""(function () {
+  "use strict";
+  window.Redoc.init(window.SLUICE_REFERENCE, { expandResponses: "" }, document.getElementById("redoc"));
+})();
+"""
+
+
+def reference_script() -> bytes:
+    rendered = reference.rendered(json.loads(OPENAPI.read_text()))
+    return b"window.SLUICE_REFERENCE = " + json.dumps(rendered, ensure_ascii=True).encode() + b";\n"
+
+
 def on_files(files: Files, config: Any) -> Files:
     generated = {
         "reference/api.html": api_page().encode(),
         "reference/openapi.json": OPENAPI.read_bytes(),
+        "reference/openapi.js": reference_script(),
         f"reference/assets/{bundle_name()}": docs_page.bundle(),
-        "reference/assets/init.js": docs_page.INIT_JS,
+        "reference/assets/init.js": INIT_JS,
     }
     for path, content in generated.items():
         files.append(File.generated(config, path, content=content))
     return files
+
+
+def on_post_build(config: Any) -> None:
+    """The search index as a script too: opened from disk (file://) the theme loads
+    ``search/search_index.js`` (a fetch of the JSON is refused there) and reads ``__index``;
+    docs/assets/file-worker.js runs the search worker from disk. What Material's offline plugin
+    does, without the script it adds from a CDN."""
+    index = Path(config["site_dir"]) / "search" / "search_index.json"
+    if index.exists():
+        index.with_suffix(".js").write_text(
+            "var __index = " + index.read_text(encoding="utf-8"), encoding="utf-8"
+        )
 
 
 def _comments(source: str) -> dict[int, str]:

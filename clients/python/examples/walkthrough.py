@@ -2,16 +2,15 @@ import os
 import queue
 import threading
 
-import uvicorn
-from webhook_receiver import receiver  # the ten lines below
+from webhook_receiver import receiver  # the lines below
 
 from sluice_sdk import Config, Sluice, WebhookEvent, new_key
 
 sluice = Sluice(Config.from_env())  # SLUICE_API_URL, SLUICE_SANDBOX_KEY=sk_test_...
 port, events = int(os.environ.get("RECEIVER_PORT", "8787")), queue.Queue[WebhookEvent]()
 hook = sluice.webhooks.create(endpoint_url=f"http://127.0.0.1:{port}/hooks")
-app = receiver(hook["signing_secret"], events.put)
-threading.Thread(target=uvicorn.run, args=(app,), kwargs={"port": port}, daemon=True).start()
+server = receiver(port, hook["signing_secret"], events.put)
+threading.Thread(target=server.serve_forever, daemon=True).start()
 ca, cb = [
     sluice.customers.create(
         account_type="individual",

@@ -38,16 +38,20 @@ export function standardHeaders(headers: HeaderBag): Record<string, string> {
 }
 
 /** The event (a WebhookEvent, discriminated by `type`) of a verified delivery, else
- * WebhookRefused. `payload` is the raw body exactly as received; `secret` the endpoint's
- * whsec_ secret, or several (new and old during a rotation). Deduplicate on the event's id. */
-export function verifyWebhook(payload: string | Buffer, headers: HeaderBag, secret: string | string[]): WebhookEvent {
+ * WebhookRefused. `payload` is the raw body exactly as received (a string, or its bytes: a
+ * Node Buffer is a Uint8Array); `secret` the endpoint's whsec_ secret, or several (new and old
+ * during a rotation). Deduplicate on the event's id. */
+export function verifyWebhook(payload: Uint8Array | string, headers: HeaderBag, secret: string | string[]): WebhookEvent {
   const secrets = typeof secret === "string" ? [secret] : secret;
   if (secrets.length === 0) throw new RangeError("no secret given");
   const std = standardHeaders(headers);
+  // The public type names no Node type, so a partner's project needs no @types/node; the
+  // library takes a string or a Buffer only (any other bytes it would stringify as "1,2,3").
+  const body = typeof payload === "string" ? payload : new TextDecoder().decode(payload);
   let last: unknown;
   for (const s of secrets) {
     try {
-      return new Webhook(s).verify(payload, std) as WebhookEvent;
+      return new Webhook(s).verify(body, std) as WebhookEvent;
     } catch (err) {
       last = err;
     }

@@ -2,6 +2,10 @@
 // npm tarball by tests/integration/test_sdk_packaging.py.
 import { Sluice, newKey, signTestEvent, verifyWebhook } from "@sluice/sdk";
 
+// The project installs nothing but the package and TypeScript (no @types/node): Node's one
+// global it reads is declared here, as a partner's own code would.
+declare const process: { env: Record<string, string | undefined> };
+
 const sluice = new Sluice({ apiKey: process.env["SLUICE_SANDBOX_KEY"] ?? "", baseUrl: process.env["SLUICE_API_URL"] ?? "" });
 const customer = await sluice.customers.create(
   { account_type: "individual", email: "ada@example.com", country_code: "US", service_user_id: newKey(), full_name: "Ada" },
@@ -22,7 +26,7 @@ console.log("endpoint", paused.status, gone.status);
 
 const secret = "whsec_" + "a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2V5a2U=";
 const delivery = signTestEvent(secret, { type: "transfer.updated", data: { transfer_id: "tr_1", state: "completed" } });
-const event = verifyWebhook(delivery.body, delivery.headers, secret);
+const event = verifyWebhook(new TextEncoder().encode(delivery.body), delivery.headers, secret); // the raw bytes
 if (event.type === "transfer.updated") {
   const state: string = event.data.state;
   console.log("event", event.type, state);

@@ -337,6 +337,13 @@ test("a test event signed by the helper verifies as a typed event", () => {
   const stale = signTestEvent(secret, { type: "customer.created", data: {} }, { at: new Date(Date.now() - 600_000) });
   assert.throws(() => verifyWebhook(stale.body, stale.headers, secret), WebhookRefused);
   assert.throws(() => verifyWebhook(delivery.body, delivery.headers, other), WebhookRefused);
+  // The raw body as bytes: a Node Buffer, and plain Uint8Array bytes (what a fetch-style server
+  // hands over), each read as the UTF-8 text that was signed.
+  assert.equal(verifyWebhook(Buffer.from(delivery.body), delivery.headers, secret).id, event.id);
+  const bytes = new TextEncoder().encode(delivery.body);
+  assert.equal(verifyWebhook(bytes, delivery.headers, secret).id, event.id);
+  bytes[bytes.length - 2] = 0x20; // one byte changed: refused
+  assert.throws(() => verifyWebhook(bytes, delivery.headers, secret), WebhookRefused);
 });
 
 // Type-level: tsc (strict) compiles this file with the tests; each @ts-expect-error must meet an

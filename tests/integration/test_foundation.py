@@ -5,28 +5,21 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-import asyncpg
 import httpx
 import pytest
-from sqlalchemy.engine import make_url
 
 from tests.conftest import Stack, Tenant, customer_body, make_tenant
+from tests.support.db import fetch
 
 pytestmark = pytest.mark.integration
 
 
 async def _customer_rows(stack: Stack, tenant_id: str) -> int:
-    url = make_url(stack.stores.database_url)
-    kw = {"user": url.username or "postgres", "database": url.database}
-    if url.query.get("host"):
-        kw["host"] = url.query["host"]
-    else:
-        kw.update(host=url.host, port=url.port or 5432)
-    conn = await asyncpg.connect(**kw)
-    try:
-        return await conn.fetchval("SELECT count(*) FROM ledger.customers WHERE tenant_id = $1", tenant_id)
-    finally:
-        await conn.close()
+    # the stack's own URL, password and all (a container's PostgreSQL proves it; the
+    # embedded one trusts its socket)
+    sql = "SELECT count(*) AS n FROM ledger.customers WHERE tenant_id = $1"
+    rows = await fetch(stack.stores.database_url, sql, tenant_id)
+    return int(rows[0]["n"])
 
 
 def test_create_customer_travels_the_pipeline(stack: Stack, tenant: Tenant) -> None:

@@ -49,7 +49,8 @@ def test_fresh_settings_fill_every_name_with_its_kind(monkeypatch: pytest.Monkey
     keys = {
         "SLUICE_COMPLIANCE_SIGNING_KEY": "c1:seed",
         "SLUICE_ADMIN_SIGNING_KEY": "a1:seed",
-        "SLUICE_AUTHORITY_VERIFY_KEYS": "c1:pub,a1:pub",
+        "SLUICE_LEDGER_SIGNING_KEY": "l1:seed",
+        "SLUICE_AUTHORITY_VERIFY_KEYS": "c1:pub,a1:pub,l1:pub",
         "SLUICE_JOURNAL_ANCHOR_KEY": "j1:seed",
         "SLUICE_JOURNAL_ANCHOR_VERIFY_KEYS": "j1:pub",
     }

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.image.podman import ensure_podman, image_exists, image_size, podman
+from tools.image.podman import ensure_podman, exe, image_exists, image_size, podman
 from tools.stack import kafka
 
 HERE = Path(__file__).resolve().parent
@@ -79,9 +79,9 @@ def build_base(base: Base, rebuild: bool) -> None:
     if image_exists(base.name) and not rebuild:
         return
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="sluice-rootfs-", dir="/var/tmp") as tmp:
+    with tempfile.TemporaryDirectory(prefix="sluice-rootfs-") as tmp:
         rootfs = Path(tmp, "rootfs")
-        cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(base.packages)}"]
+        cmd = [exe("debootstrap"), "--variant=minbase", f"--include={','.join(base.packages)}"]
         _run([*cmd, SUITE, str(rootfs), MIRROR], stdout=subprocess.DEVNULL)
         _trust_local_authorities(rootfs)
         _install_backports(rootfs, base.backports)
@@ -89,8 +89,8 @@ def build_base(base: Base, rebuild: bool) -> None:
         changes: list[str] = []
         for env in base.env:
             changes += ["--change", f"ENV {env}"]
-        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)  # nosec B603
-        _run(["podman", "import", *changes, "-", base.name], stdin=tar.stdout, stdout=subprocess.DEVNULL)
+        tar = subprocess.Popen([exe("tar"), "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)  # nosec B603
+        _run([exe("podman"), "import", *changes, "-", base.name], stdin=tar.stdout, stdout=subprocess.DEVNULL)
         tar.wait()
     print(f"  {base.name}: debootstrap {SUITE} in {time.monotonic() - started:.0f} s")
 
@@ -107,7 +107,7 @@ def _trust_local_authorities(rootfs: Path) -> None:
         return
     for crt in crts:
         shutil.copy(crt, rootfs / "usr/local/share/ca-certificates" / crt.name)
-    _run(["chroot", str(rootfs), "update-ca-certificates"], stdout=subprocess.DEVNULL)
+    _run([exe("chroot"), str(rootfs), "update-ca-certificates"], stdout=subprocess.DEVNULL)
 
 
 def _install_backports(rootfs: Path, packages: tuple[str, ...]) -> None:
@@ -119,7 +119,7 @@ def _install_backports(rootfs: Path, packages: tuple[str, ...]) -> None:
     no_start = rootfs / "usr/sbin/policy-rc.d"
     no_start.write_text("#!/bin/sh\nexit 101\n")
     no_start.chmod(0o755)
-    apt = ["chroot", str(rootfs), "apt-get", "-q", "-y"]
+    apt = [exe("chroot"), str(rootfs), "apt-get", "-q", "-y"]
     try:
         _run([*apt, "update"], stdout=subprocess.DEVNULL)
         install = ["install", "--no-install-recommends", "-t", f"{SUITE}-backports", *packages]

@@ -38,7 +38,7 @@ from pathlib import Path
 from tools.image import certs, settings
 from tools.image.__main__ import IMAGES, ROOT
 from tools.image.partner import run_partner
-from tools.image.podman import Socket, ensure_podman, image_exists
+from tools.image.podman import Socket, ensure_podman, exe, image_exists
 
 PROJECT = "sluicecheck"
 PARTNER_SUBNET = "23.45.67.0/24"
@@ -81,7 +81,7 @@ class HealthTicker(threading.Thread):
             names = _podman_lines(["ps", "--filter", label, "--format", "{{.Names}}"])
             for name in names:
                 subprocess.run(  # nosec B603
-                    ["podman", "healthcheck", "run", name],
+                    [exe("podman"), "healthcheck", "run", name],
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                     check=False,
@@ -89,7 +89,7 @@ class HealthTicker(threading.Thread):
 
 
 def _podman_lines(args: list[str]) -> list[str]:
-    done = subprocess.run(["podman", *args], capture_output=True, text=True, check=False)  # nosec B603
+    done = subprocess.run([exe("podman"), *args], capture_output=True, text=True, check=False)  # nosec B603
     return [line for line in done.stdout.splitlines() if line.strip()]
 
 
@@ -102,7 +102,7 @@ class Compose:
         self.env = {**os.environ, "DOCKER_HOST": socket.url, "COMPOSE_HTTP_TIMEOUT": "600"}
 
     def __call__(self, *args: str, timeout: float = UP_TIMEOUT_S) -> None:
-        cmd = ["docker-compose", "--env-file", str(self.work / ".env"), "-p", PROJECT, *self.files]
+        cmd = [exe("docker-compose"), "--env-file", str(self.work / ".env"), "-p", PROJECT, *self.files]
         log = self.work / "compose.log"
         with open(log, "a") as out:
             done = subprocess.run(  # nosec B603
@@ -154,7 +154,7 @@ def _keep_logs(work: Path) -> None:
     label = f"label=com.docker.compose.project={PROJECT}"
     for name in _podman_lines(["ps", "-a", "--filter", label, "--format", "{{.Names}}"]):
         with open(keep / f"{name}.log", "w") as out:
-            subprocess.run(["podman", "logs", name], stdout=out, stderr=out, check=False)  # nosec B603
+            subprocess.run([exe("podman"), "logs", name], stdout=out, stderr=out, check=False)  # nosec B603
     if (work / "compose.log").exists():
         (keep / "compose.log").write_text((work / "compose.log").read_text())
     print(f"compose-check: logs in {keep}", file=sys.stderr)
@@ -179,8 +179,8 @@ def check(work: Path) -> None:
             compose("up", "-d", "--no-build")
             wait_healthy()
             print(f"compose-check: up and healthy in {time.monotonic() - started:.0f} s")
-            kill = ["podman", "kill", "--signal", "KILL", compose.container("ledger")]
-            restart = ["podman", "start", compose.container("ledger")]
+            kill = [exe("podman"), "kill", "--signal", "KILL", compose.container("ledger")]
+            restart = [exe("podman"), "start", compose.container("ledger")]
             endpoint = f"https://{RECEIVER_IP}:{RECEIVER_PORT}/hook"
             asyncio.run(run_partner(work, endpoint, kill, restart))
         except BaseException:
@@ -198,7 +198,7 @@ def main() -> int:
     if missing:
         print(f"compose-check: no image {', '.join(missing)}: run `make image`", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory(prefix="sluice-compose-check-", dir="/var/tmp") as tmp:
+    with tempfile.TemporaryDirectory(prefix="sluice-compose-check-") as tmp:
         work = Path(tmp)
         work.chmod(0o755)  # the receiver (root in its container) writes here
         prepare(work)

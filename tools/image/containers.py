@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
         print(f"test-containers: no image {', '.join(missing)}: run `make image`", file=sys.stderr)
         return 2
     started = time.monotonic()
-    temporary = tempfile.TemporaryDirectory(prefix="sluice-test-containers-", dir="/var/tmp")
+    temporary = tempfile.TemporaryDirectory(prefix="sluice-test-containers-")
     with temporary as tmp, Socket(Path(tmp)) as socket:
         env = {
             **os.environ,

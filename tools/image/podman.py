@@ -31,6 +31,11 @@ runtime = "runc"
 """
 
 
+def exe(name: str) -> str:
+    """A program's absolute path (what apt-get installs lands in /usr/bin)."""
+    return shutil.which(name) or f"/usr/bin/{name}"
+
+
 class PodmanUnavailable(RuntimeError):
     """podman cannot be installed or configured here: says why in one line."""
 
@@ -42,7 +47,7 @@ def ensure_podman() -> None:
         if os.geteuid() != 0:
             raise PodmanUnavailable(f"install {' '.join(missing)} (apt-get, as root)")
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        cmd = ["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing]
+        cmd = [exe("apt-get"), "install", "-y", "-q", "--no-install-recommends", *missing]
         subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)  # nosec B603
     if not DROP_IN.exists() or DROP_IN.read_text() != SETTINGS:
         DROP_IN.parent.mkdir(parents=True, exist_ok=True)
@@ -51,14 +56,14 @@ def ensure_podman() -> None:
 
 def _installed(package: str) -> bool:
     done = subprocess.run(  # nosec B603
-        ["dpkg-query", "-W", "-f=${Status}", package], capture_output=True, text=True, check=False
+        [exe("dpkg-query"), "-W", "-f=${Status}", package], capture_output=True, text=True, check=False
     )
     return "install ok installed" in done.stdout
 
 
 def podman(args: list[str]) -> str:
     """``podman <args>``; its output returned, or raised with its last lines."""
-    done = subprocess.run(["podman", *args], capture_output=True, text=True, check=False)  # nosec B603
+    done = subprocess.run([exe("podman"), *args], capture_output=True, text=True, check=False)  # nosec B603
     if done.returncode != 0:
         tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
         raise PodmanUnavailable(f"podman {args[0]} failed:\n" + "\n".join(tail))
@@ -66,7 +71,7 @@ def podman(args: list[str]) -> str:
 
 
 def image_exists(name: str) -> bool:
-    done = subprocess.run(["podman", "image", "exists", name], check=False)  # nosec B603
+    done = subprocess.run([exe("podman"), "image", "exists", name], check=False)  # nosec B603
     return done.returncode == 0
 
 
@@ -84,7 +89,7 @@ class Socket:
         self._proc: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Socket:
-        cmd = ["podman", "system", "service", "--time=0", self.url]
+        cmd = [exe("podman"), "system", "service", "--time=0", self.url]
         # its own session: an interrupt of the check must not stop it before the clean-up
         self._proc = subprocess.Popen(  # nosec B603
             cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True

@@ -14,6 +14,7 @@ import subprocess  # the tools start local processes  # nosec B404
 from pathlib import Path
 
 from common.keyring import new_key_setting
+from tools.image.podman import exe
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / ".env.example"
@@ -36,7 +37,7 @@ def _password() -> str:
 
 def signing_keys(image: str) -> dict[str, str]:
     """The five key lines of ``python -m sluice keys``, run in the image."""
-    cmd = ["podman", "run", "--rm", image, "keys"]
+    cmd = [exe("podman"), "run", "--rm", image, "keys"]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout  # nosec B603
     return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
 

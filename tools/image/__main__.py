@@ -177,6 +177,26 @@ def build_sluice() -> None:
     podman(["build", "--format", "docker", *args, "-t", IMAGES["SLUICE_IMAGE"], str(ROOT)])
 
 
+def verify_sluice() -> None:
+    """The built image holds the product only: no tools code, no development command."""
+    tag = IMAGES["SLUICE_IMAGE"]
+    found = podman(["run", "--rm", "--entrypoint", "python", tag, "-c", _PROBE]).split()
+    if found:
+        raise SystemExit(f"make image: {tag} holds tooling: {found}")
+    usage = podman(["run", "--rm", tag, "--help"])
+    for command in ("run", "bench", "chaos"):
+        if f"{{{command}," in usage or f",{command}," in usage or f",{command}}}" in usage:
+            raise SystemExit(f"make image: {tag}'s command line offers {command}")
+
+
+#: What the product image must not hold: the tools package or any module of it.
+_PROBE = (
+    "import importlib.util, pathlib;"
+    "print(*[str(p) for p in pathlib.Path('/app').rglob('tools') if p.is_dir()],"
+    " 'tools-importable' if importlib.util.find_spec('tools') else '')"
+)
+
+
 def build(rebuild: bool) -> None:
     started = time.monotonic()
     ensure_podman()
@@ -184,6 +204,7 @@ def build(rebuild: bool) -> None:
         build_base(base, rebuild)
     build_uv()
     build_sluice()
+    verify_sluice()
     build_kafka()
     build_store("postgres", POSTGRES_BASE, IMAGES["POSTGRES_IMAGE"])
     build_store("valkey", VALKEY_BASE, IMAGES["REDIS_IMAGE"])

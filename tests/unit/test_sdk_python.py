@@ -17,7 +17,12 @@ from standardwebhooks.webhooks import Webhook
 
 from sluice_api.api.customers import get_v1_customers, post_v1_customers
 from sluice_api.api.transfers import post_v1_transfers
-from sluice_api.models import CustomerCreate, CustomerCreateAccountType, PartyIn, TransferCreate
+from sluice_api.models import (
+    IndividualCustomerCreate,
+    IndividualCustomerCreateAccountType,
+    PartyIn,
+    TransferCreate,
+)
 from sluice_api.models.party_in_payment_rail import PartyInPaymentRail
 from sluice_sdk import (
     AdaptiveThrottle,
@@ -69,9 +74,9 @@ def client(script: Script, sleeps: list[float], monkeypatch: pytest.MonkeyPatch,
     return Sluice(config, rng=random.Random(7), transport=httpx.MockTransport(script))
 
 
-def customer() -> CustomerCreate:
-    return CustomerCreate(
-        account_type=CustomerCreateAccountType.INDIVIDUAL,
+def customer() -> IndividualCustomerCreate:
+    return IndividualCustomerCreate(
+        account_type=IndividualCustomerCreateAccountType.INDIVIDUAL,
         email="ada@example.com",
         country_code="US",
         service_user_id="u-1",

@@ -322,6 +322,37 @@ class VirtualAccount(msgspec.Struct, kw_only=True):
     created_at: Timestamp
 
 
+class TransferBankAccount(msgspec.Struct, kw_only=True):
+    account_number: str | msgspec.UnsetType = msgspec.UNSET
+    routing_number: str | msgspec.UnsetType = msgspec.UNSET
+    iban: str | msgspec.UnsetType = msgspec.UNSET
+    bic: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class TransferParty(msgspec.Struct, kw_only=True):
+    """A transfer's source or destination as it was requested (codes upper-case); a field the
+    request left out is absent."""
+
+    payment_rail: str
+    currency: str
+    chain: str | msgspec.UnsetType = msgspec.UNSET
+    amount: Money | msgspec.UnsetType = msgspec.UNSET
+    customer_id: str | msgspec.UnsetType = msgspec.UNSET
+    from_address: str | msgspec.UnsetType = msgspec.UNSET
+    address: str | msgspec.UnsetType = msgspec.UNSET
+    provider_wallet_id: str | msgspec.UnsetType = msgspec.UNSET
+    external_account_id: str | msgspec.UnsetType = msgspec.UNSET
+    deposit_id: str | msgspec.UnsetType = msgspec.UNSET
+    bank_account: TransferBankAccount | msgspec.UnsetType = msgspec.UNSET
+
+
+class TransferDeveloperFee(msgspec.Struct, kw_only=True):
+    """The developer fee as requested; the percentage as a decimal string."""
+
+    percentage: str | msgspec.UnsetType = msgspec.UNSET
+    flat_amount: Money | msgspec.UnsetType = msgspec.UNSET
+
+
 class Transfer(msgspec.Struct, kw_only=True):
     """A transfer or a payout; ``developer_fee`` and ``developer_fee_amount`` only when it
     carries a developer fee."""
@@ -329,14 +360,14 @@ class Transfer(msgspec.Struct, kw_only=True):
     transfer_id: str
     state: str
     provider: Literal["service"]
-    source: dict[str, Any]
-    destination: dict[str, Any]
+    source: TransferParty
+    destination: TransferParty
     amount: Money
     currency: str
     idempotency_key: str
     created_at: Timestamp
     updated_at: Timestamp
-    developer_fee: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    developer_fee: TransferDeveloperFee | msgspec.UnsetType = msgspec.UNSET
     developer_fee_amount: Money | msgspec.UnsetType = msgspec.UNSET
 
 

@@ -29,7 +29,10 @@ __all__ = [
     "SandboxDepositReceived",
     "ServiceMode",
     "Transfer",
+    "TransferBankAccount",
     "TransferCreate",
+    "TransferDeveloperFee",
+    "TransferParty",
     "VADestinationIn",
     "VirtualAccount",
     "VirtualAccountCreate",
@@ -185,15 +188,47 @@ class Transfer(TypedDict):
     transfer_id: str
     state: str
     provider: str
-    source: dict[str, Any]
-    destination: dict[str, Any]
+    source: TransferParty
+    destination: TransferParty
     amount: str
     currency: str
     idempotency_key: str
     created_at: str
     updated_at: str
-    developer_fee: NotRequired[dict[str, Any]]
+    developer_fee: NotRequired[TransferDeveloperFee]
     developer_fee_amount: NotRequired[str]
+
+
+class TransferParty(TypedDict):
+    """A transfer's source or destination as it was requested (codes upper-case); a field the request left out is absent."""
+
+    payment_rail: str
+    currency: str
+    chain: NotRequired[str]
+    amount: NotRequired[str]
+    customer_id: NotRequired[str]
+    from_address: NotRequired[str]
+    address: NotRequired[str]
+    provider_wallet_id: NotRequired[str]
+    external_account_id: NotRequired[str]
+    deposit_id: NotRequired[str]
+    bank_account: NotRequired[TransferBankAccount]
+
+
+class TransferBankAccount(TypedDict):
+    """The TransferBankAccount schema."""
+
+    account_number: NotRequired[str]
+    routing_number: NotRequired[str]
+    iban: NotRequired[str]
+    bic: NotRequired[str]
+
+
+class TransferDeveloperFee(TypedDict):
+    """The developer fee as requested; the percentage as a decimal string."""
+
+    percentage: NotRequired[str]
+    flat_amount: NotRequired[str]
 
 
 class TransferCreate(TypedDict):

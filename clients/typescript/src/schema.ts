@@ -619,8 +619,8 @@ export interface components {
             state: string;
             /** @enum {unknown} */
             provider: "service";
-            source: Record<string, never>;
-            destination: Record<string, never>;
+            source: components["schemas"]["TransferParty"];
+            destination: components["schemas"]["TransferParty"];
             /** @description a decimal string in the currency's units */
             amount: string;
             currency: string;
@@ -629,9 +629,44 @@ export interface components {
             created_at: string;
             /** @description RFC 3339, UTC */
             updated_at: string;
-            developer_fee?: Record<string, never>;
+            developer_fee?: components["schemas"]["TransferDeveloperFee"];
             /** @description a decimal string in the currency's units */
             developer_fee_amount?: string;
+        };
+        /**
+         * TransferParty
+         * @description A transfer's source or destination as it was requested (codes upper-case); a field the
+         *         request left out is absent.
+         */
+        TransferParty: {
+            payment_rail: string;
+            currency: string;
+            chain?: string;
+            /** @description a decimal string in the currency's units */
+            amount?: string;
+            customer_id?: string;
+            from_address?: string;
+            address?: string;
+            provider_wallet_id?: string;
+            external_account_id?: string;
+            deposit_id?: string;
+            bank_account?: components["schemas"]["TransferBankAccount"];
+        };
+        /** TransferBankAccount */
+        TransferBankAccount: {
+            account_number?: string;
+            routing_number?: string;
+            iban?: string;
+            bic?: string;
+        };
+        /**
+         * TransferDeveloperFee
+         * @description The developer fee as requested; the percentage as a decimal string.
+         */
+        TransferDeveloperFee: {
+            percentage?: string;
+            /** @description a decimal string in the currency's units */
+            flat_amount?: string;
         };
         /** TransferCreate */
         TransferCreate: {

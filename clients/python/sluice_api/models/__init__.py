@@ -78,11 +78,11 @@ from .sandbox_deposit_received import SandboxDepositReceived
 from .sandbox_deposit_received_state import SandboxDepositReceivedState
 from .service_mode import ServiceMode
 from .transfer import Transfer
+from .transfer_bank_account import TransferBankAccount
 from .transfer_create import TransferCreate
-from .transfer_destination import TransferDestination
 from .transfer_developer_fee import TransferDeveloperFee
+from .transfer_party import TransferParty
 from .transfer_provider import TransferProvider
-from .transfer_source import TransferSource
 from .virtual_account import VirtualAccount
 from .virtual_account_create import VirtualAccountCreate
 from .virtual_account_destination import VirtualAccountDestination
@@ -173,11 +173,11 @@ __all__ = (
     "SandboxDepositReceivedState",
     "ServiceMode",
     "Transfer",
+    "TransferBankAccount",
     "TransferCreate",
-    "TransferDestination",
     "TransferDeveloperFee",
+    "TransferParty",
     "TransferProvider",
-    "TransferSource",
     "VirtualAccount",
     "VirtualAccountCreate",
     "VirtualAccountDestination",

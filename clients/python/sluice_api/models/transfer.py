@@ -10,9 +10,8 @@ from ..models.transfer_provider import TransferProvider
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.transfer_destination import TransferDestination
     from ..models.transfer_developer_fee import TransferDeveloperFee
-    from ..models.transfer_source import TransferSource
+    from ..models.transfer_party import TransferParty
 
 
 T = TypeVar("T", bound="Transfer")
@@ -27,22 +26,26 @@ class Transfer:
         transfer_id (str):
         state (str):
         provider (TransferProvider):
-        source (TransferSource):
-        destination (TransferDestination):
+        source (TransferParty): A transfer's source or destination as it was requested (codes upper-case); a field the
+                request left out is absent.
+        destination (TransferParty): A transfer's source or destination as it was requested (codes upper-case); a field
+            the
+                request left out is absent.
         amount (str): a decimal string in the currency's units
         currency (str):
         idempotency_key (str):
         created_at (str): RFC 3339, UTC
         updated_at (str): RFC 3339, UTC
-        developer_fee (TransferDeveloperFee | Unset):
+        developer_fee (TransferDeveloperFee | Unset): The developer fee as requested; the percentage as a decimal
+            string.
         developer_fee_amount (str | Unset): a decimal string in the currency's units
     """
 
     transfer_id: str
     state: str
     provider: TransferProvider
-    source: TransferSource
-    destination: TransferDestination
+    source: TransferParty
+    destination: TransferParty
     amount: str
     currency: str
     idempotency_key: str
@@ -104,9 +107,8 @@ class Transfer:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.transfer_destination import TransferDestination  # noqa: PLC0415
         from ..models.transfer_developer_fee import TransferDeveloperFee  # noqa: PLC0415
-        from ..models.transfer_source import TransferSource  # noqa: PLC0415
+        from ..models.transfer_party import TransferParty  # noqa: PLC0415
 
         d = dict(src_dict)
         transfer_id = d.pop("transfer_id")
@@ -115,9 +117,9 @@ class Transfer:
 
         provider = TransferProvider(d.pop("provider"))
 
-        source = TransferSource.from_dict(d.pop("source"))
+        source = TransferParty.from_dict(d.pop("source"))
 
-        destination = TransferDestination.from_dict(d.pop("destination"))
+        destination = TransferParty.from_dict(d.pop("destination"))
 
         amount = d.pop("amount")
 

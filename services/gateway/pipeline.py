@@ -93,7 +93,8 @@ class Endpoint:
     topic: Topic | None = None  # where the command goes; None: the builder answers locally
     # Documentation (OpenAPI) and routing hints; none of them changes the pipeline's order.
     summary: str = ""
-    request: type | None = None  # msgspec struct of the JSON body
+    # msgspec struct of the JSON body, or a tagged union of them named in gateway.schemas.UNIONS
+    request: Any = None
     response: type | None = None  # msgspec struct of ``data`` on success
     status: int = 200  # success status
     query: type | None = None  # msgspec struct of the query parameters

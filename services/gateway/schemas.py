@@ -85,15 +85,42 @@ _STRICT = {"forbid_unknown_fields": True, "kw_only": True}
 # ---- requests ----
 
 
-class CustomerCreate(msgspec.Struct, **_STRICT):
-    account_type: Literal["individual", "business"]
+class _CustomerFields(msgspec.Struct, **_STRICT):
     email: Email
     country_code: Country
     service_user_id: Text
-    full_name: Text | None = None
-    company_name: Text | None = None
     registration_number: Text | None = None
     phone_e164: E164 | None = None
+
+
+class IndividualCustomerCreate(
+    _CustomerFields, tag_field="account_type", tag="individual", forbid_unknown_fields=True, kw_only=True
+):
+    """An individual: ``full_name`` is required."""
+
+    full_name: Text
+    company_name: Text | None = None
+
+
+class BusinessCustomerCreate(
+    _CustomerFields, tag_field="account_type", tag="business", forbid_unknown_fields=True, kw_only=True
+):
+    """A business: ``company_name`` is required."""
+
+    company_name: Text
+    full_name: Text | None = None
+
+
+# A union tagged by ``account_type``: the document states each case as its own schema, so a
+# generated type requires ``full_name`` of an individual as the server does.
+CustomerCreate = IndividualCustomerCreate | BusinessCustomerCreate
+# Request bodies that are unions, by the name the document gives them.
+UNIONS: dict[str, Any] = {"CustomerCreate": CustomerCreate}
+
+
+def customer_fields(p: CustomerCreate) -> dict[str, Any]:
+    """The request's fields, ``account_type`` (the tag, not an attribute) included."""
+    return {"account_type": type(p).__struct_config__.tag, **msgspec.structs.asdict(p)}
 
 
 class WalletCreate(msgspec.Struct, **_STRICT):
@@ -237,81 +264,111 @@ class HealthQuery(msgspec.Struct, **_STRICT):
     pass
 
 
-# ---- responses (documentation; the services answer these shapes) ----
+# ---- responses (the services answer exactly these shapes) ----
+# Every field an answer carries is declared here, and a field every answer carries is required:
+# tests/support/conformance.py holds each answer the integration tests receive to these schemas
+# with no property beyond them, so the SDKs' types (generated from them) can read every field.
+# A create answers the whole object, as its retrieve does.
 
 Nullable = str | None
-
-
-class CustomerCreated(msgspec.Struct):
-    customer_id: str
-    provider: Literal["service"]
+Timestamp = Annotated[str, msgspec.Meta(description="RFC 3339, UTC")]
+Money = Annotated[str, msgspec.Meta(description="a decimal string in the currency's units")]
 
 
 class Customer(msgspec.Struct, kw_only=True):
     customer_id: str
+    provider: Literal["service"]
     account_type: Literal["individual", "business"]
+    email: str
+    country_code: str
     service_user_id: str
-    provider: str | msgspec.UnsetType = msgspec.UNSET
-    email: str | msgspec.UnsetType = msgspec.UNSET
-    country_code: str | msgspec.UnsetType = msgspec.UNSET
-    full_name: Nullable | msgspec.UnsetType = msgspec.UNSET
-    company_name: Nullable | msgspec.UnsetType = msgspec.UNSET
-    registration_number: Nullable | msgspec.UnsetType = msgspec.UNSET
-    phone_e164: Nullable | msgspec.UnsetType = msgspec.UNSET
-    created_at: str | msgspec.UnsetType = msgspec.UNSET
+    full_name: Nullable
+    company_name: Nullable
+    registration_number: Nullable
+    phone_e164: Nullable
+    created_at: Timestamp
 
 
 class Wallet(msgspec.Struct, kw_only=True):
     wallet_id: str
+    customer_id: str
     deposit_address: str
     symbol: str
     chain: str
-    customer_id: str | msgspec.UnsetType = msgspec.UNSET
-    available_balance: str | msgspec.UnsetType = msgspec.UNSET
-    held_balance: str | msgspec.UnsetType = msgspec.UNSET
-    created_at: str | msgspec.UnsetType = msgspec.UNSET
+    available_balance: Money
+    held_balance: Money
+    created_at: Timestamp
+
+
+class VirtualAccountDestination(msgspec.Struct, kw_only=True):
+    """The wallet deposits convert into."""
+
+    rail: Literal["provider_wallet", "stablecoin"]
+    currency: str
+    address: str
+    provider_wallet_id: str
 
 
 class VirtualAccount(msgspec.Struct, kw_only=True):
     virtual_account_id: str
+    customer_id: str
     currency: str
-    account_number: Nullable = None
-    routing_number: Nullable = None
-    iban: Nullable = None
-    bic: Nullable = None
-    bank_name: Nullable = None
+    account_number: Nullable
+    routing_number: Nullable
+    iban: Nullable
+    bic: Nullable
+    bank_name: Nullable
+    destination: VirtualAccountDestination
+    created_at: Timestamp
+
+
+class TransferBankAccount(msgspec.Struct, kw_only=True):
+    account_number: str | msgspec.UnsetType = msgspec.UNSET
+    routing_number: str | msgspec.UnsetType = msgspec.UNSET
+    iban: str | msgspec.UnsetType = msgspec.UNSET
+    bic: str | msgspec.UnsetType = msgspec.UNSET
+
+
+class TransferParty(msgspec.Struct, kw_only=True):
+    """A transfer's source or destination as it was requested (codes upper-case); a field the
+    request left out is absent."""
+
+    payment_rail: str
+    currency: str
+    chain: str | msgspec.UnsetType = msgspec.UNSET
+    amount: Money | msgspec.UnsetType = msgspec.UNSET
     customer_id: str | msgspec.UnsetType = msgspec.UNSET
-    destination: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
-    created_at: str | msgspec.UnsetType = msgspec.UNSET
+    from_address: str | msgspec.UnsetType = msgspec.UNSET
+    address: str | msgspec.UnsetType = msgspec.UNSET
+    provider_wallet_id: str | msgspec.UnsetType = msgspec.UNSET
+    external_account_id: str | msgspec.UnsetType = msgspec.UNSET
+    deposit_id: str | msgspec.UnsetType = msgspec.UNSET
+    bank_account: TransferBankAccount | msgspec.UnsetType = msgspec.UNSET
 
 
-class TransferCreated(msgspec.Struct, kw_only=True):
-    transfer_id: str
-    state: str
-    provider: Literal["service"]
+class TransferDeveloperFee(msgspec.Struct, kw_only=True):
+    """The developer fee as requested; the percentage as a decimal string."""
+
+    percentage: str | msgspec.UnsetType = msgspec.UNSET
+    flat_amount: Money | msgspec.UnsetType = msgspec.UNSET
 
 
 class Transfer(msgspec.Struct, kw_only=True):
+    """A transfer or a payout; ``developer_fee`` and ``developer_fee_amount`` only when it
+    carries a developer fee."""
+
     transfer_id: str
     state: str
-    provider: str | msgspec.UnsetType = msgspec.UNSET
-    amount: str | msgspec.UnsetType = msgspec.UNSET
-    currency: str | msgspec.UnsetType = msgspec.UNSET
-    idempotency_key: str | msgspec.UnsetType = msgspec.UNSET
-    developer_fee: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
-    developer_fee_amount: str | msgspec.UnsetType = msgspec.UNSET
-    source: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
-    destination: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
-    created_at: str | msgspec.UnsetType = msgspec.UNSET
-    updated_at: str | msgspec.UnsetType = msgspec.UNSET
-
-
-class WebhookCreated(msgspec.Struct, kw_only=True):
-    webhook_id: str
-    endpoint_url: str
-    signing_secret: str
-    created_at: str
-    enabled_events: list[str] | msgspec.UnsetType = msgspec.UNSET
+    provider: Literal["service"]
+    source: TransferParty
+    destination: TransferParty
+    amount: Money
+    currency: str
+    idempotency_key: str
+    created_at: Timestamp
+    updated_at: Timestamp
+    developer_fee: TransferDeveloperFee | msgspec.UnsetType = msgspec.UNSET
+    developer_fee_amount: Money | msgspec.UnsetType = msgspec.UNSET
 
 
 class Webhook(msgspec.Struct, kw_only=True):
@@ -319,10 +376,30 @@ class Webhook(msgspec.Struct, kw_only=True):
     endpoint_url: str
     # deleted: only in the answer to DELETE (afterwards the endpoint is not found)
     status: Literal["enabled", "disabled", "deleted"]
-    # why it is disabled: failing_without_success (disabled automatically) or disabled_by_partner
-    disabled_reason: str | None = None
-    created_at: str | msgspec.UnsetType = msgspec.UNSET
-    enabled_events: list[str] | msgspec.UnsetType = msgspec.UNSET
+    disabled_reason: Annotated[
+        Nullable,
+        msgspec.Meta(
+            description="why it is disabled: failing_without_success (disabled automatically) or "
+            "disabled_by_partner; null while enabled"
+        ),
+    ]
+    created_at: Timestamp
+    enabled_events: Annotated[
+        list[str], msgspec.Meta(description="the event types delivered to it (every type unless narrowed)")
+    ]
+
+
+class WebhookCreated(Webhook, kw_only=True):
+    """A new endpoint with its signing secret, shown only in this answer."""
+
+    signing_secret: str
+
+
+class WebhookSecretRotated(WebhookCreated, kw_only=True):
+    """The endpoint with its new signing secret (shown only here); the previous secret keeps
+    signing beside it until ``previous_secret_expires_at``."""
+
+    previous_secret_expires_at: Timestamp
 
 
 class WalletTransaction(msgspec.Struct, kw_only=True):
@@ -361,9 +438,17 @@ class EventEnvelope(msgspec.Struct, kw_only=True):
 
 
 class SandboxDepositReceived(msgspec.Struct, kw_only=True):
+    """A simulated fiat deposit, credited 1:1 to the virtual account's wallet."""
+
     deposit_id: str
-    virtual_account_id: str | msgspec.UnsetType = msgspec.UNSET
-    amount: str | msgspec.UnsetType = msgspec.UNSET
+    virtual_account_id: str
+    wallet_id: str
+    amount: Money
+    currency: str
+    credited_amount: Money
+    credited_currency: str
+    state: Literal["completed"]
+    created_at: Timestamp
 
 
 class HealthSnapshot(msgspec.Struct):

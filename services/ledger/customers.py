@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from typing import Any
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts.commands import CreateCustomer
@@ -10,24 +13,30 @@ from ledger import repository as repo
 from ledger.config import LedgerConfig
 from ledger.core.effects import Effects
 from ledger.journal import Journal
+from ledger.models import Customer
+from ledger.views import customer
 
 
 async def create_customer(
     session: AsyncSession, journal: Journal, cmd: CreateCustomer, ledger_config: LedgerConfig
 ) -> Effects:
-    await repo.insert_customer(session, cmd)
-    return created(cmd)
+    row = repo.customer_row(cmd, datetime.now(UTC))
+    await repo.insert_customer(session, row)
+    return created(cmd, row)
 
 
 def create_customers(journal: Journal, cmds: list[CreateCustomer]) -> list[Effects]:
     """Customers of a batch, inserted by the batch's write statement (a failure there fails
     the batch, which the consumer then runs command by command)."""
-    journal.writes().customers.extend(repo.customer_row(c) for c in cmds)
-    return [created(cmd) for cmd in cmds]
+    now = datetime.now(UTC)
+    rows = [repo.customer_row(c, now) for c in cmds]
+    journal.writes().customers.extend(rows)
+    return [created(cmd, row) for cmd, row in zip(cmds, rows, strict=True)]
 
 
-def created(cmd: CreateCustomer) -> Effects:
-    effects = Effects(201, {"customer_id": cmd.customer_id, "provider": "service"})
+def created(cmd: CreateCustomer, row: dict[str, Any]) -> Effects:
+    """Answered with the whole customer, as a read of it answers (``row``: its columns)."""
+    effects = Effects(201, customer(Customer(**row)))
     effects.emit(
         CustomerCreated,
         cmd.ctx,

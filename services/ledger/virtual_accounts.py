@@ -13,6 +13,7 @@ from ledger.core.effects import Effects, missing
 from ledger.journal import Journal
 from ledger.models import VirtualAccount
 from ledger.numbers import PEGS, bank_details
+from ledger.views import virtual_account as virtual_account_view
 
 DESTINATION_RAILS = ("provider_wallet", "stablecoin")
 
@@ -68,9 +69,10 @@ async def create_virtual_account(
         destination=destination,
         **numbers,
     )
-    await repo.insert_virtual_account(session, account)
+    account.created_at = await repo.insert_virtual_account(session, account)
+    # Answered with the whole account, as a read of it answers; the event keeps its own fields.
+    effects = Effects(201, virtual_account_view(account))
     data = {"virtual_account_id": cmd.virtual_account_id, "currency": currency, **numbers}
-    effects = Effects(201, data)
     effects.emit(
         VirtualAccountCreated,
         cmd.ctx,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.contracts.commands import CreateWallet
@@ -11,8 +13,9 @@ from ledger import repository as repo
 from ledger.config import LedgerConfig
 from ledger.core.effects import Effects, missing
 from ledger.journal import Journal
-from ledger.models import Wallet
+from ledger.models import Wallet, WalletBalances
 from ledger.numbers import OFFERED_PAIRS, deposit_address
+from ledger.views import wallet as wallet_view
 
 
 async def create_wallet(
@@ -35,8 +38,9 @@ async def create_wallet(
         chain=chain,
         deposit_address=address,
     )
-    await repo.insert_wallet(session, wallet)
+    wallet.created_at = await repo.insert_wallet(session, wallet)
+    # Answered with the whole wallet, as a read of it answers; the event keeps its own fields.
+    effects = Effects(201, wallet_view(WalletBalances(wallet, Decimal(0), Decimal(0))))
     data = {"wallet_id": cmd.wallet_id, "deposit_address": address, "symbol": symbol, "chain": chain}
-    effects = Effects(201, data)
     effects.emit(WalletCreated, cmd.ctx, data={**data, "customer_id": cmd.customer_id})
     return effects

@@ -121,7 +121,9 @@ def test_openapi_document_lists_every_endpoint(stack: Stack) -> None:
     post = doc["paths"]["/v1/customers"]["post"]
     assert post["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith("/CustomerCreate")
     assert {"201", "400", "401", "403", "409", "429", "503"} <= set(post["responses"])
-    schema = doc["components"]["schemas"]["CustomerCreate"]
-    assert set(schema["required"]) == {"account_type", "email", "country_code", "service_user_id"}
+    cases = doc["components"]["schemas"]["CustomerCreate"]["discriminator"]["mapping"]
+    schema = doc["components"]["schemas"][cases["individual"].rsplit("/", 1)[-1]]
+    required = {"account_type", "email", "country_code", "service_user_id", "full_name"}
+    assert set(schema["required"]) == required
     assert schema["properties"]["country_code"]["pattern"] == "^[A-Z]{2}$"
     assert any(p["name"] == "Idempotency-Key" and p["required"] for p in post["parameters"])

@@ -184,12 +184,43 @@ def test_a_batch_with_fees_an_overdraft_a_twin_a_review_and_replays_is_decided_e
         ("tr_4", "pending", "in_review", "compliance_review"),
     ]
     answers = settled.answers
-    assert [a.data for a in (answers[0], answers[2], answers[3], answers[4])] == [  # type: ignore[union-attr]
-        {"transfer_id": "tr_1", "state": "completed", "provider": "service"},
-        {"transfer_id": "tr_1", "state": "completed", "provider": "service"},  # the twin: tr_1's answer
-        {"transfer_id": "tr_4", "state": "in_review", "provider": "service"},
-        {"transfer_id": "tr_old", "state": "completed", "provider": "service"},
+    shown = ("transfer_id", "state", "provider", "amount", "currency", "idempotency_key")
+    # each the whole transfer, as a read of it answers (ledger.core.events.transfer_view)
+    assert [{k: a.data[k] for k in shown} for a in (answers[0], answers[2], answers[3], answers[4])] == [  # type: ignore[union-attr]
+        {
+            "transfer_id": "tr_1",
+            "state": "completed",
+            "provider": "service",
+            "amount": "6.00",
+            "currency": "USDC",
+            "idempotency_key": "key-1",
+        },
+        {
+            "transfer_id": "tr_1",
+            "state": "completed",
+            "provider": "service",
+            "amount": "6.00",
+            "currency": "USDC",
+            "idempotency_key": "key-1",
+        },  # the twin: tr_1's answer
+        {
+            "transfer_id": "tr_4",
+            "state": "in_review",
+            "provider": "service",
+            "amount": "5.50",
+            "currency": "USDC",
+            "idempotency_key": "key-4",
+        },
+        {
+            "transfer_id": "tr_old",
+            "state": "completed",
+            "provider": "service",
+            "amount": "3.00",
+            "currency": "USDC",
+            "idempotency_key": "key-old",
+        },
     ]
+    assert answers[0].data == answers[2].data and answers[0].data["developer_fee_amount"] == "0.50"  # type: ignore[union-attr]
     assert refusal(answers[1]) == ("invalid_request", "insufficient_funds")
     assert answers[1].details["wallet_id"] == "wal_a"  # type: ignore[union-attr]
     assert refusal(answers[5]) == ("idempotency_replay_mismatch", None)

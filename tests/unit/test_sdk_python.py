@@ -17,7 +17,12 @@ from standardwebhooks.webhooks import Webhook
 
 from sluice_api.api.customers import get_v1_customers, post_v1_customers
 from sluice_api.api.transfers import post_v1_transfers
-from sluice_api.models import CustomerCreate, CustomerCreateAccountType, PartyIn, TransferCreate
+from sluice_api.models import (
+    IndividualCustomerCreate,
+    IndividualCustomerCreateAccountType,
+    PartyIn,
+    TransferCreate,
+)
 from sluice_api.models.party_in_payment_rail import PartyInPaymentRail
 from sluice_sdk import (
     AdaptiveThrottle,
@@ -69,9 +74,9 @@ def client(script: Script, sleeps: list[float], monkeypatch: pytest.MonkeyPatch,
     return Sluice(config, rng=random.Random(7), transport=httpx.MockTransport(script))
 
 
-def customer() -> CustomerCreate:
-    return CustomerCreate(
-        account_type=CustomerCreateAccountType.INDIVIDUAL,
+def customer() -> IndividualCustomerCreate:
+    return IndividualCustomerCreate(
+        account_type=IndividualCustomerCreateAccountType.INDIVIDUAL,
         email="ada@example.com",
         country_code="US",
         service_user_id="u-1",
@@ -291,3 +296,18 @@ async def test_the_async_client_follows_the_same_rules(monkeypatch: pytest.Monke
     assert created.data.customer_id == "cus_1" and listed == ["cus_1"]
     assert script.requests[0].headers["idempotency-key"] == script.requests[1].headers["idempotency-key"]
     assert len(sleeps) == 1 and sleeps[0] >= 2.0
+
+
+def test_a_plain_body_becomes_the_union_case_its_tag_names() -> None:
+    """Broken when ``Sluice.call`` cannot read a mapping into a union body (a customer is one
+    model per account_type): it raised TypeError before sending anything."""
+    from sluice_api.models import BusinessCustomerCreate
+    from sluice_sdk.client import with_body
+
+    op = post_v1_customers.sync_detailed
+    base = {"email": "e@example.com", "country_code": "US", "service_user_id": "u"}
+    person = with_body(op, {"body": {**base, "account_type": "individual", "full_name": "A"}})["body"]
+    firm = with_body(op, {"body": {**base, "account_type": "business", "company_name": "C"}})["body"]
+    assert isinstance(person, IndividualCustomerCreate) and isinstance(firm, BusinessCustomerCreate)
+    unread = with_body(op, {"body": {**base, "account_type": "individual"}})["body"]  # no full_name
+    assert unread.to_dict() == {**base, "account_type": "individual"}  # sent as given: the gateway refuses it

@@ -505,8 +505,19 @@ def test_a_test_event_signed_by_the_helper_verifies_as_a_typed_event() -> None:
 TYPED_OK = """
 from sluice_sdk import Config, Sluice
 s = Sluice(Config(api_key="sk_test_x"))
-c = s.customers.create(account_type="individual", email="e", country_code="US", service_user_id="u")
+c = s.customers.create(
+    account_type="individual", email="e", country_code="US", service_user_id="u", full_name="A"
+)
+b = s.customers.create(
+    account_type="business", email="e", country_code="US", service_user_id="u", company_name="B"
+)
 state: str = s.transfers.retrieve("tr_1")["state"]
+created_at: str = c["created_at"]
+t = s.transfers.create(
+    source={"payment_rail": "provider_wallet", "currency": "USDC", "provider_wallet_id": "w", "amount": "10"},
+    destination={"payment_rail": "provider_wallet", "currency": "USDC", "provider_wallet_id": "w2"},
+    developer_fee={"percentage": 1.5},
+)
 w = s.wallets.retrieve("w_1", options={"timeout": 5.0, "max_attempts": 2, "idempotency_key": "k"})
 """
 TYPED_WRONG = {
@@ -516,6 +527,10 @@ TYPED_WRONG = {
     'country_code="US", service_user_id="u")',
     "a required field left out": 's.customers.create(account_type="individual", email="e", '
     'country_code="US")',
+    "an individual without full_name": 's.customers.create(account_type="individual", email="e", '
+    'country_code="US", service_user_id="u")',
+    "a business without company_name": 's.customers.create(account_type="business", email="e", '
+    'country_code="US", service_user_id="u", full_name="A")',
     "an id that is not a string": "s.wallets.retrieve(123)",
     "an option that does not exist": 's.health.retrieve(options={"timeout_s": 5})',
     "a misspelt answer field": 's.transfers.retrieve("tr_1")["stat"]',

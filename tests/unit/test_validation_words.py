@@ -139,7 +139,7 @@ def test_every_field_is_refused_in_words(label: str, t: type, query: bool) -> No
 def test_a_pattern_is_a_detail_and_the_rule_a_sentence() -> None:
     from gateway.schemas import CustomerCreate, TransferCreate
 
-    call = cast(Call, SimpleNamespace(body={"country_code": "us"}))
+    call = cast(Call, SimpleNamespace(body={"account_type": "individual", "country_code": "us"}))
     with pytest.raises(ServiceError) as info:
         body_of(call, CustomerCreate)
     assert (

@@ -46,6 +46,7 @@ class Operation:
     listing: bool
     summary: str
     key_in_body: bool = False  # the body carries the operation's idempotency key
+    body_cases: tuple[str, ...] = ()  # the body is a union of these objects (CustomerCreate)
 
 
 def _ref(node: dict[str, Any]) -> str | None:
@@ -66,6 +67,14 @@ def _success(op: dict[str, Any]) -> tuple[str | None, bool]:
     return None, False
 
 
+def _cases(schema: dict[str, Any]) -> tuple[str, ...]:
+    """The objects a union schema is one of (each a component); () for anything else."""
+    cases = schema.get("anyOf") or schema.get("oneOf") or []
+    if "properties" in schema or not cases or not all(_ref(c) for c in cases):
+        return ()
+    return tuple(str(_ref(c)) for c in cases)
+
+
 # /v1/x/{id} by method (GET: retrieve)
 _ONE_VERBS = {"patch": "update", "delete": "delete"}
 
@@ -84,6 +93,7 @@ def operations(doc: dict[str, Any]) -> list[Operation]:
                 op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
             )
             body = _ref(body_schema) if body_schema else None
+            cases = _cases(doc["components"]["schemas"][body]) if body else ()
             if not segments:
                 resource, verb = "routed", "send"
             elif params and len(static) > 1:  # /v1/x/{id}/action
@@ -111,6 +121,7 @@ def operations(doc: dict[str, Any]) -> list[Operation]:
                     summary=str(op.get("summary", "")).strip(),
                     key_in_body=bool(body)
                     and KEY_FIELD in doc["components"]["schemas"][str(body)].get("properties", {}),
+                    body_cases=cases,
                 )
             )
     out.sort(key=lambda o: (o.resource, o.verb))
@@ -179,7 +190,10 @@ def _py_type(node: dict[str, Any], strict: bool) -> str:
     return {
         "string": "str",
         "integer": "int",
-        "number": "Decimal | int",  # money never travels as a float
+        # Money travels as decimal strings; a JSON number is a percentage, which the gateway reads
+        # as written (never through a binary float), and Python writes a float as its shortest
+        # repr, so 1.5 arrives as 1.5: a float is taken as the document and TypeScript take it.
+        "number": "float | Decimal | int",
         "boolean": "bool",
         "null": "None",
         "object": "dict[str, Any]",
@@ -203,7 +217,12 @@ def python_schemas(doc: dict[str, Any]) -> str:
         "from typing import Any, Literal, NotRequired, TypedDict\n",
         '__all__ = ["' + '", "'.join(sorted(schemas)) + '"]\n',
     ]
+    unions: list[str] = []
     for name, schema in schemas.items():
+        cases = _cases(schema)
+        if cases:  # a union of objects (CustomerCreate: one case per account_type), after its cases
+            unions.append(f"{name} = " + " | ".join(cases))
+            continue
         props = schema.get("properties", {})
         required = set(schema.get("required", []))
         lines.append(f"\nclass {name}(TypedDict):")
@@ -212,6 +231,9 @@ def python_schemas(doc: dict[str, Any]) -> str:
             typ = _py_type(node, name in strict)
             optional = field not in required or (name in strict and field == KEY_FIELD)
             lines.append(f"    {field}: {'NotRequired[' + typ + ']' if optional else typ}")
+    if unions:
+        lines.append("\n")
+        lines += unions
     return "\n".join(lines) + "\n"
 
 
@@ -252,7 +274,15 @@ def _py_method(op: Operation, is_async: bool) -> list[str]:
         extra += ", key_in_body=True"
     q = query if op.query else "None"
     call = f'self._core.request("{op.method}", {fmt}"{path}", body={body}, query={q}, options=options{extra})'
-    return [head, doc + f'        return cast("{answer}", {"await " if is_async else ""}{call})']
+    method = [head, doc + f'        return cast("{answer}", {"await " if is_async else ""}{call})']
+    if not op.body_cases:
+        return method
+    # A union body: one overload per case (Unpack takes one TypedDict), so each case's required
+    # fields are checked; the implementation takes any of them.
+    overloads = []
+    for case in op.body_cases:
+        overloads += ["    @overload", head.replace(f"Unpack[{op.body}]", f"Unpack[{case}]") + " ..."]
+    return [*overloads, head.replace(f"Unpack[{op.body}]", "Any"), *method[1:]]
 
 
 EVERY_PAGE = " (every page, from the first or from starting_after; limit is the page size)."
@@ -293,7 +323,11 @@ def python_resources(doc: dict[str, Any]) -> str:
     by_resource: dict[str, list[Operation]] = {}
     for op in ops:
         by_resource.setdefault(op.resource, []).append(op)
-    used = sorted({o.answer for o in ops if o.answer} | {o.body for o in ops if o.body})
+    used = sorted(
+        {o.answer for o in ops if o.answer}
+        | {o.body for o in ops if o.body}
+        | {c for o in ops for c in o.body_cases}
+    )
     out = [
         PY_HEADER + ": the resources,\n"
         "one method per operation (tools.codegen.sdk_resources). Do not edit.\n\n"
@@ -305,7 +339,7 @@ def python_resources(doc: dict[str, Any]) -> str:
         "from __future__ import annotations\n",
         "from collections.abc import AsyncIterator, Iterator, Mapping",
         "from functools import cached_property",
-        "from typing import TYPE_CHECKING, Any, Literal, Unpack, cast",
+        "from typing import TYPE_CHECKING, Any, Literal, Unpack, cast, overload",
         "from urllib.parse import quote\n",
         "from sluice_sdk.options import RequestOptions",
         "from sluice_sdk.pages import AsyncPage, Page",

@@ -12,26 +12,25 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, Unpack, cast
+from typing import TYPE_CHECKING, Any, Literal, Unpack, cast, overload
 from urllib.parse import quote
 
 from sluice_sdk.options import RequestOptions
 from sluice_sdk.pages import AsyncPage, Page
 from sluice_sdk.schemas import (
+    BusinessCustomerCreate,
     Customer,
-    CustomerCreate,
-    CustomerCreated,
     Empty,
     EventEnvelope,
     FeeBalance,
     HealthSnapshot,
+    IndividualCustomerCreate,
     OnboardingAuthorization,
     OnboardingAuthorizationCreate,
     SandboxDepositCreate,
     SandboxDepositReceived,
     Transfer,
     TransferCreate,
-    TransferCreated,
     VirtualAccount,
     VirtualAccountCreate,
     Wallet,
@@ -40,6 +39,7 @@ from sluice_sdk.schemas import (
     Webhook,
     WebhookCreate,
     WebhookCreated,
+    WebhookSecretRotated,
     WebhookUpdate,
 )
 
@@ -55,13 +55,18 @@ class Customers:
     def __init__(self, core: SyncCore) -> None:
         self._core = core
 
+    @overload
     def create(
-        self, *, options: RequestOptions | None = None, **body: Unpack[CustomerCreate]
-    ) -> CustomerCreated:
+        self, *, options: RequestOptions | None = None, **body: Unpack[IndividualCustomerCreate]
+    ) -> Customer: ...
+    @overload
+    def create(
+        self, *, options: RequestOptions | None = None, **body: Unpack[BusinessCustomerCreate]
+    ) -> Customer: ...
+    def create(self, *, options: RequestOptions | None = None, **body: Any) -> Customer:
         """POST /v1/customers: Create a customer (individual or business)"""
         return cast(
-            "CustomerCreated",
-            self._core.request("POST", "/v1/customers", body=body, query=None, options=options),
+            "Customer", self._core.request("POST", "/v1/customers", body=body, query=None, options=options)
         )
 
     def list(
@@ -209,12 +214,10 @@ class Payouts:
     def __init__(self, core: SyncCore) -> None:
         self._core = core
 
-    def create(
-        self, *, options: RequestOptions | None = None, **body: Unpack[TransferCreate]
-    ) -> TransferCreated:
+    def create(self, *, options: RequestOptions | None = None, **body: Unpack[TransferCreate]) -> Transfer:
         """POST /v1/payouts: Pay an approved external account (ACH, wire, SEPA, Faster Payments)"""
         return cast(
-            "TransferCreated",
+            "Transfer",
             self._core.request(
                 "POST", "/v1/payouts", body=body, query=None, options=options, key_in_body=True
             ),
@@ -293,12 +296,10 @@ class Transfers:
     def __init__(self, core: SyncCore) -> None:
         self._core = core
 
-    def create(
-        self, *, options: RequestOptions | None = None, **body: Unpack[TransferCreate]
-    ) -> TransferCreated:
+    def create(self, *, options: RequestOptions | None = None, **body: Unpack[TransferCreate]) -> Transfer:
         """POST /v1/transfers: Move USDC or USDT between wallets the tenant owns"""
         return cast(
-            "TransferCreated",
+            "Transfer",
             self._core.request(
                 "POST", "/v1/transfers", body=body, query=None, options=options, key_in_body=True
             ),
@@ -537,10 +538,10 @@ class Webhooks:
 
     def rotate_secret(
         self, webhook_id: str, /, *, options: RequestOptions | None = None, **body: Unpack[Empty]
-    ) -> WebhookCreated:
+    ) -> WebhookSecretRotated:
         """POST /v1/webhooks/{webhook_id}/rotate-secret: Rotate the signing secret; the new secret is returned once (the old one keeps signing alongside for a while)"""
         return cast(
-            "WebhookCreated",
+            "WebhookSecretRotated",
             self._core.request(
                 "POST",
                 f"/v1/webhooks/{quote(webhook_id, safe='')}/rotate-secret",
@@ -621,12 +622,18 @@ class AsyncCustomers:
     def __init__(self, core: AsyncCore) -> None:
         self._core = core
 
+    @overload
     async def create(
-        self, *, options: RequestOptions | None = None, **body: Unpack[CustomerCreate]
-    ) -> CustomerCreated:
+        self, *, options: RequestOptions | None = None, **body: Unpack[IndividualCustomerCreate]
+    ) -> Customer: ...
+    @overload
+    async def create(
+        self, *, options: RequestOptions | None = None, **body: Unpack[BusinessCustomerCreate]
+    ) -> Customer: ...
+    async def create(self, *, options: RequestOptions | None = None, **body: Any) -> Customer:
         """POST /v1/customers: Create a customer (individual or business)"""
         return cast(
-            "CustomerCreated",
+            "Customer",
             await self._core.request("POST", "/v1/customers", body=body, query=None, options=options),
         )
 
@@ -780,10 +787,10 @@ class AsyncPayouts:
 
     async def create(
         self, *, options: RequestOptions | None = None, **body: Unpack[TransferCreate]
-    ) -> TransferCreated:
+    ) -> Transfer:
         """POST /v1/payouts: Pay an approved external account (ACH, wire, SEPA, Faster Payments)"""
         return cast(
-            "TransferCreated",
+            "Transfer",
             await self._core.request(
                 "POST", "/v1/payouts", body=body, query=None, options=options, key_in_body=True
             ),
@@ -864,10 +871,10 @@ class AsyncTransfers:
 
     async def create(
         self, *, options: RequestOptions | None = None, **body: Unpack[TransferCreate]
-    ) -> TransferCreated:
+    ) -> Transfer:
         """POST /v1/transfers: Move USDC or USDT between wallets the tenant owns"""
         return cast(
-            "TransferCreated",
+            "Transfer",
             await self._core.request(
                 "POST", "/v1/transfers", body=body, query=None, options=options, key_in_body=True
             ),
@@ -1110,10 +1117,10 @@ class AsyncWebhooks:
 
     async def rotate_secret(
         self, webhook_id: str, /, *, options: RequestOptions | None = None, **body: Unpack[Empty]
-    ) -> WebhookCreated:
+    ) -> WebhookSecretRotated:
         """POST /v1/webhooks/{webhook_id}/rotate-secret: Rotate the signing secret; the new secret is returned once (the old one keeps signing alongside for a while)"""
         return cast(
-            "WebhookCreated",
+            "WebhookSecretRotated",
             await self._core.request(
                 "POST",
                 f"/v1/webhooks/{quote(webhook_id, safe='')}/rotate-secret",

@@ -11,9 +11,9 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 __all__ = [
     "BankAccountIn",
+    "BusinessCustomerCreate",
     "Customer",
     "CustomerCreate",
-    "CustomerCreated",
     "DeveloperFeeIn",
     "Empty",
     "ErrorEnvelope",
@@ -21,6 +21,7 @@ __all__ = [
     "EventEnvelope",
     "FeeBalance",
     "HealthSnapshot",
+    "IndividualCustomerCreate",
     "OnboardingAuthorization",
     "OnboardingAuthorizationCreate",
     "PartyIn",
@@ -28,17 +29,21 @@ __all__ = [
     "SandboxDepositReceived",
     "ServiceMode",
     "Transfer",
+    "TransferBankAccount",
     "TransferCreate",
-    "TransferCreated",
+    "TransferDeveloperFee",
+    "TransferParty",
     "VADestinationIn",
     "VirtualAccount",
     "VirtualAccountCreate",
+    "VirtualAccountDestination",
     "Wallet",
     "WalletCreate",
     "WalletTransaction",
     "Webhook",
     "WebhookCreate",
     "WebhookCreated",
+    "WebhookSecretRotated",
     "WebhookUpdate",
 ]
 
@@ -47,36 +52,42 @@ class Customer(TypedDict):
     """The Customer schema."""
 
     customer_id: str
+    provider: str
     account_type: str
-    service_user_id: str
-    provider: NotRequired[str]
-    email: NotRequired[str]
-    country_code: NotRequired[str]
-    full_name: NotRequired[str | None]
-    company_name: NotRequired[str | None]
-    registration_number: NotRequired[str | None]
-    phone_e164: NotRequired[str | None]
-    created_at: NotRequired[str]
-
-
-class CustomerCreate(TypedDict):
-    """The CustomerCreate schema."""
-
-    account_type: Literal["business", "individual"]
     email: str
     country_code: str
     service_user_id: str
-    full_name: NotRequired[str | None]
-    company_name: NotRequired[str | None]
+    full_name: str | None
+    company_name: str | None
+    registration_number: str | None
+    phone_e164: str | None
+    created_at: str
+
+
+class IndividualCustomerCreate(TypedDict):
+    """An individual: ``full_name`` is required."""
+
+    account_type: Literal["individual"]
+    email: str
+    country_code: str
+    service_user_id: str
     registration_number: NotRequired[str | None]
     phone_e164: NotRequired[str | None]
+    full_name: str
+    company_name: NotRequired[str | None]
 
 
-class CustomerCreated(TypedDict):
-    """The CustomerCreated schema."""
+class BusinessCustomerCreate(TypedDict):
+    """A business: ``company_name`` is required."""
 
-    customer_id: str
-    provider: str
+    account_type: Literal["business"]
+    email: str
+    country_code: str
+    service_user_id: str
+    registration_number: NotRequired[str | None]
+    phone_e164: NotRequired[str | None]
+    company_name: str
+    full_name: NotRequired[str | None]
 
 
 class Empty(TypedDict):
@@ -158,28 +169,66 @@ class SandboxDepositCreate(TypedDict):
 
 
 class SandboxDepositReceived(TypedDict):
-    """The SandboxDepositReceived schema."""
+    """A simulated fiat deposit, credited 1:1 to the virtual account's wallet."""
 
     deposit_id: str
-    virtual_account_id: NotRequired[str]
-    amount: NotRequired[str]
+    virtual_account_id: str
+    wallet_id: str
+    amount: str
+    currency: str
+    credited_amount: str
+    credited_currency: str
+    state: str
+    created_at: str
 
 
 class Transfer(TypedDict):
-    """The Transfer schema."""
+    """A transfer or a payout; ``developer_fee`` and ``developer_fee_amount`` only when it carries a developer fee."""
 
     transfer_id: str
     state: str
-    provider: NotRequired[str]
-    amount: NotRequired[str]
-    currency: NotRequired[str]
-    idempotency_key: NotRequired[str]
-    developer_fee: NotRequired[dict[str, Any]]
+    provider: str
+    source: TransferParty
+    destination: TransferParty
+    amount: str
+    currency: str
+    idempotency_key: str
+    created_at: str
+    updated_at: str
+    developer_fee: NotRequired[TransferDeveloperFee]
     developer_fee_amount: NotRequired[str]
-    source: NotRequired[dict[str, Any]]
-    destination: NotRequired[dict[str, Any]]
-    created_at: NotRequired[str]
-    updated_at: NotRequired[str]
+
+
+class TransferParty(TypedDict):
+    """A transfer's source or destination as it was requested (codes upper-case); a field the request left out is absent."""
+
+    payment_rail: str
+    currency: str
+    chain: NotRequired[str]
+    amount: NotRequired[str]
+    customer_id: NotRequired[str]
+    from_address: NotRequired[str]
+    address: NotRequired[str]
+    provider_wallet_id: NotRequired[str]
+    external_account_id: NotRequired[str]
+    deposit_id: NotRequired[str]
+    bank_account: NotRequired[TransferBankAccount]
+
+
+class TransferBankAccount(TypedDict):
+    """The TransferBankAccount schema."""
+
+    account_number: NotRequired[str]
+    routing_number: NotRequired[str]
+    iban: NotRequired[str]
+    bic: NotRequired[str]
+
+
+class TransferDeveloperFee(TypedDict):
+    """The developer fee as requested; the percentage as a decimal string."""
+
+    percentage: NotRequired[str]
+    flat_amount: NotRequired[str]
 
 
 class TransferCreate(TypedDict):
@@ -219,31 +268,32 @@ class BankAccountIn(TypedDict):
 class DeveloperFeeIn(TypedDict):
     """The DeveloperFeeIn schema."""
 
-    percentage: NotRequired[str | Decimal | int | None]
+    percentage: NotRequired[str | float | Decimal | int | None]
     flat_amount: NotRequired[str | None]
-
-
-class TransferCreated(TypedDict):
-    """The TransferCreated schema."""
-
-    transfer_id: str
-    state: str
-    provider: str
 
 
 class VirtualAccount(TypedDict):
     """The VirtualAccount schema."""
 
     virtual_account_id: str
+    customer_id: str
     currency: str
-    account_number: NotRequired[str | None]
-    routing_number: NotRequired[str | None]
-    iban: NotRequired[str | None]
-    bic: NotRequired[str | None]
-    bank_name: NotRequired[str | None]
-    customer_id: NotRequired[str]
-    destination: NotRequired[dict[str, Any]]
-    created_at: NotRequired[str]
+    account_number: str | None
+    routing_number: str | None
+    iban: str | None
+    bic: str | None
+    bank_name: str | None
+    destination: VirtualAccountDestination
+    created_at: str
+
+
+class VirtualAccountDestination(TypedDict):
+    """The wallet deposits convert into."""
+
+    rail: str
+    currency: str
+    address: str
+    provider_wallet_id: str
 
 
 class VirtualAccountCreate(TypedDict):
@@ -268,13 +318,13 @@ class Wallet(TypedDict):
     """The Wallet schema."""
 
     wallet_id: str
+    customer_id: str
     deposit_address: str
     symbol: str
     chain: str
-    customer_id: NotRequired[str]
-    available_balance: NotRequired[str]
-    held_balance: NotRequired[str]
-    created_at: NotRequired[str]
+    available_balance: str
+    held_balance: str
+    created_at: str
 
 
 class WalletCreate(TypedDict):
@@ -304,9 +354,9 @@ class Webhook(TypedDict):
     webhook_id: str
     endpoint_url: str
     status: str
-    disabled_reason: NotRequired[str | None]
-    created_at: NotRequired[str]
-    enabled_events: NotRequired[list[str]]
+    disabled_reason: str | None
+    created_at: str
+    enabled_events: list[str]
 
 
 class WebhookCreate(TypedDict):
@@ -317,13 +367,28 @@ class WebhookCreate(TypedDict):
 
 
 class WebhookCreated(TypedDict):
-    """The WebhookCreated schema."""
+    """A new endpoint with its signing secret, shown only in this answer."""
 
     webhook_id: str
     endpoint_url: str
-    signing_secret: str
+    status: str
+    disabled_reason: str | None
     created_at: str
-    enabled_events: NotRequired[list[str]]
+    enabled_events: list[str]
+    signing_secret: str
+
+
+class WebhookSecretRotated(TypedDict):
+    """The endpoint with its new signing secret (shown only here); the previous secret keeps signing beside it until ``previous_secret_expires_at``."""
+
+    webhook_id: str
+    endpoint_url: str
+    status: str
+    disabled_reason: str | None
+    created_at: str
+    enabled_events: list[str]
+    signing_secret: str
+    previous_secret_expires_at: str
 
 
 class WebhookUpdate(TypedDict):
@@ -336,3 +401,6 @@ class WebhookUpdate(TypedDict):
 
 class ServiceMode(TypedDict):
     """The ServiceMode schema."""
+
+
+CustomerCreate = IndividualCustomerCreate | BusinessCustomerCreate

@@ -14,8 +14,8 @@ type Schemas = components["schemas"];
 export class Customers {
   constructor(private readonly core: Core) {}
   /** POST /v1/customers: Create a customer (individual or business) */
-  create(body: components["schemas"]["CustomerCreate"], options: RequestOptions = {}): Promise<Schemas["CustomerCreated"]> {
-    return this.core.request<Schemas["CustomerCreated"]>("POST", `/v1/customers`, body, undefined, options);
+  create(body: components["schemas"]["CustomerCreate"], options: RequestOptions = {}): Promise<Schemas["Customer"]> {
+    return this.core.request<Schemas["Customer"]>("POST", `/v1/customers`, body, undefined, options);
   }
   /** GET /v1/customers: List customers, newest first (every page, from the first or from starting_after; limit is the page size) */
   list(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Customer"]> {
@@ -78,8 +78,8 @@ export class OnboardingAuthorizations {
 export class Payouts {
   constructor(private readonly core: Core) {}
   /** POST /v1/payouts: Pay an approved external account (ACH, wire, SEPA, Faster Payments) */
-  create(body: Omit<components["schemas"]["TransferCreate"], "idempotency_key"> & { idempotency_key?: string }, options: RequestOptions = {}): Promise<Schemas["TransferCreated"]> {
-    return this.core.request<Schemas["TransferCreated"]>("POST", `/v1/payouts`, body, undefined, options, { keyInBody: true });
+  create(body: Omit<components["schemas"]["TransferCreate"], "idempotency_key"> & { idempotency_key?: string }, options: RequestOptions = {}): Promise<Schemas["Transfer"]> {
+    return this.core.request<Schemas["Transfer"]>("POST", `/v1/payouts`, body, undefined, options, { keyInBody: true });
   }
   /** GET /v1/payouts: List payouts, newest first (every page, from the first or from starting_after; limit is the page size) */
   list(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Transfer"]> {
@@ -114,8 +114,8 @@ export class SandboxDeposits {
 export class Transfers {
   constructor(private readonly core: Core) {}
   /** POST /v1/transfers: Move USDC or USDT between wallets the tenant owns */
-  create(body: Omit<components["schemas"]["TransferCreate"], "idempotency_key"> & { idempotency_key?: string }, options: RequestOptions = {}): Promise<Schemas["TransferCreated"]> {
-    return this.core.request<Schemas["TransferCreated"]>("POST", `/v1/transfers`, body, undefined, options, { keyInBody: true });
+  create(body: Omit<components["schemas"]["TransferCreate"], "idempotency_key"> & { idempotency_key?: string }, options: RequestOptions = {}): Promise<Schemas["Transfer"]> {
+    return this.core.request<Schemas["Transfer"]>("POST", `/v1/transfers`, body, undefined, options, { keyInBody: true });
   }
   /** GET /v1/transfers: List transfers, newest first (every page, from the first or from starting_after; limit is the page size) */
   list(params: { limit?: number; starting_after?: string } = {}, options: RequestOptions = {}): AsyncGenerator<Schemas["Transfer"]> {
@@ -202,8 +202,8 @@ export class Webhooks {
     return this.core.request<Schemas["Webhook"]>("GET", `/v1/webhooks/${encodeURIComponent(webhookId)}`, undefined, undefined, options);
   }
   /** POST /v1/webhooks/{webhook_id}/rotate-secret: Rotate the signing secret; the new secret is returned once (the old one keeps signing alongside for a while) */
-  rotateSecret(webhookId: string, body: components["schemas"]["Empty"], options: RequestOptions = {}): Promise<Schemas["WebhookCreated"]> {
-    return this.core.request<Schemas["WebhookCreated"]>("POST", `/v1/webhooks/${encodeURIComponent(webhookId)}/rotate-secret`, body, undefined, options);
+  rotateSecret(webhookId: string, body: components["schemas"]["Empty"], options: RequestOptions = {}): Promise<Schemas["WebhookSecretRotated"]> {
+    return this.core.request<Schemas["WebhookSecretRotated"]>("POST", `/v1/webhooks/${encodeURIComponent(webhookId)}/rotate-secret`, body, undefined, options);
   }
   /** PATCH /v1/webhooks/{webhook_id}: Change a webhook endpoint: its URL, its event types, or its status (disabled: nothing is delivered to it until it is enabled again) */
   update(webhookId: string, body: components["schemas"]["WebhookUpdate"], options: RequestOptions = {}): Promise<Schemas["Webhook"]> {

@@ -464,39 +464,56 @@ export interface components {
         Customer: {
             customer_id: string;
             /** @enum {unknown} */
-            account_type: "business" | "individual";
-            service_user_id: string;
-            provider?: string;
-            email?: string;
-            country_code?: string;
-            full_name?: string | null;
-            company_name?: string | null;
-            registration_number?: string | null;
-            phone_e164?: string | null;
-            created_at?: string;
-        };
-        /** CustomerCreate */
-        CustomerCreate: {
+            provider: "service";
             /** @enum {unknown} */
             account_type: "business" | "individual";
+            email: string;
+            country_code: string;
+            service_user_id: string;
+            full_name: string | null;
+            company_name: string | null;
+            registration_number: string | null;
+            phone_e164: string | null;
+            /** @description RFC 3339, UTC */
+            created_at: string;
+        };
+        /**
+         * IndividualCustomerCreate
+         * @description An individual: ``full_name`` is required.
+         */
+        IndividualCustomerCreate: {
+            /** @enum {unknown} */
+            account_type: "individual";
             /** Format: email */
             email: string;
             country_code: string;
             service_user_id: string;
             /** @default null */
-            full_name?: string | null;
+            registration_number?: string | null;
+            /** @default null */
+            phone_e164?: string | null;
+            full_name: string;
             /** @default null */
             company_name?: string | null;
+        };
+        /**
+         * BusinessCustomerCreate
+         * @description A business: ``company_name`` is required.
+         */
+        BusinessCustomerCreate: {
+            /** @enum {unknown} */
+            account_type: "business";
+            /** Format: email */
+            email: string;
+            country_code: string;
+            service_user_id: string;
             /** @default null */
             registration_number?: string | null;
             /** @default null */
             phone_e164?: string | null;
-        } & (unknown & unknown);
-        /** CustomerCreated */
-        CustomerCreated: {
-            customer_id: string;
-            /** @enum {unknown} */
-            provider: "service";
+            company_name: string;
+            /** @default null */
+            full_name?: string | null;
         };
         /**
          * Empty
@@ -573,26 +590,83 @@ export interface components {
             /** @description decimal string > 0 and <= 1e12; at most 6 decimals for stablecoins, 2 for fiat */
             amount: string;
         };
-        /** SandboxDepositReceived */
+        /**
+         * SandboxDepositReceived
+         * @description A simulated fiat deposit, credited 1:1 to the virtual account's wallet.
+         */
         SandboxDepositReceived: {
             deposit_id: string;
-            virtual_account_id?: string;
-            amount?: string;
+            virtual_account_id: string;
+            wallet_id: string;
+            /** @description a decimal string in the currency's units */
+            amount: string;
+            currency: string;
+            /** @description a decimal string in the currency's units */
+            credited_amount: string;
+            credited_currency: string;
+            /** @enum {unknown} */
+            state: "completed";
+            /** @description RFC 3339, UTC */
+            created_at: string;
         };
-        /** Transfer */
+        /**
+         * Transfer
+         * @description A transfer or a payout; ``developer_fee`` and ``developer_fee_amount`` only when it
+         *         carries a developer fee.
+         */
         Transfer: {
             transfer_id: string;
             state: string;
-            provider?: string;
-            amount?: string;
-            currency?: string;
-            idempotency_key?: string;
-            developer_fee?: Record<string, never>;
+            /** @enum {unknown} */
+            provider: "service";
+            source: components["schemas"]["TransferParty"];
+            destination: components["schemas"]["TransferParty"];
+            /** @description a decimal string in the currency's units */
+            amount: string;
+            currency: string;
+            idempotency_key: string;
+            /** @description RFC 3339, UTC */
+            created_at: string;
+            /** @description RFC 3339, UTC */
+            updated_at: string;
+            developer_fee?: components["schemas"]["TransferDeveloperFee"];
+            /** @description a decimal string in the currency's units */
             developer_fee_amount?: string;
-            source?: Record<string, never>;
-            destination?: Record<string, never>;
-            created_at?: string;
-            updated_at?: string;
+        };
+        /**
+         * TransferParty
+         * @description A transfer's source or destination as it was requested (codes upper-case); a field the
+         *         request left out is absent.
+         */
+        TransferParty: {
+            payment_rail: string;
+            currency: string;
+            chain?: string;
+            /** @description a decimal string in the currency's units */
+            amount?: string;
+            customer_id?: string;
+            from_address?: string;
+            address?: string;
+            provider_wallet_id?: string;
+            external_account_id?: string;
+            deposit_id?: string;
+            bank_account?: components["schemas"]["TransferBankAccount"];
+        };
+        /** TransferBankAccount */
+        TransferBankAccount: {
+            account_number?: string;
+            routing_number?: string;
+            iban?: string;
+            bic?: string;
+        };
+        /**
+         * TransferDeveloperFee
+         * @description The developer fee as requested; the percentage as a decimal string.
+         */
+        TransferDeveloperFee: {
+            percentage?: string;
+            /** @description a decimal string in the currency's units */
+            flat_amount?: string;
         };
         /** TransferCreate */
         TransferCreate: {
@@ -646,30 +720,30 @@ export interface components {
             /** @default null */
             flat_amount?: string | null;
         };
-        /** TransferCreated */
-        TransferCreated: {
-            transfer_id: string;
-            state: string;
-            /** @enum {unknown} */
-            provider: "service";
-        };
         /** VirtualAccount */
         VirtualAccount: {
             virtual_account_id: string;
+            customer_id: string;
             currency: string;
-            /** @default null */
-            account_number?: string | null;
-            /** @default null */
-            routing_number?: string | null;
-            /** @default null */
-            iban?: string | null;
-            /** @default null */
-            bic?: string | null;
-            /** @default null */
-            bank_name?: string | null;
-            customer_id?: string;
-            destination?: Record<string, never>;
-            created_at?: string;
+            account_number: string | null;
+            routing_number: string | null;
+            iban: string | null;
+            bic: string | null;
+            bank_name: string | null;
+            destination: components["schemas"]["VirtualAccountDestination"];
+            /** @description RFC 3339, UTC */
+            created_at: string;
+        };
+        /**
+         * VirtualAccountDestination
+         * @description The wallet deposits convert into.
+         */
+        VirtualAccountDestination: {
+            /** @enum {unknown} */
+            rail: "provider_wallet" | "stablecoin";
+            currency: string;
+            address: string;
+            provider_wallet_id: string;
         };
         /** VirtualAccountCreate */
         VirtualAccountCreate: {
@@ -698,13 +772,16 @@ export interface components {
         /** Wallet */
         Wallet: {
             wallet_id: string;
+            customer_id: string;
             deposit_address: string;
             symbol: string;
             chain: string;
-            customer_id?: string;
-            available_balance?: string;
-            held_balance?: string;
-            created_at?: string;
+            /** @description a decimal string in the currency's units */
+            available_balance: string;
+            /** @description a decimal string in the currency's units */
+            held_balance: string;
+            /** @description RFC 3339, UTC */
+            created_at: string;
         };
         /** WalletCreate */
         WalletCreate: {
@@ -733,10 +810,12 @@ export interface components {
             endpoint_url: string;
             /** @enum {unknown} */
             status: "deleted" | "disabled" | "enabled";
-            /** @default null */
-            disabled_reason?: string | null;
-            created_at?: string;
-            enabled_events?: string[];
+            /** @description why it is disabled: failing_without_success (disabled automatically) or disabled_by_partner; null while enabled */
+            disabled_reason: string | null;
+            /** @description RFC 3339, UTC */
+            created_at: string;
+            /** @description the event types delivered to it (every type unless narrowed) */
+            enabled_events: string[];
         };
         /** WebhookCreate */
         WebhookCreate: {
@@ -745,13 +824,42 @@ export interface components {
             /** @default null */
             enabled_events?: string[] | null;
         };
-        /** WebhookCreated */
+        /**
+         * WebhookCreated
+         * @description A new endpoint with its signing secret, shown only in this answer.
+         */
         WebhookCreated: {
             webhook_id: string;
             endpoint_url: string;
-            signing_secret: string;
+            /** @enum {unknown} */
+            status: "deleted" | "disabled" | "enabled";
+            /** @description why it is disabled: failing_without_success (disabled automatically) or disabled_by_partner; null while enabled */
+            disabled_reason: string | null;
+            /** @description RFC 3339, UTC */
             created_at: string;
-            enabled_events?: string[];
+            /** @description the event types delivered to it (every type unless narrowed) */
+            enabled_events: string[];
+            signing_secret: string;
+        };
+        /**
+         * WebhookSecretRotated
+         * @description The endpoint with its new signing secret (shown only here); the previous secret keeps
+         *         signing beside it until ``previous_secret_expires_at``.
+         */
+        WebhookSecretRotated: {
+            webhook_id: string;
+            endpoint_url: string;
+            /** @enum {unknown} */
+            status: "deleted" | "disabled" | "enabled";
+            /** @description why it is disabled: failing_without_success (disabled automatically) or disabled_by_partner; null while enabled */
+            disabled_reason: string | null;
+            /** @description RFC 3339, UTC */
+            created_at: string;
+            /** @description the event types delivered to it (every type unless narrowed) */
+            enabled_events: string[];
+            signing_secret: string;
+            /** @description RFC 3339, UTC */
+            previous_secret_expires_at: string;
         };
         /**
          * WebhookUpdate
@@ -766,6 +874,7 @@ export interface components {
             /** @default null */
             status?: ("disabled" | "enabled") | null;
         };
+        CustomerCreate: components["schemas"]["IndividualCustomerCreate"] | components["schemas"]["BusinessCustomerCreate"];
         /** @enum {string} */
         ServiceMode: "sandbox" | "production";
     };
@@ -1522,7 +1631,7 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         success: true;
-                        data: components["schemas"]["CustomerCreated"];
+                        data: components["schemas"]["Customer"];
                     };
                 };
             };
@@ -3277,7 +3386,7 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         success: true;
-                        data: components["schemas"]["TransferCreated"];
+                        data: components["schemas"]["Transfer"];
                     };
                 };
             };
@@ -3772,7 +3881,7 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         success: true;
-                        data: components["schemas"]["TransferCreated"];
+                        data: components["schemas"]["Transfer"];
                     };
                 };
             };
@@ -5301,7 +5410,7 @@ export interface operations {
                     "application/json": {
                         /** @constant */
                         success: true;
-                        data: components["schemas"]["WebhookCreated"];
+                        data: components["schemas"]["WebhookSecretRotated"];
                     };
                 };
             };

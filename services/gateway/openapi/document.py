@@ -18,7 +18,7 @@ from common.validation import ci_pattern
 from gateway.openapi.examples import EXAMPLES, NOTES
 from gateway.openapi.rules import request_rules
 from gateway.pipeline import Endpoint
-from gateway.schemas import IDEMPOTENCY_KEY_PATTERN, ErrorEnvelope
+from gateway.schemas import IDEMPOTENCY_KEY_PATTERN, UNIONS, ErrorEnvelope
 from gateway.transport import ROUTED_METHODS
 
 _PARAM = re.compile(r"\{(\w+)\}")
@@ -112,18 +112,6 @@ def _headers_for(code: str, mutating: bool) -> dict[str, Any]:
 
 # Cross-field rules JSON Schema can state (the rest are in the field descriptions).
 _CONDITIONS: dict[str, dict[str, Any]] = {
-    "CustomerCreate": {
-        "allOf": [
-            {
-                "if": {"properties": {"account_type": {"const": "individual"}}},
-                "then": {"required": ["full_name"], "properties": {"full_name": {"type": "string"}}},
-            },
-            {
-                "if": {"properties": {"account_type": {"const": "business"}}},
-                "then": {"required": ["company_name"], "properties": {"company_name": {"type": "string"}}},
-            },
-        ]
-    },
     "VADestinationIn": {
         "anyOf": [
             {"required": ["rail", "address"]},
@@ -153,8 +141,16 @@ _IDEM = _header(
 )
 
 
-def _ref(t: type) -> dict[str, Any]:
-    return {"$ref": _REF.format(name=t.__name__)}
+_UNION_NAMES = {id(t): name for name, t in UNIONS.items()}
+
+
+def _name(t: Any) -> str:
+    """A struct's name, or the name a request union is given (gateway.schemas.UNIONS)."""
+    return _UNION_NAMES[id(t)] if id(t) in _UNION_NAMES else str(t.__name__)
+
+
+def _ref(t: Any) -> dict[str, Any]:
+    return {"$ref": _REF.format(name=_name(t))}
 
 
 def _pages_both_ways(ep: Endpoint) -> bool:
@@ -242,7 +238,7 @@ def _operation(ep: Endpoint) -> dict[str, Any]:
         if (ep.method, ep.path) in EXAMPLES:
             media["example"] = EXAMPLES[(ep.method, ep.path)]
         op["requestBody"] = {
-            "required": bool(msgspec.structs.fields(ep.request)),
+            "required": id(ep.request) in _UNION_NAMES or bool(msgspec.structs.fields(ep.request)),
             "content": {"application/json": media},
         }
     return op
@@ -320,10 +316,14 @@ def _routed(endpoints: list[Endpoint]) -> dict[str, Any]:
 
 
 def build_document(endpoints: list[Endpoint], version: str = "1.0.1") -> dict[str, Any]:
-    types: set[type] = {ErrorEnvelope}
+    types: dict[str, Any] = {"ErrorEnvelope": ErrorEnvelope}
     for ep in endpoints:
-        types.update(t for t in (ep.request, ep.response) if t is not None)
-    _, components = msgspec.json.schema_components(sorted(types, key=lambda t: t.__name__), ref_template=_REF)
+        types.update((_name(t), t) for t in (ep.request, ep.response) if t is not None)
+    names = sorted(types)
+    schemas, components = msgspec.json.schema_components([types[n] for n in names], ref_template=_REF)
+    for name, schema in zip(names, schemas, strict=True):
+        if name in UNIONS:  # a union has no component of its own: it gets one, by its name
+            components[name] = schema
     for name, extra in _CONDITIONS.items():
         if name in components:
             components[name].update(extra)

@@ -15,7 +15,7 @@ from common.validation import bounded_decimal
 from gateway import rules
 from gateway.pipeline import Call, Endpoint
 from gateway.routes.base import body_of, stamp
-from gateway.schemas import TransferCreate, TransferCreated
+from gateway.schemas import Transfer, TransferCreate
 
 
 def _fee(call: Call, p: TransferCreate, currency: str, amount: str) -> DeveloperFee | None:
@@ -79,7 +79,7 @@ def _create(kind: Literal["transfer", "payout"], prefix: str, summary: str) -> E
         Topic.COMPLIANCE_COMMANDS,
         summary,
         TransferCreate,
-        TransferCreated,
+        Transfer,
         status=201,
     )
 

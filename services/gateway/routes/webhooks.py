@@ -16,7 +16,15 @@ from common.ids import new_id
 from common.topics import Topic
 from gateway.pipeline import Call, Endpoint
 from gateway.routes.base import body_of, path_id, query_of, stamp
-from gateway.schemas import Empty, ListQuery, Webhook, WebhookCreate, WebhookCreated, WebhookUpdate
+from gateway.schemas import (
+    Empty,
+    ListQuery,
+    Webhook,
+    WebhookCreate,
+    WebhookCreated,
+    WebhookSecretRotated,
+    WebhookUpdate,
+)
 
 SCOPE = "webhooks:write"
 TOPIC = Topic.WEBHOOKS_COMMANDS
@@ -128,6 +136,6 @@ ENDPOINTS = [
         summary="Rotate the signing secret; the new secret is returned once (the old one "
         "keeps signing alongside for a while)",
         request=Empty,
-        response=WebhookCreated,
+        response=WebhookSecretRotated,
     ),
 ]

@@ -38,7 +38,7 @@ from common.money import STABLECOIN_PLACES, TRANSFER_CURRENCIES
 from ledger.core import accounts, fees, parties
 from ledger.core.effects import Effects, parse_amount
 from ledger.core.entries import Movement, entry, insufficient_funds
-from ledger.core.events import created_event
+from ledger.core.events import created_event, transfer_view
 from ledger.core.rows import TransferRow, WalletRow
 from ledger.core.states import check_path, next_step_s
 
@@ -88,7 +88,8 @@ def as_row(values: Mapping[str, Any]) -> TransferRow:
 
 
 def answer(t: TransferRow) -> Effects:
-    return Effects(201, {"transfer_id": t.id, "state": t.state, "provider": "service"})
+    """The whole transfer, as a read of it answers (a replay: as it is now)."""
+    return Effects(201, transfer_view(t))
 
 
 def replay(existing: TransferRow, cmd: CreateTransfer, amount: Decimal) -> Effects:

@@ -49,14 +49,14 @@ from ledger.repository.reads import *  # noqa: F403 - reads, fee balances, state
 # ---- customers ----
 
 
-async def insert_customer(session: AsyncSession, cmd: CreateCustomer) -> datetime:
-    stmt = insert(customers).values(**customer_row(cmd)).returning(customers.c.created_at)
-    created: datetime = (await session.execute(stmt)).scalar_one()
-    return created
+async def insert_customer(session: AsyncSession, row: dict[str, Any]) -> None:
+    """``row``: :func:`customer_row`."""
+    await session.execute(insert(customers).values(**row))
 
 
-def customer_row(c: CreateCustomer) -> dict[str, Any]:
-    """A customer's columns (all but ``created_at``), from its command."""
+def customer_row(c: CreateCustomer, created_at: datetime) -> dict[str, Any]:
+    """A customer's columns, from its command; ``created_at`` is decided by the caller, so the
+    create's answer shows the time a later read shows."""
     return {
         "id": c.customer_id,
         "tenant_id": c.ctx.tenant_id,
@@ -69,6 +69,7 @@ def customer_row(c: CreateCustomer) -> dict[str, Any]:
         "company_name": c.company_name,
         "registration_number": c.registration_number,
         "phone_e164": c.phone_e164,
+        "created_at": created_at,
     }
 
 

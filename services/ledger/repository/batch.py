@@ -47,7 +47,7 @@ __all__ = ["Claimed", "Locked", "WalletNames", "Written", "claim_batch", "lock_b
 ChainKey = tuple[str, str]
 TRANSFER_COLUMNS = [c.name for c in transfers.c]
 EXTERNAL_COLUMNS = ["id", "tenant_id", "mode", "currency", "kind"]
-CUSTOMER_COLUMNS = [c.name for c in customers.c if c.name != "created_at"]
+CUSTOMER_COLUMNS = [c.name for c in customers.c]
 ENTRY_COLUMNS = [c.name for c in journal_entries.c]
 POSTING_COLUMNS = ["entry_id", "account_id", "currency", "amount"]
 CHANGE_COLUMNS = ["transfer_id", "from_state", "to_state", "cause", "request_id"]

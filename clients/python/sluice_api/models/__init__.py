@@ -1,12 +1,11 @@
 """Contains all the data models used in inputs/outputs"""
 
 from .bank_account_in import BankAccountIn
+from .business_customer_create import BusinessCustomerCreate
+from .business_customer_create_account_type import BusinessCustomerCreateAccountType
 from .customer import Customer
 from .customer_account_type import CustomerAccountType
-from .customer_create import CustomerCreate
-from .customer_create_account_type import CustomerCreateAccountType
-from .customer_created import CustomerCreated
-from .customer_created_provider import CustomerCreatedProvider
+from .customer_provider import CustomerProvider
 from .delete_v1_webhooks_by_webhook_id_response_200 import DeleteV1WebhooksByWebhookIdResponse200
 from .developer_fee_in import DeveloperFeeIn
 from .empty import Empty
@@ -53,6 +52,8 @@ from .get_v1_webhooks_response_200_data import GetV1WebhooksResponse200Data
 from .health_snapshot import HealthSnapshot
 from .health_snapshot_mode import HealthSnapshotMode
 from .health_snapshot_white_label_type_0 import HealthSnapshotWhiteLabelType0
+from .individual_customer_create import IndividualCustomerCreate
+from .individual_customer_create_account_type import IndividualCustomerCreateAccountType
 from .onboarding_authorization import OnboardingAuthorization
 from .onboarding_authorization_create import OnboardingAuthorizationCreate
 from .onboarding_authorization_create_account_type_type_0 import OnboardingAuthorizationCreateAccountTypeType0
@@ -74,17 +75,18 @@ from .routed_response_200 import RoutedResponse200
 from .routed_response_201 import RoutedResponse201
 from .sandbox_deposit_create import SandboxDepositCreate
 from .sandbox_deposit_received import SandboxDepositReceived
+from .sandbox_deposit_received_state import SandboxDepositReceivedState
 from .service_mode import ServiceMode
 from .transfer import Transfer
+from .transfer_bank_account import TransferBankAccount
 from .transfer_create import TransferCreate
-from .transfer_created import TransferCreated
-from .transfer_created_provider import TransferCreatedProvider
-from .transfer_destination import TransferDestination
 from .transfer_developer_fee import TransferDeveloperFee
-from .transfer_source import TransferSource
+from .transfer_party import TransferParty
+from .transfer_provider import TransferProvider
 from .virtual_account import VirtualAccount
 from .virtual_account_create import VirtualAccountCreate
 from .virtual_account_destination import VirtualAccountDestination
+from .virtual_account_destination_rail import VirtualAccountDestinationRail
 from .wallet import Wallet
 from .wallet_create import WalletCreate
 from .wallet_transaction import WalletTransaction
@@ -93,18 +95,20 @@ from .wallet_transaction_kind import WalletTransactionKind
 from .webhook import Webhook
 from .webhook_create import WebhookCreate
 from .webhook_created import WebhookCreated
+from .webhook_created_status import WebhookCreatedStatus
+from .webhook_secret_rotated import WebhookSecretRotated
+from .webhook_secret_rotated_status import WebhookSecretRotatedStatus
 from .webhook_status import WebhookStatus
 from .webhook_update import WebhookUpdate
 from .webhook_update_status_type_0 import WebhookUpdateStatusType0
 
 __all__ = (
     "BankAccountIn",
+    "BusinessCustomerCreate",
+    "BusinessCustomerCreateAccountType",
     "Customer",
     "CustomerAccountType",
-    "CustomerCreate",
-    "CustomerCreateAccountType",
-    "CustomerCreated",
-    "CustomerCreatedProvider",
+    "CustomerProvider",
     "DeleteV1WebhooksByWebhookIdResponse200",
     "DeveloperFeeIn",
     "Empty",
@@ -145,6 +149,8 @@ __all__ = (
     "HealthSnapshot",
     "HealthSnapshotMode",
     "HealthSnapshotWhiteLabelType0",
+    "IndividualCustomerCreate",
+    "IndividualCustomerCreateAccountType",
     "OnboardingAuthorization",
     "OnboardingAuthorizationCreate",
     "OnboardingAuthorizationCreateAccountTypeType0",
@@ -164,17 +170,18 @@ __all__ = (
     "RoutedResponse201",
     "SandboxDepositCreate",
     "SandboxDepositReceived",
+    "SandboxDepositReceivedState",
     "ServiceMode",
     "Transfer",
+    "TransferBankAccount",
     "TransferCreate",
-    "TransferCreated",
-    "TransferCreatedProvider",
-    "TransferDestination",
     "TransferDeveloperFee",
-    "TransferSource",
+    "TransferParty",
+    "TransferProvider",
     "VirtualAccount",
     "VirtualAccountCreate",
     "VirtualAccountDestination",
+    "VirtualAccountDestinationRail",
     "Wallet",
     "WalletCreate",
     "WalletTransaction",
@@ -183,6 +190,9 @@ __all__ = (
     "Webhook",
     "WebhookCreate",
     "WebhookCreated",
+    "WebhookCreatedStatus",
+    "WebhookSecretRotated",
+    "WebhookSecretRotatedStatus",
     "WebhookStatus",
     "WebhookUpdate",
     "WebhookUpdateStatusType0",

@@ -18,7 +18,8 @@ class GetV1TransfersByTransferIdResponse200:
     """
     Attributes:
         success (Literal[True]):
-        data (Transfer):
+        data (Transfer): A transfer or a payout; ``developer_fee`` and ``developer_fee_amount`` only when it
+                carries a developer fee.
     """
 
     success: Literal[True]

@@ -7,7 +7,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 if TYPE_CHECKING:
-    from ..models.customer_created import CustomerCreated
+    from ..models.customer import Customer
 
 
 T = TypeVar("T", bound="PostV1CustomersResponse201")
@@ -18,11 +18,11 @@ class PostV1CustomersResponse201:
     """
     Attributes:
         success (Literal[True]):
-        data (CustomerCreated):
+        data (Customer):
     """
 
     success: Literal[True]
-    data: CustomerCreated
+    data: Customer
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -43,14 +43,14 @@ class PostV1CustomersResponse201:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.customer_created import CustomerCreated  # noqa: PLC0415
+        from ..models.customer import Customer  # noqa: PLC0415
 
         d = dict(src_dict)
         success = cast(Literal[True], d.pop("success"))
         if success != True:
             raise ValueError(f"success must match const True, got '{success}'")
 
-        data = CustomerCreated.from_dict(d.pop("data"))
+        data = Customer.from_dict(d.pop("data"))
 
         post_v1_customers_response_201 = cls(
             success=success,

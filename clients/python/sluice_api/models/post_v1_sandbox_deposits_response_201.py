@@ -18,7 +18,7 @@ class PostV1SandboxDepositsResponse201:
     """
     Attributes:
         success (Literal[True]):
-        data (SandboxDepositReceived):
+        data (SandboxDepositReceived): A simulated fiat deposit, credited 1:1 to the virtual account's wallet.
     """
 
     success: Literal[True]

@@ -7,7 +7,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 if TYPE_CHECKING:
-    from ..models.transfer_created import TransferCreated
+    from ..models.transfer import Transfer
 
 
 T = TypeVar("T", bound="PostV1TransfersResponse201")
@@ -18,11 +18,12 @@ class PostV1TransfersResponse201:
     """
     Attributes:
         success (Literal[True]):
-        data (TransferCreated):
+        data (Transfer): A transfer or a payout; ``developer_fee`` and ``developer_fee_amount`` only when it
+                carries a developer fee.
     """
 
     success: Literal[True]
-    data: TransferCreated
+    data: Transfer
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -43,14 +44,14 @@ class PostV1TransfersResponse201:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.transfer_created import TransferCreated  # noqa: PLC0415
+        from ..models.transfer import Transfer  # noqa: PLC0415
 
         d = dict(src_dict)
         success = cast(Literal[True], d.pop("success"))
         if success != True:
             raise ValueError(f"success must match const True, got '{success}'")
 
-        data = TransferCreated.from_dict(d.pop("data"))
+        data = Transfer.from_dict(d.pop("data"))
 
         post_v1_transfers_response_201 = cls(
             success=success,

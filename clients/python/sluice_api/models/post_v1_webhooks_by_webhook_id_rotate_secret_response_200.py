@@ -7,7 +7,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 if TYPE_CHECKING:
-    from ..models.webhook_created import WebhookCreated
+    from ..models.webhook_secret_rotated import WebhookSecretRotated
 
 
 T = TypeVar("T", bound="PostV1WebhooksByWebhookIdRotateSecretResponse200")
@@ -18,11 +18,13 @@ class PostV1WebhooksByWebhookIdRotateSecretResponse200:
     """
     Attributes:
         success (Literal[True]):
-        data (WebhookCreated):
+        data (WebhookSecretRotated): The endpoint with its new signing secret (shown only here); the previous secret
+            keeps
+                signing beside it until ``previous_secret_expires_at``.
     """
 
     success: Literal[True]
-    data: WebhookCreated
+    data: WebhookSecretRotated
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -43,14 +45,14 @@ class PostV1WebhooksByWebhookIdRotateSecretResponse200:
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.webhook_created import WebhookCreated  # noqa: PLC0415
+        from ..models.webhook_secret_rotated import WebhookSecretRotated  # noqa: PLC0415
 
         d = dict(src_dict)
         success = cast(Literal[True], d.pop("success"))
         if success != True:
             raise ValueError(f"success must match const True, got '{success}'")
 
-        data = WebhookCreated.from_dict(d.pop("data"))
+        data = WebhookSecretRotated.from_dict(d.pop("data"))
 
         post_v1_webhooks_by_webhook_id_rotate_secret_response_200 = cls(
             success=success,

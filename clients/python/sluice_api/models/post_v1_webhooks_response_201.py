@@ -18,7 +18,7 @@ class PostV1WebhooksResponse201:
     """
     Attributes:
         success (Literal[True]):
-        data (WebhookCreated):
+        data (WebhookCreated): A new endpoint with its signing secret, shown only in this answer.
     """
 
     success: Literal[True]

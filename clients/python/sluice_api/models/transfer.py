@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.transfer_provider import TransferProvider
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
-    from ..models.transfer_destination import TransferDestination
     from ..models.transfer_developer_fee import TransferDeveloperFee
-    from ..models.transfer_source import TransferSource
+    from ..models.transfer_party import TransferParty
 
 
 T = TypeVar("T", bound="Transfer")
@@ -19,34 +19,40 @@ T = TypeVar("T", bound="Transfer")
 
 @_attrs_define
 class Transfer:
-    """
+    """A transfer or a payout; ``developer_fee`` and ``developer_fee_amount`` only when it
+    carries a developer fee.
+
     Attributes:
         transfer_id (str):
         state (str):
-        provider (str | Unset):
-        amount (str | Unset):
-        currency (str | Unset):
-        idempotency_key (str | Unset):
-        developer_fee (TransferDeveloperFee | Unset):
-        developer_fee_amount (str | Unset):
-        source (TransferSource | Unset):
-        destination (TransferDestination | Unset):
-        created_at (str | Unset):
-        updated_at (str | Unset):
+        provider (TransferProvider):
+        source (TransferParty): A transfer's source or destination as it was requested (codes upper-case); a field the
+                request left out is absent.
+        destination (TransferParty): A transfer's source or destination as it was requested (codes upper-case); a field
+            the
+                request left out is absent.
+        amount (str): a decimal string in the currency's units
+        currency (str):
+        idempotency_key (str):
+        created_at (str): RFC 3339, UTC
+        updated_at (str): RFC 3339, UTC
+        developer_fee (TransferDeveloperFee | Unset): The developer fee as requested; the percentage as a decimal
+            string.
+        developer_fee_amount (str | Unset): a decimal string in the currency's units
     """
 
     transfer_id: str
     state: str
-    provider: str | Unset = UNSET
-    amount: str | Unset = UNSET
-    currency: str | Unset = UNSET
-    idempotency_key: str | Unset = UNSET
+    provider: TransferProvider
+    source: TransferParty
+    destination: TransferParty
+    amount: str
+    currency: str
+    idempotency_key: str
+    created_at: str
+    updated_at: str
     developer_fee: TransferDeveloperFee | Unset = UNSET
     developer_fee_amount: str | Unset = UNSET
-    source: TransferSource | Unset = UNSET
-    destination: TransferDestination | Unset = UNSET
-    created_at: str | Unset = UNSET
-    updated_at: str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,7 +60,11 @@ class Transfer:
 
         state = self.state
 
-        provider = self.provider
+        provider = self.provider.value
+
+        source = self.source.to_dict()
+
+        destination = self.destination.to_dict()
 
         amount = self.amount
 
@@ -62,23 +72,15 @@ class Transfer:
 
         idempotency_key = self.idempotency_key
 
+        created_at = self.created_at
+
+        updated_at = self.updated_at
+
         developer_fee: dict[str, Any] | Unset = UNSET
         if not isinstance(self.developer_fee, Unset):
             developer_fee = self.developer_fee.to_dict()
 
         developer_fee_amount = self.developer_fee_amount
-
-        source: dict[str, Any] | Unset = UNSET
-        if not isinstance(self.source, Unset):
-            source = self.source.to_dict()
-
-        destination: dict[str, Any] | Unset = UNSET
-        if not isinstance(self.destination, Unset):
-            destination = self.destination.to_dict()
-
-        created_at = self.created_at
-
-        updated_at = self.updated_at
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -86,49 +88,48 @@ class Transfer:
             {
                 "transfer_id": transfer_id,
                 "state": state,
+                "provider": provider,
+                "source": source,
+                "destination": destination,
+                "amount": amount,
+                "currency": currency,
+                "idempotency_key": idempotency_key,
+                "created_at": created_at,
+                "updated_at": updated_at,
             }
         )
-        if provider is not UNSET:
-            field_dict["provider"] = provider
-        if amount is not UNSET:
-            field_dict["amount"] = amount
-        if currency is not UNSET:
-            field_dict["currency"] = currency
-        if idempotency_key is not UNSET:
-            field_dict["idempotency_key"] = idempotency_key
         if developer_fee is not UNSET:
             field_dict["developer_fee"] = developer_fee
         if developer_fee_amount is not UNSET:
             field_dict["developer_fee_amount"] = developer_fee_amount
-        if source is not UNSET:
-            field_dict["source"] = source
-        if destination is not UNSET:
-            field_dict["destination"] = destination
-        if created_at is not UNSET:
-            field_dict["created_at"] = created_at
-        if updated_at is not UNSET:
-            field_dict["updated_at"] = updated_at
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
-        from ..models.transfer_destination import TransferDestination  # noqa: PLC0415
         from ..models.transfer_developer_fee import TransferDeveloperFee  # noqa: PLC0415
-        from ..models.transfer_source import TransferSource  # noqa: PLC0415
+        from ..models.transfer_party import TransferParty  # noqa: PLC0415
 
         d = dict(src_dict)
         transfer_id = d.pop("transfer_id")
 
         state = d.pop("state")
 
-        provider = d.pop("provider", UNSET)
+        provider = TransferProvider(d.pop("provider"))
 
-        amount = d.pop("amount", UNSET)
+        source = TransferParty.from_dict(d.pop("source"))
 
-        currency = d.pop("currency", UNSET)
+        destination = TransferParty.from_dict(d.pop("destination"))
 
-        idempotency_key = d.pop("idempotency_key", UNSET)
+        amount = d.pop("amount")
+
+        currency = d.pop("currency")
+
+        idempotency_key = d.pop("idempotency_key")
+
+        created_at = d.pop("created_at")
+
+        updated_at = d.pop("updated_at")
 
         _developer_fee = d.pop("developer_fee", UNSET)
         developer_fee: TransferDeveloperFee | Unset
@@ -139,37 +140,19 @@ class Transfer:
 
         developer_fee_amount = d.pop("developer_fee_amount", UNSET)
 
-        _source = d.pop("source", UNSET)
-        source: TransferSource | Unset
-        if isinstance(_source, Unset):
-            source = UNSET
-        else:
-            source = TransferSource.from_dict(_source)
-
-        _destination = d.pop("destination", UNSET)
-        destination: TransferDestination | Unset
-        if isinstance(_destination, Unset):
-            destination = UNSET
-        else:
-            destination = TransferDestination.from_dict(_destination)
-
-        created_at = d.pop("created_at", UNSET)
-
-        updated_at = d.pop("updated_at", UNSET)
-
         transfer = cls(
             transfer_id=transfer_id,
             state=state,
             provider=provider,
+            source=source,
+            destination=destination,
             amount=amount,
             currency=currency,
             idempotency_key=idempotency_key,
-            developer_fee=developer_fee,
-            developer_fee_amount=developer_fee_amount,
-            source=source,
-            destination=destination,
             created_at=created_at,
             updated_at=updated_at,
+            developer_fee=developer_fee,
+            developer_fee_amount=developer_fee_amount,
         )
 
         transfer.additional_properties = d

@@ -6,24 +6,50 @@ from typing import Any, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..types import UNSET, Unset
+
 T = TypeVar("T", bound="TransferDeveloperFee")
 
 
 @_attrs_define
 class TransferDeveloperFee:
+    """The developer fee as requested; the percentage as a decimal string.
+
+    Attributes:
+        percentage (str | Unset):
+        flat_amount (str | Unset): a decimal string in the currency's units
+    """
+
+    percentage: str | Unset = UNSET
+    flat_amount: str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        percentage = self.percentage
+
+        flat_amount = self.flat_amount
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
+        field_dict.update({})
+        if percentage is not UNSET:
+            field_dict["percentage"] = percentage
+        if flat_amount is not UNSET:
+            field_dict["flat_amount"] = flat_amount
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
-        transfer_developer_fee = cls()
+        percentage = d.pop("percentage", UNSET)
+
+        flat_amount = d.pop("flat_amount", UNSET)
+
+        transfer_developer_fee = cls(
+            percentage=percentage,
+            flat_amount=flat_amount,
+        )
 
         transfer_developer_fee.additional_properties = d
         return transfer_developer_fee

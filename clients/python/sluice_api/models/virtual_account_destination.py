@@ -6,24 +6,67 @@ from typing import Any, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
+from ..models.virtual_account_destination_rail import VirtualAccountDestinationRail
+
 T = TypeVar("T", bound="VirtualAccountDestination")
 
 
 @_attrs_define
 class VirtualAccountDestination:
+    """The wallet deposits convert into.
+
+    Attributes:
+        rail (VirtualAccountDestinationRail):
+        currency (str):
+        address (str):
+        provider_wallet_id (str):
+    """
+
+    rail: VirtualAccountDestinationRail
+    currency: str
+    address: str
+    provider_wallet_id: str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        rail = self.rail.value
+
+        currency = self.currency
+
+        address = self.address
+
+        provider_wallet_id = self.provider_wallet_id
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "rail": rail,
+                "currency": currency,
+                "address": address,
+                "provider_wallet_id": provider_wallet_id,
+            }
+        )
 
         return field_dict
 
     @classmethod
     def from_dict(cls: type[T], src_dict: Mapping[str, Any]) -> T:
         d = dict(src_dict)
-        virtual_account_destination = cls()
+        rail = VirtualAccountDestinationRail(d.pop("rail"))
+
+        currency = d.pop("currency")
+
+        address = d.pop("address")
+
+        provider_wallet_id = d.pop("provider_wallet_id")
+
+        virtual_account_destination = cls(
+            rail=rail,
+            currency=currency,
+            address=address,
+            provider_wallet_id=provider_wallet_id,
+        )
 
         virtual_account_destination.additional_properties = d
         return virtual_account_destination

@@ -6,8 +6,6 @@ from typing import Any, TypeVar
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
-from ..types import UNSET, Unset
-
 T = TypeVar("T", bound="Wallet")
 
 
@@ -16,35 +14,35 @@ class Wallet:
     """
     Attributes:
         wallet_id (str):
+        customer_id (str):
         deposit_address (str):
         symbol (str):
         chain (str):
-        customer_id (str | Unset):
-        available_balance (str | Unset):
-        held_balance (str | Unset):
-        created_at (str | Unset):
+        available_balance (str): a decimal string in the currency's units
+        held_balance (str): a decimal string in the currency's units
+        created_at (str): RFC 3339, UTC
     """
 
     wallet_id: str
+    customer_id: str
     deposit_address: str
     symbol: str
     chain: str
-    customer_id: str | Unset = UNSET
-    available_balance: str | Unset = UNSET
-    held_balance: str | Unset = UNSET
-    created_at: str | Unset = UNSET
+    available_balance: str
+    held_balance: str
+    created_at: str
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         wallet_id = self.wallet_id
+
+        customer_id = self.customer_id
 
         deposit_address = self.deposit_address
 
         symbol = self.symbol
 
         chain = self.chain
-
-        customer_id = self.customer_id
 
         available_balance = self.available_balance
 
@@ -57,19 +55,15 @@ class Wallet:
         field_dict.update(
             {
                 "wallet_id": wallet_id,
+                "customer_id": customer_id,
                 "deposit_address": deposit_address,
                 "symbol": symbol,
                 "chain": chain,
+                "available_balance": available_balance,
+                "held_balance": held_balance,
+                "created_at": created_at,
             }
         )
-        if customer_id is not UNSET:
-            field_dict["customer_id"] = customer_id
-        if available_balance is not UNSET:
-            field_dict["available_balance"] = available_balance
-        if held_balance is not UNSET:
-            field_dict["held_balance"] = held_balance
-        if created_at is not UNSET:
-            field_dict["created_at"] = created_at
 
         return field_dict
 
@@ -78,26 +72,26 @@ class Wallet:
         d = dict(src_dict)
         wallet_id = d.pop("wallet_id")
 
+        customer_id = d.pop("customer_id")
+
         deposit_address = d.pop("deposit_address")
 
         symbol = d.pop("symbol")
 
         chain = d.pop("chain")
 
-        customer_id = d.pop("customer_id", UNSET)
+        available_balance = d.pop("available_balance")
 
-        available_balance = d.pop("available_balance", UNSET)
+        held_balance = d.pop("held_balance")
 
-        held_balance = d.pop("held_balance", UNSET)
-
-        created_at = d.pop("created_at", UNSET)
+        created_at = d.pop("created_at")
 
         wallet = cls(
             wallet_id=wallet_id,
+            customer_id=customer_id,
             deposit_address=deposit_address,
             symbol=symbol,
             chain=chain,
-            customer_id=customer_id,
             available_balance=available_balance,
             held_balance=held_balance,
             created_at=created_at,

@@ -7,7 +7,6 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.webhook_status import WebhookStatus
-from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="Webhook")
 
@@ -19,17 +18,18 @@ class Webhook:
         webhook_id (str):
         endpoint_url (str):
         status (WebhookStatus):
-        disabled_reason (None | str | Unset):
-        created_at (str | Unset):
-        enabled_events (list[str] | Unset):
+        disabled_reason (None | str): why it is disabled: failing_without_success (disabled automatically) or
+            disabled_by_partner; null while enabled
+        created_at (str): RFC 3339, UTC
+        enabled_events (list[str]): the event types delivered to it (every type unless narrowed)
     """
 
     webhook_id: str
     endpoint_url: str
     status: WebhookStatus
-    disabled_reason: None | str | Unset = UNSET
-    created_at: str | Unset = UNSET
-    enabled_events: list[str] | Unset = UNSET
+    disabled_reason: None | str
+    created_at: str
+    enabled_events: list[str]
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -39,17 +39,12 @@ class Webhook:
 
         status = self.status.value
 
-        disabled_reason: None | str | Unset
-        if isinstance(self.disabled_reason, Unset):
-            disabled_reason = UNSET
-        else:
-            disabled_reason = self.disabled_reason
+        disabled_reason: None | str
+        disabled_reason = self.disabled_reason
 
         created_at = self.created_at
 
-        enabled_events: list[str] | Unset = UNSET
-        if not isinstance(self.enabled_events, Unset):
-            enabled_events = self.enabled_events
+        enabled_events = self.enabled_events
 
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
@@ -58,14 +53,11 @@ class Webhook:
                 "webhook_id": webhook_id,
                 "endpoint_url": endpoint_url,
                 "status": status,
+                "disabled_reason": disabled_reason,
+                "created_at": created_at,
+                "enabled_events": enabled_events,
             }
         )
-        if disabled_reason is not UNSET:
-            field_dict["disabled_reason"] = disabled_reason
-        if created_at is not UNSET:
-            field_dict["created_at"] = created_at
-        if enabled_events is not UNSET:
-            field_dict["enabled_events"] = enabled_events
 
         return field_dict
 
@@ -78,18 +70,16 @@ class Webhook:
 
         status = WebhookStatus(d.pop("status"))
 
-        def _parse_disabled_reason(data: object) -> None | str | Unset:
+        def _parse_disabled_reason(data: object) -> None | str:
             if data is None:
                 return data
-            if isinstance(data, Unset):
-                return data
-            return cast(None | str | Unset, data)
+            return cast(None | str, data)
 
-        disabled_reason = _parse_disabled_reason(d.pop("disabled_reason", UNSET))
+        disabled_reason = _parse_disabled_reason(d.pop("disabled_reason"))
 
-        created_at = d.pop("created_at", UNSET)
+        created_at = d.pop("created_at")
 
-        enabled_events = cast(list[str], d.pop("enabled_events", UNSET))
+        enabled_events = cast(list[str], d.pop("enabled_events"))
 
         webhook = cls(
             webhook_id=webhook_id,

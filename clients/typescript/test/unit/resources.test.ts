@@ -355,6 +355,10 @@ test("parameters are typed: a misspelt or wrongly typed field does not compile",
     () => sluice.customers.create({ account_type: "individual", emial: "a@example.com", country_code: "US", service_user_id: "u" }),
     // @ts-expect-error an enum value the gateway refuses
     () => sluice.customers.create({ account_type: "person", email: "a@example.com", country_code: "US", service_user_id: "u" }),
+    // @ts-expect-error an individual without full_name (the gateway refuses it)
+    () => sluice.customers.create({ account_type: "individual", email: "a@example.com", country_code: "US", service_user_id: "u" }),
+    // @ts-expect-error a business without company_name (the gateway refuses it)
+    () => sluice.customers.create({ account_type: "business", email: "a@example.com", country_code: "US", service_user_id: "u" }),
     // @ts-expect-error a wallet id is a string
     () => sluice.wallets.retrieve(123),
     // @ts-expect-error an option that does not exist
@@ -365,12 +369,12 @@ test("parameters are typed: a misspelt or wrongly typed field does not compile",
       return t.stat;
     },
   ];
-  assert.equal(calls.length, 5);
+  assert.equal(calls.length, 7);
 });
 
 test("sluice.api: a 2xx whose body is not JSON, or is empty, is returned, not thrown", async () => {
   const { sluice } = scripted([new Response("<html>created</html>", { status: 201 }), new Response(null, { status: 204 })]);
-  const made = await ok(sluice.api.POST("/v1/customers", { body: { account_type: "individual", email: "e", country_code: "US", service_user_id: "u" } }));
+  const made = await ok(sluice.api.POST("/v1/customers", { body: { account_type: "individual", email: "e", country_code: "US", service_user_id: "u", full_name: "Ada" } }));
   assert.deepEqual(made, {});
   assert.deepEqual(await ok(sluice.api.GET("/v1/health")), {});
 });

@@ -5,8 +5,9 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
-from ...models.customer_create import CustomerCreate
+from ...models.business_customer_create import BusinessCustomerCreate
 from ...models.error_envelope import ErrorEnvelope
+from ...models.individual_customer_create import IndividualCustomerCreate
 from ...models.post_v1_customers_response_201 import PostV1CustomersResponse201
 from ...models.service_mode import ServiceMode
 from ...types import UNSET, Response, Unset
@@ -14,7 +15,7 @@ from ...types import UNSET, Response, Unset
 
 def _get_kwargs(
     *,
-    body: CustomerCreate,
+    body: BusinessCustomerCreate | IndividualCustomerCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
     idempotency_key: str | Unset = UNSET,
 ) -> dict[str, Any]:
@@ -30,7 +31,10 @@ def _get_kwargs(
         "url": "/v1/customers",
     }
 
-    _kwargs["json"] = body.to_dict()
+    if isinstance(body, IndividualCustomerCreate):
+        _kwargs["json"] = body.to_dict()
+    else:
+        _kwargs["json"] = body.to_dict()
 
     headers["Content-Type"] = "application/json"
 
@@ -126,7 +130,7 @@ def _build_response(
 def sync_detailed(
     *,
     client: AuthenticatedClient,
-    body: CustomerCreate,
+    body: BusinessCustomerCreate | IndividualCustomerCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
     idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PostV1CustomersResponse201]:
@@ -137,7 +141,7 @@ def sync_detailed(
     Args:
         x_service_mode (ServiceMode | Unset):
         idempotency_key (str | Unset):
-        body (CustomerCreate):
+        body (BusinessCustomerCreate | IndividualCustomerCreate):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -163,7 +167,7 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient,
-    body: CustomerCreate,
+    body: BusinessCustomerCreate | IndividualCustomerCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
     idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | PostV1CustomersResponse201 | None:
@@ -174,7 +178,7 @@ def sync(
     Args:
         x_service_mode (ServiceMode | Unset):
         idempotency_key (str | Unset):
-        body (CustomerCreate):
+        body (BusinessCustomerCreate | IndividualCustomerCreate):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -195,7 +199,7 @@ def sync(
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
-    body: CustomerCreate,
+    body: BusinessCustomerCreate | IndividualCustomerCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
     idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PostV1CustomersResponse201]:
@@ -206,7 +210,7 @@ async def asyncio_detailed(
     Args:
         x_service_mode (ServiceMode | Unset):
         idempotency_key (str | Unset):
-        body (CustomerCreate):
+        body (BusinessCustomerCreate | IndividualCustomerCreate):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -230,7 +234,7 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient,
-    body: CustomerCreate,
+    body: BusinessCustomerCreate | IndividualCustomerCreate,
     x_service_mode: ServiceMode | Unset = UNSET,
     idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | PostV1CustomersResponse201 | None:
@@ -241,7 +245,7 @@ async def asyncio(
     Args:
         x_service_mode (ServiceMode | Unset):
         idempotency_key (str | Unset):
-        body (CustomerCreate):
+        body (BusinessCustomerCreate | IndividualCustomerCreate):
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

@@ -1,7 +1,7 @@
 from enum import StrEnum
 
 
-class CustomerCreatedProvider(StrEnum):
+class CustomerProvider(StrEnum):
     SERVICE = "service"
 
     def __str__(self) -> str:

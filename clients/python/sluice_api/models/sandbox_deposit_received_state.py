@@ -1,8 +1,8 @@
 from enum import StrEnum
 
 
-class TransferCreatedProvider(StrEnum):
-    SERVICE = "service"
+class SandboxDepositReceivedState(StrEnum):
+    COMPLETED = "completed"
 
     def __str__(self) -> str:
         return str(self.value)

@@ -1,8 +1,7 @@
 from enum import StrEnum
 
 
-class CustomerCreateAccountType(StrEnum):
-    BUSINESS = "business"
+class IndividualCustomerCreateAccountType(StrEnum):
     INDIVIDUAL = "individual"
 
     def __str__(self) -> str:

@@ -1,0 +1,8 @@
+from enum import StrEnum
+
+
+class TransferProvider(StrEnum):
+    SERVICE = "service"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -4,9 +4,6 @@ entry deleted by SQL; the standalone script in docs/ agrees with it on the same 
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +11,7 @@ import pytest
 from tests.conftest import Stack, make_tenant
 from tests.support.admin import admin_ok, db, tampered
 from tests.support.flows import book, created, funded, send
-from tools.stack.processes import ROOT
+from tests.support.journal import JOURNAL, _export, _json, _script
 
 pytestmark = pytest.mark.inprocess
 
@@ -22,39 +19,6 @@ pytestmark = pytest.mark.inprocess
 def _verify(stack: Stack, tenant_id: str | None = None) -> dict:
     narrow = {"tenant_id": tenant_id, "mode": "sandbox"} if tenant_id else {}
     return admin_ok(stack, "verify_journal", **narrow)
-
-
-def _export(stack: Stack, tenant_id: str, path: Path) -> None:
-    """The documented export: psql with docs/journal-export.sql."""
-    url = stack.stores.database_url.replace("+asyncpg", "")
-    out = subprocess.run(
-        [
-            "psql",
-            url,
-            "-v",
-            f"tenant={tenant_id}",
-            "-v",
-            "mode=sandbox",
-            "-At",
-            "-f",
-            "docs/journal-export.sql",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    path.write_text(out.stdout)
-
-
-def _script(path: Path) -> tuple[int, str]:
-    out = subprocess.run(
-        [sys.executable, str(ROOT / "docs" / "verify_journal.py"), str(path)], capture_output=True, text=True
-    )
-    return out.returncode, (out.stdout + out.stderr).strip()
-
-
-JOURNAL = ("ledger.postings", "ledger.journal_entries")  # append-only (triggers)
 
 
 def test_the_chain_verifies_and_names_each_tampered_entry(stack: Stack, tmp_path: Path) -> None:
@@ -123,10 +87,3 @@ def test_the_chain_verifies_and_names_each_tampered_entry(stack: Stack, tmp_path
     assert "entries 3 to 3 of the chain are missing" in bad["problem"]
     assert script == (1, f"first bad entry: {entries[3]['id']} (seq 4, expected seq 3)")
     assert _verify(stack, t.tenant_id)["ok"] is True  # restored: the chain holds again
-
-
-def _json(row: dict) -> str:
-    """A row as JSON that json_populate_record reads back exactly (times, decimals as text)."""
-    return json.dumps(
-        {k: v.isoformat() if hasattr(v, "isoformat") else v if v is None else str(v) for k, v in row.items()}
-    )

@@ -44,10 +44,10 @@ from tests.integration.test_journal_anchors import (
     _tenant_with_chain,
     _verify,
 )
-from tests.integration.test_journal_chain import JOURNAL
 from tests.support.admin import db, tampered
 from tests.support.db import run_async
 from tests.support.flows import book, created, funded, send
+from tests.support.journal import JOURNAL
 
 pytestmark = pytest.mark.integration
 

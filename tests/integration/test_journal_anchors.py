@@ -31,10 +31,10 @@ from common.topics import Topics
 from ledger.anchor_stream import AnchorVerifyKeys
 from ledger.core import chain
 from tests.conftest import Stack, Tenant, make_tenant
-from tests.integration.test_journal_chain import JOURNAL, _export, _json, _script
 from tests.support.admin import _read, admin_ok, db, tampered
 from tests.support.db import run_async
 from tests.support.flows import book, created, funded, send, wait_state
+from tests.support.journal import JOURNAL, _export, _json, _script
 
 pytestmark = pytest.mark.integration
 

@@ -30,8 +30,11 @@ def _env(stack: Stack) -> dict[str, str]:
     holder = funded(t, "50.00")
     account = approved_ach_account(stack, t.tenant_id, holder["customer_id"])
     keep = {k: v for k, v in os.environ.items() if k not in ("SLUICE_MODE", "SLUICE_LIVE_KEY")}
+    # the SDK from the tree, as pytest's own path has it (make test's PYTHONPATH lacks it)
+    sdk = str(ROOT / "clients" / "python")
     return {
         **keep,
+        "PYTHONPATH": os.pathsep.join(p for p in (sdk, keep.get("PYTHONPATH", "")) if p),
         "SLUICE_API_URL": stack.gateway,
         "SLUICE_SANDBOX_KEY": t.key,
         "SLUICE_EXTERNAL_ACCOUNT_ID": account,

@@ -276,13 +276,18 @@ async def endpoint(stack: Stack, receiver: Receiver | None = None) -> AsyncItera
 
 
 def customer_created(tenant_id: str, customer_id: str) -> CustomerCreated:
-    """A sandbox ``customer.created`` event of the tenant, as the ledger publishes it."""
-    return CustomerCreated(
-        event_id=new_id("evt"),
-        tenant_id=tenant_id,
-        mode="sandbox",
-        created_at="2026-01-01T00:00:00Z",
-        data={"customer_id": customer_id},
+    """A sandbox ``customer.created`` event of the tenant, as the ledger publishes it: signed
+    with the ledger's key (webhooks dead-letters an unsigned one, ``authority_invalid``)."""
+    from tests.support.ledger import ledger_key
+
+    return ledger_key().sign(
+        CustomerCreated(
+            event_id=new_id("evt"),
+            tenant_id=tenant_id,
+            mode="sandbox",
+            created_at="2026-01-01T00:00:00Z",
+            data={"customer_id": customer_id},
+        )
     )
 
 

@@ -13,8 +13,11 @@ user=${POSTGRES_USER:-postgres}
 if [ ! -s "$PGDATA/PG_VERSION" ]; then
   : "${POSTGRES_PASSWORD:?POSTGRES_PASSWORD is required}"
   pw=$(mktemp) && printf %s "$POSTGRES_PASSWORD" > "$pw"
+  # UTF8 as the official image (minbase has no locale set: initdb would pick SQL_ASCII,
+  # which refuses every non-ASCII character a client sends)
+  # shellcheck disable=SC2086
   "$bin/initdb" -D "$PGDATA" -U "$user" --pwfile="$pw" --auth-local=trust \
-    --auth-host=scram-sha-256 >/dev/null
+    --auth-host=scram-sha-256 --encoding=UTF8 --locale=C.UTF-8 ${POSTGRES_INITDB_ARGS:-} >/dev/null
   rm -f "$pw"
   echo "host all all all scram-sha-256" >> "$PGDATA/pg_hba.conf"
   db=${POSTGRES_DB:-$user}

@@ -73,7 +73,14 @@ def test_each_workload_template_becomes_a_pod_in_its_namespace() -> None:
     assert len(pods) == len(workloads) > 0
     for pod, w in zip(pods, workloads, strict=True):
         assert pod["kind"] == "Pod" and pod["metadata"]["namespace"] == "sluice"
-        assert pod["spec"] == w["spec"]["template"]["spec"]
+        claims = [c["metadata"]["name"] for c in w["spec"].get("volumeClaimTemplates", [])]
+        template = w["spec"]["template"]["spec"]
+        assert {k: v for k, v in pod["spec"].items() if k != "volumes"} == {
+            k: v for k, v in template.items() if k != "volumes"
+        }
+        added = pod["spec"].get("volumes", [])[len(template.get("volumes", [])) :]
+        assert [v["name"] for v in added] == claims
+    assert any(d["kind"] == "StatefulSet" and d["spec"].get("volumeClaimTemplates") for d in workloads)
 
 
 def test_renders_that_differ_fail_naming_the_object() -> None:

@@ -127,8 +127,9 @@ def render_kustomize(target: str, work: Path) -> list[dict[str, Any]]:
 
 
 def pods_of(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each workload's pod template as the Pod its controller would create (Pod Security's
-    ``enforce`` refuses pods, and only warns about their controllers)."""
+    """Each workload's pod template as the Pod its controller would create, a StatefulSet's
+    with its claims' volumes (Pod Security's ``enforce`` refuses pods, and only warns about
+    their controllers)."""
     pods = []
     for d in docs:
         if d["kind"] not in WORKLOADS:
@@ -136,7 +137,12 @@ def pods_of(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         template = copy.deepcopy(d["spec"]["template"])
         meta = {**template.get("metadata", {}), "name": f"{d['kind'].lower()}-{d['metadata']['name']}"}
         meta["namespace"] = d["metadata"].get("namespace", "sluice")
-        pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]})
+        spec = template["spec"]
+        for claim in d["spec"].get("volumeClaimTemplates", []):  # as the StatefulSet's pod 0 has them
+            name = claim["metadata"]["name"]
+            pvc = {"claimName": f"{name}-{d['metadata']['name']}-0"}
+            spec.setdefault("volumes", []).append({"name": name, "persistentVolumeClaim": pvc})
+        pods.append({"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
     return pods
 
 
@@ -180,12 +186,21 @@ def dry_run(server: ApiServer, name: str, docs: list[dict[str, Any]]) -> Outcome
 
 def prepare(server: ApiServer, namespace: dict[str, Any]) -> None:
     """The CRDs installed and established, and the namespace created for real (a dry run of a
-    namespaced object needs its namespace), with the labels the base gives it."""
+    namespaced object needs its namespace), with the labels the base gives it, and its default
+    service account."""
     crds = [crd(f) for f in CRDS] + keda_crds()
+    # A Pod's admission looks its service account up; the pods here use their namespace's
+    # default one, which a cluster's controller manager creates (none runs here).
+    default_account = {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": "default", "namespace": namespace["metadata"]["name"]},
+    }
     for step in (
         server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(crds)),
         server.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all"),
         server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(namespace)),
+        server.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(default_account)),
     ):
         if step.returncode != 0:
             raise RuntimeError(f"preparing the server: {step.stderr.strip()}")

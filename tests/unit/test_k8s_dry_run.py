@@ -5,6 +5,7 @@ Pods made from the workloads' templates, and the render comparison. The dry run 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 
 import pytest
@@ -91,3 +92,27 @@ def test_renders_that_differ_fail_naming_the_object() -> None:
     out = dryrun.same_render("base", docs, changed)
     assert not out.clean
     assert out.errors == [f"{docs[0]['kind']}/{docs[0]['metadata']['name']} differs"]
+
+
+@pytest.mark.parametrize("overlay", ["base", "overlays/production", "overlays/cloudnative-pg"])
+def test_every_ip_block_is_one_the_api_server_accepts(overlay: str) -> None:
+    """kube-apiserver 1.37 refuses an ipBlock (cidr or except) holding an IPv4-mapped IPv6
+    block, and an except that is not a strict subset of its cidr, in the same family: the
+    webhooks egress policy's ``::ffff:0:0/96`` was refused so by ``make k8s-dry-run``."""
+    blocks = [
+        peer["ipBlock"]
+        for d in render(K8S / overlay)
+        if d["kind"] == "NetworkPolicy"
+        for rule in d["spec"].get("egress", []) + d["spec"].get("ingress", [])
+        for peer in rule.get("to", []) + rule.get("from", [])
+        if "ipBlock" in peer
+    ]
+    assert blocks
+    for block in blocks:
+        cidr = ipaddress.ip_network(block["cidr"])
+        for text in [block["cidr"], *block.get("except", [])]:
+            net = ipaddress.ip_network(text)
+            assert not (net.version == 6 and net.subnet_of(ipaddress.ip_network("::ffff:0:0/96"))), text
+        for text in block.get("except", []):
+            net = ipaddress.ip_network(text)
+            assert net.version == cidr.version and net != cidr and net.subnet_of(cidr), text  # type: ignore[arg-type]

@@ -45,6 +45,14 @@ KUBERNETES_VERSION = "1.37.2"
 KUBERNETES_MODULE = "k8s.io/kubernetes"
 STAGING_VERSION = "v0." + KUBERNETES_VERSION.split(".", 1)[1]  # k8s.io/api v0.37.2 for 1.37.2
 PACKAGE = f"{KUBERNETES_MODULE}/cmd/kube-apiserver"
+# The release stamped as Kubernetes' own build stamps it (what /version and --version say);
+# without it the binary calls itself v0.0.0-master.
+_STAMP = "k8s.io/component-base/version"
+_MAJOR, _MINOR = KUBERNETES_VERSION.split(".")[:2]
+LDFLAGS = (
+    f"-s -w -X {_STAMP}.gitVersion=v{KUBERNETES_VERSION} -X {_STAMP}.gitMajor={_MAJOR}"
+    f" -X {_STAMP}.gitMinor={_MINOR} -X {_STAMP}.gitTreeState=clean"
+)
 KUBECTL = os.environ.get("SLUICE_KUBECTL", "kubectl")
 
 
@@ -123,7 +131,7 @@ def build() -> Path:
                     "-p",
                     "2",
                     "-trimpath",
-                    "-ldflags=-s -w",
+                    "-ldflags=" + LDFLAGS,
                     "-o",
                     str(work / "kube-apiserver"),
                     PACKAGE,

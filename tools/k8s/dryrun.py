@@ -162,7 +162,7 @@ class Outcome:
     def line(self) -> str:
         verdict = "passes" if self.clean else "FAILS"
         counts = (
-            f"{self.accepted} objects accepted, {len(self.errors)} refused, {len(self.warnings)} warnings"
+            f"{self.accepted} objects accepted, {len(self.errors)} error lines, {len(self.warnings)} warnings"
         )
         return f"{self.name}: {verdict}: {counts}"
 

@@ -15,7 +15,7 @@ export UV_COMPILE_BYTECODE := 1
 unexport PYTHONDONTWRITEBYTECODE
 CHECKOV_VERSION := 3.3.30
 
-.PHONY: setup clients packages redoc docs docs-build run migrate test lint image compose-check test-containers bench bench-short profile chaos chaos-short chaos-scale chaos-pitr chaos-patroni mutate simulate browser fmt wrk
+.PHONY: setup clients packages redoc docs docs-build run migrate test lint image compose-check test-containers k8s-dry-run bench bench-short profile chaos chaos-short chaos-scale chaos-pitr chaos-patroni mutate simulate browser fmt wrk
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
@@ -176,6 +176,14 @@ simulate: setup
 
 chaos-short: setup
 	@$(UV) run --frozen python -m tools.chaos.scenario --short
+
+# deploy/k8s's base and overlays applied with `kubectl apply --dry-run=server` to a real
+# kube-apiserver (tools/k8s/README.md): built once from the Go module proxy into
+# ~/.cache/sluice/kube-apiserver-<version> (needs go; half an hour of CPU the first time), on
+# the etcd tools.stack.etcd builds, the CRDs made from deploy/k8s/schemas, Pod Security
+# `restricted`. Exit 1 on any refusal or warning.
+k8s-dry-run: setup
+	@$(UV) run --frozen python -m tools.k8s dry-run
 
 # The production image (the Dockerfile as it is) and the stores' images compose.yaml runs, built
 # with podman where no registry answers: the bases from Debian's packages (tools/image, as root;

@@ -343,7 +343,7 @@ class Stores:
         from testcontainers.postgres import PostgresContainer
 
         image = os.environ.get("POSTGRES_IMAGE") or "postgres:16-alpine"
-        c = PostgresContainer(image, driver="asyncpg").start()
+        c = _started(PostgresContainer(image, driver="asyncpg"))
         self._closers.append(c.stop)
         return c.get_connection_url()
 
@@ -352,7 +352,7 @@ class Stores:
         from redis import Redis
         from testcontainers.redis import RedisContainer
 
-        c = RedisContainer(os.environ.get("REDIS_IMAGE") or "redis:7-alpine").start()
+        c = _started(RedisContainer(os.environ.get("REDIS_IMAGE") or "redis:7-alpine"))
         self._closers.append(c.stop)
         url = f"redis://{c.get_container_host_ip()}:{c.get_exposed_port(6379)}/0"
         with Redis.from_url(url) as r:
@@ -387,12 +387,25 @@ class Stores:
             "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS": "0",
         }.items():
             c = c.with_env(key, value)
-        c.start()
-        wait_for_logs(c, "Kafka Server started", timeout=120)
+        _started(c, lambda: wait_for_logs(c, "Kafka Server started", timeout=120))
         self._closers.append(c.stop)
         self.apache_kafka = True
         self.kafka_kind = f"Apache Kafka {KAFKA_VERSION} (container {image})"
         return f"127.0.0.1:{port}"
+
+
+def _started(container: Any, ready: Any = None) -> Any:
+    """A testcontainers container started and ready, or stopped: a readiness wait that fails
+    inside ``start()`` would otherwise leave it running (no reaper here to remove it)."""
+    try:
+        container.start()
+        if ready is not None:
+            ready()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            container.stop()
+        raise
+    return container
 
 
 # The embedded PostgreSQL's client authentication (pg_hba.conf): passwords for the service roles.

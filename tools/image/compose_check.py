@@ -38,12 +38,14 @@ from pathlib import Path
 from tools.image import certs, settings
 from tools.image.__main__ import IMAGES, ROOT
 from tools.image.partner import run_partner
-from tools.image.podman import Socket, ensure_podman, exe, image_exists
+from tools.image.podman import Socket, ensure_podman, exe, lines, missing_images
 
 PROJECT = "sluicecheck"
 PARTNER_SUBNET = "23.45.67.0/24"
 RECEIVER_IP = "23.45.67.10"
 RECEIVER_PORT = 8443
+#: podman's filter for the project's containers (compose labels each with its project)
+LABEL = f"label=com.docker.compose.project={PROJECT}"
 UP_TIMEOUT_S = 600.0
 
 OVERRIDE = """# make compose-check's additions (tools/image/compose_check.py): the partner's endpoint.
@@ -76,9 +78,8 @@ class HealthTicker(threading.Thread):
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        label = f"label=com.docker.compose.project={PROJECT}"
         while not self.stopping.wait(2.0):
-            names = _podman_lines(["ps", "--filter", label, "--format", "{{.Names}}"])
+            names = lines(["ps", "--filter", LABEL, "--format", "{{.Names}}"])
             for name in names:
                 subprocess.run(  # nosec B603
                     [exe("podman"), "healthcheck", "run", name],
@@ -86,11 +87,6 @@ class HealthTicker(threading.Thread):
                     stderr=subprocess.DEVNULL,
                     check=False,
                 )
-
-
-def _podman_lines(args: list[str]) -> list[str]:
-    done = subprocess.run([exe("podman"), *args], capture_output=True, text=True, check=False)  # nosec B603
-    return [line for line in done.stdout.splitlines() if line.strip()]
 
 
 class Compose:
@@ -118,10 +114,9 @@ class Compose:
 
 def wait_healthy(timeout: float = UP_TIMEOUT_S) -> None:
     """Every long-running container of the project healthy (the receiver has no check)."""
-    label = f"label=com.docker.compose.project={PROJECT}"
     deadline = time.monotonic() + timeout
     while True:
-        rows = _podman_lines(["ps", "--filter", label, "--format", "{{.Names}} {{.Status}}"])
+        rows = lines(["ps", "--filter", LABEL, "--format", "{{.Names}} {{.Status}}"])
         waiting = [r for r in rows if "(healthy)" not in r and "receiver" not in r]
         if rows and not waiting:
             return
@@ -137,22 +132,20 @@ def down(compose: Compose) -> None:
         return
     except (RuntimeError, subprocess.TimeoutExpired) as e:
         print(f"compose-check: {e}; removing the project with podman", file=sys.stderr)
-    label = f"label=com.docker.compose.project={PROJECT}"
-    ids = _podman_lines(["ps", "-aq", "--filter", label])
+    ids = lines(["ps", "-aq", "--filter", LABEL])
     if ids:
-        _podman_lines(["rm", "-f", *ids])
+        lines(["rm", "-f", *ids])
     for kind in ("volume", "network"):
-        names = [n for n in _podman_lines([kind, "ls", "-q"]) if n.startswith(PROJECT + "_")]
+        names = [n for n in lines([kind, "ls", "-q"]) if n.startswith(PROJECT + "_")]
         if names:
-            _podman_lines([kind, "rm", *names])
+            lines([kind, "rm", *names])
 
 
 def _keep_logs(work: Path) -> None:
     """Every container's log and compose's own, kept where a failed run can be read."""
     keep = ROOT / "tests" / "artifacts" / "compose-check"
     keep.mkdir(parents=True, exist_ok=True)
-    label = f"label=com.docker.compose.project={PROJECT}"
-    for name in _podman_lines(["ps", "-a", "--filter", label, "--format", "{{.Names}}"]):
+    for name in lines(["ps", "-a", "--filter", LABEL, "--format", "{{.Names}}"]):
         with open(keep / f"{name}.log", "w") as out:
             subprocess.run([exe("podman"), "logs", name], stdout=out, stderr=out, check=False)  # nosec B603
     if (work / "compose.log").exists():
@@ -194,7 +187,7 @@ def check(work: Path) -> None:
 
 def main() -> int:
     ensure_podman()
-    missing = [tag for tag in IMAGES.values() if not image_exists(tag)]
+    missing = missing_images(IMAGES.values())
     if missing:
         print(f"compose-check: no image {', '.join(missing)}: run `make image`", file=sys.stderr)
         return 2

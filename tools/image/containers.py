@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from tools.image.__main__ import IMAGES, ROOT
-from tools.image.podman import Socket, ensure_podman, image_exists
+from tools.image.podman import Socket, ensure_podman, missing_images
 
 DEFAULT_ARGS = ["-n", "2", "--dist", "loadfile", "--no-loadscope-reorder"]
 DEFAULT_ARGS += ["tests/integration", "tests/inprocess"]
@@ -26,7 +26,7 @@ DEFAULT_ARGS += ["tests/integration", "tests/inprocess"]
 
 def main(argv: list[str]) -> int:
     ensure_podman()
-    missing = [tag for tag in IMAGES.values() if not image_exists(tag)]
+    missing = missing_images(IMAGES.values())
     if missing:
         print(f"test-containers: no image {', '.join(missing)}: run `make image`", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess  # the tools start local processes  # nosec B404
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 PACKAGES = ("podman", "buildah", "debootstrap", "runc", "netavark", "aardvark-dns", "podman-compose")
@@ -68,6 +69,18 @@ def podman(args: list[str]) -> str:
         tail = (done.stdout + done.stderr).strip().splitlines()[-8:]
         raise PodmanUnavailable(f"podman {args[0]} failed:\n" + "\n".join(tail))
     return done.stdout
+
+
+def lines(args: list[str]) -> list[str]:
+    """``podman <args>``'s non-empty output lines; a failure answers none (a listing or a
+    clean-up that finds nothing to do)."""
+    done = subprocess.run([exe("podman"), *args], capture_output=True, text=True, check=False)  # nosec B603
+    return [line for line in done.stdout.splitlines() if line.strip()]
+
+
+def missing_images(tags: Iterable[str]) -> list[str]:
+    """The tags not in podman's local storage (``make image`` builds them)."""
+    return [tag for tag in tags if not image_exists(tag)]
 
 
 def image_exists(name: str) -> bool:

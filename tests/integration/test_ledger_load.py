@@ -1,4 +1,4 @@
-"""Load: 3,000 book transfers per mix (``SLUICE_LEDGER_LOAD_TRANSFERS``) among 20
+"""Load: 1,500 book transfers per mix (``SLUICE_LEDGER_LOAD_TRANSFERS``) among 20
 wallets through the gateway, from 24 concurrent clients, over the two gateways and the two
 ledger instances of the test stack; once uniform, once with half of them from one hot wallet.
 
@@ -39,7 +39,7 @@ from tests.support.load import drive
 
 pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.timeout(1200)]
 
-TRANSFERS = int(os.environ.get("SLUICE_LEDGER_LOAD_TRANSFERS", "3000"))  # per mix
+TRANSFERS = int(os.environ.get("SLUICE_LEDGER_LOAD_TRANSFERS", "1500"))  # per mix
 WALLETS = 20
 CLIENTS = 24
 ARTIFACT = Path(__file__).resolve().parents[1] / "artifacts" / "ledger_load.json"

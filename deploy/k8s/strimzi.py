@@ -261,7 +261,12 @@ def broker_policy() -> dict[str, Any]:
 def keda_config() -> dict[str, Any]:
     """KEDA's login parameters that are no secret; its password and the CA are Secrets'."""
     data = {"sasl": "scram_sha512", "tls": "enable", "username": acls.SCALER}
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(KEDA_CONFIG, cluster=False), "data": data}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _meta(KEDA_CONFIG, cluster=False),
+        "data": data,
+    }
 
 
 def _ref(api_version: str, kind: str, name: str) -> dict[str, Any]:
@@ -297,7 +302,11 @@ def _deployment_patch(service: str) -> dict[str, Any]:
     ]
     volumes = [  # every volume, in the base's order: kustomize puts a patch's items first
         {"name": "tmp"},
-        {"name": "secrets", "secret": None, "projected": {"sources": sources, "defaultMode": own["defaultMode"]}},
+        {
+            "name": "secrets",
+            "secret": None,
+            "projected": {"sources": sources, "defaultMode": own["defaultMode"]},
+        },
         {"name": "kafka-ca", "secret": {"secretName": CLUSTER_CA_SECRET}},
     ]
     doc = _ref("apps/v1", "Deployment", f"sluice-{service}")
@@ -307,16 +316,24 @@ def _deployment_patch(service: str) -> dict[str, Any]:
 def client_patches() -> list[dict[str, Any]]:
     """The services pointed at Strimzi's cluster (bootstrap, CA, passwords), the migration
     Job's policy without the Jobs that are gone, and webhooks' way to the new brokers."""
-    config = {**_ref("v1", "ConfigMap", "sluice-config"), "data": {"SLUICE_KAFKA_BOOTSTRAP": f"{BOOTSTRAP}:{CLIENT_PORT}"}}
+    config = {
+        **_ref("v1", "ConfigMap", "sluice-config"),
+        "data": {"SLUICE_KAFKA_BOOTSTRAP": f"{BOOTSTRAP}:{CLIENT_PORT}"},
+    }
     jobs = {
         **_ref("networking.k8s.io/v1", "NetworkPolicy", "sluice-jobs-ingress"),
-        "spec": {"podSelector": {"matchLabels": {"app.kubernetes.io/name": "migrate"}, "matchExpressions": None}},
+        "spec": {
+            "podSelector": {"matchLabels": {"app.kubernetes.io/name": "migrate"}, "matchExpressions": None}
+        },
     }
     egress = GEN._webhooks_egress()["egress"]
     stores = egress[1]
     assert stores["to"] == [GEN._pods("postgresql", "kafka")]  # nosec B101: the base's, as written
     stores["to"] = [GEN._pods("postgresql"), _peer(BROKER_LABELS)]
-    webhooks = {**_ref("networking.k8s.io/v1", "NetworkPolicy", "sluice-webhooks-egress"), "spec": {"egress": egress}}
+    webhooks = {
+        **_ref("networking.k8s.io/v1", "NetworkPolicy", "sluice-webhooks-egress"),
+        "spec": {"egress": egress},
+    }
     return [config, *(_deployment_patch(s) for s in GEN.SERVICES), jobs, webhooks]
 
 
@@ -329,9 +346,15 @@ def keda_patches() -> list[dict[str, Any]]:
             {"parameter": "ca", "name": CLUSTER_CA_SECRET, "key": "ca.crt"},
             {"parameter": "password", "name": user_secret(acls.SCALER), "key": "password"},
         ],
-        "configMapTargetRef": [{"parameter": k, "name": KEDA_CONFIG, "key": k} for k in ("sasl", "tls", "username")],
+        "configMapTargetRef": [
+            {"parameter": k, "name": KEDA_CONFIG, "key": k} for k in ("sasl", "tls", "username")
+        ],
     }
-    entries = [_json_patch("TriggerAuthentication", "sluice-keda-kafka", [{"op": "replace", "path": "/spec", "value": auth}])]
+    entries = [
+        _json_patch(
+            "TriggerAuthentication", "sluice-keda-kafka", [{"op": "replace", "path": "/spec", "value": auth}]
+        )
+    ]
     bootstrap = f"{BOOTSTRAP}.{GEN.NAMESPACE}.svc:{CLIENT_PORT}"
     for name, groups in GEN.CONSUMER_GROUPS.items():
         ops = [

@@ -65,7 +65,10 @@ def secret_value(secret: str, key: str) -> str:
     """The value of ``key`` in the Secret ``secret``: an operator's (:func:`secret_values`), or
     the password the User Operator generates for a KafkaUser (32 letters and digits)."""
     if secret.startswith(KAFKA_USER_SECRET_PREFIX) and key == "password":
-        return "".join(secrets.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") for _ in range(32))
+        return "".join(
+            secrets.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+            for _ in range(32)
+        )
     return secret_values()[key]
 
 

@@ -83,7 +83,9 @@ def descriptions(node: object) -> Iterator[str]:
 
 def test_strimzi_s_crds_are_installed_whole_for_every_kind_the_strimzi_overlay_uses() -> None:
     crds = {c["spec"]["names"]["kind"]: c for c in dryrun.strimzi_crds()}
-    used = {d["kind"] for d in render(K8S / "overlays" / "strimzi") if d["apiVersion"] == "kafka.strimzi.io/v1"}
+    used = {
+        d["kind"] for d in render(K8S / "overlays" / "strimzi") if d["apiVersion"] == "kafka.strimzi.io/v1"
+    }
     assert set(crds) == used == {"Kafka", "KafkaNodePool", "KafkaTopic", "KafkaUser"}
     for kind, crd in crds.items():
         assert crd["kind"] == "CustomResourceDefinition" and crd["spec"]["group"] == "kafka.strimzi.io"
@@ -120,7 +122,9 @@ def test_renders_that_differ_fail_naming_the_object() -> None:
     assert out.errors == [f"{docs[0]['kind']}/{docs[0]['metadata']['name']} differs"]
 
 
-@pytest.mark.parametrize("overlay", ["base", "overlays/production", "overlays/cloudnative-pg", "overlays/strimzi"])
+@pytest.mark.parametrize(
+    "overlay", ["base", "overlays/production", "overlays/cloudnative-pg", "overlays/strimzi"]
+)
 def test_every_ip_block_is_one_the_api_server_accepts(overlay: str) -> None:
     """kube-apiserver 1.37 refuses an ipBlock (cidr or except) holding an IPv4-mapped IPv6
     block, and an except that is not a strict subset of its cidr, in the same family: the

@@ -18,7 +18,10 @@ from tests.support.k8s import K8S, generator, render
 pytestmark = pytest.mark.unit
 
 GEN = generator()
-OVERLAYS = {"base": K8S / "base", **{n: K8S / "overlays" / n for n in ("production", "cloudnative-pg", "strimzi")}}
+OVERLAYS = {
+    "base": K8S / "base",
+    **{n: K8S / "overlays" / n for n in ("production", "cloudnative-pg", "strimzi")},
+}
 
 
 @dataclass(frozen=True)
@@ -142,20 +145,24 @@ def world(docs: list[dict[str, Any]]) -> dict[str, Endpoint]:
         for n, (p, _, _) in GEN.SERVICES.items()
     }
     pods |= {n: suite_pod(n) for n in ("migrate", "kafka-scram", "kafka-acls", "kafka", "valkey")}
-    return pods | strimzi_pods() | {
-        "postgresql": Pod("sluice", {**cnpg, "cnpg.io/podRole": "instance"}),
-        "postgresql-join": Pod("sluice", {**cnpg, "cnpg.io/jobRole": "join"}),
-        "cnpg-operator": Pod(GEN.CNPG_NAMESPACE, {"app.kubernetes.io/name": "cloudnative-pg"}),
-        "prometheus": Pod(GEN.MONITORING_NAMESPACE, {"app.kubernetes.io/name": "prometheus"}),
-        "ingress-controller": Pod("ingress-nginx", {"app.kubernetes.io/name": "ingress-nginx"}),
-        "operator-tools": Pod(GEN.OPERATORS_NAMESPACE, {"app": "toolbox"}),
-        "keda": Pod(GEN.KEDA_NAMESPACE, {"app": "keda-operator"}),
-        "kube-dns": Pod("kube-system", {"k8s-app": "kube-dns"}),
-        "internet": Address("203.0.113.7"),
-        "internet-v6": Address("2001:db8::7"),
-        "private": Address("10.1.2.3"),
-        "metadata": Address("169.254.169.254"),
-    }
+    return (
+        pods
+        | strimzi_pods()
+        | {
+            "postgresql": Pod("sluice", {**cnpg, "cnpg.io/podRole": "instance"}),
+            "postgresql-join": Pod("sluice", {**cnpg, "cnpg.io/jobRole": "join"}),
+            "cnpg-operator": Pod(GEN.CNPG_NAMESPACE, {"app.kubernetes.io/name": "cloudnative-pg"}),
+            "prometheus": Pod(GEN.MONITORING_NAMESPACE, {"app.kubernetes.io/name": "prometheus"}),
+            "ingress-controller": Pod("ingress-nginx", {"app.kubernetes.io/name": "ingress-nginx"}),
+            "operator-tools": Pod(GEN.OPERATORS_NAMESPACE, {"app": "toolbox"}),
+            "keda": Pod(GEN.KEDA_NAMESPACE, {"app": "keda-operator"}),
+            "kube-dns": Pod("kube-system", {"k8s-app": "kube-dns"}),
+            "internet": Address("203.0.113.7"),
+            "internet-v6": Address("2001:db8::7"),
+            "private": Address("10.1.2.3"),
+            "metadata": Address("169.254.169.254"),
+        }
+    )
 
 
 def strimzi_pods() -> dict[str, Endpoint]:
@@ -175,13 +182,19 @@ def strimzi_pods() -> dict[str, Endpoint]:
         "app.kubernetes.io/part-of": "strimzi-sluice-kafka",
         "app.kubernetes.io/managed-by": "strimzi-cluster-operator",
     }
-    entity = {**cluster, "strimzi.io/name": "sluice-kafka-entity-operator", "app.kubernetes.io/name": "entity-operator"}
+    entity = {
+        **cluster,
+        "strimzi.io/name": "sluice-kafka-entity-operator",
+        "app.kubernetes.io/name": "entity-operator",
+    }
     operator = {"name": "strimzi-cluster-operator", "strimzi.io/kind": "cluster-operator"}
     return {
         "strimzi-kafka": Pod("sluice", node),
         "strimzi-entity-operator": Pod("sluice", entity),
         "strimzi-cluster-operator": Pod("strimzi", operator),
-        "other-kafka": Pod("other", {**node, "strimzi.io/cluster": "other", "strimzi.io/name": "other-kafka"}),
+        "other-kafka": Pod(
+            "other", {**node, "strimzi.io/cluster": "other", "strimzi.io/name": "other-kafka"}
+        ),
     }
 
 
@@ -293,8 +306,14 @@ def test_strimzi_s_own_policy_opens_its_listener_to_no_more_than_ours() -> None:
     docs = render(OVERLAYS["strimzi"])
     (kafka,) = [d for d in docs if d["kind"] == "Kafka"]
     (listener,) = kafka["spec"]["kafka"]["listeners"]
-    (ours,) = [d for d in docs if d["kind"] == "NetworkPolicy" and d["metadata"]["name"] == "sluice-strimzi-kafka-ingress"]
-    (rule,) = [r for r in ours["spec"]["ingress"] if {"port": listener["port"], "protocol": "TCP"} in r["ports"]]
+    (ours,) = [
+        d
+        for d in docs
+        if d["kind"] == "NetworkPolicy" and d["metadata"]["name"] == "sluice-strimzi-kafka-ingress"
+    ]
+    (rule,) = [
+        r for r in ours["spec"]["ingress"] if {"port": listener["port"], "protocol": "TCP"} in r["ports"]
+    ]
     assert listener["networkPolicyPeers"] == rule["from"]
 
 

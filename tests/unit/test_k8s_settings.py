@@ -24,7 +24,10 @@ from tests.support.k8s import K8S, generator, input_values, render, secret_value
 pytestmark = pytest.mark.unit
 
 GEN = generator()
-OVERLAYS = {"base": K8S / "base", **{n: K8S / "overlays" / n for n in ("production", "cloudnative-pg", "strimzi")}}
+OVERLAYS = {
+    "base": K8S / "base",
+    **{n: K8S / "overlays" / n for n in ("production", "cloudnative-pg", "strimzi")},
+}
 
 
 def pod_environment(
@@ -139,7 +142,9 @@ def test_the_public_address_must_be_https(tmp_path: Path) -> None:
         GEN.render(K8S / "overlays" / "production", inputs)
 
 
-def test_on_strimzi_each_service_logs_in_as_its_kafka_user(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_on_strimzi_each_service_logs_in_as_its_kafka_user(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The strimzi overlay's pods, as their settings load: Strimzi's bootstrap Service on its TLS
     listener, SCRAM-SHA-512 as the service's own KafkaUser with the password the User Operator
     wrote in that user's Secret, and the CA file where the cluster CA's ca.crt is mounted."""
@@ -149,15 +154,26 @@ def test_on_strimzi_each_service_logs_in_as_its_kafka_user(tmp_path: Path, caplo
         (tmp_path / service).mkdir()
         settings = start(service, pod_environment(docs, deployment, tmp_path / service))
         assert settings.kafka_bootstrap == "sluice-kafka-kafka-bootstrap:9093"
-        assert (settings.kafka_security_protocol, settings.kafka_sasl_mechanism) == ("SASL_SSL", "SCRAM-SHA-512")
+        assert (settings.kafka_security_protocol, settings.kafka_sasl_mechanism) == (
+            "SASL_SSL",
+            "SCRAM-SHA-512",
+        )
         assert settings.kafka_sasl_username == service
         users = [d for d in docs if d["kind"] == "KafkaUser" and d["metadata"]["name"] == service]
         assert users, f"no KafkaUser {service}"
-        assert settings.kafka_sasl_password.get_secret_value() == secret_value(f"sluice-kafka-user-{service}", "password")
+        assert settings.kafka_sasl_password.get_secret_value() == secret_value(
+            f"sluice-kafka-user-{service}", "password"
+        )
         pod = deployment["spec"]["template"]["spec"]
-        (mount,) = [m for m in pod["containers"][0]["volumeMounts"] if settings.kafka_ssl_cafile.startswith(m["mountPath"] + "/")]
+        (mount,) = [
+            m
+            for m in pod["containers"][0]["volumeMounts"]
+            if settings.kafka_ssl_cafile.startswith(m["mountPath"] + "/")
+        ]
         (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
         assert volume["secret"]["secretName"] == "sluice-kafka-cluster-ca-cert"
-        assert {"key": "ca.crt", "path": settings.kafka_ssl_cafile.rsplit("/", 1)[1]} in volume["secret"]["items"]
+        assert {"key": "ca.crt", "path": settings.kafka_ssl_cafile.rsplit("/", 1)[1]} in volume["secret"][
+            "items"
+        ]
         seen.append(service)
     assert sorted(seen) == sorted(GEN.SERVICES)

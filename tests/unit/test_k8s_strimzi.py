@@ -23,7 +23,13 @@ pytestmark = pytest.mark.unit
 
 GEN = generator()
 OVERLAY = K8S / "overlays" / "strimzi"
-OPERATIONS = {"Read": "READ", "Write": "WRITE", "Create": "CREATE", "Delete": "DELETE", "Describe": "DESCRIBE"}
+OPERATIONS = {
+    "Read": "READ",
+    "Write": "WRITE",
+    "Create": "CREATE",
+    "Delete": "DELETE",
+    "Describe": "DESCRIBE",
+}
 
 
 def strimzi_generator() -> Any:

@@ -150,9 +150,8 @@ def node_pool() -> dict[str, Any]:
     lost), spread over nodes and zones as the base spreads its own, with the base's storage
     and the base broker's requests and limits."""
     selector = {"matchLabels": {"strimzi.io/cluster": CLUSTER, "strimzi.io/pool-name": POOL}}
-    spread = [
-        {**c, "labelSelector": selector} for c in GEN._spread("kafka")
-    ]  # hostname: DoNotSchedule, zone: ScheduleAnyway
+    # the base's spread (hostname: DoNotSchedule, zone: ScheduleAnyway) over this pool's pods
+    spread = [{**c, "labelSelector": selector} for c in GEN._spread("kafka")]
     volume = {"id": 0, "type": "persistent-claim", "size": "20Gi", "deleteClaim": False}
     spec = {
         "replicas": GEN.KAFKA_NODES,

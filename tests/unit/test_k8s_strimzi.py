@@ -200,3 +200,15 @@ def test_strimzi_s_schemas_refuse_a_broken_resource(docs: list[dict[str, Any]], 
         broken = user
         del user["spec"]["authentication"]["type"]
     assert problems(broken) != []
+
+
+def test_no_service_creates_a_shared_topic_the_topic_operator_owns(docs: list[dict[str, Any]]) -> None:
+    (config,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == "sluice-config"]
+    assert config["data"]["SLUICE_KAFKA_CREATE_TOPICS"] == "false"
+    for d in _of(docs, "Deployment").values():
+        for c in d["spec"]["template"]["spec"]["containers"]:
+            assert all(e["name"] != "SLUICE_KAFKA_CREATE_TOPICS" for e in c.get("env", [])), d["metadata"]
+    shared = {acls.Pattern(name) for name in _of(docs, "KafkaTopic")}
+    for user in _of(docs, "KafkaUser").values():
+        created = {b.pattern for b in granted(user) if b.operation == "CREATE"}
+        assert not created & shared, user["metadata"]["name"]

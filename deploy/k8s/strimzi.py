@@ -49,8 +49,8 @@ GEN = _generator()
 OVERLAY = HERE / "overlays" / "strimzi"
 API = "kafka.strimzi.io/v1"  # Strimzi 1.x serves v1 alone (deploy/k8s/schemas/strimzi)
 STRIMZI_VERSION = "1.2.0"  # the operator whose CRDs deploy/k8s/schemas/strimzi keeps
-# The oldest Kafka release Strimzi 1.2.0 runs (4.2.0 to 4.3.1): the rest of the suite is built
-# and tested on 4.1.2, which Strimzi 1.1 and later no longer run (docs/operations/strimzi.md).
+# The 4.2 line's latest, the nearest to the suite's 4.1.2 of the releases Strimzi 1.2.0 runs
+# (4.2.0 to 4.3.1): Strimzi 1.1 and later run no 4.1 (docs/operations/strimzi.md).
 KAFKA_VERSION = "4.2.1"
 METADATA_VERSION = "4.2-IV1"  # that release's (Strimzi's kafka-versions.yaml)
 CLUSTER = "sluice-kafka"

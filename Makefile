@@ -91,13 +91,14 @@ lint: setup
 	@$(UV) run --frozen mypy --strict -p sluice_sdk -p sluice_api
 	@cd clients/typescript && npx --no-install tsc -p . --noEmit
 	@$(UV) run --frozen hadolint Dockerfile
-	@# checkov's Kubernetes checks on deploy/k8s's base and the rendered overlays, production and
-	@# cloudnative-pg (deploy/k8s/.checkov.yaml; a skipped check carries its reason in the
+	@# checkov's Kubernetes checks on deploy/k8s's base and the rendered overlays, production,
+	@# cloudnative-pg and strimzi (deploy/k8s/.checkov.yaml; a skipped check carries its reason in the
 	@# manifest). Through uv's tool runner at a pinned release, not the dev group: checkov's pins
 	@# would move packaging, pytest, python-dateutil and pip-audit's cyclonedx-python-lib back.
 	@out=$$(mktemp -d) && trap 'rm -rf $$out' EXIT && \
 		$(UV) run --frozen python deploy/k8s/generate.py render production --inputs deploy/k8s/lint-inputs.env > $$out/production.yaml && \
 		$(UV) run --frozen python deploy/k8s/generate.py render cloudnative-pg --inputs deploy/k8s/lint-inputs.env > $$out/cloudnative-pg.yaml && \
+		$(UV) run --frozen python deploy/k8s/generate.py render strimzi --inputs deploy/k8s/lint-inputs.env > $$out/strimzi.yaml && \
 		$(UV) tool run --quiet checkov@$(CHECKOV_VERSION) --config-file deploy/k8s/.checkov.yaml \
 			--skip-download --quiet -d deploy/k8s -d $$out
 	@$(UV) run --frozen bandit -q -c pyproject.toml -r libs/common services clients/python/sluice_sdk

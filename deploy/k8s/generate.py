@@ -1119,10 +1119,15 @@ def write_base() -> None:
 
 
 def _merge(into: Any, patch: Any) -> Any:
+    """A strategic merge as kustomize's: maps merged key by key, a key set to null removed,
+    lists of named items merged by name, any other list or value replaced."""
     if isinstance(into, dict) and isinstance(patch, dict):
         out = dict(into)
         for k, v in patch.items():
-            out[k] = _merge(into[k], v) if k in into else copy.deepcopy(v)
+            if v is None:
+                out.pop(k, None)
+            else:
+                out[k] = _merge(into[k], v) if k in into else copy.deepcopy(v)
         return out
     if (
         isinstance(into, list)
@@ -1204,10 +1209,56 @@ def _generate(
             d["data"] = {**d.get("data", {}), **values}
 
 
-def _patch(directory: Path, path: str, docs: list[dict[str, Any]]) -> None:
-    """One strategic-merge patch file: each document merged into the resources of its kind and
-    name (and namespace, when it names one), or, with ``$patch: delete``, those removed."""
-    for patch in yaml.safe_load_all((directory / path).read_text()):
+def _pointer(path: str) -> list[str]:
+    """A JSON pointer's reference tokens (RFC 6901: ~1 is /, ~0 is ~)."""
+    return [t.replace("~1", "/").replace("~0", "~") for t in path.split("/")[1:]]
+
+
+def _json6902(doc: dict[str, Any], ops: list[dict[str, Any]], where: str) -> None:
+    """A JSON patch (RFC 6902) applied to ``doc`` in place: add, replace and remove, the
+    operations kustomize's patches with a ``target`` take (a custom resource's list of items
+    that share a key, a KEDA trigger's or secret reference's, cannot be merged by name)."""
+    for op in ops:
+        *parents, last = _pointer(op["path"])
+        node: Any = doc
+        for token in parents:
+            node = node[int(token)] if isinstance(node, list) else node[token]
+        if op["op"] not in ("add", "replace", "remove"):
+            raise SystemExit(f"{where}: unsupported JSON patch operation {op['op']!r}")
+        if isinstance(node, list):
+            index = len(node) if last == "-" else int(last)
+            if op["op"] == "add":
+                node.insert(index, copy.deepcopy(op["value"]))
+            elif op["op"] == "replace":
+                node[index] = copy.deepcopy(op["value"])
+            else:
+                del node[index]
+        elif op["op"] != "add" and last not in node:
+            raise SystemExit(f"{where}: {op['op']} {op['path']}: no such field")
+        elif op["op"] == "remove":
+            del node[last]
+        else:
+            node[last] = copy.deepcopy(op["value"])
+
+
+def _patch_target(directory: Path, entry: dict[str, Any], docs: list[dict[str, Any]]) -> None:
+    """A JSON patch entry: ``target`` (kind, name) and its operations, inline (``patch``) or
+    in a file (``path``), applied to every resource of that kind and name."""
+    target = entry["target"]
+    text = entry["patch"] if "patch" in entry else (directory / entry["path"]).read_text()
+    hits = [d for d in docs if (d["kind"], d["metadata"]["name"]) == (target["kind"], target["name"])]
+    if not hits:
+        raise SystemExit(f"{directory}: the patch of {target} matches no resource")
+    for d in hits:
+        _json6902(d, yaml.safe_load(text), f"{directory}: {target['kind']}/{target['name']}")
+
+
+def _patch(directory: Path, path: str, docs: list[dict[str, Any]], text: str | None = None) -> None:
+    """One strategic-merge patch, the file ``path`` or the inline ``text``: each document merged
+    into the resources of its kind and name (and namespace, when it names one), or, with
+    ``$patch: delete``, those removed (one such a patch: kustomize 5.5 fails on a file of
+    several)."""
+    for patch in yaml.safe_load_all(text if text is not None else (directory / path).read_text()):
         key = (patch["kind"], patch["metadata"]["name"])
         hits = [
             i
@@ -1227,8 +1278,9 @@ def _patch(directory: Path, path: str, docs: list[dict[str, Any]]) -> None:
 def render(directory: Path, inputs: Path | None = None) -> list[dict[str, Any]]:
     """The resources of a kustomization directory: its resources (files or directories), its
     configMapGenerator merged (``inputs`` in place of its env files, when given), its
-    ``patches`` applied, each patch matched to a resource by kind and name, then its ``images``
-    set (name, newName, newTag, digest)."""
+    ``patches`` applied, each patch matched to a resource by kind and name (a strategic merge,
+    or a JSON patch where the entry names its ``target``), then its ``images`` set (name,
+    newName, newTag, digest)."""
     kust = yaml.safe_load((directory / "kustomization.yaml").read_text())
     docs: list[dict[str, Any]] = []
     for res in kust.get("resources", []):
@@ -1239,7 +1291,10 @@ def render(directory: Path, inputs: Path | None = None) -> list[dict[str, Any]]:
     for generator in kust.get("configMapGenerator", []):
         _generate(directory, generator, docs, inputs)
     for p in kust.get("patches", []):
-        _patch(directory, p["path"], docs)
+        if "target" in p:
+            _patch_target(directory, p, docs)
+        else:
+            _patch(directory, p.get("path", "(inline)"), docs, p.get("patch"))
     for entry in kust.get("images", []):
         _set_images(docs, entry)
     return docs

@@ -38,7 +38,7 @@ from common.consume import Failure
 from common.metrics import CONSUMER_LAG, DEAD_LETTERS
 from common.settings import Settings
 from common.telemetry import tracer_provider
-from common.topics import Topic, Topics
+from common.topics import Topic, Topics, topic_plan
 from common.tracing import exporting, publish
 
 log = logging.getLogger(__name__)
@@ -190,15 +190,10 @@ async def create_missing(
     existing = set(await admin.list_topics())
     missing = [n for n in names if n not in existing]
     if missing:
-        config = {
-            "retention.ms": str(settings.kafka_retention_ms),
-            "min.insync.replicas": str(settings.kafka_min_insync_replicas),
-        }
-        named = Topics(settings.topic_prefix)  # the anchors topic keeps its records forever
-        count, rf = partitions or settings.kafka_topic_partitions, settings.kafka_replication_factor
+        plan = topic_plan(settings, missing, partitions)  # the anchors topic keeps its records forever
         with contextlib.suppress(TopicAlreadyExistsError):  # another instance made them first
             await admin.create_topics(
-                [NewTopic(n, count, rf, topic_configs=named.configs(n, config)) for n in missing]
+                [NewTopic(t.name, t.partitions, t.replication_factor, topic_configs=t.configs) for t in plan]
             )
     return missing
 

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from common.settings import Settings
 
 
 class Topic(StrEnum):
@@ -80,3 +85,29 @@ class Topics:
         """A service's consumer group: instances split partitions. It follows the prefix, so a
         deployment (or a test) under another prefix never joins, nor rebalances, the default one."""
         return f"{self.prefix}-{service}"
+
+
+class TopicPlan(NamedTuple):
+    """One topic as the suite creates it."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    configs: dict[str, str]
+
+
+def topic_plan(
+    settings: Settings, names: Sequence[str] | None = None, partitions: int | None = None
+) -> list[TopicPlan]:
+    """The topics ``names`` (every shared one by default) as they are created: ``partitions``
+    (else ``SLUICE_KAFKA_TOPIC_PARTITIONS``), the replication factor, ``min.insync.replicas``
+    and retention of the settings, and :data:`TOPIC_CONFIGS`' own. What ``python -m sluice
+    topics`` creates, and what deploy/k8s's Strimzi overlay declares as KafkaTopics."""
+    named = Topics(settings.topic_prefix)
+    config = {
+        "retention.ms": str(settings.kafka_retention_ms),
+        "min.insync.replicas": str(settings.kafka_min_insync_replicas),
+    }
+    count, rf = partitions or settings.kafka_topic_partitions, settings.kafka_replication_factor
+    wanted = [named[topic] for topic in Topic] if names is None else list(names)
+    return [TopicPlan(n, count, rf, named.configs(n, config)) for n in wanted]

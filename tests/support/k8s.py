@@ -55,6 +55,23 @@ def secret_values() -> dict[str, str]:
     return values
 
 
+# The Secrets Strimzi's User Operator writes, one per KafkaUser (deploy/k8s/strimzi.py,
+# USER_SECRET_PREFIX): its generated SCRAM password under the key ``password``.
+KAFKA_USER_SECRET_PREFIX = "sluice-kafka-user-"
+
+
+@functools.cache
+def secret_value(secret: str, key: str) -> str:
+    """The value of ``key`` in the Secret ``secret``: an operator's (:func:`secret_values`), or
+    the password the User Operator generates for a KafkaUser (32 letters and digits)."""
+    if secret.startswith(KAFKA_USER_SECRET_PREFIX) and key == "password":
+        return "".join(
+            secrets.choice("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+            for _ in range(32)
+        )
+    return secret_values()[key]
+
+
 def input_values() -> dict[str, str]:
     """The required inputs, matching :func:`secret_values`' signing keys."""
     s = secret_values()

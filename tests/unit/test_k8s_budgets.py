@@ -20,7 +20,10 @@ pytestmark = pytest.mark.unit
 
 GEN = generator()
 ROOT = Path(__file__).resolve().parents[2]
-OVERLAYS = {"base": K8S / "base", **{n: K8S / "overlays" / n for n in ("production", "cloudnative-pg")}}
+OVERLAYS = {
+    "base": K8S / "base",
+    **{n: K8S / "overlays" / n for n in ("production", "cloudnative-pg", "strimzi")},
+}
 # What PostgreSQL keeps from the services: superuser_reserved_connections (PostgreSQL's default,
 # 3) and, on CloudNativePG, its instance manager's, exporter's and backups' connections (at most
 # 10 here, an allowance: the operator documents no figure).
@@ -72,6 +75,11 @@ def test_the_pools_at_their_maximums_fit_max_connections(docs: list[dict[str, An
     assert total <= max_connections(docs), f"{pods} x {per_pod} + the migration Job + reserved = {total}"
 
 
+# The brokers' CA, its ca.crt alone: the base's own cluster's, or Strimzi's cluster CA
+# (deploy/k8s/strimzi.py), which every client of that cluster reads alike.
+BROKER_CAS = (GEN.KAFKA_TLS_SECRET, "sluice-kafka-cluster-ca-cert")
+
+
 def _secrets(doc: dict[str, Any]) -> set[str]:
     """The Secrets a workload's pod mounts, the brokers' CA (its ca.crt alone) aside."""
     pod = doc["spec"]["template"]["spec"]
@@ -79,18 +87,23 @@ def _secrets(doc: dict[str, Any]) -> set[str]:
     for v in pod.get("volumes", []):
         sources = [v["secret"] | {"name": v["secret"]["secretName"]}] if "secret" in v else []
         sources += [s["secret"] for s in v.get("projected", {}).get("sources", []) if "secret" in s]
-        names |= {s["name"] for s in sources if s["name"] != GEN.KAFKA_TLS_SECRET}
+        names |= {s["name"] for s in sources if s["name"] not in BROKER_CAS}
     return names
 
 
 def test_each_deployment_mounts_its_own_secret_alone(docs: list[dict[str, Any]]) -> None:
+    """Its own Secret, and on Strimzi its own KafkaUser's (no pod another's password)."""
     mounted = {
         d["metadata"]["labels"]["app.kubernetes.io/name"]: _secrets(d)
         for d in docs
         if d["kind"] in ("Deployment", "Job") and d["metadata"]["name"] != GEN.job_name("kafka-scram")
     }
-    assert mounted == {pod: {GEN.secret_name(pod)} for pod in mounted}, mounted
-    assert set(mounted) >= set(GEN.SERVICES) | {"migrate", "kafka-acls"}
+    strimzi = any(d["kind"] == "Kafka" for d in docs)
+    user = {
+        pod: {f"sluice-kafka-user-{pod}"} if strimzi and pod in GEN.SERVICES else set() for pod in mounted
+    }
+    assert mounted == {pod: {GEN.secret_name(pod)} | user[pod] for pod in mounted}, mounted
+    assert set(mounted) >= set(GEN.SERVICES) | {"migrate"} | (set() if strimzi else {"kafka-acls"})
 
 
 def test_every_image_of_the_suite_is_this_release(docs: list[dict[str, Any]]) -> None:

@@ -12,7 +12,7 @@ from tests.support.k8s import K8S, render
 pytestmark = pytest.mark.unit
 
 
-@pytest.mark.parametrize("overlay", ["production", "cloudnative-pg"])
+@pytest.mark.parametrize("overlay", ["production", "cloudnative-pg", "strimzi"])
 def test_every_deployment_serves_on_then_drains_within_its_grace(overlay: str) -> None:
     drain_s = Settings().gateway_timeout_s + 2  # the longest a request is held (gateway.__main__)
     deployments = [d for d in render(K8S / "overlays" / overlay) if d["kind"] == "Deployment"]

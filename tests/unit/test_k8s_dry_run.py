@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from collections.abc import Iterator
 
 import pytest
 
@@ -67,6 +68,33 @@ def test_every_kept_schema_is_installed_but_keda_s_which_its_release_replaces() 
     }
 
 
+def descriptions(node: object) -> Iterator[str]:
+    """Every description text of a schema (a property named description is no such text)."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k == "description" and isinstance(v, str):
+                yield v
+            else:
+                yield from descriptions(v)
+    elif isinstance(node, list):
+        for x in node:
+            yield from descriptions(x)
+
+
+def test_strimzi_s_crds_are_installed_whole_for_every_kind_the_strimzi_overlay_uses() -> None:
+    crds = {c["spec"]["names"]["kind"]: c for c in dryrun.strimzi_crds()}
+    used = {
+        d["kind"] for d in render(K8S / "overlays" / "strimzi") if d["apiVersion"] == "kafka.strimzi.io/v1"
+    }
+    assert set(crds) == used == {"Kafka", "KafkaNodePool", "KafkaTopic", "KafkaUser"}
+    for kind, crd in crds.items():
+        assert crd["kind"] == "CustomResourceDefinition" and crd["spec"]["group"] == "kafka.strimzi.io"
+        (v1,) = crd["spec"]["versions"]
+        assert (v1["name"], v1["served"], v1["storage"]) == ("v1", True, True), kind
+        assert not list(descriptions(v1["schema"])), kind  # removed: schemas/strimzi/README.md
+    assert "strimzi" in dryrun.TARGETS
+
+
 def test_each_workload_template_becomes_a_pod_in_its_namespace() -> None:
     docs = render(K8S / "overlays" / "production")
     pods = dryrun.pods_of(docs)
@@ -94,7 +122,9 @@ def test_renders_that_differ_fail_naming_the_object() -> None:
     assert out.errors == [f"{docs[0]['kind']}/{docs[0]['metadata']['name']} differs"]
 
 
-@pytest.mark.parametrize("overlay", ["base", "overlays/production", "overlays/cloudnative-pg"])
+@pytest.mark.parametrize(
+    "overlay", ["base", "overlays/production", "overlays/cloudnative-pg", "overlays/strimzi"]
+)
 def test_every_ip_block_is_one_the_api_server_accepts(overlay: str) -> None:
     """kube-apiserver 1.37 refuses an ipBlock (cidr or except) holding an IPv4-mapped IPv6
     block, and an except that is not a strict subset of its cidr, in the same family: the

@@ -43,6 +43,12 @@ CRD_SCHEMAS = {
     ("monitoring.coreos.com/v1", "PodMonitor"): "prometheus-operator-podmonitors.json",
     ("monitoring.coreos.com/v1", "PrometheusRule"): "prometheus-operator-prometheusrules.json",
 }
+# Strimzi's (1.2.0): the strimzi overlay's Kafka, KafkaNodePool, KafkaTopics and KafkaUsers,
+# against the openAPIV3Schema of the CRDs themselves (deploy/k8s/schemas/strimzi/README.md)
+STRIMZI_CRDS = {
+    ("kafka.strimzi.io/v1", kind): f"strimzi/{kind.lower()}.yaml"
+    for kind in ("Kafka", "KafkaNodePool", "KafkaTopic", "KafkaUser")
+}
 BARMAN_CLOUD = "barman-cloud.cloudnative-pg.io"  # the plugin's name in a Cluster and a Backup
 CNPG_OVERLAY = K8S / "overlays" / "cloudnative-pg"
 
@@ -69,7 +75,14 @@ def strict(node: Any) -> Any:
 
 
 def crd_schema(name: str) -> dict[str, Any]:
-    schema: dict[str, Any] = strict(json.loads((K8S / "schemas" / name).read_text()))
+    """A kept schema (a JSON file), or the served version's schema of a kept CRD (YAML), strict."""
+    text = (K8S / "schemas" / name).read_text()
+    if name.endswith(".yaml"):
+        (served,) = [v for v in yaml.safe_load(text)["spec"]["versions"] if v["served"]]
+        kept = served["schema"]["openAPIV3Schema"]
+    else:
+        kept = json.loads(text)
+    schema: dict[str, Any] = strict(kept)
     schema["properties"]["metadata"] = {"type": "object", "required": ["name", "namespace"]}
     return schema
 
@@ -81,8 +94,8 @@ def problems(doc: dict[str, Any]) -> list[str]:
         schema = json.loads((K8S / "schemas" / KEDA_SCHEMAS[doc["kind"]]).read_text())
         errors = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(doc)]
         return [f"{name}: {e}" for e in errors]
-    if doc["apiVersion"].split("/")[0].endswith(("cnpg.io", "monitoring.coreos.com")):
-        schema = CRD_SCHEMAS.get((doc["apiVersion"], doc["kind"]))
+    if doc["apiVersion"].split("/")[0].endswith(("cnpg.io", "monitoring.coreos.com", "strimzi.io")):
+        schema = {**CRD_SCHEMAS, **STRIMZI_CRDS}.get((doc["apiVersion"], doc["kind"]))
         if schema is None:
             return [f"{name}: no schema of {doc['apiVersion']} {doc['kind']} in deploy/k8s/schemas"]
         errors = [e.message for e in jsonschema.Draft202012Validator(crd_schema(schema)).iter_errors(doc)]

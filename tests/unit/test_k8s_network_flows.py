@@ -18,7 +18,10 @@ from tests.support.k8s import K8S, generator, render
 pytestmark = pytest.mark.unit
 
 GEN = generator()
-OVERLAYS = {"base": K8S / "base", **{n: K8S / "overlays" / n for n in ("production", "cloudnative-pg")}}
+OVERLAYS = {
+    "base": K8S / "base",
+    **{n: K8S / "overlays" / n for n in ("production", "cloudnative-pg", "strimzi")},
+}
 
 
 @dataclass(frozen=True)
@@ -142,24 +145,98 @@ def world(docs: list[dict[str, Any]]) -> dict[str, Endpoint]:
         for n, (p, _, _) in GEN.SERVICES.items()
     }
     pods |= {n: suite_pod(n) for n in ("migrate", "kafka-scram", "kafka-acls", "kafka", "valkey")}
-    return pods | {
-        "postgresql": Pod("sluice", {**cnpg, "cnpg.io/podRole": "instance"}),
-        "postgresql-join": Pod("sluice", {**cnpg, "cnpg.io/jobRole": "join"}),
-        "cnpg-operator": Pod(GEN.CNPG_NAMESPACE, {"app.kubernetes.io/name": "cloudnative-pg"}),
-        "prometheus": Pod(GEN.MONITORING_NAMESPACE, {"app.kubernetes.io/name": "prometheus"}),
-        "ingress-controller": Pod("ingress-nginx", {"app.kubernetes.io/name": "ingress-nginx"}),
-        "operator-tools": Pod(GEN.OPERATORS_NAMESPACE, {"app": "toolbox"}),
-        "keda": Pod(GEN.KEDA_NAMESPACE, {"app": "keda-operator"}),
-        "kube-dns": Pod("kube-system", {"k8s-app": "kube-dns"}),
-        "internet": Address("203.0.113.7"),
-        "internet-v6": Address("2001:db8::7"),
-        "private": Address("10.1.2.3"),
-        "metadata": Address("169.254.169.254"),
+    return (
+        pods
+        | strimzi_pods()
+        | {
+            "postgresql": Pod("sluice", {**cnpg, "cnpg.io/podRole": "instance"}),
+            "postgresql-join": Pod("sluice", {**cnpg, "cnpg.io/jobRole": "join"}),
+            "cnpg-operator": Pod(GEN.CNPG_NAMESPACE, {"app.kubernetes.io/name": "cloudnative-pg"}),
+            "prometheus": Pod(GEN.MONITORING_NAMESPACE, {"app.kubernetes.io/name": "prometheus"}),
+            "ingress-controller": Pod("ingress-nginx", {"app.kubernetes.io/name": "ingress-nginx"}),
+            "operator-tools": Pod(GEN.OPERATORS_NAMESPACE, {"app": "toolbox"}),
+            "keda": Pod(GEN.KEDA_NAMESPACE, {"app": "keda-operator"}),
+            "kube-dns": Pod("kube-system", {"k8s-app": "kube-dns"}),
+            "internet": Address("203.0.113.7"),
+            "internet-v6": Address("2001:db8::7"),
+            "private": Address("10.1.2.3"),
+            "metadata": Address("169.254.169.254"),
+        }
+    )
+
+
+def strimzi_pods() -> dict[str, Endpoint]:
+    """Strimzi's pods, labelled as its operator labels them (1.2.0: Labels.generateDefaultLabels
+    and the node pools'): the cluster's nodes, its Entity Operator (the Topic and User
+    Operators), the Cluster Operator in its own namespace, and one of another cluster."""
+    cluster = {"strimzi.io/cluster": "sluice-kafka", "strimzi.io/kind": "Kafka"}
+    node = {
+        **cluster,
+        "strimzi.io/name": "sluice-kafka-kafka",
+        "strimzi.io/pool-name": "nodes",
+        "strimzi.io/component-type": "kafka",
+        "strimzi.io/broker-role": "true",
+        "strimzi.io/controller-role": "true",
+        "app.kubernetes.io/name": "kafka",
+        "app.kubernetes.io/instance": "sluice-kafka",
+        "app.kubernetes.io/part-of": "strimzi-sluice-kafka",
+        "app.kubernetes.io/managed-by": "strimzi-cluster-operator",
+    }
+    entity = {
+        **cluster,
+        "strimzi.io/name": "sluice-kafka-entity-operator",
+        "app.kubernetes.io/name": "entity-operator",
+    }
+    operator = {"name": "strimzi-cluster-operator", "strimzi.io/kind": "cluster-operator"}
+    return {
+        "strimzi-kafka": Pod("sluice", node),
+        "strimzi-entity-operator": Pod("sluice", entity),
+        "strimzi-cluster-operator": Pod("strimzi", operator),
+        "other-kafka": Pod(
+            "other", {**node, "strimzi.io/cluster": "other", "strimzi.io/name": "other-kafka"}
+        ),
     }
 
 
 K = GEN.KAFKA_PORTS
 PG = GEN.POSTGRES_PORTS
+S = {"client": 9093, "controlplane": 9090, "replication": 9091, "agent": 8443}  # Strimzi's nodes'
+# The Kafka flows of each way to run it: the base's own brokers, or Strimzi's (the strimzi overlay)
+KAFKA_ALLOWED = {
+    "own": [
+        *((n, "kafka", K["CLIENT"], "TCP") for n in (*GEN.SERVICES, "kafka-acls")),
+        ("keda", "kafka", K["CLIENT"], "TCP"),
+        ("kafka", "kafka", K["CONTROLLER"], "TCP"),
+        ("kafka", "kafka", K["INTERNAL"], "TCP"),
+        ("kafka-scram", "kafka", K["INTERNAL"], "TCP"),
+    ],
+    "strimzi": [
+        *((n, "strimzi-kafka", S["client"], "TCP") for n in GEN.SERVICES),
+        ("keda", "strimzi-kafka", S["client"], "TCP"),
+        ("strimzi-kafka", "strimzi-kafka", S["controlplane"], "TCP"),  # the KRaft quorum
+        ("strimzi-kafka", "strimzi-kafka", S["replication"], "TCP"),
+        ("strimzi-cluster-operator", "strimzi-kafka", S["controlplane"], "TCP"),
+        ("strimzi-cluster-operator", "strimzi-kafka", S["replication"], "TCP"),
+        ("strimzi-cluster-operator", "strimzi-kafka", S["agent"], "TCP"),  # rolling, readiness
+        ("strimzi-entity-operator", "strimzi-kafka", S["replication"], "TCP"),  # topics, users, ACLs
+    ],
+}
+KAFKA_DENIED = {
+    "own": [
+        ("internet", "kafka", K["CLIENT"], "TCP"),
+        ("gateway", "kafka", K["INTERNAL"], "TCP"),
+    ],
+    "strimzi": [
+        ("internet", "strimzi-kafka", S["client"], "TCP"),
+        ("other-kafka", "strimzi-kafka", S["client"], "TCP"),
+        ("gateway", "strimzi-kafka", S["replication"], "TCP"),
+        ("gateway", "strimzi-kafka", S["controlplane"], "TCP"),
+        ("keda", "strimzi-kafka", S["replication"], "TCP"),
+        ("strimzi-entity-operator", "strimzi-kafka", S["agent"], "TCP"),
+        ("other-kafka", "strimzi-kafka", S["replication"], "TCP"),
+        ("webhooks", "strimzi-kafka", S["replication"], "TCP"),
+    ],
+}
 # (from, to, port, protocol): each must be allowed
 ALLOWED = [
     ("cnpg-operator", "postgresql", PG["status"], "TCP"),
@@ -175,11 +252,6 @@ ALLOWED = [
     *((n, "postgresql", PG["postgres"], "TCP") for n in (*GEN.SERVICES, "migrate")),
     ("gateway", "valkey", GEN.VALKEY_PORT, "TCP"),
     ("admin", "valkey", GEN.VALKEY_PORT, "TCP"),
-    *((n, "kafka", K["CLIENT"], "TCP") for n in (*GEN.SERVICES, "kafka-acls")),
-    ("keda", "kafka", K["CLIENT"], "TCP"),
-    ("kafka", "kafka", K["CONTROLLER"], "TCP"),
-    ("kafka", "kafka", K["INTERNAL"], "TCP"),
-    ("kafka-scram", "kafka", K["INTERNAL"], "TCP"),
     ("webhooks", "internet", 443, "TCP"),
     ("webhooks", "internet-v6", 443, "TCP"),
     ("webhooks", "kube-dns", 53, "UDP"),
@@ -187,10 +259,8 @@ ALLOWED = [
 DENIED = [
     ("internet", "ledger", 8011, "TCP"),
     ("internet", "admin", 8001, "TCP"),
-    ("internet", "kafka", K["CLIENT"], "TCP"),
     ("internet", "postgresql", PG["postgres"], "TCP"),
     ("gateway", "postgresql", PG["status"], "TCP"),  # the instance manager is the operator's
-    ("gateway", "kafka", K["INTERNAL"], "TCP"),
     ("ledger", "valkey", GEN.VALKEY_PORT, "TCP"),
     ("webhooks", "private", 443, "TCP"),
     ("webhooks", "metadata", 80, "TCP"),
@@ -199,9 +269,12 @@ DENIED = [
 
 
 @pytest.fixture(scope="module", params=OVERLAYS)
-def docs(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
-    rendered: list[dict[str, Any]] = render(OVERLAYS[request.param])
-    return rendered
+def overlay(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Any]]]:
+    return request.param, render(OVERLAYS[request.param])
+
+
+def kafka_of(name: str) -> str:
+    return "strimzi" if name == "strimzi" else "own"
 
 
 def _refused(docs: list[dict[str, Any]], flows: list[tuple[str, str, int, str]], expected: bool) -> list[str]:
@@ -214,14 +287,34 @@ def _refused(docs: list[dict[str, Any]], flows: list[tuple[str, str, int, str]],
     ]
 
 
-def test_every_flow_the_platform_needs_is_allowed(docs: list[dict[str, Any]]) -> None:
-    refused = _refused(docs, ALLOWED, True)
+def test_every_flow_the_platform_needs_is_allowed(overlay: tuple[str, list[dict[str, Any]]]) -> None:
+    name, docs = overlay
+    refused = _refused(docs, ALLOWED + KAFKA_ALLOWED[kafka_of(name)], True)
     assert refused == [], "\n".join(refused)
 
 
-def test_the_flows_nobody_needs_are_denied(docs: list[dict[str, Any]]) -> None:
-    let_through = _refused(docs, DENIED, False)
+def test_the_flows_nobody_needs_are_denied(overlay: tuple[str, list[dict[str, Any]]]) -> None:
+    name, docs = overlay
+    let_through = _refused(docs, DENIED + KAFKA_DENIED[kafka_of(name)], False)
     assert let_through == [], "\n".join(let_through)
+
+
+def test_strimzi_s_own_policy_opens_its_listener_to_no_more_than_ours() -> None:
+    """Strimzi's Cluster Operator writes a NetworkPolicy of its own for the nodes, which opens a
+    listener to everyone unless the listener names its peers (policies add up): the listener's
+    peers are the ones the overlay's policy gives that port."""
+    docs = render(OVERLAYS["strimzi"])
+    (kafka,) = [d for d in docs if d["kind"] == "Kafka"]
+    (listener,) = kafka["spec"]["kafka"]["listeners"]
+    (ours,) = [
+        d
+        for d in docs
+        if d["kind"] == "NetworkPolicy" and d["metadata"]["name"] == "sluice-strimzi-kafka-ingress"
+    ]
+    (rule,) = [
+        r for r in ours["spec"]["ingress"] if {"port": listener["port"], "protocol": "TCP"} in r["ports"]
+    ]
+    assert listener["networkPolicyPeers"] == rule["from"]
 
 
 def test_the_evaluator_denies_what_an_isolating_policy_leaves_out() -> None:

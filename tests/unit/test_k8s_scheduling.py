@@ -20,7 +20,10 @@ pytestmark = pytest.mark.unit
 
 SERVICES_DIR = Path(__file__).resolve().parents[2] / "services"
 CONSUMERS = ("ledger", "compliance", "webhooks")
-OVERLAYS = {"base": K8S / "base", **{n: K8S / "overlays" / n for n in ("production", "cloudnative-pg")}}
+OVERLAYS = {
+    "base": K8S / "base",
+    **{n: K8S / "overlays" / n for n in ("production", "cloudnative-pg", "strimzi")},
+}
 
 
 @pytest.fixture(scope="module", params=OVERLAYS)

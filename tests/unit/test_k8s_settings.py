@@ -19,12 +19,15 @@ import pytest
 from common.settings import Settings, load_settings
 from common.topics import Topics
 from ledger.app import _anchors
-from tests.support.k8s import K8S, generator, input_values, render, secret_values
+from tests.support.k8s import K8S, generator, input_values, render, secret_value
 
 pytestmark = pytest.mark.unit
 
 GEN = generator()
-OVERLAYS = {"base": K8S / "base", **{n: K8S / "overlays" / n for n in ("production", "cloudnative-pg")}}
+OVERLAYS = {
+    "base": K8S / "base",
+    **{n: K8S / "overlays" / n for n in ("production", "cloudnative-pg", "strimzi")},
+}
 
 
 def pod_environment(
@@ -41,10 +44,21 @@ def pod_environment(
     env.update({e["name"]: e["value"] for e in container.get("env", []) if "value" in e})
     mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
     for volume in pod["volumes"]:
-        if "secret" in volume and mounts.get(volume["name"]) == env["SLUICE_SECRETS_DIR"]:
-            for item in volume["secret"]["items"]:
-                (secrets_dir / item["path"]).write_text(secret_values()[item["key"]] + "\n")
+        if mounts.get(volume["name"]) != env["SLUICE_SECRETS_DIR"]:
+            continue
+        for secret, items in secret_sources(volume):
+            for item in items:
+                (secrets_dir / item["path"]).write_text(secret_value(secret, item["key"]) + "\n")
     return {**env, "SLUICE_SECRETS_DIR": str(secrets_dir)}
+
+
+def secret_sources(volume: dict[str, Any]) -> list[tuple[str, list[dict[str, str]]]]:
+    """(Secret, items) of a secret volume, or of each Secret a projected volume gathers (the
+    strimzi overlay's: the pod's own Secret and its KafkaUser's)."""
+    if "secret" in volume:
+        return [(volume["secret"]["secretName"], volume["secret"]["items"])]
+    sources = volume.get("projected", {}).get("sources", [])
+    return [(s["secret"]["name"], s["secret"]["items"]) for s in sources if "secret" in s]
 
 
 def start(service: str, env: dict[str, str]) -> Settings:
@@ -95,7 +109,7 @@ def test_every_deployment_loads_its_settings_as_its_pod_gets_them(
     assert sorted(found) == sorted(GEN.SERVICES)
 
 
-@pytest.mark.parametrize("overlay", ["production", "cloudnative-pg"])
+@pytest.mark.parametrize("overlay", ["production", "cloudnative-pg", "strimzi"])
 @pytest.mark.parametrize("given", ["none", "one empty"])
 def test_a_production_overlay_without_its_inputs_is_not_rendered(
     overlay: str, given: str, tmp_path: Path
@@ -126,3 +140,40 @@ def test_the_public_address_must_be_https(tmp_path: Path) -> None:
     inputs.write_text("".join(f"{k}={v}\n" for k, v in values.items()))
     with pytest.raises(SystemExit, match="SLUICE_PUBLIC_BASE_URL"):
         GEN.render(K8S / "overlays" / "production", inputs)
+
+
+def test_on_strimzi_each_service_logs_in_as_its_kafka_user(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The strimzi overlay's pods, as their settings load: Strimzi's bootstrap Service on its TLS
+    listener, SCRAM-SHA-512 as the service's own KafkaUser with the password the User Operator
+    wrote in that user's Secret, and the CA file where the cluster CA's ca.crt is mounted."""
+    seen = []
+    for docs, deployment in deployments("strimzi"):
+        service = deployment["metadata"]["labels"]["app.kubernetes.io/name"]
+        (tmp_path / service).mkdir()
+        settings = start(service, pod_environment(docs, deployment, tmp_path / service))
+        assert settings.kafka_bootstrap == "sluice-kafka-kafka-bootstrap:9093"
+        assert (settings.kafka_security_protocol, settings.kafka_sasl_mechanism) == (
+            "SASL_SSL",
+            "SCRAM-SHA-512",
+        )
+        assert settings.kafka_sasl_username == service
+        users = [d for d in docs if d["kind"] == "KafkaUser" and d["metadata"]["name"] == service]
+        assert users, f"no KafkaUser {service}"
+        assert settings.kafka_sasl_password.get_secret_value() == secret_value(
+            f"sluice-kafka-user-{service}", "password"
+        )
+        pod = deployment["spec"]["template"]["spec"]
+        (mount,) = [
+            m
+            for m in pod["containers"][0]["volumeMounts"]
+            if settings.kafka_ssl_cafile.startswith(m["mountPath"] + "/")
+        ]
+        (volume,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+        assert volume["secret"]["secretName"] == "sluice-kafka-cluster-ca-cert"
+        assert {"key": "ca.crt", "path": settings.kafka_ssl_cafile.rsplit("/", 1)[1]} in volume["secret"][
+            "items"
+        ]
+        seen.append(service)
+    assert sorted(seen) == sorted(GEN.SERVICES)

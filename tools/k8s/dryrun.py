@@ -8,7 +8,7 @@ not a warning), and Pod Security admission ``restricted``: the workloads are app
 are (a violation is a warning, which fails the run) and each pod template once more as a Pod
 (a violation is refused).
 
-Each of base, production and cloudnative-pg is rendered by the kustomize built into kubectl (what
+Each of base, production, cloudnative-pg and strimzi is rendered by the kustomize built into kubectl (what
 ``kubectl apply -k`` of a deployment applies), the overlays with deploy/k8s/lint-inputs.env as
 their inputs.env, and that render must equal ``generate.py render``'s (what ``make lint`` checks).
 """
@@ -33,7 +33,7 @@ from tools.stack import etcd
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
 LINT_INPUTS = K8S / "lint-inputs.env"
-TARGETS = ("base", "production", "cloudnative-pg")
+TARGETS = ("base", "production", "cloudnative-pg", "strimzi")
 WORKLOADS = ("Deployment", "StatefulSet", "Job")
 # schema file: (group, version, kind, plural), every one namespaced. The two KEDA schemas kept
 # there are JSON Schema written for the unit tests (const, additionalProperties false), which
@@ -72,6 +72,16 @@ def crd(schema_file: str) -> dict[str, Any]:
             ],
         },
     }
+
+
+# Strimzi's CRDs as its release ships them (descriptions removed: deploy/k8s/schemas/strimzi)
+STRIMZI_CRDS = K8S / "schemas" / "strimzi"
+
+
+def strimzi_crds() -> list[dict[str, Any]]:
+    """Strimzi's Kafka, KafkaNodePool, KafkaTopic and KafkaUser CRDs, kept whole (CEL rules,
+    subresources), which the strimzi overlay's resources are applied against."""
+    return [yaml.safe_load(p.read_text()) for p in sorted(STRIMZI_CRDS.glob("*.yaml"))]
 
 
 KEDA_MODULE, KEDA_VERSION = "github.com/kedacore/keda/v2", "2.16.1"
@@ -188,7 +198,7 @@ def prepare(server: ApiServer, namespace: dict[str, Any]) -> None:
     """The CRDs installed and established, and the namespace created for real (a dry run of a
     namespaced object needs its namespace), with the labels the base gives it, and its default
     service account."""
-    crds = [crd(f) for f in CRDS] + keda_crds()
+    crds = [crd(f) for f in CRDS] + keda_crds() + strimzi_crds()
     # A Pod's admission looks its service account up; the pods here use their namespace's
     # default one, which a cluster's controller manager creates (none runs here).
     default_account = {

@@ -195,13 +195,12 @@ def bindings(access: dict[str, Access]) -> Iterator[Binding]:
 async def apply(acls: Iterable[Binding], **admin_args: Any) -> list[str]:
     """Create ``acls`` on the cluster (idempotent: an ACL that exists is kept); returns one
     line per binding that the broker refused, with its error (empty when all were made)."""
-    from aiokafka.admin import AIOKafkaAdminClient
     from aiokafka.protocol.admin import CreateAclsRequest
 
-    admin = AIOKafkaAdminClient(**admin_args)
-    await admin.start()
+    from common.kafka import admin_client
+
     failed = []
-    try:
+    async with admin_client(**admin_args) as admin:
         for b in acls:
             request = CreateAclsRequest(
                 {"TOPIC": TOPIC, "GROUP": GROUP}[b.resource],
@@ -217,6 +216,4 @@ async def apply(acls: Iterable[Binding], **admin_args: Any) -> list[str]:
             for code, message in response.creation_responses:
                 if code:
                     failed.append(f"{b}: error {code} {message or ''}".rstrip())
-    finally:
-        await admin.close()
     return failed

@@ -137,13 +137,9 @@ async def ensure_topics(settings: Settings, names: Iterable[str], partitions: in
     """Create topics if missing (Apache Kafka may have auto-creation disabled), with the
     replication factor and retention of ``python -m sluice topics`` (common.provision)."""
     names = list(names)
-    admin = AIOKafkaAdminClient(**kafka.client_args(settings))
-    await admin.start()
-    try:
+    async with kafka.admin_client(**kafka.client_args(settings)) as admin:
         # a broker that is down is asked no more: another is (common.kafka.admin_retry)
         await kafka.admin_retry(lambda: create_missing(admin, settings, names, partitions))
-    finally:
-        await admin.close()
 
 
 async def ensure_shared_topics(settings: Settings) -> None:
@@ -155,12 +151,8 @@ async def ensure_shared_topics(settings: Settings) -> None:
     if settings.kafka_create_topics:
         await ensure_topics(settings, names)
         return
-    admin = AIOKafkaAdminClient(**kafka.client_args(settings))
-    await admin.start()
-    try:
+    async with kafka.admin_client(**kafka.client_args(settings)) as admin:
         missing = await wait_for_topics(admin, names, settings.kafka_topics_wait_s)
-    finally:
-        await admin.close()
     if missing:
         raise RuntimeError(
             "topics missing (SLUICE_KAFKA_CREATE_TOPICS is off: the topics Job, python -m sluice"

@@ -15,8 +15,9 @@ any (``common.settings.load_settings``).
 
 from __future__ import annotations
 
+import contextlib
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from aiokafka.errors import KafkaError
@@ -104,17 +105,25 @@ def producer_args(settings: Any) -> dict[str, Any]:
     return {"enable_idempotence": False, "acks": 1}
 
 
-async def partition_leaders(topic: str, **admin_args: Any) -> dict[int, int]:
-    """``topic``'s partitions and each one's leader node, as the cluster reports them now (a
-    consumer without a group or a subscription does not fetch a topic's metadata itself)."""
+@contextlib.asynccontextmanager
+async def admin_client(**admin_args: Any) -> AsyncIterator[Any]:
+    """An aiokafka admin client (``client_args(settings)`` and any of its own options),
+    started, and closed however the block ends."""
     from aiokafka.admin import AIOKafkaAdminClient
 
     admin = AIOKafkaAdminClient(**admin_args)
     await admin.start()
     try:
-        found = await admin_retry(lambda: admin.describe_topics([topic]))
+        yield admin
     finally:
         await admin.close()
+
+
+async def partition_leaders(topic: str, **admin_args: Any) -> dict[int, int]:
+    """``topic``'s partitions and each one's leader node, as the cluster reports them now (a
+    consumer without a group or a subscription does not fetch a topic's metadata itself)."""
+    async with admin_client(**admin_args) as admin:
+        found = await admin_retry(lambda: admin.describe_topics([topic]))
     return {p["partition"]: p["leader"] for t in found if t["error_code"] == 0 for p in t["partitions"]}
 
 

@@ -22,24 +22,20 @@ from common.settings import Settings
 async def provision(settings: Settings) -> tuple[int, list[str]]:
     """(exit status, one line per topic): 0 when every topic exists with the configured
     partition count, 1 when one differs."""
-    admin = AIOKafkaAdminClient(**kafka.client_args(settings))
-    await admin.start()
     lines, status = [], 0
     want = settings.kafka_topic_partitions
-    try:
-        names = service_topics(settings)
+    names = service_topics(settings)
+    async with kafka.admin_client(**kafka.client_args(settings)) as admin:
         # a broker that is down is asked no more: another is (common.kafka.admin_retry)
         missing = await kafka.admin_retry(lambda: create_missing(admin, settings, names, None))
         found = await _partitions(admin, names, missing)
-        for n in names:
-            have = found.get(n, 0)
-            if have != want:
-                status = 1
-                lines.append(f"{n}: {have} partitions, {want} configured (SLUICE_KAFKA_TOPIC_PARTITIONS)")
-            else:
-                lines.append(f"{n}: {'created' if n in missing else 'ok'}, {have} partitions")
-    finally:
-        await admin.close()
+    for n in names:
+        have = found.get(n, 0)
+        if have != want:
+            status = 1
+            lines.append(f"{n}: {have} partitions, {want} configured (SLUICE_KAFKA_TOPIC_PARTITIONS)")
+        else:
+            lines.append(f"{n}: {'created' if n in missing else 'ok'}, {have} partitions")
     return status, lines
 
 

@@ -16,7 +16,6 @@ whatever the history, so the rotation went with Tansu.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import socket
@@ -25,7 +24,6 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 from faststream.kafka import KafkaBroker
 
 from common import kafka, replies
@@ -133,28 +131,19 @@ class RpcClient:
             await consumer.stop()
 
     async def _delete_topics(self, names: list[str]) -> None:
-        admin = AIOKafkaAdminClient(
-            **kafka.client_args(self.settings),
-            request_timeout_ms=self.settings.kafka_request_timeout_ms,
-        )
+        args = kafka.client_args(self.settings)
+        args["request_timeout_ms"] = self.settings.kafka_request_timeout_ms
         try:
-            await admin.start()
-            await admin.delete_topics(names)
+            async with kafka.admin_client(**args) as admin:
+                await admin.delete_topics(names)
         except Exception:  # noqa: BLE001 - a topic left behind costs space, not correctness
             log.warning("could not delete reply topics %s", names, exc_info=True)
-        finally:
-            with contextlib.suppress(Exception):
-                await admin.close()
 
     async def _drop_stale_topics(self) -> None:
         """Reply topics of this instance id left by an earlier life of it: nobody reads them."""
-        admin = AIOKafkaAdminClient(**kafka.client_args(self.settings))
-        try:
-            await admin.start()
+        async with kafka.admin_client(**kafka.client_args(self.settings)) as admin:
             found = await kafka.admin_retry(admin.list_topics)  # a broker may be down
-            stale = [t for t in found if t.startswith(self.reply_base + ".")]
-        finally:
-            await admin.close()
+        stale = [t for t in found if t.startswith(self.reply_base + ".")]
         if stale:
             await self._delete_topics(stale)
 

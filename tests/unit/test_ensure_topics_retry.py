@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiokafka.admin
 import pytest
 from aiokafka.errors import NodeNotReadyError, TopicAuthorizationFailedError
 
@@ -41,7 +42,7 @@ class FakeAdmin:
 
 
 def install(monkeypatch: pytest.MonkeyPatch, admin: FakeAdmin) -> None:
-    monkeypatch.setattr(broker, "AIOKafkaAdminClient", lambda **_: admin)
+    monkeypatch.setattr(aiokafka.admin, "AIOKafkaAdminClient", lambda **_: admin)  # common.kafka.admin_client
     monkeypatch.setattr(kafka, "ADMIN_RETRY_S", 5.0)
 
 

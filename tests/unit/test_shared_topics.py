@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiokafka.admin
 import pytest
 
 from common import broker
@@ -47,7 +48,7 @@ class FakeAdmin:
 @pytest.fixture
 def admin(monkeypatch: pytest.MonkeyPatch) -> type[FakeAdmin]:
     FakeAdmin.existing, FakeAdmin.appear, FakeAdmin.created, FakeAdmin.listings = set(), {}, [], 0
-    monkeypatch.setattr(broker, "AIOKafkaAdminClient", FakeAdmin)
+    monkeypatch.setattr(aiokafka.admin, "AIOKafkaAdminClient", FakeAdmin)  # common.kafka.admin_client
     return FakeAdmin
 
 

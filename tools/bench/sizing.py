@@ -45,8 +45,8 @@ import asyncpg
 import httpx
 import redis
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
 
+from common.kafka import admin_client
 from tools.bench import projection as sizing
 from tools.bench.driver import drive_once
 from tools.bench.measure import cpu_seconds, run_load
@@ -182,12 +182,8 @@ async def _end_offsets(bootstrap: str) -> dict[str, float]:
     """Each topic's end offsets summed over its partitions (Kafka's own ``__consumer_offsets``
     too: each group's commits are written load; a consumer's ``topics()`` leaves it out)."""
     servers = bootstrap.split(",")
-    admin = AIOKafkaAdminClient(bootstrap_servers=servers)
-    await admin.start()
-    try:
+    async with admin_client(bootstrap_servers=servers) as admin:
         described = await admin.describe_topics()
-    finally:
-        await admin.close()
     tps = [TopicPartition(t["topic"], p["partition"]) for t in described for p in t["partitions"]]
     c = AIOKafkaConsumer(bootstrap_servers=servers)
     await c.start()

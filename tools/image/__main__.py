@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.markers import Marker
+
 from tools.image.podman import ensure_podman, exe, image_exists, image_size, podman
 from tools.stack import kafka
 
@@ -172,17 +174,62 @@ def build_store(folder: str, base: Base, tag: str) -> None:
 
 
 def build_sluice() -> None:
-    """The Dockerfile as it is, the Debian-built bases given as its build arguments."""
+    """The Dockerfile as it is, the Debian-built bases given as its build arguments. Without
+    buildah's layer cache: buildah 1.28 keys the ``uv sync`` step on its text, not on the
+    uv.lock it bind-mounts, so a changed lock reused the old dependencies (seen: a new
+    dependency missing from the image; BuildKit keys on the mounted files). uv's own cache
+    mount keeps the rebuild short."""
     args = ["--build-arg", f"PYTHON_IMAGE={PYTHON.name}", "--build-arg", f"UV_IMAGE={UV_IMAGE}"]
-    podman(["build", "--format", "docker", *args, "-t", IMAGES["SLUICE_IMAGE"], str(ROOT)])
+    podman(["build", "--no-cache", "--format", "docker", *args, "-t", IMAGES["SLUICE_IMAGE"], str(ROOT)])
+
+
+def locked_runtime() -> set[str]:
+    """``name==version`` of every runtime dependency uv.lock pins (no dev group)."""
+    uv = shutil.which("uv") or str(Path.home() / ".local/bin/uv")
+    out = subprocess.run(  # our own tool, argv list  # nosec B603
+        [uv, "export", "--frozen", "--no-dev", "--no-hashes", "--no-emit-project"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    pins = set()
+    for line in out.splitlines():
+        requirement, _, marker = line.partition(";")
+        if "==" not in requirement or line.startswith("#"):
+            continue
+        if marker.strip() and not Marker(marker.strip()).evaluate():  # e.g. Windows only
+            continue
+        pins.add(_normal(requirement))
+    return pins
+
+
+def _normal(requirement: str) -> str:
+    name, _, version = requirement.partition("==")
+    return f"{name.strip().lower().replace('_', '-').replace('.', '-')}=={version.strip()}"
+
+
+#: Every distribution installed in the image, ``name==version``.
+_INSTALLED = (
+    "import importlib.metadata as m;"
+    "print(*sorted({d.metadata['Name'] + '==' + d.version for d in m.distributions()}), sep='\\n')"
+)
 
 
 def verify_sluice() -> None:
-    """The built image holds the product only: no tools code, no development command."""
+    """The built image holds the product only (no tools code, no development command) and
+    every runtime dependency at the version uv.lock pins."""
     tag = IMAGES["SLUICE_IMAGE"]
     found = podman(["run", "--rm", "--entrypoint", "python", tag, "-c", _PROBE]).split()
     if found:
         raise SystemExit(f"make image: {tag} holds tooling: {found}")
+    installed = {
+        _normal(line)
+        for line in podman(["run", "--rm", "--entrypoint", "python", tag, "-c", _INSTALLED]).split()
+    }
+    missing = sorted(locked_runtime() - installed)
+    if missing:
+        raise SystemExit(f"make image: {tag} lacks what uv.lock pins: {', '.join(missing)}")
     usage = podman(["run", "--rm", tag, "--help"])
     for command in ("run", "bench", "chaos"):
         if f"{{{command}," in usage or f",{command}," in usage or f",{command}}}" in usage:

@@ -258,7 +258,10 @@ def start_services(suite: Suite, ports: dict[str, tuple[str, int]], metrics_port
 def custody_line(custody: Custody) -> str:
     if custody.separate:
         where = custody.root / "<service>" / "secrets"
-        return f"services: each as its own user (sluice-<service>), its secrets only in {where}"
+        line = f"services: each as its own user (sluice-<service>), its secrets only in {where}"
+        if custody.python != sys.executable:
+            line += f"; on {custody.python} (this environment's packages, an interpreter they can reach)"
+        return line
     return f"services: as this user ({custody.why_shared}); secrets as files in {custody.root}"
 
 

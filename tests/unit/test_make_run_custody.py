@@ -94,3 +94,24 @@ def test_a_directory_behind_a_closed_one_is_unreachable(tmp_path: Path) -> None:
     assert not reachable(closed / "inner" / "file")
     closed.chmod(0o711)
     assert reachable(closed / "inner" / "file") == reachable(tmp_path / "x")
+
+
+def test_a_sasl_stack_names_each_services_principal_and_makes_no_topic(tmp_path: Path) -> None:
+    """What the stores hand the services when the embedded broker takes SASL: the protocol,
+    the mechanism, one password per service principal (never the broker's), and topics left
+    to the broker's principal."""
+    from tools.stack.kafka import BROKER_USER
+    from tools.stack.stores import Stores
+
+    stores = Stores(tmp_path, kafka_bootstrap="127.0.0.1:1")
+    stores.kafka_users = {BROKER_USER: "b", **{s: f"p-{s}" for s in SERVICES}}
+    env = stores.service_env()
+    assert env["SLUICE_KAFKA_SECURITY_PROTOCOL"] == "SASL_PLAINTEXT"
+    assert env["SLUICE_KAFKA_SASL_MECHANISM"] == "PLAIN"
+    assert env["SLUICE_KAFKA_CREATE_TOPICS"] == "false"
+    assert {k: v for k, v in env.items() if k.startswith(KAFKA_PASSWORD)} == {
+        KAFKA_PASSWORD + s.upper(): f"p-{s}" for s in SERVICES
+    }
+    assert "b" not in env.values()
+    plain = Stores(tmp_path, kafka_bootstrap="127.0.0.1:1").service_env()
+    assert not [k for k in plain if "SASL" in k or k.startswith(KAFKA_PASSWORD)]

@@ -131,7 +131,7 @@ class Custody:
         """A user per service when this process is root and the services' interpreter is
         reachable by other users; else every service as this process's user (and why)."""
         if not can_separate():
-            return cls(state, False, why_shared="not root: every service runs as this user")
+            return cls(state, False, why_shared="not root")
         state.mkdir(parents=True, exist_ok=True)
         for where in (state, ROOT / "libs" / "x"):  # the state directory itself is made 0711
             if not reachable(where):
@@ -158,6 +158,7 @@ class Custody:
             ensure_user(user_of(service))
         os.chmod(self.state, 0o711)
         os.chmod(self.root, 0o711)
+        (self.state / "logs").mkdir(exist_ok=True)
         for private in ("logs", "kafka"):
             with contextlib.suppress(FileNotFoundError):
                 os.chmod(self.state / private, 0o700)
@@ -175,6 +176,8 @@ class Custody:
         secret = file_settings()
         home = self.root / instance
         files = home / "secrets"
+        if files.is_dir():  # its owner may empty it again only once it may write it
+            os.chmod(files, 0o700)
         shutil.rmtree(home, ignore_errors=True)  # a fresh set each start: nothing stale stays
         files.mkdir(parents=True, mode=0o700)
         os.chmod(home, 0o700)

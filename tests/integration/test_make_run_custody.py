@@ -228,8 +228,10 @@ def test_money_moves_end_to_end_and_a_forged_command_is_refused_by_the_broker(lo
             for line in f.read().decode(errors="replace").splitlines()
             if "User:gateway is Denied" in line
         ]
-    for topic in records:
-        assert [line for line in denied if "Write" in line and topic in line], denied
+    for topic in records:  # "... is Denied operation = WRITE ... on resource = Topic:LITERAL:<topic> ..."
+        assert [line for line in denied if "WRITE" in line.upper() and f"Topic:LITERAL:{topic} " in line], (
+            denied
+        )
 
 
 def test_each_service_runs_as_its_own_user_with_no_secret_in_its_environment(local: Local) -> None:

@@ -278,7 +278,8 @@ class Stores:
         # A fresh cluster each start: its ports are picked anew, and KRaft keeps the controller's
         # address in its log (PostgreSQL is the record; the log is transport).
         shutil.rmtree(self.workdir / "kafka", ignore_errors=True)
-        (self.workdir / "kafka").mkdir(mode=0o700)  # its data and JAAS file are the broker's alone
+        (self.workdir / "kafka").mkdir(exist_ok=True)
+        (self.workdir / "kafka").chmod(0o700)  # its data and JAAS file are the broker's alone
         if sasl:
             self.kafka_users = {u: secrets.token_urlsafe(24) for u in (ke.BROKER_USER, *SERVICES)}
         self.kafka_nodes = ke.start_nodes(self.workdir / "kafka", count, sasl_users=self.kafka_users or None)

@@ -33,7 +33,7 @@ REDIS_URL = "SLUICE_REDIS_URL_FOR_"
 # This module hands each service principal's Kafka password under this prefix (``..._GATEWAY``,
 # ...) when the broker takes SASL; a service is given its own as SLUICE_KAFKA_SASL_PASSWORD
 # (with SLUICE_KAFKA_SASL_USERNAME its name) and no other.
-KAFKA_PASSWORD = "SLUICE_KAFKA_SASL_PASSWORD_FOR_"
+KAFKA_PASSWORD = "SLUICE_KAFKA_SASL_PASSWORD_FOR_"  # a setting's prefix  # nosec B105
 
 
 def docker_available() -> bool:

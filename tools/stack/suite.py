@@ -11,11 +11,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+from tools.stack.custody import Custody
 from tools.stack.processes import ROOT, die_with_parent, free_port, python_env
-from tools.stack.stores import REDIS_URL, ROLE_URL
+from tools.stack.stores import KAFKA_PASSWORD, REDIS_URL, ROLE_URL
 
 __all__ = ["Proc", "Suite", "migrate", "scoped_env"]
 PORT_SETTING = {
@@ -51,8 +53,9 @@ def ephemeral_secrets(tag: str) -> dict[str, str]:
 def scoped_env(who: str, env: dict[str, str]) -> dict[str, str]:
     """What ``who`` (a service, or ``migrations``) is given of ``env`` (docs/security.md,
     "Database roles and per-service secrets"): only the secrets it uses
-    (common.settings.SERVICE_SECRETS), only its own role's database URL and only its own Valkey
-    user's URL (none for a process that does not use Valkey)."""
+    (common.settings.SERVICE_SECRETS), only its own role's database URL, only its own Valkey
+    user's URL (none for a process that does not use Valkey) and, on a broker with SASL, only
+    its own principal's name and password (none for a process that is no principal)."""
     from common.settings import SECRET_SETTINGS, SERVICE_SECRETS
     from common.valkey_acl import VALKEY_USERS
 
@@ -61,8 +64,14 @@ def scoped_env(who: str, env: dict[str, str]) -> dict[str, str]:
     out = {
         k: v
         for k, v in env.items()
-        if (k not in secret or k in own) and not k.startswith((ROLE_URL, REDIS_URL))
+        if (k not in secret or k in own) and not k.startswith((ROLE_URL, REDIS_URL, KAFKA_PASSWORD))
     }
+    if any(k.startswith(KAFKA_PASSWORD) for k in env):  # principals of the stack's own: no other
+        out.pop("SLUICE_KAFKA_SASL_USERNAME", None)
+        out.pop("SLUICE_KAFKA_SASL_PASSWORD", None)
+    if env.get(KAFKA_PASSWORD + who.upper()):
+        out["SLUICE_KAFKA_SASL_USERNAME"] = who
+        out["SLUICE_KAFKA_SASL_PASSWORD"] = env[KAFKA_PASSWORD + who.upper()]
     if env.get(ROLE_URL + who.upper()):
         out["SLUICE_DATABASE_URL"] = env[ROLE_URL + who.upper()]
     if who not in VALKEY_USERS:
@@ -126,6 +135,9 @@ class Suite:
     env: dict[str, str]
     logdir: Path
     procs: list[Proc] = field(default_factory=list)
+    # make run's: each service's secrets as files only it reads, as its own user when root
+    # (tools.stack.custody); None: the environment, as this process's user (tests, bench).
+    custody: Custody | None = None
 
     def start(
         self, name: str, port: int, extra: dict[str, str] | None = None, instance: str | None = None
@@ -152,15 +164,20 @@ class Suite:
         )
         self.logdir.mkdir(parents=True, exist_ok=True)
         log = self.logdir / f"{instance or name}-{port}.log"
+        python, as_user = sys.executable, dict[str, Any]()
+        if self.custody is not None:
+            env, as_user = self.custody.hand_over(instance or name, name, env)
+            python = self.custody.python
         fh = open(log, "ab")  # noqa: SIM115
         p = subprocess.Popen(  # our own service, argv list, no shell  # nosec B603
-            [sys.executable, "-m", name],
+            [python, "-m", name],
             env=env,
             cwd=ROOT,
             stdout=fh,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=die_with_parent,
+            preexec_fn=die_with_parent,  # after the change of user: the kernel clears it then
+            **as_user,
         )
         proc = Proc(name, port, p, log, metrics_port)
         self.procs.append(proc)

@@ -296,7 +296,7 @@ class Anchors:
         finally:
             await consumer.stop()
 
-    # Kafka I/O: tests/integration/test_journal_anchors.py and test_journal_anchor_chain.py read through it
+    # Kafka I/O: tests/integration/test_journal_anchor_chain.py reads through it
     async def _drain(
         self,
         consumer: AIOKafkaConsumer,

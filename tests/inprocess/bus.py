@@ -5,7 +5,8 @@ it to the broker's aiokafka producer (``common.tracing._producer``); every consu
 :class:`common.consume.BatchProcessor` subscribed by ``common.broker.subscribe``; the gateway and
 admin read their replies with :class:`common.rpc.RpcClient`, the gateway its control events
 with :class:`gateway.control.ControlReader` and the ledger its journal anchors with
-``ledger.anchors.Anchors._read``. :func:`patched` swaps exactly those Kafka ends for
+``ledger.anchors.Anchors._read``; a test that writes a record itself (``Broker.publish``, as
+another producer would) writes it to the bus. :func:`patched` swaps exactly those Kafka ends for
 :class:`Bus`, so the records the consumers decide are the bytes they would read from Kafka, the
 replies resolve the real ``RpcClient``'s waiters, and no product code changes.
 
@@ -196,6 +197,19 @@ def patched(bus: Bus) -> Iterator[None]:
     async def broker_start(self: Any) -> None:
         self.running = True
 
+    async def broker_publish(
+        self: Any,
+        message: bytes,
+        topic: str = "",
+        *,
+        key: bytes | None = None,
+        partition: int | None = None,
+        headers: dict[str, str] | None = None,
+        **_: Any,
+    ) -> None:
+        """A test's own ``broker.publish`` (a record as another producer would write it)."""
+        bus.put(topic, message, key, partition, [(k, v.encode()) for k, v in (headers or {}).items()])
+
     async def rpc_start(self: common.rpc.RpcClient, supervisor: Any = None, timeout_s: float = 30.0) -> None:
         async def replies(records: Sequence[Any]) -> None:
             results = []
@@ -234,6 +248,7 @@ def patched(bus: Bus) -> Iterator[None]:
         mp.setattr(common.tracing, "_producer", lambda broker: producer)
         mp.setattr(common.broker.Broker, "start", broker_start)
         mp.setattr(common.broker.Broker, "stop", nothing)
+        mp.setattr(common.broker.Broker, "publish", broker_publish)
         for module in (gateway.app, admin.app, common.service):
             mp.setattr(module, "ensure_shared_topics", nothing)
         for module in (admin.app, compliance.app, ledger.app, webhooks.app):

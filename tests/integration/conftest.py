@@ -1,17 +1,17 @@
 """Integration fixtures beside the session's stack (tests/conftest.py): every answer a test
 receives from the stack's gateways conforms to the gateway's OpenAPI document, with no
 undeclared property (tests/support/conformance.py). A test whose answers do not conform
-fails at teardown, naming each such answer and what is wrong with it."""
+fails at teardown, naming each such answer and what is wrong with it. The in-process tier
+holds its tests to the same (tests/inprocess/conftest.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from tests.conftest import Stack
-from tests.support.conformance import Checker, Operation, Recorder, answered, report
+from tests.support.conformance import Checker, Operation, Recorder, hold_answers, served_checker
 
 
 @pytest.fixture(scope="session")
@@ -23,9 +23,7 @@ def answer_recorder() -> Iterator[Recorder]:
 @pytest.fixture(scope="session")
 def answer_checker(stack: Stack) -> Checker:
     """The document the gateway serves (GET /schema/openapi.json)."""
-    r = httpx.get(stack.gateway + "/schema/openapi.json", timeout=30)
-    assert r.status_code == 200, r.text[:300]
-    return Checker(r.json())
+    return served_checker(stack.gateway)
 
 
 @pytest.fixture(scope="session")
@@ -40,18 +38,4 @@ def answers_conform(request: pytest.FixtureRequest) -> Iterator[None]:
         yield
         return
     stack: Stack = request.getfixturevalue("stack")
-    recorder: Recorder = request.getfixturevalue("answer_recorder")
-    checker: Checker = request.getfixturevalue("answer_checker")
-    seen: dict[Operation, set[int]] = request.getfixturevalue("answers_seen")
-    recorder.register(*(g.url for g in stack.gateways))
-    if "proxied_gateway" in request.fixturenames:
-        recorder.register(request.getfixturevalue("proxied_gateway").url)
-    yield
-    answers = recorder.take()  # this test's and its fixtures' since the last test ended
-    answered(checker, answers, seen)
-    bad = report(checker, answers)
-    if bad:
-        pytest.fail(
-            f"{len(bad)} answer(s) do not conform to the gateway's OpenAPI document:\n" + "\n".join(bad[:25]),
-            pytrace=False,
-        )
+    yield from hold_answers(request, [g.url for g in stack.gateways])

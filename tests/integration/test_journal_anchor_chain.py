@@ -37,17 +37,17 @@ from ledger import verification
 from ledger.anchors import Anchors
 from ledger.config import LedgerConfig
 from tests.conftest import Stack, make_tenant
-from tests.integration.test_journal_anchors import (
+from tests.support.admin import db, tampered
+from tests.support.db import run_async
+from tests.support.flows import book, created, funded, send
+from tests.support.journal import (
+    JOURNAL,
     _anchored,
     _entries,
     _rehashed,
     _tenant_with_chain,
     _verify,
 )
-from tests.support.admin import db, tampered
-from tests.support.db import run_async
-from tests.support.flows import book, created, funded, send
-from tests.support.journal import JOURNAL
 
 pytestmark = pytest.mark.integration
 

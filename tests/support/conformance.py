@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 from jsonschema import Draft202012Validator
 
 _PARAM = re.compile(r"\{(\w+)\}")
@@ -206,3 +207,31 @@ def answered(checker: Checker, answers: list[Answer], seen: dict[Operation, set[
             seen.setdefault(op, set()).add(answer.status)
         if answer.route is not None and answer.path == "/":
             seen.setdefault(("POST", "/"), set()).add(answer.status)
+
+
+def served_checker(gateway: str) -> Checker:
+    """A checker of the document ``gateway`` serves (GET /schema/openapi.json)."""
+    r = httpx.get(gateway + "/schema/openapi.json", timeout=30)
+    assert r.status_code == 200, r.text[:300]
+    return Checker(r.json())
+
+
+def hold_answers(request: pytest.FixtureRequest, gateways: list[str]) -> Iterator[None]:
+    """The body of both tiers' autouse ``answers_conform`` fixture: every answer a test (and its
+    fixtures) received from ``gateways`` (and from the proxied gateway, when the test asks for
+    it) conforms to the document, else the test fails at teardown naming each such answer."""
+    recorder: Recorder = request.getfixturevalue("answer_recorder")
+    checker: Checker = request.getfixturevalue("answer_checker")
+    seen: dict[Operation, set[int]] = request.getfixturevalue("answers_seen")
+    recorder.register(*gateways)
+    if "proxied_gateway" in request.fixturenames:
+        recorder.register(request.getfixturevalue("proxied_gateway").url)
+    yield
+    answers = recorder.take()  # this test's and its fixtures' since the last test ended
+    answered(checker, answers, seen)
+    bad = report(checker, answers)
+    if bad:
+        pytest.fail(
+            f"{len(bad)} answer(s) do not conform to the gateway's OpenAPI document:\n" + "\n".join(bad[:25]),
+            pytrace=False,
+        )

@@ -1,6 +1,6 @@
 """common.auth under mutation: an API key's form and hash, the cache names the
 gateway and admin share, an eviction's three steps per entry, and an access token's lifetime
-and required claims. Against Redis and the stack: tests/integration/test_security_revocation.py
+and required claims. Against Redis and the services: tests/inprocess/test_security_revocation.py
 and test_security_tokens.py."""
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ the transfer's terms in the hash), anchors signed with Ed25519 under a key id an
 (``prev``), the publisher that anchors only chains that moved and still extend the newest anchor
 on the topic (whoever signed it), and verify_journal against every anchor (``anchor_mismatch``,
 ``truncated_tail``, ``missing_head``, ``anchors_missing``, ``anchor_chain_broken``, an untrusted
-record). The same tampering by SQL on the stack: tests/integration/test_journal_anchors.py and
-test_journal_anchor_chain.py."""
+record). The same tampering by SQL on the services: tests/inprocess/test_journal_anchors.py and
+tests/integration/test_journal_anchor_chain.py."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import Stack, Tenant, customer_body, make_tenant
 from tests.support.flows import book, payout, send
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 def _wallet(t: Tenant, country: str = "US") -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""Webhook commands over Kafka (create, get, list, idempotent redelivery), event fan-out
+"""Webhook commands on their topic (create, get, list, idempotent redelivery), event fan-out
 (tenant and mode scoping, redelivered events), and disabling / re-enabling an endpoint."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from tests.support.webhooks import (
     webhook_commands,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]  # the first test starts the stack
+pytestmark = [pytest.mark.inprocess, pytest.mark.timeout(900)]
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
-"""Every operation of the gateway's OpenAPI document, driven once to success against the
-stack: each answer is held to the document with no undeclared property (the recorder of
-tests/integration/conftest.py does that for every integration test; here every operation is
+"""Every operation of the gateway's OpenAPI document, driven once to success: each answer is
+held to the document with no undeclared property (the recorder of tests/integration/conftest.py
+and tests/inprocess/conftest.py does that for every test of both tiers; here every operation is
 reached), and a create answers the whole object, as its retrieve does."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tests.support.flows import book, created, payout, send
 from tests.support.wait import eventually
 from tests.support.webhooks import Receiver
 
-pytestmark = pytest.mark.integration
+pytestmark = pytest.mark.inprocess
 
 
 def ok(r: httpx.Response, status: int = 200) -> Any:

@@ -27,6 +27,7 @@ from common import authority
 from common.auth import ALL_SCOPES as SCOPES
 from common.keyring import new_key_setting
 from common.settings import Settings
+from tests.support import docs_site as site_build
 from tools.stack.processes import free_port
 from tools.stack.stores import Stores, drop_database
 from tools.stack.suite import Proc, Suite, migrate
@@ -143,6 +144,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     in every worker, as xdist requires."""
     long_files = {item.path for item in items if item.get_closest_marker("long")}
     items.sort(key=lambda item: item.path not in long_files)
+
+
+@pytest.fixture(scope="session")
+def docs_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The documentation site built in strict mode (tests/support/docs_site.py), once per
+    session for every test that reads it (the links checked on disk, the pages in Chromium).
+    A test that adds a file to it takes it out again."""
+    out = tmp_path_factory.mktemp("site")
+    done = site_build.build(out)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out
 
 
 LOOPBACK_PROXY = "127.0.0.1/32,::1/128"

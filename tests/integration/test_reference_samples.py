@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import Stack, make_tenant
 from tests.support.admin import approved_ach_account
 from tests.support.flows import funded
-from tests.support.node import TS, build
+from tests.support.node import TS, build, dist_lock
 from tools.codegen.reference import SAMPLES
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]
@@ -54,9 +54,11 @@ def test_the_python_samples_run(stack: Stack) -> None:
 
 
 def test_the_typescript_samples_run(stack: Stack) -> None:
-    build()  # tsc -p clients/typescript: the package and its examples
+    build()  # tsc --build clients/typescript: the package and its examples
     script = TS / "dist" / "examples" / "reference.js"
-    out = _run(["node", str(script)], _env(stack), cwd=TS)
+    env = _env(stack)
+    with dist_lock(exclusive=False):  # another worker may be compiling into dist/
+        out = _run(["node", str(script)], env, cwd=TS)
     assert out.splitlines()[-1].split()[:5] == ["done", "completed", "pending", "disabled", "deleted"], out
 
 

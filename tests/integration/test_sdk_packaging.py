@@ -27,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Stack, Tenant
+from tests.support.node import dist_lock
 from tools.stack.processes import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.long]
@@ -105,7 +106,8 @@ def python_partner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PythonP
 @pytest.fixture(scope="module")
 def node_partner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodePartner]:
     tmp = tmp_path_factory.mktemp("node-partner")
-    packed = _ok(_run(["npm", "pack", "--json", "--pack-destination", str(tmp)], cwd=TS))
+    with dist_lock(exclusive=True):  # prepack compiles into the tree's dist/, which node runs
+        packed = _ok(_run(["npm", "pack", "--json", "--pack-destination", str(tmp)], cwd=TS))
     tarball = tmp / json.loads(packed[packed.index("[") :])[0]["filename"]
     home = tmp / "partner"
     dev = json.loads((TS / "package.json").read_text())["devDependencies"]
@@ -126,9 +128,18 @@ def _python_script(partner: PythonPartner, name: str, text: str) -> Path:
     return path
 
 
-def _mypy(partner: PythonPartner, script: Path) -> subprocess.CompletedProcess[str]:
-    cmd = [str(partner.python), "-m", "mypy", "--strict", "--no-incremental", script.name]
-    return _run(cmd, cwd=partner.home)
+def _mypy(partner: PythonPartner, *targets: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """mypy --strict in the partner's environment. Its runs share one cache (in the partner's
+    home): the wheel's modules and the standard library are analysed once, each script on its
+    own every time."""
+    cmd = [str(partner.python), "-m", "mypy", "--strict", "--cache-dir", str(partner.home / ".mypy_cache")]
+    return _run([*cmd, *targets], cwd=cwd or partner.home)
+
+
+def _tsc(home: Path, *options: str) -> list[str]:
+    """tsc on the project's tsconfig.json; incremental, so a second check of the same project
+    (the script misspelt, then as written) analyses the package's declarations once."""
+    return [str(home / "node_modules" / ".bin" / "tsc"), "-p", ".", "--incremental", *options]
 
 
 def test_the_wheel_carries_its_types_license_and_metadata(python_partner: PythonPartner) -> None:
@@ -152,10 +163,10 @@ def test_the_wheel_carries_its_types_license_and_metadata(python_partner: Python
 def test_a_partner_script_type_checks_strictly_against_the_wheel(python_partner: PythonPartner) -> None:
     text = (PARTNER / "partner.py").read_text()
     assert GOOD_FIELD in text
-    good = _mypy(python_partner, _python_script(python_partner, "partner.py", text))
+    good = _mypy(python_partner, _python_script(python_partner, "partner.py", text).name)
     assert good.returncode == 0, good.stdout + good.stderr
     misspelt = _python_script(python_partner, "misspelt.py", text.replace(GOOD_FIELD, BAD_FIELD, 1))
-    bad = _mypy(python_partner, misspelt)
+    bad = _mypy(python_partner, misspelt.name)
     assert bad.returncode == 1 and "emial" in bad.stdout, bad.stdout + bad.stderr
 
 
@@ -180,9 +191,8 @@ def test_a_partner_script_type_checks_strictly_against_the_tarball(node_partner:
     text = (PARTNER / "partner.ts").read_text()
     assert GOOD_TS_FIELD in text
     home = node_partner.home
-    tsc = [str(home / "node_modules" / ".bin" / "tsc"), "-p", "."]
     (home / "partner.ts").write_text(text.replace(GOOD_TS_FIELD, BAD_TS_FIELD, 1))
-    bad = _run([*tsc, "--noEmit"], cwd=home)
+    bad = _run(_tsc(home, "--noEmit"), cwd=home)
     assert bad.returncode != 0 and "emial" in bad.stdout, bad.stdout + bad.stderr
     (home / "partner.ts").write_text(text)
     (home / "require.cts").write_text(  # CommonJS: the client works, openapi-fetch included
@@ -190,7 +200,7 @@ def test_a_partner_script_type_checks_strictly_against_the_tarball(node_partner:
         'const sluice = new Sluice({ apiKey: "sk_test_x" });\n'
         "console.log(typeof sluice.customers.create, typeof sluice.api.GET, VERSION);\n"
     )
-    _ok(_run(tsc, cwd=home))  # the good script, and the package through require (CommonJS)
+    _ok(_run(_tsc(home), cwd=home))  # the good script, and the package through require (CommonJS)
     assert _ok(_run(["node", "out/require.cjs"], cwd=home)).split()[:2] == ["function", "function"]
 
 
@@ -204,7 +214,7 @@ def test_the_partner_scripts_run_from_the_artefacts_against_the_stack(
     assert {"page True True", "endpoint disabled deleted"} <= set(out.splitlines()), out
     home = node_partner.home
     (home / "partner.ts").write_text((PARTNER / "partner.ts").read_text())
-    _ok(_run([str(home / "node_modules" / ".bin" / "tsc"), "-p", "."], cwd=home))
+    _ok(_run(_tsc(home), cwd=home))
     out = _ok(_run(["node", "out/partner.js"], home, env))
     assert "customer True" in out.splitlines() and "event transfer.updated completed" in out.splitlines(), out
     assert {"page True True", "endpoint disabled deleted"} <= set(out.splitlines()), out
@@ -244,7 +254,7 @@ def test_the_python_walkthrough_runs_from_the_wheel_alone(
     home.mkdir()
     for name in ("walkthrough.py", "webhook_receiver.py"):
         shutil.copy(PY / "examples" / name, home / name)
-    checked = _run([str(python_partner.python), "-m", "mypy", "--strict", "--no-incremental", "."], cwd=home)
+    checked = _mypy(python_partner, ".", cwd=home)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     out = _ok(_run([str(python_partner.python), "walkthrough.py"], home, _walkthrough_env(stack, tenant)))
     assert _said(out) >= {*WALKTHROUGH_LINES, "webhook transfer.created True"}, out

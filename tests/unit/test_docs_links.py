@@ -9,11 +9,9 @@ The install page's versions are the packages' own."""
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
@@ -57,18 +55,18 @@ class _Page(HTMLParser):
             self.text.append(data)
 
 
-def build(site: Path) -> None:
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
-    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "-d", str(site)]
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+@pytest.fixture
+def site(docs_site: Path) -> Path:
+    """The session's strict build of the site (tests/conftest.py)."""
+    return docs_site
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("site")
-    build(out)
-    return out
+@functools.cache
+def _parsed(path: Path, modified_ns: int) -> _Page:
+    """A page as parsed: each file read once a session (again only once it changed)."""
+    parsed = _Page()
+    parsed.feed(path.read_text(encoding="utf-8"))
+    return parsed
 
 
 def pages(site: Path) -> Iterator[tuple[str, _Page]]:
@@ -76,9 +74,7 @@ def pages(site: Path) -> Iterator[tuple[str, _Page]]:
         name = path.relative_to(site).as_posix()
         if name == "404.html":  # served by a web server at any depth: its links are absolute
             continue
-        parsed = _Page()
-        parsed.feed(path.read_text(encoding="utf-8"))
-        yield name, parsed
+        yield name, _parsed(path, path.stat().st_mtime_ns)
 
 
 def broken_links(site: Path) -> list[str]:

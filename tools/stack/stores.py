@@ -159,8 +159,10 @@ class Stores:
         replicated embedded cluster (the fault runs). ``allow_tansu``: ``make run`` on a machine
         without a JDK. Without ``kafka``, PostgreSQL and Valkey only (the in-process tests,
         tests/inprocess, carry their messages in memory). ``kafka_sasl``: the embedded broker
-        takes SASL/PLAIN with ACLs, as compose's does (:meth:`_kafka_setup`); a configured,
-        container or Tansu broker is used as it is."""
+        takes SASL/PLAIN with ACLs, as compose's does (:meth:`_kafka_setup`), and is then the
+        embedded one even where containers start the other stores (the container path has no
+        SASL set-up: make run with a Docker engine would otherwise be PLAINTEXT again); a
+        configured or Tansu broker is used as it is."""
         env = dict(os.environ if env is None else env)
         check_configured(
             {k: v for k, v in env.items() if not (fresh_kafka and k == "SLUICE_KAFKA_BOOTSTRAP")}
@@ -170,7 +172,7 @@ class Stores:
         if kafka:
             self.kafka_bootstrap = ("" if fresh_kafka else env.get("SLUICE_KAFKA_BOOTSTRAP", "")) or (
                 self._kafka_container()
-                if containers
+                if containers and not kafka_sasl
                 else self._kafka_embedded(kafka_nodes, allow_tansu, kafka_sasl)
             )
         else:

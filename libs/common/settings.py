@@ -107,8 +107,11 @@ class Settings(BaseSettings):
     # (fetch.min.bytes 1), so a long wait costs no latency and saves the idle fetch loop's CPU
     # on both sides. (On Tansu, which answered only when the wait expired, 10 ms was the trade.)
     kafka_fetch_max_wait_ms: int = 500
-    # Consumers off the request path (events feeding webhooks and cap usage) poll less often.
-    kafka_background_fetch_max_wait_ms: int = 500
+    # Consumers off the request path (events feeding webhooks and cap usage, the gateways'
+    # control topic) poll less often: an idle stack's fetch loop is most of its broker's CPU.
+    # The wait is paid only after a rewind (a failed batch read again waits for the fetch in
+    # flight), which off the request path is a delay nobody waits on.
+    kafka_background_fetch_max_wait_ms: int = 2000
     kafka_session_timeout_ms: int = 10000
     kafka_heartbeat_interval_ms: int = 1000
     kafka_max_records: int = 200

@@ -213,6 +213,11 @@ class Anchors:
         self.refused: set[ChainKey] = set()  # chains refused (for tests and stats)
         self._logged: set[tuple[ChainKey, str]] = set()
         self.published = 0
+        # The publishing task's reader, kept across turns: a consumer started every turn (and an
+        # admin client to find the partitions) cost the broker two connections and their metadata
+        # per turn per instance; kept, a turn is a metadata request, two offset lookups and a fetch.
+        self._kept: AIOKafkaConsumer | None = None
+        self._keep = False
         ANCHOR_INTERVAL.set(self.interval_s)
 
     async def publish_once(self) -> int:
@@ -242,9 +247,15 @@ class Anchors:
     # Kafka I/O, not mutated: tests/integration/test_journal_anchor_chain.py runs it on the stack
     async def run_forever(self) -> None:  # pragma: no mutate block
         """A supervised task: anchor the chains that moved every interval."""
-        while True:
-            await self.publish_once()
-            await asyncio.sleep(self.interval_s)
+        self._keep = True
+        try:
+            while True:
+                await self.publish_once()
+                await asyncio.sleep(self.interval_s)
+        finally:
+            self._keep, kept, self._kept = False, self._kept, None
+            if kept is not None:
+                await kept.stop()
 
     # Kafka I/O, not mutated: the integration test_journal_anchor_chain.py (two instances) covers it
     async def catch_up(self) -> None:  # pragma: no mutate block
@@ -255,37 +266,68 @@ class Anchors:
         await self._read(self.found, self.positions)
         self.found.compact()
 
+    async def _drop_kept(self) -> None:  # pragma: no mutate block
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            await kept.stop()
+
+    async def _consumer(self) -> AIOKafkaConsumer:  # pragma: no mutate block
+        consumer = AIOKafkaConsumer(
+            **kafka.client_args(self.settings),
+            group_id=None,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            request_timeout_ms=self.settings.kafka_request_timeout_ms,
+        )
+        try:
+            await consumer.start()
+        except BaseException:
+            await consumer.stop()  # a consumer that failed to start still holds its client
+            raise
+        return consumer
+
     # Kafka I/O: test_journal_anchor_chain.py::test_a_lost_anchors_topic_is_a_finding (integration)
     async def read(self) -> Found:  # pragma: no mutate block
         """Every record of the anchors topic up to its end as it is now (no consumer group):
         ``lost`` says if the topic is gone or no longer starts at offset 0."""
         found = Found()
-        await self._read(found, {})
+        await self._read(found, {}, own=True)
         return found
 
     # Kafka I/O: tests/integration/test_journal_anchor_chain.py (a lost topic, deleted records, two instances)
     async def _read(
-        self, found: Found, positions: dict[TopicPartition, int]
+        self, found: Found, positions: dict[TopicPartition, int], own: bool = False
     ) -> None:  # pragma: no mutate block
-        args = kafka.client_args(self.settings)
-        partitions = sorted(await kafka.partition_leaders(self.topic, **args))
+        """Read the topic from ``positions`` to its end now: on the publishing task's kept
+        reader (left paused, so that it fetches nothing between turns), or unless it runs (or
+        ``own``) on a consumer of its own."""
+        if own or not self._keep:
+            await self._read_on(found, positions, None)
+            return
+        if self._kept is None:
+            self._kept = await self._consumer()
+        try:
+            await self._read_on(found, positions, self._kept)
+        except Exception:
+            await self._drop_kept()  # a reader in an unknown state is started afresh next turn
+            raise
+
+    async def _read_on(
+        self, found: Found, positions: dict[TopicPartition, int], kept: AIOKafkaConsumer | None
+    ) -> None:  # pragma: no mutate block
+        partitions = await self._partitions(kept)
         if not partitions:  # created at every start: gone means deleted
             gone = f"the topic {self.topic} does not exist"
             if gone not in found.lost:
                 found.lost.append(gone)
                 log.critical("journal anchors: %s", gone)
             return
-        consumer = AIOKafkaConsumer(
-            **args,
-            group_id=None,
-            enable_auto_commit=False,
-            auto_offset_reset="earliest",
-            request_timeout_ms=self.settings.kafka_request_timeout_ms,
-        )
-        await consumer.start()
+        consumer = kept or await self._consumer()
         try:
             tps = [TopicPartition(self.topic, p) for p in partitions]
-            consumer.assign(tps)
+            if set(consumer.assignment()) != set(tps):
+                consumer.assign(tps)
+            consumer.resume(*tps)
             starts, ends = await consumer.beginning_offsets(tps), await consumer.end_offsets(tps)
             for tp in tps:
                 _check_offsets(found, tp, starts[tp], ends[tp], positions.get(tp))
@@ -293,8 +335,21 @@ class Anchors:
                 positions[tp] = max(starts[tp], at) if at <= ends[tp] else starts[tp]
                 consumer.seek(tp, positions[tp])  # explicit: seek_to_beginning raced assign()
             await self._drain(consumer, tps, ends, found, positions)
+            consumer.pause(*tps)
         finally:
-            await consumer.stop()
+            if kept is None:
+                await consumer.stop()
+
+    async def _partitions(self, kept: AIOKafkaConsumer | None) -> list[int]:  # pragma: no mutate block
+        """The topic's partitions as the cluster reports them now: through the kept reader's
+        connection when it has the topic's metadata, else an admin client's describe."""
+        if kept is not None and kept.assignment():
+            if self.topic not in await kept.topics():  # a metadata request: deleted since?
+                return []
+            known = kept.partitions_for_topic(self.topic)
+            if known:
+                return sorted(known)
+        return sorted(await kafka.partition_leaders(self.topic, **kafka.client_args(self.settings)))
 
     # Kafka I/O: tests/integration/test_journal_anchor_chain.py reads through it
     async def _drain(

@@ -236,7 +236,9 @@ def patched(bus: Bus) -> Iterator[None]:
         finally:
             bus.unsubscribe(sub)
 
-    async def anchors_read(self: ledger.anchors.Anchors, found: Any, positions: dict[Any, int]) -> None:
+    async def anchors_read(
+        self: ledger.anchors.Anchors, found: Any, positions: dict[Any, int], own: bool = False
+    ) -> None:
         """The anchors topic to its end, as ``_drain`` reads it from Kafka (one partition here)."""
         tp = TopicPartition(self.topic, 0)
         start = positions.get(tp, 0)

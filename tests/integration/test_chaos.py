@@ -4,7 +4,9 @@ the gateway, 24 same-key retrying clients booking 150 transfers while a ledger i
 the primary is stopped for 5 s, a standby is lost for 5 s and the primary is lost and a standby
 promoted. The audit from the clients' side must be exact: nothing lost, duplicated
 or undecided, balances exact, every transfer's webhook delivered, RPO 0 and the recovery
-within its limit."""
+within its limit, read from the promoted standby (docs/operations/failover.md). The services
+given only the first primary's address fail this run (``--pg-single-host``; the negative
+control in tests/unit/test_pg_cluster.py)."""
 
 from __future__ import annotations
 
@@ -52,6 +54,13 @@ def test_short_chaos_run_audits_clean() -> None:
         "chaos: dead_letters 0 reconcile_discrepancies 0 journal_chain_broken 0 faults_missed 0"
         " restarts_not_ready 0" in out.stdout
     ), audit
+    # every fault fired while transfers were in flight; the harness promoted a standby, and the
+    # audit read the node that is primary now through the services' multi-host URL (not a
+    # stale copy: what the failover-alone test, folded in here, asserted)
+    assert "faults fired: 4 of 4" in out.stdout, audit
+    promoted = re.search(r"\] (pg\d) promoted", out.stdout)
+    assert promoted and promoted.group(1) != "pg0", audit
+    assert f"audit read from {promoted.group(1)}, the primary now" in out.stdout, audit
     # the failover, and the standby lost without one (writes went on)
     for fault in ("failover", "standby"):
         assert re.search(

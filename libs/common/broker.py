@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
-from aiokafka import TopicPartition
+from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import KafkaError, TopicAlreadyExistsError
 from faststream import AckPolicy, BaseMiddleware
@@ -231,6 +231,22 @@ class Commits:
             log.info("offset commit skipped (%r): the records will be read again", exc)
 
 
+class CommitOnRevoke(ConsumerRebalanceListener):  # type: ignore[misc]  # aiokafka ships no stubs (upstream typing gap)
+    """Commit what was processed before a rebalance takes the partitions: with offsets committed
+    only every ``Commits.interval_s``, the new owner would otherwise read that much again (safe:
+    every consumer is idempotent, but work done twice). aiokafka awaits the coroutine before it
+    rejoins the group, so the commit lands under the old generation."""
+
+    def __init__(self, commits: Commits) -> None:
+        self.commits = commits
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self.commits.commit()
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        return None
+
+
 _LAG_SERIES: dict[str, set[tuple[str, int]]] = {}
 
 
@@ -287,7 +303,8 @@ def subscribe(
         record_lag(consumer, group_id, records)
 
     handler.__name__ = f"on_{topic.rsplit('.', 1)[-1]}_{group_id}".replace("-", "_").replace(".", "_")
-    broker.subscriber(topic, **consumer_options(settings, group_id, background=background))(handler)
+    options = consumer_options(settings, group_id, background=background)
+    broker.subscriber(topic, listener=CommitOnRevoke(commits), **options)(handler)
 
 
 class DeadLetter(msgspec.Struct, tag="dead_letter.v2", tag_field="type", kw_only=True):

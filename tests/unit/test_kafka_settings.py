@@ -108,12 +108,15 @@ def test_the_producer_is_idempotent_with_acks_all_unless_switched_off() -> None:
     it, Tansu) gives leader acks."""
     from common.broker import create_broker
 
-    assert kafka.producer_args(_settings()) == {"enable_idempotence": True, "acks": "all"}
+    lz4 = {"compression_type": "lz4"}
+    assert kafka.producer_args(_settings()) == {"enable_idempotence": True, "acks": "all", **lz4}
     off = Settings(kafka_idempotent_producer=False)
-    assert kafka.producer_args(off) == {"enable_idempotence": False, "acks": 1}
+    assert kafka.producer_args(off) == {"enable_idempotence": False, "acks": 1, **lz4}
     for settings, expected in ((_settings(), (True, "all")), (off, (False, 1))):
         given = create_broker(settings, "test")._connection_kwargs  # what aiokafka's producer gets
-        assert (given["enable_idempotence"], given["acks"]) == expected
+        assert (given["enable_idempotence"], given["acks"], given["compression_type"]) == (*expected, "lz4")
+    plain = Settings(kafka_compression="")
+    assert "compression_type" not in kafka.producer_args(plain)
 
 
 def test_the_broker_is_given_each_bootstrap_address() -> None:

@@ -110,26 +110,30 @@ def test_a_revocation_is_remembered_longer_than_any_record_sealed_before_it_can_
 
 def test_a_failed_poll_leaves_the_floor_to_age_and_the_next_one_refreshes_it() -> None:
     floor = Revocations(trust_s=10.0)
-    answers: list[Any] = [OSError("down"), Snapshot(key_hashes=frozenset({"k" * 64}))]
+    reads = 0
+    failed = asyncio.Event()
+    checked = asyncio.Event()  # the second poll answers only once the first one's effect is seen
 
     async def read() -> Snapshot:
-        answer = answers.pop(0)
-        if isinstance(answer, Exception):
-            raise answer
-        return answer  # type: ignore[no-any-return]
+        nonlocal reads
+        reads += 1
+        if reads == 1:
+            failed.set()  # main runs once the failure is handled and the poller sleeps
+            raise OSError("down")
+        await checked.wait()
+        return Snapshot(key_hashes=frozenset({"k" * 64}))
 
     async def main() -> None:
         task = asyncio.create_task(poll_forever(floor, read, 0.01))
-        await asyncio.sleep(0.005)
-        assert not floor.trusted()
-        for _ in range(100):
+        await failed.wait()
+        assert not floor.trusted()  # a failed poll teaches the floor nothing
+        checked.set()
+        for _ in range(1000):
             await asyncio.sleep(0.01)
             if floor.trusted():
                 break
         task.cancel()
 
-    answers.append(Snapshot())
-    answers.extend([Snapshot()] * 200)
     asyncio.run(main())
     assert floor.trusted() and floor.key_revoked("k" * 64)
 

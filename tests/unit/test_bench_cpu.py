@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tools.bench import wrk
-from tools.bench.abab import cpu_ms, monolith_processes
+from tools.bench.abab import STORES_OF_THE_SAME_CONTRACT, cpu_ms, monolith_processes
 from tools.bench.transfers import cpu_lines
 
 pytestmark = pytest.mark.unit
@@ -42,6 +42,9 @@ def test_the_monoliths_cpu_counts_its_postgresql() -> None:
     stack = {"gateway": 10, "ledger": 11, "kafka": 12, "valkey": 13, "postgres": 14}
     assert monolith_processes(stack, 99) == {"monolith": 99, "postgres": 14}
     assert monolith_processes({"gateway": 10}, 99) == {"monolith": 99}  # PostgreSQL given by URL
+    # The same-contract baseline keeps the gateway's records in Valkey too: counted with it.
+    same = monolith_processes(stack, 99, STORES_OF_THE_SAME_CONTRACT)
+    assert same == {"monolith": 99, "postgres": 14, "valkey": 13}
     used = {"monolith": 1.0, "postgres": 0.5}  # CPU seconds over a turn of 500 transfers
     assert cpu_ms(used, 500) == pytest.approx(3.0)
     assert cpu_ms(used, 0) == pytest.approx(1500.0)  # never divided by zero
@@ -67,7 +70,7 @@ def test_the_judged_cpu_turns_are_open_loop_each_at_its_own_share(monkeypatch: p
         )
 
     @contextlib.contextmanager
-    def process(kind: str, dsn: str):  # type: ignore[no-untyped-def]
+    def process(kind: str, dsn: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
         class P:
             pid = 1
 

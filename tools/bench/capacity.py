@@ -146,7 +146,7 @@ def transfers(
     with baseline_process("samecontract", dsn, same.env) as (_, base):
         same_step = transfers_step(base + "/v1/transfers", same.tenants)
         own, why_same = search(
-            "samecontract transfers", same_step, hints.get("samecontract", mono / 3), between
+            "samecontract transfers", same_step, hints.get("samecontract", mono / 3 or 100.0), between
         )
     between()
     url = gateway + "/v1/transfers"
@@ -200,7 +200,7 @@ def customers(
     with baseline_process("samecontract", dsn, same.env) as (_, base):
         same_step = customers_step(base + "/v1/customers", headers, body)
         own, why_same = search(
-            "samecontract customers", same_step, hints.get("samecontract", mono / 3), between
+            "samecontract customers", same_step, hints.get("samecontract", mono / 3 or 100.0), between
         )
     between()
     url = gateway + "/v1/customers"

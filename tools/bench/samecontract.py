@@ -50,7 +50,6 @@ from litestar import Litestar, get
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common import authority
-from common.authfail import FailureLimiter
 from common.authority import EVENT_SIGNERS, RELEASE_SIGNERS
 from common.contracts import Command, Result
 from common.contracts.commands import LEDGER_COMMANDS
@@ -67,9 +66,7 @@ from compliance import usage
 from compliance.handlers import RELEASES
 from compliance.snapshot import Snapshot
 from gateway import revocations
-from gateway.app import ENDPOINTS, _direct_handlers
-from gateway.auth import Authenticator
-from gateway.idempotency import IdempotencyStore
+from gateway.app import ENDPOINTS, _direct_handlers, credentials
 from gateway.pipeline import Pipeline
 from gateway.ratelimit import RateLimiter
 from ledger import authority as ledger_authority
@@ -167,19 +164,7 @@ SERVED = [ep for ep in ENDPOINTS if ep.topic == Topic.COMPLIANCE_COMMANDS]
 def build_pipeline(settings: Settings, sessions: async_sessionmaker[AsyncSession], redis: Any) -> Pipeline:
     """The gateway's pipeline over the stack's Valkey, as gateway.app builds it, with
     :class:`InProcess` where the gateway has its Kafka ``RpcClient``."""
-    failures = FailureLimiter(redis, "gateway", settings.auth_failure_limit_per_minute)
-    floor = revocations.Revocations(trust_s=settings.gateway_revocation_trust_s)
-    auth = Authenticator(
-        redis, sessions, settings.cache_mac, settings.jwt_key, settings.jwt_issuer, failures, floor
-    )
-    idem = IdempotencyStore(
-        redis,
-        settings.idempotency_ttl_s,
-        settings.gateway_timeout_s,
-        settings.key_ring,
-        lease_s=settings.gateway_timeout_s + settings.idempotency_lease_margin_s,
-        mac=settings.cache_mac,
-    )
+    auth, idem = credentials(settings, redis, sessions)
     rpc = InProcess(settings, sessions)
     pipeline = Pipeline(settings, auth, RateLimiter(redis), idem, rpc, sessions)  # type: ignore[arg-type]  # InProcess stands for RpcClient
     rpc.on_results = pipeline.on_results

@@ -11,6 +11,8 @@ from litestar import Litestar, Request, Response, get, route
 from litestar.datastructures import State
 from litestar.enums import HttpMethod
 from litestar.handlers import HTTPRouteHandler
+from redis.asyncio import Redis
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.asyncapi import build_asyncapi
 from common.authfail import FailureLimiter
@@ -118,6 +120,26 @@ def build_door(settings: Settings) -> Door:
     return Door(commands, reads, Identities())
 
 
+def credentials(
+    settings: Settings, redis: Redis, sessions: async_sessionmaker[AsyncSession]
+) -> tuple[Authenticator, IdempotencyStore]:
+    """The pipeline's authentication (its revocation floor in ``Authenticator.revocations``,
+    for the caller to poll) and its idempotency records, over Valkey and PostgreSQL."""
+    failures = FailureLimiter(redis, "gateway", settings.auth_failure_limit_per_minute)
+    mac = settings.cache_mac  # the gateway's key for what it trusts from Valkey
+    floor = revocations.Revocations(trust_s=settings.gateway_revocation_trust_s)
+    auth = Authenticator(redis, sessions, mac, settings.jwt_key, settings.jwt_issuer, failures, floor)
+    idem = IdempotencyStore(
+        redis,
+        settings.idempotency_ttl_s,
+        settings.gateway_timeout_s,
+        settings.key_ring,
+        lease_s=settings.gateway_timeout_s + settings.idempotency_lease_margin_s,
+        mac=mac,
+    )
+    return auth, idem
+
+
 def create_app(settings: Settings) -> Litestar:
     door = build_door(settings)
 
@@ -131,23 +153,11 @@ def create_app(settings: Settings) -> Litestar:
         assert redis is not None
         await ensure_shared_topics(settings)
         await runtime.broker.start()
-        failures = FailureLimiter(redis, "gateway", settings.auth_failure_limit_per_minute)
-        mac = settings.cache_mac  # the gateway's key for what it trusts from Valkey
-        floor = revocations.Revocations(trust_s=settings.gateway_revocation_trust_s)
-        auth = Authenticator(
-            redis, runtime.sessions, mac, settings.jwt_key, settings.jwt_issuer, failures, floor
-        )
+        auth, idem = credentials(settings, redis, runtime.sessions)
+        floor = auth.revocations
         poll = revocations.reader(runtime.sessions)
         runtime.supervisor.start(
             "revocations", lambda: revocations.poll_forever(floor, poll, settings.gateway_revocation_poll_s)
-        )
-        idem = IdempotencyStore(
-            redis,
-            settings.idempotency_ttl_s,
-            settings.gateway_timeout_s,
-            settings.key_ring,
-            lease_s=settings.gateway_timeout_s + settings.idempotency_lease_margin_s,
-            mac=mac,
         )
 
         async def record(results: list[Result]) -> None:  # answers seen by the reply consumer

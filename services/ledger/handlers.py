@@ -125,47 +125,53 @@ class LedgerConsumer:
         return result
 
     async def run_batch(self, cmds: Sequence[LedgerCommand]) -> None:
-        """One transaction for the batch, three statements for its writes (claim and read,
-        lock, write: ``repository.batch``); the reads after them; commit, dispatch the outbox."""
+        """One transaction for the batch (:meth:`apply_batch`); commit, dispatch the outbox."""
         started = time.perf_counter()
         async with self.sessions() as session:
             async with session.begin():
                 journal = Journal.begin(session)
-                writes = list({c.command_id: c for c in cmds if not service.is_read(c)}.values())
-                claimed = await service.claim(session, writes, self.inbox) if writes else None
-                todo = [c for c in writes if claimed is not None and c.command_id in claimed.fresh]
-                if todo:
-                    request_id_var.set(todo[0].ctx.request_id)
-                results: dict[str, bytes] = {}
-                if claimed is not None:
-                    outcomes = await service.execute_writes(
-                        session, journal, todo, self.ledger_config, claimed
-                    )
-                    for cmd, (effects, err) in zip(todo, outcomes, strict=True):
-                        request_id_var.set(cmd.ctx.request_id)
-                        results[cmd.command_id] = self._settle(session, cmd, effects, err)
-                    # Replies in batch order; a redelivered command answers its stored result again.
-                    for cmd in cmds:
-                        stored = results.get(cmd.command_id) or claimed.previous.get(cmd.command_id)
-                        if stored is not None and not service.is_read(cmd) and (to := self._reply_to(cmd)):
-                            answer = OutMessage(to, stored, partition=0, request_id=cmd.ctx.request_id)
-                            self.outbox.add(session, answer)
-                    msgs = await service.write(session, journal, results, self.outbox)
-                else:
-                    msgs = []
-                for cmd in cmds:
-                    if service.is_read(cmd):
-                        request_id_var.set(cmd.ctx.request_id)
-                        answer_ = await self._read(session, cmd)
-                        if to := self._reply_to(cmd):
-                            read = OutMessage(to, answer_, partition=0, request_id=cmd.ctx.request_id)
-                            self.outbox.add(session, read)
-                msgs += await self.outbox.write(session)
+                msgs = await self.apply_batch(session, journal, cmds)
             self.stats.add(len(cmds), time.perf_counter() - started, journal.lock_wait_s)
             if msgs:
                 await failpoint("ledger.after_commit")
             await self.outbox.dispatch(self.sessions, msgs, Outbox.pruned(session))
         self.processed += len(cmds)
+
+    async def apply_batch(
+        self, session: AsyncSession, journal: Journal, cmds: Sequence[LedgerCommand]
+    ) -> list[OutMessage]:
+        """A batch in the caller's transaction, three statements for its writes (claim and
+        read, lock, write: ``repository.batch``), then the reads; returns the outbox messages
+        written, for dispatch after commit. (The boundary owns the transaction: the Kafka
+        consumer's :meth:`run_batch`, or an in-process caller such as tools.bench.samecontract.)"""
+        writes = list({c.command_id: c for c in cmds if not service.is_read(c)}.values())
+        claimed = await service.claim(session, writes, self.inbox) if writes else None
+        todo = [c for c in writes if claimed is not None and c.command_id in claimed.fresh]
+        if todo:
+            request_id_var.set(todo[0].ctx.request_id)
+        results: dict[str, bytes] = {}
+        if claimed is not None:
+            outcomes = await service.execute_writes(session, journal, todo, self.ledger_config, claimed)
+            for cmd, (effects, err) in zip(todo, outcomes, strict=True):
+                request_id_var.set(cmd.ctx.request_id)
+                results[cmd.command_id] = self._settle(session, cmd, effects, err)
+            # Replies in batch order; a redelivered command answers its stored result again.
+            for cmd in cmds:
+                stored = results.get(cmd.command_id) or claimed.previous.get(cmd.command_id)
+                if stored is not None and not service.is_read(cmd) and (to := self._reply_to(cmd)):
+                    answer = OutMessage(to, stored, partition=0, request_id=cmd.ctx.request_id)
+                    self.outbox.add(session, answer)
+            msgs = await service.write(session, journal, results, self.outbox)
+        else:
+            msgs = []
+        for cmd in cmds:
+            if service.is_read(cmd):
+                request_id_var.set(cmd.ctx.request_id)
+                answer_ = await self._read(session, cmd)
+                if to := self._reply_to(cmd):
+                    read = OutMessage(to, answer_, partition=0, request_id=cmd.ctx.request_id)
+                    self.outbox.add(session, read)
+        return msgs + await self.outbox.write(session)
 
     def _reply_to(self, cmd: LedgerCommand) -> str | None:
         """Where ``cmd``'s answer may go (``common.replies``): None for none, or for an address

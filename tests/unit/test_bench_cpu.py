@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tools.bench import wrk
-from tools.bench.abab import cpu_ms, monolith_processes
+from tools.bench.abab import STORES_OF_THE_SAME_CONTRACT, cpu_ms, monolith_processes
 from tools.bench.transfers import cpu_lines
 
 pytestmark = pytest.mark.unit
@@ -42,6 +42,9 @@ def test_the_monoliths_cpu_counts_its_postgresql() -> None:
     stack = {"gateway": 10, "ledger": 11, "kafka": 12, "valkey": 13, "postgres": 14}
     assert monolith_processes(stack, 99) == {"monolith": 99, "postgres": 14}
     assert monolith_processes({"gateway": 10}, 99) == {"monolith": 99}  # PostgreSQL given by URL
+    # The same-contract baseline keeps the gateway's records in Valkey too: counted with it.
+    same = monolith_processes(stack, 99, STORES_OF_THE_SAME_CONTRACT)
+    assert same == {"monolith": 99, "postgres": 14, "valkey": 13}
     used = {"monolith": 1.0, "postgres": 0.5}  # CPU seconds over a turn of 500 transfers
     assert cpu_ms(used, 500) == pytest.approx(3.0)
     assert cpu_ms(used, 0) == pytest.approx(1500.0)  # never divided by zero
@@ -67,7 +70,7 @@ def test_the_judged_cpu_turns_are_open_loop_each_at_its_own_share(monkeypatch: p
         )
 
     @contextlib.contextmanager
-    def process(kind: str, dsn: str):  # type: ignore[no-untyped-def]
+    def process(kind: str, dsn: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
         class P:
             pid = 1
 
@@ -81,3 +84,46 @@ def test_the_judged_cpu_turns_are_open_loop_each_at_its_own_share(monkeypatch: p
     )
     assert turns == [("http://mono/v1/transfers", 1000.0), ("http://suite/v1/transfers", 300.0)] * 2
     assert [round(p.cpu_multiple, 6) for p in pairs] == [4.0, 4.0]  # 4 ms over 1 ms, per 2xx answer
+
+
+def test_the_same_contract_turns_run_it_with_the_suites_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same-contract baseline's turns start it with the suite's environment (its stores and
+    secrets) and count its process, PostgreSQL and Valkey; the suite's services are not counted."""
+    import contextlib
+
+    from tools.bench import abab as bench_abab
+
+    started: list[tuple[str, dict[str, str] | None]] = []
+    counted_in_turns: list[set[str]] = []
+
+    def turn(url: str, tenants: list[dict[str, object]], rate: float, counted: dict[str, int]):  # type: ignore[no-untyped-def]
+        counted_in_turns.append(set(counted))
+        return rate, dict.fromkeys(counted, 0.01), int(rate * 10), 0
+
+    @contextlib.contextmanager
+    def process(kind: str, dsn: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+        started.append((kind, env))
+
+        class P:
+            pid = 1
+
+        yield P(), "http://same"
+
+    monkeypatch.setattr(bench_abab, "open_turn", turn)
+    monkeypatch.setattr(bench_abab, "baseline_process", process)
+    monkeypatch.setattr(bench_abab, "PAIRS", 1)
+    stack = {"gateway": 2, "ledger": 3, "valkey": 4, "postgres": 5, "kafka": 6}
+    env = {"SLUICE_DATABASE_URL": "postgresql+asyncpg://x/y"}
+    bench_abab.run_open(
+        "http://suite/v1/transfers",
+        [],
+        [],
+        (100.0, 100.0),
+        stack,
+        "dsn",
+        lambda: None,
+        kind="samecontract",
+        env=env,
+    )
+    assert started == [("samecontract", env)]
+    assert counted_in_turns == [{"monolith", "postgres", "valkey"}, set(stack)]

@@ -20,8 +20,9 @@ def full(**kw: object) -> Results:
         frozenset({"idle", "customers", "transfers", "overload"}),
         idle={"gateway": 0.004, "kafka": 0.02, "postgres": 0.01},
         customers_ratio=0.6,
-        transfers_ratio=0.55,
-        cpu_multiple=3.5,
+        transfers_ratio=0.7,
+        cpu_multiple=1.5,
+        cpu_multiple_fixed=2.0,
         sequential={"p50_ms": 9.0, "p99_ms": 20.0},
         half_load={"customers": dict(HALF), "transfers": dict(HALF)},
         overload={"bench-overload": [], "bench-overload-4x": []},
@@ -42,7 +43,8 @@ def test_each_missed_target_is_named_and_exits_1() -> None:
         idle={"gateway": 0.01, "kafka": 0.04, "postgres": 0.01},
         customers_ratio=0.3,
         transfers_ratio=0.45,
-        cpu_multiple=6.2,
+        cpu_multiple=1.62,
+        cpu_multiple_fixed=2.4,
         sequential={"p50_ms": 13.0, "p99_ms": 31.0},
         half_load={"customers": dict(HALF), "transfers": {**HALF, "p99_ms": 140.0, "refused": 3.0}},
         overload={"bench-overload": [], "bench-overload-4x": ["goodput >= 0.9"]},
@@ -50,9 +52,11 @@ def test_each_missed_target_is_named_and_exits_1() -> None:
     assert verdict(r) == [
         "MISSED: idle stack <= 5% of one core (measured 6.0%)",
         "MISSED: idle broker <= 3.5% of one core (measured 4.0%)",
-        "MISSED: customers ratio >= 0.5 (measured 0.30)",
-        "MISSED: transfers ratio >= 0.5 (measured 0.45)",
-        "MISSED: CPU per transfer <= 4x the monolith's (measured 6.2x)",
+        "MISSED: customers capacity >= 0.6 of the same-contract baseline's (measured 0.30)",
+        "MISSED: transfers capacity >= 0.7 of the same-contract baseline's (measured 0.45)",
+        "MISSED: CPU per transfer <= 1.5x the same-contract baseline's, each at its capacity"
+        " (measured 1.62x)",
+        "MISSED: CPU per transfer <= 2.0x the same-contract baseline's, both at 350/s (measured 2.40x)",
         "MISSED: sequential p50 <= 12 ms (measured 13.0 ms)",
         "MISSED: sequential p99 <= 25 ms (measured 31.0 ms)",
         "MISSED: transfers half load p99 <= 100 ms (measured 140 ms)",
@@ -73,7 +77,10 @@ def test_a_part_asked_for_but_not_measured_is_an_error() -> None:
     r.errors.append("overload: no capacity to load against")
     assert verdict(r)[0] == "ERROR: overload: no capacity to load against"
     transfers = full(transfers_ratio=None, sequential=None)  # e.g. the pipeline never settled
-    assert errors(transfers) == ["transfers ratio not measured", "sequential not measured"]
+    assert errors(transfers) == [
+        "transfers ratio over the same-contract baseline not measured",
+        "sequential not measured",
+    ]
     assert exit_code(transfers) == 1
 
 
@@ -86,3 +93,31 @@ def test_an_unknown_part_is_an_error() -> None:
 def test_a_part_not_asked_for_is_not_judged() -> None:
     r = Results(frozenset({"customers"}), customers_ratio=0.7, half_load={"customers": dict(HALF)})
     assert exit_code(r) == 0
+
+
+def test_the_fixed_rate_point_unmeasured_is_an_error_not_a_pass() -> None:
+    """No sweep at 350/s exists yet: the transfers part says so on an ERROR: line and exits 1,
+    whatever the other figures."""
+    r = full(cpu_multiple_fixed=None)
+    assert missed(r) == []
+    assert errors(r) == [
+        "CPU per transfer over the same-contract baseline at 350/s (no sweep at a fixed rate "
+        "measures it yet) not measured"
+    ]
+    assert exit_code(r) == 1
+
+
+def test_the_minimal_monoliths_ratios_are_printed_beside_and_not_judged() -> None:
+    """The suite far behind the minimal monolith, level with the same-contract baseline: the
+    minimal figures are shown first, and every target is met."""
+    r = full(minimal={"transfers ratio": 0.12, "customers ratio": 0.2, "CPU multiple": 9.5})
+    assert missed(r) == [] and exit_code(r) == 0
+    assert verdict(r) == [
+        "over the minimal monolith (the floor; not judged): CPU multiple 9.50, customers ratio 0.20, "
+        "transfers ratio 0.12",
+        "bench: every target met (customers, idle, overload, transfers)",
+    ]
+    r.transfers_ratio = 0.69  # just under 0.7 of the same-contract baseline: missed
+    assert verdict(r)[1:] == [
+        "MISSED: transfers capacity >= 0.7 of the same-contract baseline's (measured 0.69)"
+    ]

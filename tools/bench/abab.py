@@ -40,14 +40,20 @@ BROKERS = ("kafka", "tansu")  # how tools.stack.stores names a broker process
 
 
 STORES_OF_THE_MONOLITH = ("postgres",)  # the stack's processes that do the monolith's work too
+# The same-contract baseline (tools.bench.samecontract) also keeps the gateway's keys, limits
+# and idempotency records in the stack's Valkey.
+STORES_OF_THE_SAME_CONTRACT = ("postgres", "valkey", "redis")
 
 
-def monolith_processes(stack: dict[str, int], monolith_pid: int) -> dict[str, int]:
-    """What the monolith's CPU per transfer counts (yardstick 5): its own process and its
-    PostgreSQL (the postmaster and every process under it: its backends, the WAL writer, the
-    checkpointer, autovacuum), as the suite's figure counts them. The monolith uses the stack's
-    PostgreSQL; the suite's services idle during its turn and are not counted."""
-    return {"monolith": monolith_pid, **{k: v for k, v in stack.items() if k in STORES_OF_THE_MONOLITH}}
+def monolith_processes(
+    stack: dict[str, int], monolith_pid: int, stores: tuple[str, ...] = STORES_OF_THE_MONOLITH
+) -> dict[str, int]:
+    """What a baseline's CPU per transfer counts (yardstick 5): its own process and the stores
+    it uses, its PostgreSQL (the postmaster and every process under it: its backends, the WAL
+    writer, the checkpointer, autovacuum) and for the same-contract baseline the Valkey, as the
+    suite's figure counts them. A baseline uses the stack's stores; the suite's services idle
+    during its turn and are not counted."""
+    return {"monolith": monolith_pid, **{k: v for k, v in stack.items() if k.split("-")[0] in stores}}
 
 
 def cpu_ms(used: dict[str, float], done: float) -> float:
@@ -175,15 +181,19 @@ def run_open(
     pids: dict[str, int],
     dsn: str,
     between: Callable[[], None],
+    kind: str = "monolith",
+    env: dict[str, str] | None = None,
 ) -> list[Pair]:
-    """``PAIRS`` alternating open-loop turns, monolith first, at ``rates`` (the monolith's, the
-    suite's): the CPU per transfer of each (its PostgreSQL included) and their multiple. Prints
-    a line per pair."""
+    """``PAIRS`` alternating open-loop turns, the baseline first (``kind``: the minimal
+    ``monolith``, or ``samecontract`` run with the suite's ``env``), at ``rates`` (the
+    baseline's, the suite's): the CPU per transfer of each (its stores included) and their
+    multiple. Prints a line per pair."""
     mono_rate, rate = rates
     pairs: list[Pair] = []
-    with baseline_process("monolith", dsn) as (mono, base):
+    stores = STORES_OF_THE_SAME_CONTRACT if kind == "samecontract" else STORES_OF_THE_MONOLITH
+    with baseline_process(kind, dsn, env) as (mono, base):
         mono_url = base + "/v1/transfers"
-        mono_pids = monolith_processes(pids, mono.pid)
+        mono_pids = monolith_processes(pids, mono.pid, stores)
         for i in range(1, PAIRS + 1):
             between()
             m_rps, m_used, m_ok, m_bad = open_turn(mono_url, mono_tenants, mono_rate, mono_pids)
@@ -201,7 +211,7 @@ def run_open(
             )
             pairs.append(pair)
             print(
-                f"open pair {i}: monolith at {mono_rate:.0f}/s {m_rps:.0f} 2xx/s, {m_bad} not 2xx "
+                f"open pair {i}: {kind} at {mono_rate:.0f}/s {m_rps:.0f} 2xx/s, {m_bad} not 2xx "
                 f"({pair.mono_cpu_ms:.2f} ms CPU each: {per_request(m_used, m_ok)}) | suite at {rate:.0f}/s "
                 f"{s_rps:.0f} 2xx/s, {bad} not 2xx ({pair.suite_cpu_ms:.2f} ms CPU each = "
                 f"{pair.cpu_multiple:.1f}x; "
@@ -211,12 +221,12 @@ def run_open(
     return pairs
 
 
-def open_summary(pairs: list[Pair], share: float) -> str:
+def open_summary(pairs: list[Pair], share: float, kind: str = "monolith") -> str:
     return (
         f"ABAB x{len(pairs)} open loop, each at {share:.0%} of its capacity: CPU per transfer "
         f"{spread([p.suite_cpu_ms for p in pairs])} ms = "
-        f"{spread([p.cpu_multiple for p in pairs], '{:.1f}')}x "
-        f"the monolith's {spread([p.mono_cpu_ms for p in pairs])} ms; broker share "
+        f"{spread([p.cpu_multiple for p in pairs], '{:.2f}')}x "
+        f"the {kind}'s {spread([p.mono_cpu_ms for p in pairs])} ms; broker share "
         f"{spread([100 * p.broker_share for p in pairs], '{:.1f}')} %"
     )
 

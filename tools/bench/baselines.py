@@ -7,6 +7,8 @@ uvicorn): a bare endpoint, and the monolith a user could pick instead.
   (``bench_ledger``): both wallets read, two balance updates in a global lock order (account id)
   with the overdraft check in the debit's WHERE clause, the transfer row (unique per
   idempotency key: a replay answers the original), one journal entry and its two postings.
+- ``samecontract``: the suite's own code in one process, one transaction per request
+  (tools.bench.samecontract), run with the suite's environment.
 - ``python -m tools.bench.baselines seed DSN N``: creates ``bench_ledger`` with N funded wallets
   and prints their ids (what the transfer load generators read).
 """
@@ -249,4 +251,9 @@ if __name__ == "__main__":
         print("\n".join(asyncio.run(seed(sys.argv[2], int(sys.argv[3])))))
     else:
         kind, port = sys.argv[1], int(sys.argv[2])
-        serve(create(kind, os.environ.get("BENCH_DSN", "")), "127.0.0.1", port)
+        if kind == "samecontract":  # the suite's code in one process: tools.bench.samecontract
+            from tools.bench import samecontract
+
+            serve(samecontract.create(), "127.0.0.1", port)
+        else:
+            serve(create(kind, os.environ.get("BENCH_DSN", "")), "127.0.0.1", port)

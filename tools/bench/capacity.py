@@ -1,25 +1,29 @@
-"""Capacity of the suite and of the monolith, measured the same way (docs/performance/index.md,
+"""Capacity of the suite and of its two baselines (the minimal monolith, the same-contract
+baseline: docs/performance/index.md, "Two baselines"), measured the same way (docs/performance/index.md,
 yardstick 1): the open-loop steps :mod:`tools.bench.capacity_search` decides, each at least ``BENCH_STEP_S``
 (10) seconds, until it has the highest rate with p99 <= 500 ms and at most 1 % not 2xx.
 
 Transfers: the overload part's six tenants (:data:`tools.bench.overload.part.SHARES`, 20 wallets
-each) against the suite, and the same shape over the monolith's seeded wallets, through the
-overload driver (its own process, which reports its lag behind the schedule). Customers: the
-open-loop generator (tools.bench.load) against both. Between steps ``between`` runs (the wait for
-a quiet stack: tools.bench.quiesce).
+each) against the suite, the same shape over the monolith's seeded wallets and over six tenants
+provisioned through the same-contract baseline, through the overload driver (its own process,
+which reports its lag behind the schedule). Customers: the open-loop generator
+(tools.bench.load) against all three. The judged ratios are over the same-contract baseline;
+the minimal monolith's go to ``Results.minimal``, printed beside them. Between steps
+``between`` runs (the wait for a quiet stack: tools.bench.quiesce).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from tools.bench.answers import Answer, failed_by_reason, open_loop
 from tools.bench.capacity_search import MIN_STEP_S, Search, Step, capacity, gave_up, line, next_rate, step_of
 from tools.bench.driver import drive_once
 from tools.bench.measure import baseline_process, not_2xx, run_load
-from tools.bench.overload.part import same_shape
+from tools.bench.overload.part import provision_tenants, same_shape
 from tools.bench.targets import Results
 
 STEP_S = max(MIN_STEP_S, float(os.environ.get("BENCH_STEP_S", "10")))
@@ -94,6 +98,34 @@ def customers_step(url: str, headers: list[str], body: str) -> Callable[[float],
     return run
 
 
+@dataclass(frozen=True)
+class SameContract:
+    """The same-contract baseline (tools.bench.samecontract) to measure beside the minimal
+    monolith: the suite's environment it runs with, and for transfers the six tenants'
+    shape provisioned through it (tools.bench.overload.part.provision_tenants)."""
+
+    env: dict[str, str]
+    tenants: list[dict[str, Any]] = field(default_factory=list)
+
+
+def provision_same(same: SameContract, dsn: str, admin: str, token: str) -> list[dict[str, Any]]:
+    """The six tenants' shape provisioned through the same-contract baseline: each tenant and
+    key through admin, its wallets funded through the baseline's own API (the services' code)."""
+    with baseline_process("samecontract", dsn, same.env) as (_, base):
+        return provision_tenants(base, admin, token)
+
+
+def _ratios(results: Results, part: str, suite: float, mono: float, same: float) -> tuple[str, str]:
+    """The judged ratio (over the same-contract baseline) and the minimal monolith's, beside."""
+    judged = suite / same if suite > 0 and same > 0 else None
+    setattr(results, f"{part}_ratio", judged)
+    if suite > 0 and mono > 0:
+        results.minimal[f"{part} ratio"] = suite / mono
+    return (f"{judged:.2f}" if judged is not None else "-"), (
+        f"{suite / mono:.2f}" if suite > 0 and mono > 0 else "-"
+    )
+
+
 def transfers(
     gateway: str,
     tenants: list[dict[str, Any]],
@@ -102,24 +134,37 @@ def transfers(
     hints: dict[str, float],
     results: Results,
     between: Callable[[], None],
+    same: SameContract,
 ) -> float:
-    """The monolith's and the suite's transfer capacity on the same six-tenant load, their
-    ratio, and the suite at half its capacity; returns the suite's capacity (0: none)."""
+    """The minimal monolith's, the same-contract baseline's and the suite's transfer capacity
+    on the same six-tenant load, the ratios, and the suite at half its capacity; returns the
+    suite's capacity (0: none)."""
     with baseline_process("monolith", dsn) as (_, base):
         mono_step = transfers_step(base + "/v1/transfers", same_shape(seeded))
         mono, why_mono = search("monolith transfers", mono_step, hints.get("monolith", 100.0), between)
+    between()
+    with baseline_process("samecontract", dsn, same.env) as (_, base):
+        same_step = transfers_step(base + "/v1/transfers", same.tenants)
+        own, why_same = search(
+            "samecontract transfers", same_step, hints.get("samecontract", mono / 3 or 100.0), between
+        )
     between()
     url = gateway + "/v1/transfers"
     suite, why_suite = search(
         "suite transfers", transfers_step(url, tenants), hints.get("suite", 100.0), between
     )
-    for who, why in (("monolith", why_mono), ("suite", why_suite)):
+    for who, why in (("monolith", why_mono), ("same-contract baseline", why_same), ("suite", why_suite)):
         if why:
             results.errors.append(f"transfers capacity of the {who}: {why}")
-    results.transfers_ratio = suite / mono if suite > 0 and mono > 0 else None
-    results.capacities.update({"suite transfers": suite, "monolith transfers": mono})
-    ratio = f"{suite / mono:.2f}" if suite > 0 and mono > 0 else "-"
-    print(f"bench-capacity: transfers suite {suite:.0f}/s, monolith {mono:.0f}/s, ratio {ratio}", flush=True)
+    results.capacities.update(
+        {"suite transfers": suite, "monolith transfers": mono, "samecontract transfers": own}
+    )
+    judged, floor = _ratios(results, "transfers", suite, mono, own)
+    print(
+        f"bench-capacity: transfers suite {suite:.0f}/s, same-contract {own:.0f}/s, ratio {judged} (judged); "
+        f"minimal monolith {mono:.0f}/s, ratio {floor} (not judged)",
+        flush=True,
+    )
     if suite > 0:
         between()
         records = half_load(url, tenants, suite / 2, HALF_S)
@@ -143,23 +188,34 @@ def customers(
     hints: dict[str, float],
     results: Results,
     between: Callable[[], None],
+    same: SameContract,
 ) -> float:
-    """The monolith's and the suite's customer capacity, their ratio, and the suite at half its
-    capacity; returns the suite's capacity (0: none)."""
+    """The minimal monolith's, the same-contract baseline's (with the suite's API key: both
+    read the same tenants) and the suite's customer capacity, the ratios, and the suite at half
+    its capacity; returns the suite's capacity (0: none)."""
     with baseline_process("monolith", dsn) as (_, base):
         mono_step = customers_step(base + "/v1/customers", [], body)
         mono, why_mono = search("monolith customers", mono_step, hints.get("monolith", 100.0), between)
+    between()
+    with baseline_process("samecontract", dsn, same.env) as (_, base):
+        same_step = customers_step(base + "/v1/customers", headers, body)
+        own, why_same = search(
+            "samecontract customers", same_step, hints.get("samecontract", mono / 3 or 100.0), between
+        )
     between()
     url = gateway + "/v1/customers"
     suite, why_suite = search(
         "suite customers", customers_step(url, headers, body), hints.get("suite", 100.0), between
     )
-    for who, why in (("monolith", why_mono), ("suite", why_suite)):
+    for who, why in (("monolith", why_mono), ("same-contract baseline", why_same), ("suite", why_suite)):
         if why:
             results.errors.append(f"customers capacity of the {who}: {why}")
-    results.customers_ratio = suite / mono if suite > 0 and mono > 0 else None
-    ratio = f"{suite / mono:.2f}" if suite > 0 and mono > 0 else "-"
-    print(f"bench-capacity: customers suite {suite:.0f}/s, monolith {mono:.0f}/s, ratio {ratio}", flush=True)
+    judged, floor = _ratios(results, "customers", suite, mono, own)
+    print(
+        f"bench-capacity: customers suite {suite:.0f}/s, same-contract {own:.0f}/s, ratio {judged} (judged); "
+        f"minimal monolith {mono:.0f}/s, ratio {floor} (not judged)",
+        flush=True,
+    )
     if suite > 0:
         between()
         args = ["--body", body, "--duration", str(HALF_S), "--rate", str(suite / 2), "--unique"]

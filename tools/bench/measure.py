@@ -124,13 +124,16 @@ def run_load(url: str, *args: str, headers: list[str]) -> dict[str, Any]:
 
 
 @contextmanager
-def baseline_process(kind: str, dsn: str) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    """A baseline server (``tools.bench.baselines``: ``bare``, ``monolith``, ...) on a free port,
-    ready; its process and base URL; stopped on exit."""
+def baseline_process(
+    kind: str, dsn: str, env: dict[str, str] | None = None
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """A baseline server (``tools.bench.baselines``: ``bare``, ``monolith``, ``samecontract``)
+    on a free port, ready; its process and base URL; stopped on exit. ``env``: the suite's
+    environment (its stores and secrets), which ``samecontract`` runs with."""
     port = free_port()
     p = subprocess.Popen(  # bench load process, argv list, no shell  # nosec B603
         [sys.executable, "-m", "tools.bench.baselines", kind, str(port)],
-        env=python_env({"BENCH_DSN": dsn}),
+        env=python_env({**(env or {}), "BENCH_DSN": dsn}),
         cwd=ROOT,
     )
     try:

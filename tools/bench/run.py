@@ -5,12 +5,15 @@ overload, sizing) picks the parts; ``BENCH_IDLE_S=0`` skips the idle measurement
 (tools.bench.sizing) measures what one transfer and one customer cost, the inputs
 of docs/operations/sizing.md, and judges nothing.
 
-1. bare: a Litestar endpoint that answers at once; 2. monolith: Litestar doing the same work
-synchronously with asyncpg; 3. e2e: the suite (gateway -> compliance -> ledger -> gateway over
+1. bare: a Litestar endpoint that answers at once; 2. monolith: Litestar doing a fraction of the
+work synchronously with asyncpg (the floor, tools.bench.baselines); 3. samecontract: the
+services' own code in one process, one transaction per request (tools.bench.samecontract), the
+baseline the ratios are judged against; 4. e2e: the suite (gateway -> compliance -> ledger -> gateway over
 Kafka), one process per service. Load comes from separate processes (tools.bench.load, wrk, the
 overload driver). One capacity (tools.bench.capacity; docs/performance/index.md): the highest
-open-loop rate with p99 <= 500 ms and at most 1 % not 2xx, searched the same way for the
-monolith and the suite; the ratios are capacity over capacity, and the half load, 2x and 4x
+open-loop rate with p99 <= 500 ms and at most 1 % not 2xx, searched the same way for both
+baselines and the suite; the ratios are capacity over capacity (judged over the same-contract
+baseline's, the minimal monolith's printed beside them), and the half load, 2x and 4x
 are multiples of the suite's. The last lines are the verdict (tools.bench.targets): a ``MISSED:``
 line per missed target, an ``ERROR:`` line per part not measured; either exits 1.
 """
@@ -107,6 +110,7 @@ def customers_e2e(
     results: Results,
     dsn: str,
     between: Callable[[], None],
+    same: bench_capacity.SameContract,
 ) -> str:
     admin = procs["admin"].url
     auth = {"Authorization": f"Bearer {token}"}
@@ -146,10 +150,14 @@ def customers_e2e(
     served = e2e["requests"] - e2e["errors"]  # answered 2xx: a refusal is no customer created
     print("cpu per 2xx answer (closed loop): " + cpu_report(pids, cpu_before, served), flush=True)
     hints = {"suite": e2e["ok_rps"], "monolith": mono["ok_rps"]}  # where the searches start
-    suite = bench_capacity.customers(procs["gateway"].url, dsn, headers, BODY, hints, results, between)
+    suite = bench_capacity.customers(procs["gateway"].url, dsn, headers, BODY, hints, results, between, same)
     ratio = f"{results.customers_ratio:.2f}" if results.customers_ratio is not None else "-"
+    floor = results.minimal.get("customers ratio")
     closed = f"e2e {e2e['ok_rps']:.0f}, monolith {mono['ok_rps']:.0f}, bare {mono['bare_rps']:.0f} req/s"
-    return f"bench: customers capacity {suite:.0f} req/s, ratio over the monolith's {ratio}; closed {closed}"
+    return (
+        f"bench: customers capacity {suite:.0f} req/s, ratio over the same-contract baseline's {ratio} "
+        f"(over the minimal monolith's {'-' if floor is None else f'{floor:.2f}'}); closed {closed}"
+    )
 
 
 def main() -> int:
@@ -208,8 +216,9 @@ def main() -> int:
 
         if "sizing" in PARTS:  # before the other parts drive the suite: costs on a fresh one
             lines.append(bench_sizing.run(stack, between, results))
+        same = bench_capacity.SameContract(stack.suite.env)  # the same-contract baseline's
         if "customers" in PARTS:
-            lines.append(customers_e2e(procs, token, pids, mono, results, dsn, between))
+            lines.append(customers_e2e(procs, token, pids, mono, results, dsn, between, same))
         capacity = 0.0
         gw, admin = procs["gateway"], procs["admin"].url
         tenants: list[dict[str, Any]] | None = None
@@ -218,23 +227,22 @@ def main() -> int:
             lines.append(line)
             if hints:  # one capacity (yardstick 1): ratio, half load, 2x and 4x use it
                 tenants = bench_overload.provision_tenants(gw.url, admin, token)
+                same.tenants.extend(bench_capacity.provision_same(same, dsn, admin, token))
                 capacity = bench_capacity.transfers(
-                    gw.url, tenants, dsn, transfer_base["seeded"], hints, results, between
+                    gw.url, tenants, dsn, transfer_base["seeded"], hints, results, between, same
                 )
-            if capacity > 0 and tenants is not None and results.capacities.get("monolith transfers"):
-                lines.append(
-                    bench_transfers.cpu_abab(
-                        gw.url,
-                        tenants,
-                        bench_overload.same_shape(transfer_base["seeded"]),
-                        dsn,
-                        (results.capacities["monolith transfers"], capacity),
-                        pids,
-                        procs["ledger"].url,
-                        stack.uncounted,
-                        results,
-                        between,
-                    )
+            if capacity > 0 and tenants is not None:
+                lines += bench_transfers.cpu_abab(
+                    gw.url,
+                    tenants,
+                    bench_overload.same_shape(transfer_base["seeded"]),
+                    dsn,
+                    pids,
+                    procs["ledger"].url,
+                    stack.uncounted,
+                    results,
+                    between,
+                    same,
                 )
         if "transfers" not in PARTS:
             # Tuning the door: the overload part alone, at a capacity measured before

@@ -100,8 +100,8 @@ def broker_security(settings: Any) -> BaseSecurity | None:
 def producer_args(settings: Any) -> dict[str, Any]:
     """Delivery settings of every producer: idempotent with acks=all where the broker supports
     it (``SLUICE_KAFKA_IDEMPOTENT_PRODUCER``), else acks from the partition leader (Tansu); every
-    batch compressed as ``SLUICE_KAFKA_COMPRESSION`` says (lz4: the JSON records shrink to about
-    a third, for less than a tenth of a millisecond of CPU a record)."""
+    batch compressed as ``SLUICE_KAFKA_COMPRESSION`` says (lz4: the records shrink to 37-69 % of
+    their size, docs/performance/history.md, round 6)."""
     compression = {"compression_type": settings.kafka_compression} if settings.kafka_compression else {}
     if settings.kafka_idempotent_producer:
         return {"enable_idempotence": True, "acks": "all", **compression}

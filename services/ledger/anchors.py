@@ -298,9 +298,9 @@ class Anchors:
     async def _read(
         self, found: Found, positions: dict[TopicPartition, int], own: bool = False
     ) -> None:  # pragma: no mutate block
-        """Read the topic from ``positions`` to its end now: on the publishing task's kept
-        reader (left paused, so that it fetches nothing between turns), or unless it runs (or
-        ``own``) on a consumer of its own."""
+        """Read the topic from ``positions`` to its end now: while the publishing task runs, on
+        its kept reader (paused between turns, so that it fetches nothing); otherwise, or when
+        ``own`` (verify_journal's full read), on a consumer of its own."""
         if own or not self._keep:
             await self._read_on(found, positions, None)
             return

@@ -226,9 +226,9 @@ def stage_events(
 def stage_fact(
     session: AsyncSession, outbox: Outbox, topics: Topics, events: list[Event], key: SigningKey
 ) -> None:
-    """The events one command produced, in ONE record (one record per fact, not per event: a
-    book transfer's created and two updated events), encoded and signed once; a single event as
-    itself."""
+    """The events one command produced, in ONE record (one record per fact, not per event, when
+    a command produces several), encoded and signed once; a single event, as a book transfer's
+    ``transfer.created`` now is, as itself."""
     if len(events) < 2:
         stage_events(session, outbox, topics, events, key)
         return

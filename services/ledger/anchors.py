@@ -253,9 +253,8 @@ class Anchors:
                 await self.publish_once()
                 await asyncio.sleep(self.interval_s)
         finally:
-            self._keep, kept, self._kept = False, self._kept, None
-            if kept is not None:
-                await kept.stop()
+            self._keep = False
+            await self._drop_kept()
 
     # Kafka I/O, not mutated: the integration test_journal_anchor_chain.py (two instances) covers it
     async def catch_up(self) -> None:  # pragma: no mutate block

@@ -7,8 +7,6 @@ after its first batch is all pending when the second joins."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -20,17 +18,11 @@ from aiokafka.admin import NewTopic
 from common import kafka
 from common.broker import create_broker, subscribe
 from tests.conftest import Stack
+from tests.support.wait import eventually_async
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
-
-
-async def _until(probe: Any, what: str, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await probe():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)
 
 
 async def test_a_joining_instance_reads_nothing_the_first_had_processed(stack: Stack) -> None:
@@ -55,17 +47,19 @@ async def test_a_joining_instance_reads_nothing_the_first_had_processed(stack: S
     try:
         await first.start()
         await producer.send_and_wait(topic, b"first", partition=0)  # its batch commits at once
-        await _until(lambda: _has(seen["a"], 1), "the first record")
+        await eventually_async(lambda: _now(len(seen["a"]) >= 1), timeout=60, what="the first record")
         for i in range(200):  # processed, their offsets pending for a minute
             await producer.send(topic, f"r{i}".encode(), partition=i % PARTITIONS)
         await producer.flush()
-        await _until(lambda: _has(seen["a"], 201), "the first instance to process 201 records")
+        await eventually_async(lambda: _now(len(seen["a"]) >= 201), timeout=60, what="201 records processed")
         await second.start()
-        await _until(lambda: _two_members(args, group), "both instances in the group")
+        await eventually_async(lambda: _two_members(args, group), timeout=60, what="both in the group")
         for p in range(PARTITIONS):  # a marker on every partition, after the rebalance
             await producer.send_and_wait(topic, f"marker{p}".encode(), partition=p)
         markers = {f"marker{p}".encode() for p in range(PARTITIONS)}
-        await _until(lambda: _has_all(seen["a"] + seen["b"], markers), "every marker read")
+        await eventually_async(
+            lambda: _now(markers <= {*seen["a"], *seen["b"]}), timeout=60, what="every marker read"
+        )
     finally:
         await second.stop()
         await first.stop()
@@ -77,12 +71,9 @@ async def test_a_joining_instance_reads_nothing_the_first_had_processed(stack: S
     assert again == [], f"the second instance read {len(again)} records the first had processed"
 
 
-async def _has(values: list[bytes], n: int) -> bool:
-    return len(values) >= n
-
-
-async def _has_all(values: list[bytes], wanted: set[bytes]) -> bool:
-    return wanted <= set(values)
+async def _now(holds: bool) -> bool:
+    """A probe for eventually_async, which sleeps between looks: the consumers run meanwhile."""
+    return holds
 
 
 async def _two_members(args: dict[str, Any], group: str) -> bool:

@@ -34,7 +34,7 @@ from litestar.testing.transport import TestClientTransport
 from common.settings import Settings, load_settings
 from tests.conftest import LOOPBACK_PROXY, _base_env
 from tests.inprocess.bus import Bus, patched
-from tests.support.conformance import Checker, Operation, Recorder, hold_answers, served_checker
+from tests.support.conformance import conformance_fixtures
 from tools.stack.processes import free_port
 from tools.stack.stores import Stores, drop_database
 from tools.stack.suite import migrate, scoped_env
@@ -278,30 +278,4 @@ def proxied_gateway(stack: InProcessStack) -> Service:
 # Every answer a test receives from this tier's gateways conforms to the gateway's OpenAPI
 # document, as on the stack (tests/integration/conftest.py, tests/support/conformance.py):
 # the same recorder and checks, held for this package only, as the stack fixture is.
-
-
-@pytest.fixture(scope="package")
-def answer_recorder() -> Iterator[Recorder]:
-    with Recorder().installed() as recorder:
-        yield recorder
-
-
-@pytest.fixture(scope="package")
-def answer_checker(stack: InProcessStack) -> Checker:
-    """The document the gateway serves (GET /schema/openapi.json)."""
-    return served_checker(stack.gateway)
-
-
-@pytest.fixture(scope="package")
-def answers_seen() -> dict[Operation, set[int]]:
-    """Every documented operation's statuses answered in this tier's run."""
-    return {}
-
-
-@pytest.fixture(autouse=True)
-def answers_conform(request: pytest.FixtureRequest) -> Iterator[None]:
-    if "stack" not in request.fixturenames:  # a test without the stack: nothing to hold
-        yield
-        return
-    stack: InProcessStack = request.getfixturevalue("stack")
-    yield from hold_answers(request, [g.url for g in stack.gateways])
+answer_recorder, answer_checker, answers_seen, answers_conform = conformance_fixtures("package")

@@ -6,36 +6,6 @@ holds its tests to the same (tests/inprocess/conftest.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from tests.support.conformance import conformance_fixtures
 
-import pytest
-
-from tests.conftest import Stack
-from tests.support.conformance import Checker, Operation, Recorder, hold_answers, served_checker
-
-
-@pytest.fixture(scope="session")
-def answer_recorder() -> Iterator[Recorder]:
-    with Recorder().installed() as recorder:
-        yield recorder
-
-
-@pytest.fixture(scope="session")
-def answer_checker(stack: Stack) -> Checker:
-    """The document the gateway serves (GET /schema/openapi.json)."""
-    return served_checker(stack.gateway)
-
-
-@pytest.fixture(scope="session")
-def answers_seen() -> dict[Operation, set[int]]:
-    """Every documented operation's statuses answered in this session (this worker's)."""
-    return {}
-
-
-@pytest.fixture(autouse=True)
-def answers_conform(request: pytest.FixtureRequest) -> Iterator[None]:
-    if "stack" not in request.fixturenames:  # a test without the stack: nothing to hold
-        yield
-        return
-    stack: Stack = request.getfixturevalue("stack")
-    yield from hold_answers(request, [g.url for g in stack.gateways])
+answer_recorder, answer_checker, answers_seen, answers_conform = conformance_fixtures("session")

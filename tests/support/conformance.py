@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import httpx
@@ -235,3 +235,35 @@ def hold_answers(request: pytest.FixtureRequest, gateways: list[str]) -> Iterato
             f"{len(bad)} answer(s) do not conform to the gateway's OpenAPI document:\n" + "\n".join(bad[:25]),
             pytrace=False,
         )
+
+
+def conformance_fixtures(scope: Literal["session", "package"]) -> tuple[Any, Any, Any, Any]:
+    """Both tiers' fixtures, at the scope of their ``stack`` (the stack's session, the
+    in-process tier's package): the recorder, the served document's checker, the statuses seen,
+    and the autouse hold on every test that uses ``stack`` (:func:`hold_answers`). A conftest
+    assigns them to these four names, which is how pytest finds them."""
+
+    @pytest.fixture(scope=scope)
+    def answer_recorder() -> Iterator[Recorder]:
+        with Recorder().installed() as recorder:
+            yield recorder
+
+    @pytest.fixture(scope=scope)
+    def answer_checker(stack: Any) -> Checker:
+        """The document the gateway serves (GET /schema/openapi.json)."""
+        return served_checker(stack.gateway)
+
+    @pytest.fixture(scope=scope)
+    def answers_seen() -> dict[Operation, set[int]]:
+        """Every documented operation's statuses answered in this scope's run."""
+        return {}
+
+    @pytest.fixture(autouse=True)
+    def answers_conform(request: pytest.FixtureRequest) -> Iterator[None]:
+        if "stack" not in request.fixturenames:  # a test without the stack: nothing to hold
+            yield
+            return
+        stack = request.getfixturevalue("stack")
+        yield from hold_answers(request, [g.url for g in stack.gateways])
+
+    return answer_recorder, answer_checker, answers_seen, answers_conform

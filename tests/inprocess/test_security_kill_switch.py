@@ -17,36 +17,24 @@ import httpx
 import pytest
 
 from tests.conftest import Stack, Tenant, make_tenant
-from tests.support.admin import admin_error, admin_ok, db
+from tests.support.admin import access_token, admin_error, admin_ok, db, health_statuses
 from tests.support.gateway import assert_error
 
 pytestmark = pytest.mark.inprocess
 
 
-def _token(stack: Stack, t: Tenant) -> tuple[Tenant, str]:
-    issued = admin_ok(
-        stack, "issue_access_token", tenant_id=t.tenant_id, mode="sandbox", scopes=["customers:write"]
-    )
-    assert len(issued["jti"]) == 32
-    return t.with_key(issued["access_token"]), issued["jti"]
-
-
-def _statuses(t: Tenant) -> set[int]:
-    return {t.get("/v1/health", gateway=gw).status_code for gw in (0, 1)}
-
-
 def test_a_revoked_access_token_is_refused_from_the_next_request(stack: Stack) -> None:
     t = make_tenant(stack)
-    jwt, jti = _token(stack, t)
-    other, _ = _token(stack, t)
-    assert _statuses(jwt) == {200}  # "not revoked" is now cached on both gateways
+    jwt, jti = access_token(stack, t)
+    other, _ = access_token(stack, t)
+    assert health_statuses(jwt) == {200}  # "not revoked" is now cached on both gateways
     revoked = admin_ok(stack, "revoke_access_token", jti=jti)
     assert revoked["tenant_id"] == t.tenant_id and revoked["revoked_at"]
     for gw in (0, 1):
         err = assert_error(jwt.get("/v1/health", gateway=gw), 401, "unauthorized")
         assert "revoked" in err["message"]
-    assert _statuses(other) == {200}  # only that token
-    assert _statuses(t) == {200}  # and not the tenant's API key
+    assert health_statuses(other) == {200}  # only that token
+    assert health_statuses(t) == {200}  # and not the tenant's API key
     again = admin_ok(stack, "revoke_access_token", jti=jti)  # idempotent: the first time kept
     assert again["revoked_at"] == revoked["revoked_at"]
     row = db(stack, "SELECT actor, outcome, target FROM identity.audit_log WHERE target = $1", jti)
@@ -68,10 +56,10 @@ def _link(stack: Stack, t: Tenant) -> str:
 
 def test_disable_tenant_stops_every_credential_and_enable_restores_them(stack: Stack) -> None:
     t = make_tenant(stack)
-    jwt, _ = _token(stack, t)
+    jwt, _ = access_token(stack, t)
     link = _link(stack, t)
     bystander = make_tenant(stack)
-    assert _statuses(t) == _statuses(jwt) == {200}
+    assert health_statuses(t) == health_statuses(jwt) == {200}
     assert httpx.get(link, timeout=30).status_code == 200
 
     off = admin_ok(stack, "disable_tenant", tenant_id=t.tenant_id)
@@ -84,11 +72,11 @@ def test_disable_tenant_stops_every_credential_and_enable_restores_them(stack: S
     refused = t.post("/v1/customers", {"account_type": "individual"})
     assert refused.status_code == 403
     assert httpx.get(link, timeout=30).status_code == 410
-    assert _statuses(bystander) == {200}
+    assert health_statuses(bystander) == {200}
     assert admin_ok(stack, "get_tenant", tenant_id=t.tenant_id)["disabled_at"] == off["disabled_at"]
 
     on = admin_ok(stack, "enable_tenant", tenant_id=t.tenant_id)
     assert on["disabled_at"] is None and on["disabled_by"] is None
-    assert _statuses(t) == _statuses(jwt) == {200}
+    assert health_statuses(t) == health_statuses(jwt) == {200}
     assert httpx.get(link, timeout=30).status_code == 200
     assert admin_error(stack, "disable_tenant", 404, tenant_id=str(uuid.uuid4()))["code"] == "not_found"

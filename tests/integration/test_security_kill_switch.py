@@ -10,23 +10,11 @@ import time
 import httpx
 import pytest
 
-from tests.conftest import ADMIN_TOKEN, Stack, Tenant, make_tenant
-from tests.support.admin import admin_ok
+from tests.conftest import ADMIN_TOKEN, Stack, make_tenant
+from tests.support.admin import access_token, health_statuses
 from tools.stack.processes import free_port
 
 pytestmark = pytest.mark.integration
-
-
-def _token(stack: Stack, t: Tenant) -> tuple[Tenant, str]:
-    issued = admin_ok(
-        stack, "issue_access_token", tenant_id=t.tenant_id, mode="sandbox", scopes=["customers:write"]
-    )
-    assert len(issued["jti"]) == 32
-    return t.with_key(issued["access_token"]), issued["jti"]
-
-
-def _statuses(t: Tenant) -> set[int]:
-    return {t.get("/v1/health", gateway=gw).status_code for gw in (0, 1)}
 
 
 def test_a_token_revocation_holds_when_admin_cannot_reach_redis(stack: Stack) -> None:
@@ -37,8 +25,8 @@ def test_a_token_revocation_holds_when_admin_cannot_reach_redis(stack: Stack) ->
     try:
         stack.suite.wait_ready([admin], timeout=300)
         t = make_tenant(stack)
-        jwt, jti = _token(stack, t)
-        assert _statuses(jwt) == {200}
+        jwt, jti = access_token(stack, t)
+        assert health_statuses(jwt) == {200}
         r = httpx.post(
             admin.url + "/",
             json={"action": "revoke_access_token", "jti": jti},
@@ -47,7 +35,7 @@ def test_a_token_revocation_holds_when_admin_cannot_reach_redis(stack: Stack) ->
         )
         assert r.status_code == 200, r.text
         deadline = time.monotonic() + 15
-        while _statuses(jwt) != {401}:
+        while health_statuses(jwt) != {401}:
             assert time.monotonic() < deadline, "the revoked token still works"
             time.sleep(0.1)
         assert "failpoint admin.evict fired" in admin.log.read_text()

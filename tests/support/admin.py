@@ -12,7 +12,7 @@ from typing import Any
 import msgspec
 from aiokafka import AIOKafkaConsumer
 
-from tests.conftest import ADMIN_TOKEN, Stack
+from tests.conftest import ADMIN_TOKEN, Stack, Tenant
 from tests.support.db import fetch, run_async
 
 
@@ -151,3 +151,18 @@ def events_for(stack: Stack, match: dict[str, Any], timeout: float = 15.0) -> li
         return all(data.get(k) == v for k, v in match.items())
 
     return run_async(_read(stack, "sluice.events", matches, bool, timeout))
+
+
+def access_token(stack: Stack, t: Tenant) -> tuple[Tenant, str]:
+    """A sandbox access token (customers:write) issued by admin for ``t``: the tenant holding
+    it as its key, and the token's jti."""
+    issued = admin_ok(
+        stack, "issue_access_token", tenant_id=t.tenant_id, mode="sandbox", scopes=["customers:write"]
+    )
+    assert len(issued["jti"]) == 32
+    return t.with_key(issued["access_token"]), issued["jti"]
+
+
+def health_statuses(t: Tenant) -> set[int]:
+    """What both gateways answer ``t`` on GET /v1/health."""
+    return {t.get("/v1/health", gateway=gw).status_code for gw in (0, 1)}

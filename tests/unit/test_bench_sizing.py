@@ -196,3 +196,43 @@ def test_the_guide_shows_the_tables_of_the_run_kept_beside_it() -> None:
     wanted = [ln for ln in text.splitlines() if ln.startswith(("|", "One PostgreSQL primary"))]
     assert len(wanted) > 60
     assert [ln for ln in wanted if ln not in page] == []
+
+
+METRICS = """# HELP sluice_batch_size Messages per fetched batch, per consumer
+# TYPE sluice_batch_size histogram
+sluice_batch_size_bucket{consumer="ledger",le="1.0"} 3.0
+sluice_batch_size_bucket{consumer="ledger",le="+Inf"} 10.0
+sluice_batch_size_count{consumer="ledger"} 10.0
+sluice_batch_size_sum{consumer="ledger"} 25.0
+sluice_batch_size_count{consumer="webhooks-events"} 4.0
+sluice_batch_size_sum{consumer="webhooks-events"} 40.0
+# TYPE sluice_messages_consumed_total counter
+sluice_messages_consumed_total{consumer="ledger",topic="t"} 25.0
+"""
+
+
+def test_counts_per_transfer_from_one_window() -> None:
+    """Two ledgers' /metrics summed per consumer; the window's batches and the offset commits
+    (records of __consumer_offsets) become the counts line, every process's CPU summed."""
+    assert bench_sizing.batch_sums([METRICS, METRICS.replace("25.0", "15.0")]) == {
+        "ledger": (40.0, 20.0),
+        "webhooks-events": (80.0, 8.0),
+    }
+    pg = ("wal_bytes", "wal_fpi", "commits", "row_writes", "index_entries", "valkey_calls")
+    before = Reading(0.0, {"ledger": 0.0, "kafka": 0.0}, dict.fromkeys(pg, 0.0), {})
+    before.batches = {"ledger": (40.0, 20.0)}
+    after = Reading(
+        10.0,
+        {"ledger": 2.0, "kafka": 1.0},
+        {**dict.fromkeys(pg, 0.0), "wal_bytes": 1.2e6, "row_writes": 2_000.0},
+        {"__consumer_offsets": (15.0, 1_500.0), "sluice.events": (200.0, 100_000.0)},
+    )
+    after.batches = {"ledger": (340.0, 120.0), "webhooks-events": (100.0, 10.0)}
+    c = bench_sizing.counts(per_op(delta(before, after), 100))
+    assert c["wal_bytes"] == 12_000.0 and c["row_writes"] == 20.0
+    assert c["offset_commit_records"] == pytest.approx(0.15) and c["kafka_records"] == pytest.approx(2.15)
+    assert c["cpu_ms"] == pytest.approx(30.0)
+    assert c["batch ledger"] == pytest.approx(3.0) and c["batch webhooks-events"] == pytest.approx(10.0)
+    text = bench_sizing.counts_line("transfer", c)
+    assert text.startswith("counts: transfer wal_bytes 12000 row_writes 20.00 index_entries 0.00")
+    assert "offset_commit_records 0.150" in text and text.endswith("batch webhooks-events 10.00")

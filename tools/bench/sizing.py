@@ -17,19 +17,24 @@ Over each window:
 - Kafka: records (end offsets summed over every topic and partition, Kafka's own included)
   and bytes (the size of the ``.log`` segment files in the embedded broker's ``log.dirs``: the
   record batches as written, headers and compression included, one replica);
-- Valkey: calls (``INFO commandstats``, every command but INFO itself).
+- Valkey: calls (``INFO commandstats``, every command but INFO itself);
+- each consumer's records and batches (the ``sluice_batch_size`` histogram of every
+  service's ``/metrics``): its mean batch.
 
 The same readings over ``BENCH_SIZING_IDLE_S`` (15) seconds of an idle stack just before give
 the background rates (pollers, relays, the broker's own records), subtracted for the window's
-length. Each total is divided by the operations decided 2xx. One ``sizing:`` line per
-operation; the figures go to ``sizing.json`` beside ``bench-results.json``
-(``BENCH_OUT``, .sluice/bench) and ``python -m tools.bench.sizing --render FILE`` prints the
-guide's tables from it (tools.bench.projection).
+length. Each total is divided by the operations decided 2xx. One ``sizing:`` line and one
+``counts:`` line per operation (:func:`counts`; the transfer's are judged by
+tools.bench.targets, docs/performance/index.md "Counts per transfer"); the figures go to
+``sizing.json`` beside ``bench-results.json`` (``BENCH_OUT``, .sluice/bench) and
+``python -m tools.bench.sizing --render FILE`` prints the guide's tables from it
+(tools.bench.projection).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -45,6 +50,7 @@ import asyncpg
 import httpx
 import redis
 from aiokafka import AIOKafkaConsumer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
 
 from common.kafka import admin_client
 from tools.bench import projection as sizing
@@ -74,7 +80,17 @@ CUSTOMER_BODY = json.dumps(
         "full_name": "Ada Lovelace",
     }
 )
-SCALARS = ("wal_bytes", "wal_fpi", "commits", "kafka_records", "kafka_bytes", "valkey_calls")
+SCALARS = (
+    "wal_bytes",
+    "wal_fpi",
+    "commits",
+    "row_writes",
+    "index_entries",
+    "kafka_records",
+    "kafka_bytes",
+    "valkey_calls",
+)
+OFFSETS_TOPIC = "__consumer_offsets"  # each group's offset commits are records of this topic
 
 
 @dataclass
@@ -86,6 +102,7 @@ class Reading:
     counters: dict[str, float]  # wal_bytes (the LSN), wal_fpi, commits, valkey_calls
     topics: dict[str, tuple[float, float]] = field(default_factory=dict)  # topic -> (end offsets, bytes)
     rows: dict[str, float] = field(default_factory=dict)  # schema.table -> rows inserted, updated, deleted
+    batches: dict[str, tuple[float, float]] = field(default_factory=dict)  # consumer -> (records, batches)
 
 
 def delta(before: Reading, after: Reading) -> dict[str, Any]:
@@ -101,6 +118,10 @@ def delta(before: Reading, after: Reading) -> dict[str, Any]:
         "kafka_records": sum(r for r, _ in topics.values()),
         "kafka_bytes": sum(b for _, b in topics.values()),
         "rows": {t: n - before.rows.get(t, 0.0) for t, n in after.rows.items()},
+        "batches": {
+            c: (n - before.batches.get(c, (0.0, 0.0))[0], b - before.batches.get(c, (0.0, 0.0))[1])
+            for c, (n, b) in after.batches.items()
+        },
     }
     for k, v in after.counters.items():
         out[k] = v - before.counters.get(k, 0.0)
@@ -138,21 +159,47 @@ def per_op(d: dict[str, Any], n: float) -> dict[str, Any]:
     out |= {k: d.get(k, 0.0) / n for k in SCALARS}
     out["topics"] = {t: (r / n, b / n) for t, (r, b) in d["topics"].items()}
     out["rows"] = {t: v / n for t, v in d.get("rows", {}).items() if v}
+    out["batch_mean"] = {c: r / b for c, (r, b) in sorted(d.get("batches", {}).items()) if b > 0}
     return out
 
 
 def line(op: str, p: dict[str, Any]) -> str:
     """The machine-readable line of one operation (``sizing: transfer cpu_ms gateway 1.2 ...``)."""
     cpu = " ".join(f"{k} {p['cpu_ms'].get(k, 0.0):.3f}" for k in sizing.SERVICES + sizing.STORES)
-    rest = " ".join(f"{k} {p[k]:.1f}" for k in SCALARS)
+    rest = " ".join(f"{k} {p.get(k, 0.0):.1f}" for k in SCALARS)  # a file from before a count: 0
     return f"sizing: {op} cpu_ms {cpu} {rest}"
+
+
+def counts(p: dict[str, Any]) -> dict[str, float]:
+    """The per-operation counts make bench prints and judges (they do not move with the
+    machine): from one operation's figures (:func:`per_op`), CPU in milliseconds summed over
+    every process, each consumer's mean batch as ``batch <consumer>``."""
+    named = ("wal_bytes", "row_writes", "index_entries", "kafka_bytes", "kafka_records")
+    out = {k: float(p[k]) for k in named}
+    out["offset_commit_records"] = float(p["topics"].get(OFFSETS_TOPIC, (0.0, 0.0))[0])
+    out["commits"] = float(p["commits"])
+    out["cpu_ms"] = float(sum(p["cpu_ms"].values()))
+    out |= {f"batch {c}": float(v) for c, v in p.get("batch_mean", {}).items()}
+    return out
+
+
+def counts_line(op: str, c: dict[str, float]) -> str:
+    """``counts: transfer wal_bytes 11800 row_writes 19.2 ... batch ledger 2.10 ...``."""
+
+    def shown(k: str, v: float) -> str:
+        return f"{v:.0f}" if k.endswith("bytes") else f"{v:.3f}" if k.startswith("offset") else f"{v:.2f}"
+
+    return f"counts: {op} " + " ".join(f"{k} {shown(k, v)}" for k, v in c.items())
 
 
 # ---- reading the stack --------------------------------------------------------------------
 
 
 async def _pg(dsn: str) -> tuple[dict[str, float], dict[str, float]]:
-    """(WAL position, full-page images, commits; rows written per table)."""
+    """(WAL position, full-page images, commits, row writes, index entries; rows written per
+    table). Index entries: each insert and each update that is not HOT writes one entry into
+    every index of its table (a partial index counted as if its predicate held: an upper bound);
+    a HOT update and a delete write none."""
     db = await asyncpg.connect(dsn)
     try:
         row = await db.fetchrow(
@@ -161,10 +208,18 @@ async def _pg(dsn: str) -> tuple[dict[str, float], dict[str, float]]:
             " (SELECT sum(xact_commit) FROM pg_stat_database)::float8 AS commits"
         )
         tables = await db.fetch(
-            "SELECT schemaname || '.' || relname AS t, (n_tup_ins + n_tup_upd + n_tup_del)::float8 AS n"
-            " FROM pg_stat_user_tables"
+            "SELECT schemaname || '.' || relname AS t, (n_tup_ins + n_tup_upd + n_tup_del)::float8 AS n,"
+            " ((n_tup_ins + n_tup_upd - n_tup_hot_upd)"
+            "  * (SELECT count(*) FROM pg_index i WHERE i.indrelid = s.relid))::float8 AS entries"
+            " FROM pg_stat_user_tables s"
         )
-        counters = {"wal_bytes": row["wal"], "wal_fpi": row["fpi"], "commits": row["commits"]}
+        counters = {
+            "wal_bytes": row["wal"],
+            "wal_fpi": row["fpi"],
+            "commits": row["commits"],
+            "row_writes": sum(r["n"] for r in tables),
+            "index_entries": sum(r["entries"] for r in tables),
+        }
         return counters, {r["t"]: r["n"] for r in tables}
     finally:
         await db.close()
@@ -220,6 +275,29 @@ def _valkey_calls(url: str) -> float:
     return float(sum(v["calls"] for k, v in stats.items() if k != "cmdstat_info"))
 
 
+def batch_sums(metrics: list[str]) -> dict[str, tuple[float, float]]:
+    """Each consumer's (records, batches) so far, summed over its processes, from the
+    ``sluice_batch_size`` histogram of their ``/metrics`` texts."""
+    out: dict[str, list[float]] = {}
+    for text in metrics:
+        for family in text_string_to_metric_families(text):
+            if family.name != "sluice_batch_size":
+                continue
+            for sample in family.samples:
+                i = {"sluice_batch_size_sum": 0, "sluice_batch_size_count": 1}.get(sample.name)
+                if i is not None:
+                    out.setdefault(sample.labels["consumer"], [0.0, 0.0])[i] += sample.value
+    return {c: (n, b) for c, (n, b) in out.items()}
+
+
+def _metrics(stack: BenchStack) -> list[str]:
+    texts = []
+    for proc in stack.procs.values():
+        with contextlib.suppress(httpx.HTTPError):
+            texts.append(httpx.get(proc.metrics_url + "/metrics", timeout=5).text)
+    return texts
+
+
 def read(stack: BenchStack) -> Reading:
     kafka_dirs = [n.workdir / "data" for n in stack.stores.kafka_nodes]
     offsets = asyncio.run(_end_offsets(stack.stores.kafka_bootstrap))
@@ -228,7 +306,7 @@ def read(stack: BenchStack) -> Reading:
     counters["valkey_calls"] = _valkey_calls(stack.stores.redis_url)
     topics = {t: (offsets.get(t, 0.0), sizes.get(t, 0.0)) for t in set(offsets) | set(sizes)}
     cpu = {name: cpu_seconds(pid) for name, pid in stack.pids.items()}
-    return Reading(time.monotonic(), cpu, counters, topics, rows)
+    return Reading(time.monotonic(), cpu, counters, topics, rows, batch_sums(_metrics(stack)))
 
 
 # ---- the part -----------------------------------------------------------------------------
@@ -327,6 +405,8 @@ def run(stack: BenchStack, between: Callable[[], None], results: Results) -> str
             "per_op": per_op(net(d, idle), ok),
         }
         print(line(op, ops[op]["per_op"]), flush=True)
+        ops[op]["counts"] = counts(ops[op]["per_op"])
+        print(counts_line(op, ops[op]["counts"]), flush=True)
         print(
             f"sizing: {op} {ok} decided 2xx, {not_ok} not, over {d['seconds']:.0f} s at {RATE:.0f}/s "
             f"(idle background subtracted; without: {line(op, ops[op]['raw']).split(' cpu_ms ', 1)[1]})",
@@ -352,6 +432,7 @@ def run(stack: BenchStack, between: Callable[[], None], results: Results) -> str
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=2))
     results.sizing = out
+    results.counts = {**ops["transfer"]["counts"], "rate": RATE} if ops["transfer"]["ok"] else None
     top, limit = sizing.one_primary_max_rate(sizing.Costs.from_json(ops["transfer"]))
     print(f"sizing: written {path}; render the guide's tables: python -m tools.bench.sizing --render {path}")
     return f"bench-sizing: one PostgreSQL primary up to {top:,.0f} transfers/s ({limit} first); {path}"

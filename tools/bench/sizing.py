@@ -54,6 +54,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from common.kafka import admin_client
 from tools.bench import projection as sizing
+from tools.bench import walbytes
 from tools.bench.driver import drive_once
 from tools.bench.measure import cpu_seconds, run_load
 from tools.bench.stack import BenchStack
@@ -345,8 +346,9 @@ def _window(
     between: Callable[[], None],
     receiver: Receiver | None,
     drive: Callable[[], tuple[int, int]],
-) -> tuple[dict[str, Any], int, int]:
-    """One measured window from a quiet stack to a quiet stack: (delta, ok, not ok). It starts
+) -> tuple[dict[str, Any], int, int, dict[str, float]]:
+    """One measured window from a quiet stack to a quiet stack: (delta, ok, not ok, WAL by
+    table). It starts
     with a checkpoint (its own work not counted): the first change of each page after one
     writes the whole page to the WAL, so the window holds those full-page images, the most a
     window of its length can (in production a checkpoint comes every few minutes)."""
@@ -356,7 +358,44 @@ def _window(
     _drained(receiver)
     between()
     time.sleep(STATS_FLUSH_S)
-    return delta(before, read(stack)), ok, not_ok
+    after = read(stack)
+    return delta(before, after), ok, not_ok, _wal_by_table(stack, before, after)
+
+
+def _wal_by_table(stack: BenchStack, before: Reading, after: Reading) -> dict[str, float]:
+    """The window's WAL per table (tools.bench.walbytes), or nothing when it cannot be read
+    (a PostgreSQL not local to the bench, a segment recycled inside the window)."""
+    start, end = before.counters["wal_bytes"], after.counters["wal_bytes"]
+    try:
+        return asyncio.run(walbytes.measure(stack.asyncpg_dsn, stack.work / "pgdata", start, end))
+    except (OSError, RuntimeError, asyncpg.PostgresError) as e:
+        print(f"sizing: WAL by table not measured ({e})", flush=True)
+        return {}
+
+
+def _operation(
+    op: str, d: dict[str, Any], idle: dict[str, Any], ok: int, not_ok: int, wal: dict[str, float]
+) -> dict[str, Any]:
+    """One operation's figures, printed: its ``sizing:`` line, its counts, where its WAL went."""
+    fig = {
+        "ok": ok,
+        "not_ok": not_ok,
+        "window_s": d["seconds"],
+        "raw": per_op(d, ok),
+        "per_op": per_op(net(d, idle), ok),
+        "wal_by_table": wal,
+    }
+    fig["counts"] = counts(fig["per_op"])
+    print(line(op, fig["per_op"]), flush=True)
+    print(counts_line(op, fig["counts"]), flush=True)
+    if wal:
+        print(walbytes.line(wal, ok), flush=True)
+    print(
+        f"sizing: {op} {ok} decided 2xx, {not_ok} not, over {d['seconds']:.0f} s at {RATE:.0f}/s "
+        f"(idle background subtracted; without: {line(op, fig['raw']).split(' cpu_ms ', 1)[1]})",
+        flush=True,
+    )
+    return fig
 
 
 def run(stack: BenchStack, between: Callable[[], None], results: Results) -> str:
@@ -396,22 +435,8 @@ def run(stack: BenchStack, between: Callable[[], None], results: Results) -> str
 
     ops: dict[str, Any] = {}
     for op, drive in (("transfer", transfers), ("customer", customers)):
-        d, ok, not_ok = _window(stack, between, receiver, drive)
-        ops[op] = {
-            "ok": ok,
-            "not_ok": not_ok,
-            "window_s": d["seconds"],
-            "raw": per_op(d, ok),
-            "per_op": per_op(net(d, idle), ok),
-        }
-        print(line(op, ops[op]["per_op"]), flush=True)
-        ops[op]["counts"] = counts(ops[op]["per_op"])
-        print(counts_line(op, ops[op]["counts"]), flush=True)
-        print(
-            f"sizing: {op} {ok} decided 2xx, {not_ok} not, over {d['seconds']:.0f} s at {RATE:.0f}/s "
-            f"(idle background subtracted; without: {line(op, ops[op]['raw']).split(' cpu_ms ', 1)[1]})",
-            flush=True,
-        )
+        d, ok, not_ok, wal = _window(stack, between, receiver, drive)
+        ops[op] = _operation(op, d, idle, ok, not_ok, wal)
         if not_ok > 0.01 * (ok + not_ok) or ok == 0:
             results.errors.append(f"sizing: {not_ok} of {ok + not_ok} {op} requests not 2xx at {RATE:.0f}/s")
     if receiver is not None:

@@ -43,6 +43,14 @@ _TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
 )
 
 
+class LostRace(Exception):
+    """Another transaction committed the same work first (an id this one was about to record:
+    a redelivery raced). The transaction rolls back whole; tried again, it finds the work
+    answered. A serialization failure by another name, so transient (SQLSTATE 40001)."""
+
+    sqlstate = "40001"
+
+
 def _sqlstate(exc: BaseException) -> str | None:
     for obj in (exc, getattr(exc, "orig", None)):
         code = getattr(obj, "sqlstate", None) or getattr(obj, "pgcode", None)

@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable
 from faststream.asgi import AsgiFastStream
 
 from common.broker import subscribe
-from common.inbox import Inbox
 from common.logging import setup_logging
 from common.outbox import Outbox
 from common.service import Runtime, build_runtime, consumer_app
@@ -38,7 +37,6 @@ def create_app(settings: Settings) -> AsgiFastStream:
         runtime.broker,
         runtime.sessions,
         outbox,
-        Inbox("ledger"),
         runtime.topics,
         ledger_config=ledger_config,
     )

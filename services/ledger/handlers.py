@@ -1,7 +1,8 @@
 """The Kafka boundary of the ledger: decode, run the batch under the inbox, commit, dispatch.
 
-A batch is one transaction (the group commit that makes throughput): the inbox is claimed
-and recorded for all writes in one statement each, and the writes are executed together by
+A batch is one transaction (the group commit that makes throughput): the inbox is read for
+all writes by its first statement and written once, each row with its result, by its last
+(``repository.batch``), and the writes are executed together by
 ``service.execute_writes`` (queued customers in one statement, the transfers of the batch
 applied the TigerBeetle way: every wallet account locked once in id order, funds checked in
 memory, everything written in bulk; see ``journal``). Writes stage their result and events
@@ -32,7 +33,6 @@ from common.contracts.commands import LEDGER_COMMANDS, LEDGER_READS
 from common.errors import ErrorCode, Reason, ServiceError
 from common.failpoints import failpoint
 from common.health import Readiness
-from common.inbox import Inbox
 from common.logging import request_id_var
 from common.metrics import TRANSFER_IDS_REUSED
 from common.outbox import Outbox, OutMessage
@@ -88,7 +88,6 @@ class LedgerConsumer:
     broker: KafkaBroker
     sessions: async_sessionmaker[AsyncSession]
     outbox: Outbox
-    inbox: Inbox
     topics: Topics
     ledger_config: LedgerConfig = field(default_factory=LedgerConfig)
     processed: int = 0
@@ -145,7 +144,8 @@ class LedgerConsumer:
         written, for dispatch after commit. (The boundary owns the transaction: the Kafka
         consumer's :meth:`run_batch`, or an in-process caller such as tools.bench.samecontract.)"""
         writes = list({c.command_id: c for c in cmds if not service.is_read(c)}.values())
-        claimed = await service.claim(session, writes, self.inbox) if writes else None
+        claimed = await service.claim(session, writes) if writes else None
+        await failpoint("ledger.after_claim")  # its command ids held, the inbox read
         todo = [c for c in writes if claimed is not None and c.command_id in claimed.fresh]
         if todo:
             request_id_var.set(todo[0].ctx.request_id)

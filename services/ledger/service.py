@@ -38,7 +38,6 @@ from common.contracts.commands import (
 )
 from common.contracts.events import AnyEvent, EventBatch
 from common.errors import ErrorCode, Reason, ServiceError
-from common.inbox import Inbox
 from common.outbox import Outbox, OutMessage
 from common.topics import Topics
 from ledger import (
@@ -166,18 +165,15 @@ async def execute_writes(
     return [o for o in out if o is not None]
 
 
-async def claim(session: AsyncSession, cmds: Sequence[Envelope], inbox: Inbox) -> repo.Claimed:
-    """The batch's first statement: the inbox claimed for ``cmds`` (distinct writes), what
-    was answered before, and what their transfers name. A command claimed by a transaction
-    that committed after the statement began is read again (rare: a redelivery raced)."""
+async def claim(session: AsyncSession, cmds: Sequence[Envelope]) -> repo.Claimed:
+    """The batch's first statements: ``cmds`` (distinct writes) held for the transaction (a
+    command redelivered to two instances at once makes one wait for the other), then what
+    the inbox answered before for them and what their transfers name. The inbox rows are
+    written once, with their results, by the batch's last statement (:func:`write`)."""
     moving = [c for c in cmds if isinstance(c, CreateTransfer)]
     keys, names = transfers.names(moving)
-    # Sorted: a command redelivered to two instances at once makes them wait, never deadlock.
     ids = [c.transfer_id for c in moving]
-    claimed = await repo.claim_batch(session, sorted(c.command_id for c in cmds), keys, names, ids)
-    if claimed.unseen:
-        claimed.previous.update(await inbox.seen(session, claimed.unseen))
-    return claimed
+    return await repo.claim_batch(session, [c.command_id for c in cmds], keys, names, ids)
 
 
 async def write(

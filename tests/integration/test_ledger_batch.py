@@ -27,12 +27,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import SecretStr
 
+from common import failpoints
 from common.broker import create_broker
-from common.contracts import Ctx, Result
+from common.contracts import Ctx, Result, encode
 from common.contracts.commands import CreateTransfer, Party
 from common.db import create_engine, sessionmaker
+from common.faults import LostRace, is_transient
 from common.ids import new_id
-from common.inbox import Inbox
 from common.outbox import Outbox
 from common.settings import Settings
 from common.topics import Topics
@@ -116,7 +117,6 @@ async def two_runtimes(stack: Stack) -> AsyncIterator[list[LedgerConsumer]]:
             broker,
             sessionmaker(e),
             Outbox("ledger", broker, lazy_delete=True),
-            Inbox("ledger"),
             Topics(settings_.topic_prefix),
             ledger_config=LedgerConfig(settle_s=3600),
         )
@@ -313,3 +313,105 @@ async def test_queued_customers_are_inserted_in_one_statement(stack: Stack) -> N
     assert rows[1]["company_name"] == "Company 1" and rows[1]["full_name"] is None
     assert {r["country_code"] for r in rows} == {"DE"}
     assert sorted(msgspec.json.decode(r["result"])["status"] for r in results) == [201] * 5
+
+
+# ---- the inbox: one row per command, written once ----
+
+
+async def _inbox(db: asyncpg.Connection, cmds: list[CreateTransfer]) -> dict[str, Result]:
+    rows = await db.fetch(
+        "SELECT command_id, result FROM ledger.inbox WHERE command_id = ANY($1::text[])",
+        [c.command_id for c in cmds],
+    )
+    return {r["command_id"]: msgspec.json.decode(r["result"], type=Result) for r in rows}
+
+
+@pytest.mark.integration
+async def test_a_batch_redelivered_to_two_instances_at_once_books_once(stack: Stack) -> None:
+    """The same batch on two ledger instances, the first paused once its command ids are held
+    and the inbox read (failpoint ``ledger.after_claim``): the second waits for the first to
+    commit, then answers every command from the inbox; neither fails, each transfer is booked
+    once. Without the hold both read an empty inbox: the second books again into the first's
+    rows and its inbox write finds them recorded (LostRace)."""
+    async with open_kit(stack) as kit:
+        src, dst = await kit.funded_wallet("50.00"), await kit.funded_wallet("0")
+        tenant_id = kit.tenant_id
+    cmds = [
+        book(tenant_id, src["wallet_id"], dst["wallet_id"], D("1.25"), uuid.uuid4().hex) for _ in range(8)
+    ]
+    db = await asyncpg.connect(**pg_kwargs(stack.stores.database_url))
+    failpoints.configure("ledger.after_claim=1*sleep(1.0)")
+    try:
+        async with two_runtimes(stack) as (first, second):
+
+            async def later() -> None:
+                await asyncio.sleep(0.3)  # the first is asleep holding the ids
+                await second.run_batch(cmds)
+
+            async with asyncio.TaskGroup() as tg:  # either raising fails the test
+                tg.create_task(first.run_batch(cmds))
+                tg.create_task(later())
+        results = await _inbox(db, cmds)
+        assert sorted(r.status for r in results.values()) == [201] * 8
+        booked = await db.fetchval(
+            "SELECT count(*) FROM ledger.transfers WHERE id = ANY($1::text[])", [c.transfer_id for c in cmds]
+        )
+        moved = await db.fetchval(
+            "SELECT balance FROM ledger.accounts WHERE id = $1", accounts.available(dst["wallet_id"])
+        )
+        assert (booked, moved) == (8, D("10.00"))
+        await ledger_invariants(db, tenant_id)
+    finally:
+        failpoints.configure(None)
+        await db.close()
+
+
+@pytest.mark.integration
+async def test_a_command_recorded_without_the_hold_rolls_the_batch_back_to_retry(stack: Stack) -> None:
+    """An instance of an earlier release claims by inserting the inbox row first, without the
+    hold: a batch of this release that read the inbox before it committed finds the row at
+    its write, raises LostRace (transient: the consumer tries again) and rolls back whole;
+    tried again it answers the stored result and books nothing more."""
+    async with open_kit(stack) as kit:
+        src, dst = await kit.funded_wallet("50.00"), await kit.funded_wallet("0")
+        tenant_id = kit.tenant_id
+    cmds = [
+        book(tenant_id, src["wallet_id"], dst["wallet_id"], D("2.00"), uuid.uuid4().hex) for _ in range(3)
+    ]
+    raced = cmds[1]
+    old = await asyncpg.connect(**pg_kwargs(stack.stores.database_url))
+    db = await asyncpg.connect(**pg_kwargs(stack.stores.database_url))
+    stored = Result(command_id=raced.command_id, request_id="req_old", status=409)
+    try:
+        async with two_runtimes(stack) as (runtime, _):
+            tx = old.transaction()
+            await tx.start()
+            await old.execute("INSERT INTO ledger.inbox (command_id) VALUES ($1)", raced.command_id)
+
+            async def commit_later() -> None:
+                await asyncio.sleep(0.5)  # the batch waits on the row at its write
+                await old.execute(
+                    "UPDATE ledger.inbox SET result = $2 WHERE command_id = $1",
+                    raced.command_id,
+                    encode(stored),
+                )
+                await tx.commit()
+
+            committing = asyncio.create_task(commit_later())
+            with pytest.raises(LostRace) as lost:
+                await runtime.run_batch(cmds)
+            await committing
+            assert is_transient(lost.value)
+            assert await _inbox(db, cmds) == {raced.command_id: stored}  # the batch rolled back whole
+            await runtime.run_batch(cmds)  # the consumer's retry
+        results = await _inbox(db, cmds)
+        assert results[raced.command_id] == stored
+        assert [results[c.command_id].status for c in (cmds[0], cmds[2])] == [201, 201]
+        booked = await db.fetch(
+            "SELECT id FROM ledger.transfers WHERE id = ANY($1::text[])", [c.transfer_id for c in cmds]
+        )
+        assert {r["id"] for r in booked} == {cmds[0].transfer_id, cmds[2].transfer_id}
+        await ledger_invariants(db, tenant_id)
+    finally:
+        await old.close()
+        await db.close()

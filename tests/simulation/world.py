@@ -44,7 +44,6 @@ from common.contracts.commands import (
     partition_key,
 )
 from common.db import create_engine, sessionmaker
-from common.inbox import Inbox
 from common.outbox import Outbox
 from common.settings import Settings
 from common.topics import Topics
@@ -110,7 +109,6 @@ class Services:
             self.broker,
             self.sessions,
             self.outbox,
-            Inbox("ledger"),
             self.topics,
             ledger_config=ledger_config,
         )

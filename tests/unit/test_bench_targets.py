@@ -142,11 +142,11 @@ def test_the_counts_per_transfer_are_judged_as_measured() -> None:
     sizing part asked for and its counts missing is an error."""
     sized = frozenset({"sizing"})
     assert missed(Results(sized, sizing={}, counts=dict(COUNTS))) == []
-    over = {**COUNTS, "wal_bytes": 19_700.0, "row_writes": 27.2, "kafka_bytes": 2_501.0}
+    over = {**COUNTS, "wal_bytes": 19_700.3, "row_writes": 27.2, "kafka_bytes": 2_501.0}
     over |= {"offset_commit_records": 0.21, "cpu_ms": 17.6}
     assert missed(Results(sized, sizing={}, counts=over)) == [
         "per transfer wal_bytes <= 12000 (measured 19700)",
-        "per transfer row_writes <= 20 (measured 27.2)",
+        "per transfer row_writes <= 20 (measured 27.20)",
         "per transfer kafka_bytes <= 2500 (measured 2501)",
         "per transfer offset_commit_records <= 0.2 (measured 0.21)",
         "per transfer CPU at 100/s <= 6 ms, every process (measured 17.6 ms)",

@@ -56,7 +56,6 @@ from common.contracts.commands import LEDGER_COMMANDS
 from common.contracts.events import EVENT_RECORDS, unbatched
 from common.db import create_engine, sessionmaker
 from common.http import request_id_middleware
-from common.inbox import Inbox
 from common.outbox import Outbox, OutMessage
 from common.service import connect_redis
 from common.settings import Settings
@@ -106,7 +105,7 @@ class InProcess:
         self.reply_topic = self.topics.replies(REPLIES) + ".0"
         broker = KafkaBroker()  # never started: Handed publishes nothing
         self.handed = Handed("ledger", broker)
-        self.ledger = LedgerConsumer(settings, broker, sessions, self.handed, Inbox("ledger"), self.topics)
+        self.ledger = LedgerConsumer(settings, broker, sessions, self.handed, self.topics)
         self.sign = settings.signing_key("compliance").sign
         keys = settings.verify_keys
         self.admit_ledger = ledger_authority.admission(keys)

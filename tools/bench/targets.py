@@ -68,8 +68,11 @@ def _missed_idle(idle: dict[str, float]) -> list[str]:
 
 
 def _missed_counts(c: dict[str, float]) -> list[str]:
+    def shown(name: str, v: float) -> str:
+        return f"{v:.0f}" if name.endswith("bytes") else f"{v:.2f}"
+
     out = [
-        f"per transfer {name} <= {most:g} (measured {c[name]:g})"
+        f"per transfer {name} <= {most:g} (measured {shown(name, c[name])})"
         for name, most in COUNTS_MAX.items()
         if c.get(name, 0.0) > most
     ]

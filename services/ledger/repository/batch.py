@@ -1,8 +1,8 @@
-"""The ledger's batch in three statements, whatever its size: claim and read, lock, write.
+"""The ledger's batch in four statements, whatever its size: hold, read, lock, write.
 
-1. :func:`claim_batch`: the inbox claimed for the batch's writes, the results of commands
-   seen before, the transfers already recorded under the batch's idempotency keys and every
-   wallet the batch names.
+1. :func:`claim_batch`: the batch's command ids held (advisory locks), then the inbox read
+   for its writes (the results of commands seen before; nothing written), the transfers
+   already recorded under the batch's idempotency keys and every wallet the batch names.
 2. :func:`lock_batch`: the new transfers inserted (a concurrent twin of an idempotency key
    waits here, before any account lock), the missing external accounts created, the wallet
    accounts locked in id order and the chain heads locked in key order. Each step waits for
@@ -10,7 +10,7 @@
    journal has always had: nothing waits on a lock while holding an account lock.
 3. :func:`write_batch`: everything the batch decided in memory (customers, the journal's
    entries, postings, balance moves and chain heads, refused transfers taken back, state
-   changes, inbox results, the outbox rows), then the commit.
+   changes, the inbox rows with their results, the outbox rows), then the commit.
 
 Each text is built once from the tables of ``ledger.models`` and prepared once per connection.
 """
@@ -25,6 +25,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.bulk import Statement, columns_of, fetch, pg_type, qualified
+from common.faults import LostRace
 from ledger.core.chain import GENESIS
 from ledger.models import (
     Transfer,
@@ -56,15 +57,22 @@ _TEXT = "TEXT[]"
 
 # ---- 1. claim and read ----
 
+# Each write's command id held for the transaction, in one order (no two batches deadlock),
+# BEFORE the inbox is read by the next statement: a command redelivered to two instances at
+# once makes the second wait here until the first commits, then read its result. The claim
+# writes no row (the inbox row is written once, with the result, by WRITE); an advisory lock
+# writes no WAL. Two ids of one hash only wait for each other.
+_hold = Statement()
+HOLD = f"""
+SELECT count(pg_advisory_xact_lock(k)) AS held
+FROM (SELECT DISTINCT hashtextextended('ledger-inbox:' || id, 0) AS k
+      FROM unnest({_hold.param("ids", "TEXT[]")}) AS id ORDER BY k) AS held
+"""
+
 _claim = Statement()
 _ids = _claim.param("ids", _TEXT)
 CLAIM = f"""
-WITH claimed AS (
-    INSERT INTO {qualified(inbox)} (command_id) SELECT unnest({_ids})
-    ON CONFLICT DO NOTHING RETURNING command_id
-)
 SELECT
-    ARRAY(SELECT command_id FROM claimed) AS fresh,
     ARRAY(SELECT ROW(i.command_id, i.result) FROM {qualified(inbox)} i
           WHERE i.command_id = ANY({_ids})) AS seen,
     ARRAY(SELECT t FROM {qualified(transfers)} t
@@ -86,11 +94,10 @@ SELECT
 class Claimed:
     """What the batch's first statement found."""
 
-    fresh: set[str]
+    fresh: set[str]  # not in the inbox: to execute (and to record, :func:`write_batch`)
     previous: dict[str, bytes | None]  # results of commands seen before (None: no result)
     known: list[Transfer]
     wallets: list[Wallet]
-    unseen: list[str] = field(default_factory=list)  # claimed meanwhile by a transaction since committed
     taken: set[str] = field(default_factory=set)  # the batch's transfer ids already recorded
 
 
@@ -109,8 +116,11 @@ async def claim_batch(
     names: WalletNames,
     transfer_ids: Sequence[str] = (),
 ) -> Claimed:
-    """Claim ``command_ids`` (sorted, distinct) and read what the batch's transfers name (and
-    which of ``transfer_ids`` are recorded already)."""
+    """Hold ``command_ids`` (distinct) for the transaction (:data:`HOLD`), then read which of
+    them the inbox has answered and what the batch's transfers name (and which of
+    ``transfer_ids`` are recorded already). No row is written: the inbox row of a command is
+    written once, with its result, by :func:`write_batch`."""
+    await fetch(session, HOLD, _hold.args({"ids": list(command_ids)}))
     ks = sorted(set(keys))
     args = _claim.args(
         {
@@ -126,15 +136,12 @@ async def claim_batch(
         }
     )
     [row] = await fetch(session, CLAIM, args)
-    fresh = set(row["fresh"])
     previous = {cid: (None if result is None else bytes(result)) for cid, result in row["seen"]}
-    unseen = [c for c in command_ids if c not in fresh and c not in previous]
     return Claimed(
-        fresh,
+        {c for c in command_ids if c not in previous},
         previous,
         [read_only(Transfer, dict(r)) for r in row["known"]],
         [read_only(Wallet, dict(r)) for r in row["wallets"]],
-        unseen,
         set(row["taken"]),
     )
 
@@ -238,13 +245,13 @@ WITH pruned AS (
 ), changes AS (
     {_write.insert("s", state_changes, CHANGE_COLUMNS)}
 ), recorded AS (
-    UPDATE {qualified(inbox)} i SET result = r.result
-    FROM unnest({_write.param("r.id", _TEXT)}, {_write.param("r.result", "BYTEA[]")}) AS r(command_id, result)
-    WHERE i.command_id = r.command_id
+    INSERT INTO {qualified(inbox)} (command_id, result)
+    SELECT * FROM unnest({_write.param("r.id", _TEXT)}, {_write.param("r.result", "BYTEA[]")})
+    ON CONFLICT DO NOTHING RETURNING command_id
 ), sent AS (
     {_write.insert("o", outbox, OUTBOX_COLUMNS, "RETURNING id")}
 )
-SELECT id FROM sent
+SELECT ARRAY(SELECT id FROM sent) AS sent, (SELECT count(*) FROM recorded) AS recorded
 """
 
 
@@ -265,9 +272,17 @@ class Written:
 
 
 async def write_batch(session: AsyncSession, w: Written) -> list[int]:
-    """One statement; the ids of the outbox rows, in the order given."""
+    """One statement; the ids of the outbox rows, in the order given.
+
+    The inbox rows are written here, once, each with its command's result, in id order. The
+    batch holds its command ids (:data:`HOLD`), so no other transaction records them
+    meanwhile; one that does without holding them (an instance of an earlier release, which
+    claimed by inserting the row first, during a rolling upgrade) makes the statement record
+    fewer rows than asked: the batch raises :class:`common.faults.LostRace`, rolls back
+    whole, and its retry finds those commands answered."""
     deltas = [(a, d) for a, d in sorted(w.deltas.items()) if d]
     heads = sorted(w.heads.items())
+    results = sorted(w.results.items())
     values: dict[str, Any] = {
         "pruned": w.pruned,
         "refused": w.refused,
@@ -281,8 +296,11 @@ async def write_batch(session: AsyncSession, w: Written) -> list[int]:
         "h.seq": [s for _, (s, _) in heads],
         "h.head_hash": [h for _, (_, h) in heads],
         **columns_of(state_changes, w.changes, "s", CHANGE_COLUMNS),
-        "r.id": list(w.results),
-        "r.result": list(w.results.values()),
+        "r.id": [c for c, _ in results],
+        "r.result": [r for _, r in results],
         **columns_of(outbox, w.outbox, "o", OUTBOX_COLUMNS),
     }
-    return [r["id"] for r in await fetch(session, WRITE, _write.args(values))]
+    [row] = await fetch(session, WRITE, _write.args(values))
+    if row["recorded"] < len(results):
+        raise LostRace(f"{len(results) - row['recorded']} of {len(results)} commands recorded meanwhile")
+    return list(row["sent"])

@@ -157,20 +157,21 @@ def test_a_batch_with_fees_an_overdraft_a_twin_a_review_and_replays_is_decided_e
     ]
     assert [row["id"] for row in new_rows(prepared)] == ["tr_1", "tr_2", "tr_4"]
     locks = plan_locks(movements(prepared))
-    assert sorted(locks.wallet_accounts) == ["wal_a.available", "wal_a.held", "wal_b.available", "wal_b.held"]
+    # A book transfer settles at once, from the available balance: its source's held balance
+    # is neither locked nor moved; the payout in review holds.
+    assert sorted(locks.wallet_accounts) == ["wal_a.available", "wal_b.available", "wal_b.held"]
     assert sorted(locks.externals) == ["ext.ten_1.sandbox.USDC.fees"]
 
     funded = check_funds(movements(prepared), BALANCES)
-    # tr_1: 6 held then settled, 5.5 to wal_b and 0.5 to the fees; tr_4 holds those 5.5.
+    # tr_1: 6 settled in one entry, 5.5 to wal_b and 0.5 to the fees; tr_4 holds those 5.5.
     assert funded.deltas == {
         "wal_a.available": D(-6),
-        "wal_a.held": D(0),
         "wal_b.available": D(0),
         "wal_b.held": D("5.5"),
     }
-    assert [e.kind for e in funded.accepted] == ["transfer_hold", "transfer_completed", "payout_hold"]
-    assert funded.accepted[1].postings == [
-        ("wal_a.held", "USDC", D(-6)),
+    assert [e.kind for e in funded.accepted] == ["transfer_completed", "payout_hold"]
+    assert funded.accepted[0].postings == [
+        ("wal_a.available", "USDC", D(-6)),
         ("wal_b.available", "USDC", D("5.5")),
         ("ext.ten_1.sandbox.USDC.fees", "USDC", D("0.5")),
     ]

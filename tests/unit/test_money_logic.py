@@ -229,6 +229,10 @@ def test_account_names_and_the_completion_of_a_transfer() -> None:
         ("w2.available", "USDC", D(9)),
         ("ext.t.sandbox.USDC.fees", "USDC", D(1)),
     ]
+    settled_at_once = accounts.completion(
+        "t", "sandbox", "w1", "w2.available", "USDC", D(10), D(1), from_held=False
+    )
+    assert settled_at_once[0] == ("w1.available", "USDC", D(-10))  # a book transfer: nothing held
     err = entries.insufficient_funds("w1", D(5))
     assert (err.code, err.details) == (
         "invalid_request",

@@ -17,7 +17,7 @@ with the gateway's request and answer shapes, by calling the services' modules:
   approved command signed with compliance's Ed25519 key;
 - the ledger's batch for that one command (ledger.handlers.LedgerConsumer.apply_batch, the
   body of its consumer's batch): the signed authority verified (ledger.authority), the
-  inbox, two journal entries and four postings, the hash chain, the state changes, the
+  inbox, the journal entry and its postings, the hash chain, the state changes, the
   result, the events signed with the ledger's key;
 - the events stored as the webhooks service stores them (webhooks.service.fan_out, as its
   events consumer calls it, after the same signature check): the event rows and a delivery

@@ -40,11 +40,21 @@ def is_external(account_id: str) -> bool:
 
 
 def completion(
-    tenant_id: str, mode: Mode, source: str, credit: str, currency: str, amount: Decimal, fee: Decimal
+    tenant_id: str,
+    mode: Mode,
+    source: str,
+    credit: str,
+    currency: str,
+    amount: Decimal,
+    fee: Decimal,
+    *,
+    from_held: bool = True,
 ) -> list[Posting]:
-    """A transfer's held funds leave the source: ``amount - fee`` to ``credit``, the developer
-    fee to the tenant's fee balance."""
-    postings: list[Posting] = [(held(source), currency, -amount), (credit, currency, amount - fee)]
+    """A transfer's funds leave the source: ``amount - fee`` to ``credit``, the developer fee
+    to the tenant's fee balance; from its held balance (``from_held``: the transfer held them
+    first), or straight from its available balance (a transfer settled as it is created)."""
+    debit = held(source) if from_held else available(source)
+    postings: list[Posting] = [(debit, currency, -amount), (credit, currency, amount - fee)]
     if fee:
         postings.append((fees(tenant_id, mode, currency), currency, fee))
     return postings

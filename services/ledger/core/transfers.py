@@ -5,8 +5,9 @@ Given what the batch's first statement read (the transfers already recorded unde
 idempotency keys, every wallet its transfers name), :func:`plan_transfers` validates each
 transfer, resolves its parties (``parties``), charges its fee (``fees``), plans its row in
 its final state with its steps through the state machine (``states.check_path``) and its
-first event (in that final state), and builds its one refusable movement: the hold and, for
-a ``book`` transfer, its settlement too. A second transfer of the batch with the same key is
+first event (in that final state), and builds its one refusable movement: the hold, or for
+a ``book`` transfer, which settles at once, its settlement straight from the available
+balance (one entry). A second transfer of the batch with the same key is
 a :class:`Twin` of the first; a key already recorded is answered as a replay. Once the funds are checked
 (``entries.check_funds`` marks the movements refused for insufficient funds),
 :func:`settle_transfers` answers every command and says which rows to take back and which
@@ -172,39 +173,32 @@ def _plan(wallets: parties.WalletIndex, cmd: CreateTransfer, amount: Decimal) ->
     source, destination_id, route = _parties(wallets, cmd)
     values = _row(cmd, amount, source, destination_id, route)
     tenant_id, mode, currency, fee = cmd.ctx.tenant_id, cmd.ctx.mode, cmd.currency, values["fee_amount"]
-    entries = [
-        entry(
-            tenant_id=tenant_id,
-            mode=mode,
-            kind=f"{cmd.kind}_hold",
-            transfer_id=cmd.transfer_id,
-            transfer=values,
-            postings=[
-                (accounts.available(source.id), currency, -amount),
-                (accounts.held(source.id), currency, amount),
-            ],
-        )
-    ]
+    hold = [(accounts.available(source.id), currency, -amount), (accounts.held(source.id), currency, amount)]
+    kind, postings = f"{cmd.kind}_hold", hold
     steps: list[tuple[str, str]] = []
     assert cmd.decision is not None
     if cmd.decision.outcome == "review":
         steps = [("in_review", "compliance_review")]
     elif route == "book":
+        # Settled in the transaction that creates it: one entry straight from the source's
+        # available balance (single-phase, as TigerBeetle posts a transfer with no pending
+        # phase). A hold is for what waits: review, the chain, a payout's rail.
         assert destination_id is not None
         steps = [("processing", "book_settlement"), ("completed", "book_settlement")]
-        entries.append(
-            entry(
-                tenant_id=tenant_id,
-                mode=mode,
-                kind=f"{cmd.kind}_completed",
-                transfer_id=cmd.transfer_id,
-                transfer=values,
-                postings=accounts.completion(
-                    tenant_id, mode, source.id, accounts.available(destination_id), currency, amount, fee
-                ),
-            )
+        credit = accounts.available(destination_id)
+        kind = f"{cmd.kind}_completed"
+        postings = accounts.completion(
+            tenant_id, mode, source.id, credit, currency, amount, fee, from_held=False
         )
-    move = Movement(entries, refusable_for=source.id)
+    made = entry(
+        tenant_id=tenant_id,
+        mode=mode,
+        kind=kind,
+        transfer_id=cmd.transfer_id,
+        transfer=values,
+        postings=postings,
+    )
+    move = Movement([made], refusable_for=source.id)
     return Planned(cmd, amount, values, steps, move, cmd.ctx.request_id)
 
 

@@ -63,7 +63,10 @@ class ComplianceDecision(SQLModel, table=True):
     out_topic: str = text_field()
     out_key: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
     out_partition: int | None = Field(default=None, sa_column=Column(Integer))
-    out_payload: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    # What it published to the caller (a refusal, an answer); None for a command approved to
+    # the ledger: the signed command is published once (the outbox) and rebuilt, signed
+    # again, from the command and this decision if it comes again (compliance.service).
+    out_payload: bytes | None = Field(default=None, sa_column=Column(LargeBinary))
     created_at: datetime = now_field()
     # the transfer this decision is about (a transfer or payout; None for the rest, and for a
     # refusal of a transfer id another command holds)

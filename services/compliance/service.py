@@ -13,7 +13,7 @@ import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -293,13 +293,7 @@ async def decide_batch(
         request_id_var.set(cmd.ctx.request_id)
         prev = stored.get(cmd.command_id)
         if prev is not None:  # redelivered or retried: publish the same outcome again
-            out = OutMessage(
-                prev.out_topic,
-                bytes(prev.out_payload),
-                prev.out_key and bytes(prev.out_key),
-                prev.out_partition,
-            )
-            plan.append(readdressed(out, cmd, topics, sign))
+            plan.append(_again(prev, cmd, topics, sign))
             continue
         if cmd.command_id in decided:  # the same command twice in one batch
             plan.append(cmd)
@@ -345,6 +339,32 @@ async def write(
     return outbox.written(session, msgs, ids, writes.pruned)
 
 
+def _again(prev: repo.Stored, cmd: Command, topics: Topics, sign: Sign) -> OutMessage:
+    """The outcome ``prev`` decided for ``cmd``'s command id, published again: its stored
+    bytes, or for a command it approved, ``cmd`` stamped with the decision and signed again
+    (what came again under the command id is the same command: the gateway refuses another
+    body under its Idempotency-Key; only the context, the caller's address and deadline, is
+    the new caller's)."""
+    if prev.out_payload is None:
+        decision = Decision(decision_id=prev.id, outcome=_approved(prev.outcome), rule=prev.rule)
+        stamped = sign(msgspec.structs.replace(cmd, decision=decision, authority=None))
+        return OutMessage(
+            topics.ledger_commands,
+            encode(stamped),
+            key=partition_key(cmd).encode(),
+            request_id=cmd.ctx.request_id,
+        )
+    out = OutMessage(
+        prev.out_topic, bytes(prev.out_payload), prev.out_key and bytes(prev.out_key), prev.out_partition
+    )
+    return readdressed(out, cmd, topics, sign)
+
+
+def _approved(outcome: str) -> Literal["allow", "review"]:
+    """The outcome an approved command is stamped with (the decision row's may name the rule's)."""
+    return "review" if outcome == "review" else "allow"
+
+
 def _record(
     cmd: Command, verdict: Verdict, inputs: dict[str, Any], topics: Topics, sign: Sign
 ) -> tuple[OutMessage, dict[str, Any]]:
@@ -353,11 +373,7 @@ def _record(
     if verdict.refused:
         out = _reply(cmd, refusal_result(cmd, verdict), topics)
     else:
-        decision = Decision(
-            decision_id=decision_id,
-            outcome="review" if verdict.outcome == "review" else "allow",  # not refused here
-            rule=verdict.rule,
-        )
+        decision = Decision(decision_id=decision_id, outcome=_approved(verdict.outcome), rule=verdict.rule)
         # Signed over the decision and everything it approves: the ledger applies nothing
         # compliance did not sign.
         stamped = sign(msgspec.structs.replace(cmd, decision=decision, authority=None))
@@ -376,7 +392,8 @@ def _record(
         "out_topic": out.topic,
         "out_key": out.key,
         "out_partition": out.partition,
-        "out_payload": out.payload,
+        # Published once (the outbox), kept once (the ledger's): signed again if it comes again.
+        "out_payload": None if out.topic == topics.ledger_commands else out.payload,
         "transfer_id": _transfer_of(cmd, verdict),
     }
     return out, row

@@ -9,6 +9,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 
+import msgspec
 import pytest
 
 from common.contracts.commands import (
@@ -83,6 +84,7 @@ async def test_restricted_customer_refused_in_every_mode(
         "jurisdiction_restricted",
     )
     assert row["request_id"] == cmd.ctx.request_id
+    assert row["out_payload"]  # a refusal keeps the answer it gave
 
 
 async def test_allowed_customer_is_forwarded_stamped_and_kept(stack: Stack, probe: Probe) -> None:
@@ -92,9 +94,13 @@ async def test_allowed_customer_is_forwarded_stamped_and_kept(stack: Stack, prob
     [row] = await decisions_of(stack.stores.database_url, cmd.command_id)
     assert row["id"] == fwd.decision.decision_id
     assert row["inputs"] and '"FR"' in json.dumps(row["inputs"])  # jsonb, decoded
-    # Redelivery: the same command id is answered from the kept decision, not decided again.
+    # The signed command is published once and not kept twice: the ledger keeps it.
+    assert row["out_payload"] is None and row["out_topic"].endswith("ledger.commands")
+    # Redelivery: the same command id is answered from the kept decision, not decided again:
+    # the command stamped with it and signed again, the same command but for its grant.
     again = (await probe.submit(cmd)).forwarded
-    assert again.decision.decision_id == fwd.decision.decision_id
+    assert again.decision == fwd.decision and again.authority is not None
+    assert msgspec.structs.replace(again, authority=None) == msgspec.structs.replace(fwd, authority=None)
     assert len(await decisions_of(stack.stores.database_url, cmd.command_id)) == 1
 
 

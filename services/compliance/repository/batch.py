@@ -40,7 +40,7 @@ from compliance.models import (
     screened_addresses,
 )
 
-__all__ = ["BatchRead", "BatchWrite", "Wanted", "read_batch", "write_batch"]
+__all__ = ["BatchRead", "BatchWrite", "Stored", "Wanted", "read_batch", "write_batch"]
 
 Key = tuple[str, str, str]
 UsageKey = tuple[str, str, str, date]
@@ -76,7 +76,8 @@ WITH ea AS (
     RETURNING tenant_id, mode, currency, day, used
 )
 SELECT
-    ARRAY(SELECT ROW(d.command_id, d.out_topic, d.out_key, d.out_partition, d.out_payload)
+    ARRAY(SELECT ROW(d.command_id, d.out_topic, d.out_key, d.out_partition, d.out_payload,
+                     d.id, d.outcome, d.rule)
           FROM {qualified(decisions)} d
           WHERE d.command_id = ANY({_read.param("ids", _TEXT)})) AS stored,
     ARRAY(SELECT ROW(s.chain, s.address) FROM {qualified(screened_addresses)} s
@@ -108,13 +109,18 @@ SELECT
 
 
 class Stored(NamedTuple):
-    """A decision already made: what it published."""
+    """A decision already made: what it published (``out_payload``: None for an approved
+    command, which is signed again from the command and the decision: it is kept once, by
+    the ledger, not twice)."""
 
     command_id: str
     out_topic: str
     out_key: bytes | None
     out_partition: int | None
-    out_payload: bytes
+    out_payload: bytes | None
+    id: str
+    outcome: str
+    rule: str
 
 
 class PartyFound(NamedTuple):

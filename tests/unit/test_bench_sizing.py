@@ -236,3 +236,12 @@ def test_counts_per_transfer_from_one_window() -> None:
     text = bench_sizing.counts_line("transfer", c)
     assert text.startswith("counts: transfer wal_bytes 12000 row_writes 20.00 index_entries 0.00")
     assert "offset_commit_records 0.150" in text and text.endswith("batch webhooks-events 10.00")
+
+
+def test_the_doors_refusals_by_bound_summed_over_gateways() -> None:
+    text = (
+        "# TYPE sluice_admission_shed_total counter\n"
+        'sluice_admission_shed_total{reason="queue"} 70.0\n'
+        'sluice_admission_shed_total{reason="instance"} 5.0\n'
+    )
+    assert bench_sizing.door_shed([text, text.replace("70.0", "1.0")]) == {"queue": 71.0, "instance": 10.0}

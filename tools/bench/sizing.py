@@ -291,6 +291,21 @@ def batch_sums(metrics: list[str]) -> dict[str, tuple[float, float]]:
     return {c: (n, b) for c, (n, b) in out.items()}
 
 
+def door_shed(metrics: list[str]) -> dict[str, float]:
+    """Commands the gateways' doors refused so far, by the bound that refused them
+    (``sluice_admission_shed_total``: ``queue``, ``instance``, ``sandbox``, ``tenant``)."""
+    out: dict[str, float] = {}
+    for text in metrics:
+        for family in text_string_to_metric_families(text):
+            if family.name != "sluice_admission_shed":
+                continue
+            for sample in family.samples:
+                if sample.name == "sluice_admission_shed_total":
+                    reason = sample.labels.get("reason", "")
+                    out[reason] = out.get(reason, 0.0) + sample.value
+    return out
+
+
 def _metrics(stack: BenchStack) -> list[str]:
     texts = []
     for proc in stack.procs.values():
@@ -353,12 +368,16 @@ def _window(
     writes the whole page to the WAL, so the window holds those full-page images, the most a
     window of its length can (in production a checkpoint comes every few minutes)."""
     asyncio.run(_checkpoint(stack.asyncpg_dsn))
-    before = read(stack)
+    before, shed = read(stack), door_shed(_metrics(stack))
     ok, not_ok = drive()
     _drained(receiver)
     between()
     time.sleep(STATS_FLUSH_S)
     after = read(stack)
+    refused = {k: v - shed.get(k, 0.0) for k, v in door_shed(_metrics(stack)).items() if v > shed.get(k, 0.0)}
+    if refused:
+        shown = ", ".join(f"{k} {v:.0f}" for k, v in sorted(refused.items()))
+        print(f"sizing: refused at the door (503 overloaded), by the bound that refused: {shown}", flush=True)
     return delta(before, after), ok, not_ok, _wal_by_table(stack, before, after)
 
 

@@ -47,16 +47,32 @@ class OutMessage:
     partition: int | None = None
     id: int | None = None
     request_id: str | None = None  # carried in the headers, and the trace followed (common.tracing)
+    # The command whose result in the inbox ``payload`` is (an outbox ``answers_from_inbox``):
+    # the row names it instead of carrying the bytes; ``payload`` is still what is published.
+    payload_of: str | None = None
 
 
 class Outbox:
     def __init__(
-        self, schema: str, broker: KafkaBroker, *, grace_s: float = 5.0, lazy_delete: bool = False
+        self,
+        schema: str,
+        broker: KafkaBroker,
+        *,
+        grace_s: float = 5.0,
+        lazy_delete: bool = False,
+        answers_from_inbox: bool = False,
     ) -> None:
         self.schema = schema
         self.broker = broker
         self.grace_s = grace_s
         self.lazy_delete = lazy_delete
+        # Rows may name their payload in the inbox (common.tables.outbox_table): the relay
+        # reads it from there.
+        self.payload_sql = (
+            f"coalesce(o.payload, (SELECT i.result FROM {schema}.inbox i WHERE i.command_id = o.payload_of))"
+            if answers_from_inbox
+            else "o.payload"
+        )
         self._published: set[int] = set()  # lazy_delete: published, not yet deleted
 
     def add(self, session: AsyncSession, msg: OutMessage) -> None:
@@ -173,9 +189,10 @@ class Outbox:
             rows = (
                 await session.execute(
                     text(
-                        f"SELECT id, topic, key, partition, payload FROM {self.schema}.outbox "
-                        "WHERE created_at < now() - make_interval(secs => :grace) "
-                        "ORDER BY id LIMIT :limit FOR UPDATE SKIP LOCKED"
+                        f"SELECT o.id, o.topic, o.key, o.partition, {self.payload_sql} AS payload"
+                        f" FROM {self.schema}.outbox o"
+                        " WHERE o.created_at < now() - make_interval(secs => :grace)"
+                        " ORDER BY o.id LIMIT :limit FOR UPDATE OF o SKIP LOCKED"
                     ),
                     {"grace": self.grace_s, "limit": limit},
                 )

@@ -14,7 +14,19 @@ from __future__ import annotations
 
 from typing import Any, TypeAlias
 
-from sqlalchemy import BigInteger, Column, DateTime, Integer, LargeBinary, MetaData, Row, Table, Text, func
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Column,
+    DateTime,
+    Integer,
+    LargeBinary,
+    MetaData,
+    Row,
+    Table,
+    Text,
+    func,
+)
 from sqlalchemy import inspect as sa_inspect
 from sqlmodel import Field, SQLModel
 
@@ -24,7 +36,7 @@ from common.contracts.base import Mode
 AnyRow: TypeAlias = Row[*tuple[Any, ...]]
 
 
-def _table(schema: str, name: str, *columns: Column[Any]) -> Table:
+def _table(schema: str, name: str, *columns: Column[Any] | CheckConstraint) -> Table:
     """The table ``schema.name`` in ``SQLModel.metadata``, declared on the first call."""
     found = SQLModel.metadata.tables.get(f"{schema}.{name}")
     return found if found is not None else Table(name, SQLModel.metadata, *columns, schema=schema)
@@ -90,8 +102,20 @@ class TenantModeKey(SQLModel):
     mode: Mode = text_field(primary_key=True)
 
 
-def outbox_table(schema: str) -> Table:
-    """``<schema>.outbox``: messages written with the state they describe (common.outbox)."""
+def outbox_table(schema: str, *, answers_from_inbox: bool = False) -> Table:
+    """``<schema>.outbox``: messages written with the state they describe (common.outbox).
+
+    ``answers_from_inbox``: a row may name, instead of carrying its payload, the command whose
+    result in ``<schema>.inbox`` it is (``payload_of``): an answer is kept once, by the inbox."""
+    payload: list[Column[Any] | CheckConstraint]
+    if not answers_from_inbox:
+        payload = [Column("payload", LargeBinary, nullable=False)]
+    else:
+        payload = [
+            Column("payload", LargeBinary),
+            Column("payload_of", Text),
+            CheckConstraint("payload IS NOT NULL OR payload_of IS NOT NULL", name="outbox_payload_or_inbox"),
+        ]
     return _table(
         schema,
         "outbox",
@@ -99,7 +123,7 @@ def outbox_table(schema: str) -> Table:
         Column("topic", Text, nullable=False),
         Column("key", LargeBinary),
         Column("partition", Integer),
-        Column("payload", LargeBinary, nullable=False),
+        *payload,
         Column("created_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
     )
 

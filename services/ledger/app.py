@@ -31,7 +31,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
         # intervals, and never under 30 s (a turn delayed on a loaded host is not a lost topic).
         anchor_grace_s=max(3 * settings.journal_anchor_interval_s, 30.0),
     )
-    outbox = Outbox("ledger", runtime.broker, lazy_delete=True)
+    outbox = Outbox("ledger", runtime.broker, lazy_delete=True, answers_from_inbox=True)
     consumer = LedgerConsumer(
         settings,
         runtime.broker,

@@ -219,7 +219,7 @@ class WalletBalances(NamedTuple):
         return self.wallet.id
 
 
-outbox = outbox_table(SCHEMA)
+outbox = outbox_table(SCHEMA, answers_from_inbox=True)  # its answers are its inbox's results
 inbox = inbox_table(SCHEMA)
 
 # Core tables, for bulk statements.

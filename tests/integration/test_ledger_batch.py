@@ -34,7 +34,7 @@ from common.contracts.commands import CreateTransfer, Party
 from common.db import create_engine, sessionmaker
 from common.faults import LostRace, is_transient
 from common.ids import new_id
-from common.outbox import Outbox
+from common.outbox import Outbox, OutMessage
 from common.settings import Settings
 from common.topics import Topics
 from ledger.config import LedgerConfig
@@ -116,7 +116,7 @@ async def two_runtimes(stack: Stack) -> AsyncIterator[list[LedgerConsumer]]:
             settings_,
             broker,
             sessionmaker(e),
-            Outbox("ledger", broker, lazy_delete=True),
+            Outbox("ledger", broker, lazy_delete=True, answers_from_inbox=True),
             Topics(settings_.topic_prefix),
             ledger_config=LedgerConfig(settle_s=3600),
         )
@@ -414,4 +414,46 @@ async def test_a_command_recorded_without_the_hold_rolls_the_batch_back_to_retry
         await ledger_invariants(db, tenant_id)
     finally:
         await old.close()
+        await db.close()
+
+
+class _Recording(Outbox):
+    """The ledger's outbox, publishing as it does and keeping what it published."""
+
+    published: list[OutMessage]
+
+    async def _publish(self, m: OutMessage) -> None:
+        await super()._publish(m)
+        self.published.append(m)
+
+
+@pytest.mark.integration
+async def test_a_reply_names_its_inbox_result_and_the_relay_publishes_those_bytes(stack: Stack) -> None:
+    """A reply's outbox row carries no payload of its own but the command it answers
+    (``payload_of``): the inbox keeps the answer once. A crash between commit and publish
+    (failpoint ``ledger.after_commit``) leaves the row to the relay, which publishes the
+    inbox's bytes. Read as before (the payload column alone) the relay would publish nothing."""
+    async with open_kit(stack) as kit:
+        src, dst = await kit.funded_wallet("20.00"), await kit.funded_wallet("0")
+        tenant_id = kit.tenant_id
+    cmd = book(tenant_id, src["wallet_id"], dst["wallet_id"], D("3.00"), uuid.uuid4().hex)
+    to = Topics("sluice").replies(f"probe-{uuid.uuid4().hex[:8]}") + ".0"
+    cmd = msgspec.structs.replace(cmd, ctx=msgspec.structs.replace(cmd.ctx, reply_to=to))
+    db = await asyncpg.connect(**pg_kwargs(stack.stores.database_url))
+    failpoints.configure("ledger.after_commit=1*crash")
+    try:
+        async with two_runtimes(stack) as (runtime, _):
+            with pytest.raises(failpoints.FailpointCrash):
+                await runtime.run_batch([cmd])  # committed, never dispatched
+            [row] = await db.fetch("SELECT payload, payload_of FROM ledger.outbox WHERE topic = $1", to)
+            assert (row["payload"], row["payload_of"]) == (None, cmd.command_id)
+            relay = _Recording("ledger", runtime.broker, grace_s=0, answers_from_inbox=True)
+            relay.published = []
+            await relay.relay_once(runtime.sessions)
+        stored = await db.fetchval("SELECT result FROM ledger.inbox WHERE command_id = $1", cmd.command_id)
+        [reply] = [m for m in relay.published if m.topic == to]
+        assert reply.payload == stored and msgspec.json.decode(stored, type=Result).status == 201
+        assert await db.fetchval("SELECT count(*) FROM ledger.outbox WHERE topic = $1", to) == 0
+    finally:
+        failpoints.configure(None)
         await db.close()

@@ -103,7 +103,7 @@ class Services:
 
     def start_ledger(self) -> None:
         ledger_config = LedgerConfig(settle_s=0)
-        self.outbox = Outbox("ledger", self.broker, grace_s=0, lazy_delete=True)
+        self.outbox = Outbox("ledger", self.broker, grace_s=0, lazy_delete=True, answers_from_inbox=True)
         self.ledger = LedgerConsumer(
             self.settings,
             self.broker,

@@ -3,7 +3,7 @@
 :func:`subscribe` is how every consumer of the suite is built: a FastStream batch subscriber
 whose handler hands the raw records to a :class:`common.consume.BatchProcessor`. Offsets are
 committed only after the handler returned, that is after the work is durable or dead-lettered,
-and at most every ``SLUICE_KAFKA_COMMIT_INTERVAL_MS`` (100): :class:`Commits` commits the
+and at most every ``SLUICE_KAFKA_COMMIT_INTERVAL_MS`` (2000): :class:`Commits` commits the
 offsets of processed records only, explicitly, so a commit never covers a record still being
 handled. A handler that raises (or is cancelled at shutdown) rewinds its partitions to the
 batch's first records (``AckPolicy.MANUAL`` plus FastStream's ``nack``; ``AckPolicy.ACK``

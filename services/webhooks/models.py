@@ -85,7 +85,6 @@ class WebhookEvent(SQLModel, table=True):
     __tablename__ = "events"
     __table_args__ = (
         Index("events_received", "received_at"),
-        Index("events_scope", "tenant_id", "mode", text("event_id DESC")),
         # GET /v1/events: one tenant and mode in sequence order, either way; a number once.
         Index("events_sequence", "tenant_id", "mode", "sequence", unique=True),
         {"schema": SCHEMA},

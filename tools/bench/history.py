@@ -243,12 +243,11 @@ class Chunk:
     refused: int = 0
 
     def put(self, table: str, columns: Sequence[str], values: dict[str, Any]) -> None:
-        self.rows.setdefault(table, []).append(tuple(_cell(values.get(c)) for c in columns))
-
-
-def _cell(value: Any) -> Any:
-    """A COPY cell: a JSON object as text (asyncpg's jsonb codec takes text)."""
-    return json.dumps(value) if isinstance(value, dict) else value
+        row = [values.get(c) for c in columns]
+        for i in JSON_AT.get(table, ()):  # asyncpg's jsonb codec takes text
+            if row[i] is not None:
+                row[i] = json.dumps(row[i])
+        self.rows.setdefault(table, []).append(tuple(row))
 
 
 compliance_decisions = ComplianceDecision.__table__
@@ -262,21 +261,30 @@ COLUMNS: dict[str, list[str]] = {
     "compliance.cap_holds": ["transfer_id", "tenant_id", "mode", "currency", "day", "amount", "command_id"],
     "webhooks.events": ["event_id", "tenant_id", "mode", "type", "body", "sequence"],
 }
+# The JSON objects among them (the transfer's parties and fee; the decision's inputs are text).
+JSON_AT = {
+    "ledger.transfers": [
+        COLUMNS["ledger.transfers"].index(c) for c in ("source", "destination", "developer_fee")
+    ]
+}
 
 
 def decided(
-    t: Tenant, cmds: list[CreateTransfer], suite: Suite, day: date, out: Chunk
+    t: Tenant, cmds: list[CreateTransfer], suite: Suite, day: date, remaining: Decimal, out: Chunk
 ) -> tuple[list[CreateTransfer], dict[str, dict[str, Any]]]:
-    """Compliance's part: each command decided by its rules; the allowed ones stamped with their
-    decision as compliance signs them (``_record``), with their decision rows by transfer id."""
+    """Compliance's part: each command decided by its rules and, allowed, taken from what is
+    ``remaining`` of the day's cap (refused past it, as compliance.allowance refuses); the
+    allowed ones stamped with their decision as compliance signs them (``_record``), with their
+    decision rows by transfer id."""
     sign = suite.settings.signing_key("compliance").sign
     topics = Topics(suite.settings.topic_prefix)
     stamped, rows = [], {}
     for cmd in cmds:
         verdict, inputs = decide(t, cmd, day)
-        if verdict.outcome != "allow":
+        if verdict.outcome != "allow" or Decimal(cmd.amount) > remaining:
             out.refused += 1
             continue
+        remaining -= Decimal(cmd.amount)
         _, row = compliance_record(cmd, verdict, inputs, topics, sign)
         rows[cmd.transfer_id] = row
         decision = Decision(decision_id=row["id"], outcome="allow", rule=verdict.rule)
@@ -350,10 +358,11 @@ def delivered(
     out.last_sequence = sequence
 
 
-async def _locked(conn: asyncpg.Connection, t: Tenant) -> tuple[repo.Locked, int]:
+async def _locked(conn: asyncpg.Connection, t: Tenant, day: date) -> tuple[repo.Locked, int, Decimal]:
     """Inside the chunk's transaction, in the ledger's lock order: the tenant's wallet accounts
     (id order), then its chain head (created at the genesis if missing), then its events'
-    sequence (webhooks'). What the journal checks and chains from, and the last event number."""
+    sequence (webhooks') and its day's cap usage (compliance's). What the journal checks and
+    chains from, the last event number and what the day has used."""
     rows = await conn.fetch(
         "SELECT id, balance FROM ledger.accounts WHERE tenant_id = $1 AND mode = $2"
         " AND wallet_id IS NOT NULL ORDER BY id FOR UPDATE",
@@ -372,10 +381,17 @@ async def _locked(conn: asyncpg.Connection, t: Tenant) -> tuple[repo.Locked, int
         t.tenant_id,
         MODE,
     )
+    used = await conn.fetchval(
+        "SELECT used FROM compliance.cap_usage WHERE tenant_id = $1 AND mode = $2 AND currency = $3"
+        " AND day = $4 FOR UPDATE",
+        t.tenant_id,
+        MODE,
+        CURRENCY,
+        day,
+    )
     balances = {r["id"]: r["balance"] for r in rows}
-    return repo.Locked(
-        set(), balances, {(t.tenant_id, MODE): (head["seq"], head["head_hash"])}
-    ), sequence or 0
+    heads = {(t.tenant_id, MODE): (head["seq"], head["head_hash"])}
+    return repo.Locked(set(), balances, heads), sequence or 0, used or Decimal(0)
 
 
 async def _write(conn: asyncpg.Connection, t: Tenant, day: date, out: Chunk) -> None:
@@ -424,9 +440,10 @@ async def chunk(conn: asyncpg.Connection, t: Tenant, n: int, suite: Suite, rng: 
     now = datetime.now(UTC)
     day = now.date()
     out = Chunk()
-    stamped, decisions = decided(t, commands(t, n, rng), suite, day, out)
+    cmds = commands(t, n, rng)
     async with conn.transaction():
-        locked, sequence = await _locked(conn, t)
+        locked, sequence, used = await _locked(conn, t, day)
+        stamped, decisions = decided(t, cmds, suite, day, t.cap.daily - used, out)
         accepted = booked(t, stamped, locked, suite, now, out)
         delivered(accepted, decisions, day, sequence, out)
         await _write(conn, t, day, out)

@@ -465,10 +465,10 @@ async def _seed_tenants(dsn: str, env: dict[str, str], quotas: list[tuple[str, i
         left = {tid: n for tid, n in quotas if tid in found}
         while left:
             for tid in list(left):
-                n = min(CHUNK, left[tid])
-                done.add(await chunk(conn, found[tid], n, suite, rng))
-                left[tid] -= n
-                if not left[tid]:
+                part = await chunk(conn, found[tid], min(CHUNK, left[tid]), suite, rng)
+                done.add(part)
+                left[tid] -= part.transfers  # a refused transfer is made up by another
+                if left[tid] <= 0 or not part.transfers:  # none accepted: the tenant is spent
                     del left[tid]
             print(
                 f"history seed (worker {seed}): {done.transfers} transfers, {done.entries} journal entries,"

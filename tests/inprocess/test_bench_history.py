@@ -40,9 +40,11 @@ def _counts(stack: Stack, tenant_ids: list[str]) -> dict[str, int]:
           (SELECT count(*) FROM ledger.state_changes s JOIN ledger.transfers t ON t.id = s.transfer_id
             WHERE t.tenant_id = ANY($1)) AS changes,
           (SELECT count(*) FROM compliance.decisions d JOIN ledger.transfers t ON t.decision_id = d.id
-            AND d.transfer_id = t.id AND d.outcome = 'allow') AS decisions,
-          (SELECT count(*) FROM compliance.cap_holds h JOIN ledger.transfers t ON t.id = h.transfer_id) AS holds,
-          (SELECT count(*) FROM webhooks.events WHERE tenant_id = ANY($1) AND type = 'transfer.created') AS events,
+            AND d.transfer_id = t.id AND d.outcome = 'allow' WHERE t.tenant_id = ANY($1)) AS decisions,
+          (SELECT count(*) FROM compliance.cap_holds h JOIN ledger.transfers t ON t.id = h.transfer_id
+            WHERE t.tenant_id = ANY($1)) AS holds,
+          (SELECT count(*) FROM webhooks.events
+            WHERE tenant_id = ANY($1) AND type = 'transfer.created') AS events,
           (SELECT count(*) FROM ledger.inbox i JOIN compliance.decisions d ON d.command_id = i.command_id
             JOIN ledger.transfers t ON t.id = d.transfer_id WHERE t.tenant_id = ANY($1)) AS results""",
         tenant_ids,
@@ -54,7 +56,9 @@ def test_a_seeded_history_verifies_reconciles_and_takes_an_api_transfer_on_top(s
     tenants = [make_tenant(stack, rate_limit=100_000) for _ in range(2)]
     wallets = {t.tenant_id: [funded(t, "1000.00")["wallet_id"] for _ in range(4)] for t in tenants}
     ids = list(wallets)
-    first = created(send(tenants[0], "/v1/transfers", book(*wallets[ids[0]][:2], "1.00")))  # an API entry first
+    first = created(
+        send(tenants[0], "/v1/transfers", book(wallets[ids[0]][0], wallets[ids[0]][1], "1.00"))
+    )  # an API entry first
     assert first["state"] == "completed"
 
     seeded = history.seed(stack.stores.database_url, stack.env, SEEDED, workers=1, only=ids)
@@ -85,7 +89,7 @@ def test_a_seeded_history_verifies_reconciles_and_takes_an_api_transfer_on_top(s
     assert all(g["n"] == g["top"] for g in gaps), gaps  # one number per event, none skipped
 
     [head] = db(stack, "SELECT seq FROM ledger.journal_chains WHERE tenant_id = $1", ids[0])
-    on_top = created(send(tenants[0], "/v1/transfers", book(*wallets[ids[0]][2:], "2.50")))
+    on_top = created(send(tenants[0], "/v1/transfers", book(wallets[ids[0]][2], wallets[ids[0]][3], "2.50")))
     assert on_top["state"] == "completed"
     seqs = db(
         stack,

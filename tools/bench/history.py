@@ -46,10 +46,11 @@ import asyncpg
 import msgspec
 
 from common.contracts import encode
-from common.contracts.base import Ctx, Decision
+from common.contracts.base import Ctx, Decision, Mode
 from common.contracts.commands import CreateTransfer, Party
 from common.ids import new_id
 from common.settings import Settings
+from common.tables import table_of
 from common.topics import Topics
 from compliance import rules
 from compliance.models import ComplianceDecision
@@ -64,7 +65,7 @@ from ledger.service import result_of
 from webhooks.service import envelope
 
 CHUNK = int(os.environ.get("BENCH_HISTORY_CHUNK", "4000"))  # transfers per transaction
-MODE = "sandbox"
+MODE: Mode = "sandbox"
 CURRENCY = "USDC"
 AMOUNTS = (1, 200)  # cents: 0.01 to 2.00 USDC, small beside the wallets' funding
 RAIL = "provider_wallet"
@@ -227,7 +228,9 @@ class Suite:
     def of(cls, env: dict[str, str]) -> Suite:
         """The settings the services run with, from their environment (``SLUICE_*``)."""
         return cls(
-            Settings(**{k[len("SLUICE_") :].lower(): v for k, v in env.items() if k.startswith("SLUICE_")})
+            Settings.model_validate(
+                {k[len("SLUICE_") :].lower(): v for k, v in env.items() if k.startswith("SLUICE_")}
+            )
         )
 
 
@@ -250,7 +253,7 @@ class Chunk:
         self.rows.setdefault(table, []).append(tuple(row))
 
 
-compliance_decisions = ComplianceDecision.__table__
+compliance_decisions = table_of(ComplianceDecision)
 COLUMNS: dict[str, list[str]] = {
     "ledger.transfers": repo.batch.TRANSFER_COLUMNS,
     "ledger.journal_entries": repo.batch.ENTRY_COLUMNS,
@@ -390,7 +393,7 @@ async def _locked(conn: asyncpg.Connection, t: Tenant, day: date) -> tuple[repo.
         day,
     )
     balances = {r["id"]: r["balance"] for r in rows}
-    heads = {(t.tenant_id, MODE): (head["seq"], head["head_hash"])}
+    heads: dict[tuple[str, str], tuple[int, str]] = {(t.tenant_id, MODE): (head["seq"], head["head_hash"])}
     return repo.Locked(set(), balances, heads), sequence or 0, used or Decimal(0)
 
 

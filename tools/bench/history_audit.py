@@ -74,8 +74,8 @@ async def _run(sessions: async_sessionmaker[AsyncSession], config: LedgerConfig,
         tenants = [h.tenant_id for h in await repo.chain_heads(session, None, MODE)]
     for tid in tenants:
         async with sessions() as session, session.begin():
-            cmd = Reconcile(command_id="cmd_" + uuid.uuid4().hex, ctx=_ctx(tid), limit=10)
-            audit.reconciled[tid] = dict((await reconcile(session, cmd, config)).data)
+            asked = Reconcile(command_id="cmd_" + uuid.uuid4().hex, ctx=_ctx(tid), limit=10)
+            audit.reconciled[tid] = dict((await reconcile(session, asked, config)).data)
     audit.reconcile_s = time.monotonic() - started
 
 

@@ -126,7 +126,7 @@ bench-short: setup wrk
 	@BENCH_WALLETS=$${BENCH_WALLETS:-300} BENCH_DURATION_S=$${BENCH_DURATION_S:-4} \
 		$(UV) run --frozen python -m tools.bench.run
 
-# The suite's cost with a history (docs/performance/index.md, "History"): capacity and CPU per
+# The suite's cost with a history (docs/performance/index.md, "A long history"): capacity and CPU per
 # transfer on the empty database, then with BENCH_HISTORY_TRANSFERS (1000000) seeded, and the
 # ledger's verify_journal and reconcile timed over it (tools.bench.history_run).
 bench-history: setup

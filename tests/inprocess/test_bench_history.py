@@ -6,7 +6,7 @@ what the API leaves (two entries, four postings, two state changes, its inbox re
 compliance decision and cap hold, its stored event numbered after the tenant's others); and a
 transfer through the API on top books, extends the seeded chain and verifies with it.
 
-Correctness, not speed: ``make bench-history`` measures (docs/performance/index.md, "History")."""
+Correctness, not speed: ``make bench-history`` measures (docs/performance/index.md, "A long history")."""
 
 from __future__ import annotations
 

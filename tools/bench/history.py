@@ -1,4 +1,4 @@
-"""The history seeder of ``make bench-history`` (docs/performance/index.md, "History"): fills a
+"""The history seeder of ``make bench-history`` (docs/performance/index.md, "A long history"): fills a
 running suite's database with N book transfers between the funded wallets it already holds, as
 fast as COPY takes them, each leaving what an API transfer leaves.
 

@@ -1,6 +1,6 @@
 """``make bench-history``: does the suite's cost stay flat with a history of
 ``BENCH_HISTORY_TRANSFERS`` (1,000,000) transfers in its database (docs/performance/index.md,
-"History")?
+"A long history")?
 
 One stack (tools.bench.stack). The six tenants of the capacity steps (tools.bench.overload.part)
 and ``BENCH_HISTORY_TENANTS`` (14) more with ``BENCH_HISTORY_WALLETS`` (50) funded wallets

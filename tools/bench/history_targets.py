@@ -1,4 +1,4 @@
-"""``make bench-history``'s verdict (docs/performance/index.md, "History"): pure, unit-tested.
+"""``make bench-history``'s verdict (docs/performance/index.md, "A long history"): pure, unit-tested.
 
 With ``BENCH_HISTORY_TRANSFERS`` (1,000,000) transfers in the database, the suite's transfer
 capacity and its CPU per transfer stay within :data:`TOLERANCE` of the same figures on the

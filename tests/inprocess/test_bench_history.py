@@ -1,4 +1,4 @@
-"""The history seeder of ``make bench-history`` (tools.bench.history) is faithful: 2,000 seeded
+"""The history seeder of ``make bench-history`` (tools.bench.seed) is faithful: 2,000 seeded
 transfers over two tenants' funded wallets leave a journal that verify_journal and reconcile
 find clean, through admin as an operator asks (every hash recomputed, every balance equal to
 its postings, every transfer's postings matching its state and history), each transfer with
@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import Stack, make_tenant
 from tests.support.admin import admin_ok, db
 from tests.support.flows import book, created, funded, send
-from tools.bench import history
+from tools.bench import seed
 
 pytestmark = pytest.mark.inprocess
 
@@ -61,7 +61,7 @@ def test_a_seeded_history_verifies_reconciles_and_takes_an_api_transfer_on_top(s
     )  # an API entry first
     assert first["state"] == "completed"
 
-    seeded = history.seed(stack.stores.database_url, stack.env, SEEDED, workers=1, only=ids)
+    seeded = seed.seed(stack.stores.database_url, stack.env, SEEDED, workers=1, only=ids)
     assert seeded.transfers + seeded.refused == SEEDED and seeded.refused == 0, seeded
     assert seeded.entries == 2 * SEEDED
 

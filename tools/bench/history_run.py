@@ -7,7 +7,7 @@ and ``BENCH_HISTORY_TENANTS`` (14) more with ``BENCH_HISTORY_WALLETS`` (50) fund
 each, all through the API. On the empty database: the suite's transfer capacity
 (tools.bench.capacity.search over transfers_step, as ``make bench``) and its CPU per transfer
 (tools.bench.abab.open_turn, ``BENCH_PAIRS`` turns at 0.8 of that capacity, every process of
-the stack counted). Then the history (tools.bench.history) over all twenty tenants, the wait
+the stack counted). Then the history (tools.bench.seed) over all twenty tenants, the wait
 until the ledger has anchored it and the stack is quiet, ``VACUUM ANALYZE`` (what autovacuum
 would have done over the days such a history takes), and the same two figures again, the CPU
 at the same rate as on the empty database. Last, the ledger's verify_journal and reconcile
@@ -31,7 +31,7 @@ from typing import Any
 
 import asyncpg
 
-from tools.bench import abab, history, history_audit, quiesce
+from tools.bench import abab, history_audit, quiesce, seed
 from tools.bench.capacity import search, transfers_step
 from tools.bench.history_targets import Figures, History, exit_code, per_100k, ratio, verdict
 from tools.bench.overload.part import provision_tenants
@@ -115,7 +115,7 @@ def _more_tenants(stack: BenchStack) -> None:
 def seed_history(stack: BenchStack, h: History, quiet: Callable[[float], tuple[bool, str]]) -> None:
     """The history, the wait for the ledger to anchor it (and the stack to be quiet), VACUUM
     ANALYZE; each printed with its time."""
-    seeded = history.seed(stack.asyncpg_dsn, stack.suite.env, TRANSFERS, WORKERS)
+    seeded = seed.seed(stack.asyncpg_dsn, stack.suite.env, TRANSFERS, WORKERS)
     h.seeded = seeded.transfers
     t0 = time.monotonic()
     ok, text = quiet(SETTLE_S)

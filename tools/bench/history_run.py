@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -171,12 +172,16 @@ def run(stack: BenchStack, h: History) -> None:
 
 def main() -> int:
     h = History(asked=TRANSFERS)
-    with bench_stack(Path(tempfile.mkdtemp(prefix="sluice-bench-history-"))) as stack:
-        try:
-            run(stack, h)
-        except Exception as exc:  # noqa: BLE001  # a part that broke is an ERROR: line; the verdict prints
-            traceback.print_exc()
-            h.errors.append(f"the run stopped: {exc!r}")
+    work = Path(tempfile.mkdtemp(prefix="sluice-bench-history-"))
+    try:
+        with bench_stack(work) as stack:
+            try:
+                run(stack, h)
+            except Exception as exc:  # noqa: BLE001  # a part that broke is an ERROR: line; the verdict prints
+                traceback.print_exc()
+                h.errors.append(f"the run stopped: {exc!r}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # a million transfers' database: gigabytes
     cap, cpu = ratio(h.full.capacity, h.empty.capacity), ratio(h.full.cpu_ms, h.empty.cpu_ms)
     print(
         f"bench-history: {h.seeded} transfers, capacity ratio {'-' if cap is None else f'{cap:.2f}'},"

@@ -15,7 +15,7 @@ export UV_COMPILE_BYTECODE := 1
 unexport PYTHONDONTWRITEBYTECODE
 CHECKOV_VERSION := 3.3.30
 
-.PHONY: setup clients packages redoc docs docs-build run migrate test lint image compose-check test-containers k8s-dry-run bench bench-short profile chaos chaos-short chaos-scale chaos-pitr chaos-patroni mutate simulate browser fmt wrk
+.PHONY: setup clients packages redoc docs docs-build run migrate test lint image compose-check test-containers k8s-dry-run bench bench-short bench-history profile chaos chaos-short chaos-scale chaos-pitr chaos-patroni mutate simulate browser fmt wrk
 
 $(UV):
 	@command -v uv >/dev/null 2>&1 || python3 -m pip install --user --quiet uv || pip install --quiet uv
@@ -125,6 +125,12 @@ bench: setup wrk
 bench-short: setup wrk
 	@BENCH_WALLETS=$${BENCH_WALLETS:-300} BENCH_DURATION_S=$${BENCH_DURATION_S:-4} \
 		$(UV) run --frozen python -m tools.bench.run
+
+# The suite's cost with a history (docs/performance/index.md, "A long history"): capacity and CPU per
+# transfer on the empty database, then with BENCH_HISTORY_TRANSFERS (1000000) seeded, and the
+# ledger's verify_journal and reconcile timed over it (tools.bench.history_run).
+bench-history: setup
+	@$(UV) run --frozen python -m tools.bench.history_run
 
 # py-spy profiles of every service under the transfers load: flame graphs and a top-frames
 # table in .sluice/profile (PROFILE_WALLETS 300, PROFILE_DURATION_S 20 are settable).

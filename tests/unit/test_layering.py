@@ -354,7 +354,7 @@ def test_every_consumer_publishes_through_its_outbox(service: str) -> None:
     folder = ROOT / "services" / service
     assert [d for p in sorted(folder.rglob("*.py")) for d in _direct_publishes(p)] == []
     models = (folder / "models.py").read_text()
-    assert "outbox = outbox_table(SCHEMA)" in models, f"{service} declares no outbox table"
+    assert "outbox = outbox_table(SCHEMA" in models, f"{service} declares no outbox table"
     app = (folder / "app.py").read_text()
     assert f'Outbox("{service}"' in app and '"outbox-relay"' in app, f"{service} runs no outbox relay"
 

@@ -18,7 +18,8 @@ The 350/s point judges the target "CPU per transfer <= 2x the same-contract base
 has an ``ERROR:`` line saying which and with what capacity: there is no figure to judge.
 
 :func:`plan`, :func:`line` and :func:`fixed_multiple` are pure (tests/unit/test_bench_sweep.py);
-:func:`run` drives the points.
+:func:`sweep` drives the points (tests/integration/test_bench_samecontract.py runs a tiny one),
+:func:`run` is the bench's call.
 """
 
 from __future__ import annotations
@@ -145,13 +146,19 @@ def fixed_multiple(points: list[Point], rate: float = FIXED_RATE) -> tuple[float
     return suite / same, None
 
 
-def measure(p: Point, url: str, tenants: list[dict[str, Any]], counted: dict[str, int]) -> Point:
-    """One window at ``p.rate``: its answers and the CPU of the ``counted`` processes."""
+Where = dict[str, tuple[str, list[dict[str, Any]], dict[str, int]]]  # system -> URL, tenants, counted
+
+
+def measure(
+    p: Point, url: str, tenants: list[dict[str, Any]], counted: dict[str, int], seconds: float = SECONDS
+) -> Point:
+    """One window of ``seconds`` at ``p.rate``: its answers and the CPU of the ``counted``
+    processes."""
     before = {name: cpu_seconds(pid) for name, pid in counted.items()}
-    res = drive_once({"url": url, "tenants": tenants, "phases": [["sweep", p.rate, SECONDS]]}, SECONDS)
+    res = drive_once({"url": url, "tenants": tenants, "phases": [["sweep", p.rate, seconds]]}, seconds)
     used = cpu_used(counted, before)
     answers = [Answer(int(r["status"]), r.get("reason"), float(r["s"])) for r in res["requests"]]
-    fig = open_loop(answers, SECONDS)
+    fig = open_loop(answers, seconds)
     done = replace(
         p,
         ran=True,
@@ -164,6 +171,21 @@ def measure(p: Point, url: str, tenants: list[dict[str, Any]], counted: dict[str
     )
     label = "at capacity" if p.at_capacity else f"{p.rate:.0f}/s"
     plot.record("sweep", f"{p.system} {label}", fig, {"cpu_ms": done.cpu_ms, "capacity": p.capacity})
+    return done
+
+
+def sweep(
+    points: list[Point], where: Where, between: Callable[[], None], seconds: float = SECONDS
+) -> list[Point]:
+    """Every point of ``points`` within its system's capacity measured (``between`` first),
+    the others kept as planned; each point's line printed."""
+    done: list[Point] = []
+    for p in points:
+        if not p.above:
+            between()
+            p = measure(p, *where[p.system], seconds)
+        done.append(p)
+        print(line(p), flush=True)
     return done
 
 
@@ -180,23 +202,13 @@ def run(
     fills ``results.cpu_multiple_fixed`` (or names why not in ``results.errors``); returns the
     summary line."""
     caps = {s: results.capacities.get(CAPACITY_OF[s], 0.0) for s in SYSTEMS}
-    points = plan(RATES, caps)
-    done: list[Point] = []
     with baseline_process("samecontract", dsn, same.env) as (proc, base):
+        counted = monolith_processes(pids, proc.pid, STORES_OF_THE_SAME_CONTRACT)
         where = {
-            "samecontract": (
-                base + "/v1/transfers",
-                same.tenants,
-                monolith_processes(pids, proc.pid, STORES_OF_THE_SAME_CONTRACT),
-            ),
+            "samecontract": (base + "/v1/transfers", same.tenants, counted),
             "suite": (gateway + "/v1/transfers", tenants, pids),
         }
-        for p in points:
-            if not p.above:
-                between()
-                p = measure(p, *where[p.system])
-            done.append(p)
-            print(line(p), flush=True)
+        done = sweep(plan(RATES, caps), where, between)
     multiple, why = fixed_multiple(done)
     results.cpu_multiple_fixed = multiple
     if why is not None:

@@ -139,10 +139,9 @@ def fixed_multiple(points: list[Point], rate: float = FIXED_RATE) -> tuple[float
                 f"{who} was over its capacity in the {rate:.0f}/s window "
                 f"(p99 {p.p99_ms:.0f} ms, {p.not_ok} of {p.offered} not 2xx)"
             )
-    if why:
-        return None, f"{head}: " + "; ".join(why)
     suite, same = at["suite"].cpu_ms, at["samecontract"].cpu_ms
-    assert suite is not None and same is not None  # nosec B101 - both checked above
+    if why or suite is None or same is None:
+        return None, f"{head}: " + "; ".join(why)
     return suite / same, None
 
 

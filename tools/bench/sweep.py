@@ -169,7 +169,8 @@ def measure(
         load=os.getloadavg()[0],
     )
     label = "at capacity" if p.at_capacity else f"{p.rate:.0f}/s"
-    plot.record("sweep", f"{p.system} {label}", fig, {"cpu_ms": done.cpu_ms, "capacity": p.capacity})
+    cpu = None if done.cpu_ms is None else round(done.cpu_ms, 2)
+    plot.record("sweep", f"{p.system} {label}", fig, {"cpu_ms": cpu, "capacity": round(p.capacity, 1)})
     return done
 
 

@@ -7,7 +7,10 @@ one journal entry and two postings (it settles at once), its event stored by web
 delivery to the tenant's endpoint; the tenant's hash chain verifies (ledger.verification); a replay with the
 same Idempotency-Key answers the original and adds no row; a bad API key is refused 401 with
 its reason; a transfer over the per-transfer cap is refused with the cap's reason and leaves
-no transfer row.
+no transfer row. Then a tiny CPU sweep (tools.bench.sweep) of the baseline and the suite with
+that tenant (both read the same stores): two low rates, a rate above the baseline's (given)
+capacity printed as such and not run, every point run answered 2xx with CPU counted, and the
+suite's CPU per transfer over the baseline's at the lower rate is a figure.
 
 Correctness, not speed: no figure is asserted (``make bench`` measures the baseline).
 """
@@ -30,6 +33,8 @@ from ledger import verification
 from ledger.config import LedgerConfig
 from tests.conftest import ADMIN_TOKEN, Stack
 from tests.support.db import pg_kwargs
+from tools.bench import sweep
+from tools.bench.abab import STORES_OF_THE_SAME_CONTRACT, monolith_processes
 from tools.bench.load import transfer
 from tools.bench.measure import baseline_process
 from tools.stack.provision import provision
@@ -38,6 +43,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.long, pytest.mark.timeout(900
 
 TRANSFERS, CLIENTS, WALLETS = 300, 24, 12
 RETRIES = 10
+SWEEP_RATES, SWEEP_S = (4.0, 8.0), 3.0  # the tiny sweep: rates below both systems' capacities
 BOOK_EVENTS = (
     1  # completed in the ledger's batch: one transfer.created, state completed (ledger.core.transfers)
 )
@@ -157,8 +163,39 @@ def _endpoint(stack: Stack, tenant: str) -> None:
     assert r.status_code == 201, r.text
 
 
+def _tiny_sweep(stack: Stack, base: str, baseline_pid: int, key: str, wallets: list[str]) -> None:
+    """Two low rates on both systems, the baseline's capacity given as the lower one: its higher
+    point is above it (not run); the others answer 2xx with CPU counted, and the lower rate's
+    pair gives the suite's multiple of the baseline's CPU per transfer."""
+    services = [*stack.procs.values(), *stack.gateways]  # the two gateways share a name
+    suite_pids = {f"{p.name}-{p.popen.pid}": p.popen.pid for p in services} | stack.stores.named_processes()
+    tenants = [{"key": key, "wallets": wallets, "share": 1.0}]
+    where = {
+        "samecontract": (
+            base + "/v1/transfers",
+            tenants,
+            monolith_processes(suite_pids, baseline_pid, STORES_OF_THE_SAME_CONTRACT),
+        ),
+        "suite": (stack.gateway + "/v1/transfers", tenants, suite_pids),
+    }
+    low, high = SWEEP_RATES
+    planned = [p for p in sweep.plan(SWEEP_RATES, {"samecontract": low, "suite": high}) if not p.at_capacity]
+    done = sweep.sweep(planned, where, lambda: None, SWEEP_S)
+    above = [p for p in done if p.above]
+    assert [(p.system, p.rate, p.ran) for p in above] == [("samecontract", high, False)]
+    assert sweep.line(above[0]) == (
+        f"sweep: samecontract {high:.0f}/s above its capacity {low:.0f}/s: not run, no CPU figure"
+    )
+    for p in (p for p in done if not p.above):
+        assert p.ran and p.offered == int(p.rate * SWEEP_S) and p.ok == p.offered, p
+        assert p.cpu_ms is not None and p.cpu_ms > 0, p
+        assert sweep.line(p).startswith(f"sweep: {p.system} {p.rate:.0f}/s cpu_ms "), sweep.line(p)
+    multiple, why = sweep.fixed_multiple(done, low)
+    assert why is None and multiple is not None and multiple > 0, why
+
+
 def test_samecontract_does_the_suites_work(stack: Stack) -> None:
-    with baseline_process("samecontract", "", env=stack.env) as (_, base):
+    with baseline_process("samecontract", "", env=stack.env) as (baseline, base):
         key, wallets = asyncio.run(provision(base, stack.admin, ADMIN_TOKEN, WALLETS, funding="1000.00"))
         tenant = _tenant_of(stack, wallets[0])
         _endpoint(stack, tenant)
@@ -215,3 +252,5 @@ def test_samecontract_does_the_suites_work(stack: Stack) -> None:
         assert capped.status_code in (400, 403, 422), capped.text
         assert details["reason"] == "transfer_cap_exceeded" and details["limit"] == "per_transfer", details
         assert asyncio.run(_rows(stack, tenant, ids))["transfers"] == rows["transfers"]
+
+        _tiny_sweep(stack, base, baseline.pid, key, wallets)

@@ -13,8 +13,9 @@ from typing import Any
 RESULTS: list[dict[str, Any]] = []
 
 
-def record(part: str, config: str, stats: dict[str, float]) -> None:
-    """One measured configuration (``part``: customers or transfers)."""
+def record(part: str, config: str, stats: dict[str, float], extra: dict[str, Any] | None = None) -> None:
+    """One measured configuration (``part``: customers, transfers, sweep); ``extra``: figures of
+    its own kept beside (the sweep's CPU per transfer and the capacity it was judged against)."""
     RESULTS.append(
         {
             "part": part,
@@ -24,6 +25,7 @@ def record(part: str, config: str, stats: dict[str, float]) -> None:
             "p99_ms": round(float(stats.get("p99_ms", 0.0)), 2),
             "errors": int(stats.get("errors", 0)),
             "load_avg": round(os.getloadavg()[0], 2),
+            **(extra or {}),
         }
     )
 

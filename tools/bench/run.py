@@ -15,7 +15,10 @@ overload driver). One capacity (tools.bench.capacity; docs/performance/index.md)
 open-loop rate with p99 <= 500 ms and at most 1 % not 2xx, searched the same way for both
 baselines and the suite; the ratios are capacity over capacity (judged over the same-contract
 baseline's, the minimal monolith's printed beside them), and the half load, 2x and 4x
-are multiples of the suite's. The last lines are the verdict (tools.bench.targets): a ``MISSED:``
+are multiples of the suite's. After the capacities, the CPU sweep (tools.bench.sweep): CPU per
+transfer of the suite and of the same-contract baseline at ``BENCH_SWEEP_RATES`` (100, 200,
+350, 500/s) and at each one's capacity, a ``sweep:`` line per point; the 350/s pair is the
+judged fixed-rate CPU multiple. The last lines are the verdict (tools.bench.targets): a ``MISSED:``
 line per missed target, an ``ERROR:`` line per part not measured; either exits 1.
 """
 
@@ -36,6 +39,7 @@ import httpx
 from tools.bench import capacity as bench_capacity
 from tools.bench import plot, quiesce
 from tools.bench import sizing as bench_sizing
+from tools.bench import sweep as bench_sweep
 from tools.bench import transfers as bench_transfers
 from tools.bench.measure import (
     baseline_process,
@@ -245,6 +249,8 @@ def main() -> int:
                     between,
                     same,
                 )
+                # CPU per transfer at fixed rates and at each capacity (the 350/s point judged)
+                lines += bench_sweep.run(gw.url, tenants, pids, dsn, results, between, same)
         if "transfers" not in PARTS:
             # Tuning the door: the overload part alone, at a capacity measured before
             # by a full run. The figures that count come from a run that measured it itself.

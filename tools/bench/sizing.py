@@ -104,6 +104,7 @@ class Reading:
     topics: dict[str, tuple[float, float]] = field(default_factory=dict)  # topic -> (end offsets, bytes)
     rows: dict[str, float] = field(default_factory=dict)  # schema.table -> rows inserted, updated, deleted
     batches: dict[str, tuple[float, float]] = field(default_factory=dict)  # consumer -> (records, batches)
+    shed: dict[str, float] = field(default_factory=dict)  # the doors' refusals so far, by bound
 
 
 def delta(before: Reading, after: Reading) -> dict[str, Any]:
@@ -276,34 +277,30 @@ def _valkey_calls(url: str) -> float:
     return float(sum(v["calls"] for k, v in stats.items() if k != "cmdstat_info"))
 
 
+def _summed(metrics: list[str], sample_name: str, label: str) -> dict[str, float]:
+    """One sample's values in ``/metrics`` texts, summed over processes by ``label``."""
+    out: dict[str, float] = {}
+    for text in metrics:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == sample_name:
+                    key = sample.labels.get(label, "")
+                    out[key] = out.get(key, 0.0) + sample.value
+    return out
+
+
 def batch_sums(metrics: list[str]) -> dict[str, tuple[float, float]]:
     """Each consumer's (records, batches) so far, summed over its processes, from the
     ``sluice_batch_size`` histogram of their ``/metrics`` texts."""
-    out: dict[str, list[float]] = {}
-    for text in metrics:
-        for family in text_string_to_metric_families(text):
-            if family.name != "sluice_batch_size":
-                continue
-            for sample in family.samples:
-                i = {"sluice_batch_size_sum": 0, "sluice_batch_size_count": 1}.get(sample.name)
-                if i is not None:
-                    out.setdefault(sample.labels["consumer"], [0.0, 0.0])[i] += sample.value
-    return {c: (n, b) for c, (n, b) in out.items()}
+    records = _summed(metrics, "sluice_batch_size_sum", "consumer")
+    batches = _summed(metrics, "sluice_batch_size_count", "consumer")
+    return {c: (records[c], batches.get(c, 0.0)) for c in records}
 
 
 def door_shed(metrics: list[str]) -> dict[str, float]:
     """Commands the gateways' doors refused so far, by the bound that refused them
     (``sluice_admission_shed_total``: ``queue``, ``instance``, ``sandbox``, ``tenant``)."""
-    out: dict[str, float] = {}
-    for text in metrics:
-        for family in text_string_to_metric_families(text):
-            if family.name != "sluice_admission_shed":
-                continue
-            for sample in family.samples:
-                if sample.name == "sluice_admission_shed_total":
-                    reason = sample.labels.get("reason", "")
-                    out[reason] = out.get(reason, 0.0) + sample.value
-    return out
+    return _summed(metrics, "sluice_admission_shed_total", "reason")
 
 
 def _metrics(stack: BenchStack) -> list[str]:
@@ -322,7 +319,8 @@ def read(stack: BenchStack) -> Reading:
     counters["valkey_calls"] = _valkey_calls(stack.stores.redis_url)
     topics = {t: (offsets.get(t, 0.0), sizes.get(t, 0.0)) for t in set(offsets) | set(sizes)}
     cpu = {name: cpu_seconds(pid) for name, pid in stack.pids.items()}
-    return Reading(time.monotonic(), cpu, counters, topics, rows, batch_sums(_metrics(stack)))
+    metrics = _metrics(stack)
+    return Reading(time.monotonic(), cpu, counters, topics, rows, batch_sums(metrics), door_shed(metrics))
 
 
 # ---- the part -----------------------------------------------------------------------------
@@ -368,13 +366,13 @@ def _window(
     writes the whole page to the WAL, so the window holds those full-page images, the most a
     window of its length can (in production a checkpoint comes every few minutes)."""
     asyncio.run(_checkpoint(stack.asyncpg_dsn))
-    before, shed = read(stack), door_shed(_metrics(stack))
+    before = read(stack)
     ok, not_ok = drive()
     _drained(receiver)
     between()
     time.sleep(STATS_FLUSH_S)
     after = read(stack)
-    refused = {k: v - shed.get(k, 0.0) for k, v in door_shed(_metrics(stack)).items() if v > shed.get(k, 0.0)}
+    refused = {k: v - before.shed.get(k, 0.0) for k, v in after.shed.items() if v > before.shed.get(k, 0.0)}
     if refused:
         shown = ", ".join(f"{k} {v:.0f}" for k, v in sorted(refused.items()))
         print(f"sizing: refused at the door (503 overloaded), by the bound that refused: {shown}", flush=True)

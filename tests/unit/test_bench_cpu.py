@@ -5,6 +5,9 @@ figure and flatter a stack that refuses."""
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
 import pytest
 
 from tools.bench import wrk
@@ -50,11 +53,25 @@ def test_the_monoliths_cpu_counts_its_postgresql() -> None:
     assert cpu_ms(used, 0) == pytest.approx(1500.0)  # never divided by zero
 
 
+def _fake_baseline(url: str, started: list[tuple[str, dict[str, str] | None]]) -> Any:
+    """A stand-in for ``tools.bench.measure.baseline_process``: no process started, each start
+    (its kind and environment) noted in ``started``, its process id 1 and its address ``url``."""
+
+    @contextlib.contextmanager
+    def process(kind: str, dsn: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+        started.append((kind, env))
+
+        class P:
+            pid = 1
+
+        yield P(), url
+
+    return process
+
+
 def test_the_judged_cpu_turns_are_open_loop_each_at_its_own_share(monkeypatch: pytest.MonkeyPatch) -> None:
     """The judged CPU multiple comes from open-loop turns, the monolith at its rate and the
     suite at its own (no closed loop whose refusals the suite pays for), each 2xx-divided."""
-    import contextlib
-
     from tools.bench import abab as bench_abab
 
     turns: list[tuple[str, float]] = []
@@ -69,15 +86,8 @@ def test_the_judged_cpu_turns_are_open_loop_each_at_its_own_share(monkeypatch: p
             0,
         )
 
-    @contextlib.contextmanager
-    def process(kind: str, dsn: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-        class P:
-            pid = 1
-
-        yield P(), "http://mono"
-
     monkeypatch.setattr(bench_abab, "open_turn", turn)
-    monkeypatch.setattr(bench_abab, "baseline_process", process)
+    monkeypatch.setattr(bench_abab, "baseline_process", _fake_baseline("http://mono", []))
     monkeypatch.setattr(bench_abab, "PAIRS", 2)
     pairs = bench_abab.run_open(
         "http://suite/v1/transfers", [], [], (1000.0, 300.0), {"gateway": 2}, "dsn", lambda: None
@@ -89,8 +99,6 @@ def test_the_judged_cpu_turns_are_open_loop_each_at_its_own_share(monkeypatch: p
 def test_the_same_contract_turns_run_it_with_the_suites_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same-contract baseline's turns start it with the suite's environment (its stores and
     secrets) and count its process, PostgreSQL and Valkey; the suite's services are not counted."""
-    import contextlib
-
     from tools.bench import abab as bench_abab
 
     started: list[tuple[str, dict[str, str] | None]] = []
@@ -100,17 +108,8 @@ def test_the_same_contract_turns_run_it_with_the_suites_environment(monkeypatch:
         counted_in_turns.append(set(counted))
         return rate, dict.fromkeys(counted, 0.01), int(rate * 10), 0
 
-    @contextlib.contextmanager
-    def process(kind: str, dsn: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-        started.append((kind, env))
-
-        class P:
-            pid = 1
-
-        yield P(), "http://same"
-
     monkeypatch.setattr(bench_abab, "open_turn", turn)
-    monkeypatch.setattr(bench_abab, "baseline_process", process)
+    monkeypatch.setattr(bench_abab, "baseline_process", _fake_baseline("http://same", started))
     monkeypatch.setattr(bench_abab, "PAIRS", 1)
     stack = {"gateway": 2, "ledger": 3, "valkey": 4, "postgres": 5, "kafka": 6}
     env = {"SLUICE_DATABASE_URL": "postgresql+asyncpg://x/y"}

@@ -11,6 +11,15 @@ statement as its insert, or by the relay's next pass (every second), whichever c
 That saves three round trips per batch; a crash in between only means the relay publishes
 those rows again after ``grace_s``, which at-least-once delivery allows.
 
+A message its input recreates needs no row (``OutMessage.recreated``): the ledger's reply is
+its command's result in the inbox, compliance's output its stored decision, and either is
+published again when the command is redelivered; a command is redelivered until its batch
+returns (offsets are committed only for batches that returned). Such a message is published
+after commit with the rest and written as a row only when that publish fails (a transaction
+of its own, then the relay's); a crash between commit and publish leaves the command
+unacknowledged, and its redelivery publishes it again. Two row writes and their WAL less per
+message (docs/performance/history.md).
+
 Why not faststream-outbox: it drives its own polling worker and table layout around
 FastStream publishers, whereas we need the rows inside the ledger's own batch transaction
 (raw SQL on the same AsyncSession), immediate post-commit dispatch for latency, and
@@ -30,6 +39,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from common.db import driver
+from common.failpoints import failpoint
 from common.metrics import OUTBOX_BACKLOG
 from common.tracing import publish
 
@@ -37,6 +47,7 @@ log = logging.getLogger(__name__)
 
 PENDING_KEY = "outbox_pending"
 PRUNED_KEY = "outbox_pruned"
+DIRECT_KEY = "outbox_direct"  # messages a redelivery recreates: no row unless their publish fails
 
 
 @dataclass(slots=True)
@@ -47,9 +58,9 @@ class OutMessage:
     partition: int | None = None
     id: int | None = None
     request_id: str | None = None  # carried in the headers, and the trace followed (common.tracing)
-    # The command whose result in the inbox ``payload`` is (an outbox ``answers_from_inbox``):
-    # the row names it instead of carrying the bytes; ``payload`` is still what is published.
-    payload_of: str | None = None
+    # A redelivery of the command it answers publishes it again (the ledger's inbox result,
+    # compliance's stored decision): written as a row only if its publish fails.
+    recreated: bool = False
 
 
 class Outbox:
@@ -66,25 +77,28 @@ class Outbox:
         self.broker = broker
         self.grace_s = grace_s
         self.lazy_delete = lazy_delete
-        # Rows may name their payload in the inbox (common.tables.outbox_table): the relay
-        # reads it from there.
+        # Rows of an earlier ledger release may name their payload in the inbox
+        # (common.tables.outbox_table, ``payload_of``): the relay reads it from there.
         self.payload_sql = (
             f"coalesce(o.payload, (SELECT i.result FROM {schema}.inbox i WHERE i.command_id = o.payload_of))"
             if answers_from_inbox
             else "o.payload"
         )
         self._published: set[int] = set()  # lazy_delete: published, not yet deleted
+        self._failpoint = f"outbox.{schema}.publish"  # tests: a broker refusing, a death here
 
     def add(self, session: AsyncSession, msg: OutMessage) -> None:
-        """Stage a message; :meth:`write` persists all staged messages of the session."""
-        session.info.setdefault(PENDING_KEY, []).append(msg)
+        """Stage a message; :meth:`write` persists all staged messages of the session but the
+        ``recreated`` ones, which are only published after commit (:meth:`dispatch`)."""
+        key = DIRECT_KEY if msg.recreated else PENDING_KEY
+        session.info.setdefault(key, []).append(msg)
 
     async def write(self, session: AsyncSession) -> list[OutMessage]:
         """Insert the staged messages in the session's transaction (call before commit), and
         delete rows published earlier (lazy_delete) in the same statement."""
         msgs, gone = self.staged(session)
         if not msgs:
-            return []
+            return list(session.info.pop(DIRECT_KEY, []))
         conn = await driver(session)  # asyncpg: one round trip for the whole batch
         rows = await conn.fetch(
             f"WITH gone AS (DELETE FROM {self.schema}.outbox WHERE id = ANY($5::bigint[])) "
@@ -107,12 +121,13 @@ class Outbox:
         self, session: AsyncSession, msgs: list[OutMessage], ids: list[int], gone: list[int]
     ) -> list[OutMessage]:
         """Record that ``msgs`` were inserted as rows ``ids`` (in order) and ``gone`` deleted,
-        in the session's transaction: what :meth:`dispatch` publishes after commit."""
+        in the session's transaction: what :meth:`dispatch` publishes after commit (with the
+        answers staged that need no row)."""
         for m, row_id in zip(msgs, ids, strict=True):
             m.id = row_id
         session.info[PENDING_KEY] = []
         session.info[PRUNED_KEY] = gone
-        return msgs
+        return msgs + session.info.pop(DIRECT_KEY, [])
 
     async def dispatch(
         self,
@@ -135,6 +150,7 @@ class Outbox:
             await asyncio.wait_for(asyncio.gather(*(self._publish(m) for m in msgs)), bound)
         except Exception:  # noqa: BLE001 - the relay publishes them later
             log.warning("outbox dispatch failed; the relay will retry", exc_info=True)
+            await self._keep(sessions, [m for m in msgs if m.id is None])
             return
         ids = [m.id for m in msgs if m.id is not None]
         if self.lazy_delete:
@@ -160,10 +176,28 @@ class Outbox:
         """The ids the session's :meth:`write` deleted (hand them to :meth:`dispatch`)."""
         return list(session.info.get(PRUNED_KEY, []))
 
+    async def _keep(self, sessions: async_sessionmaker[AsyncSession], msgs: list[OutMessage]) -> None:
+        """Recreated messages that had no row and could not be published: written now, with
+        their payload, for the relay. If this fails too, it raises: the batch has not
+        returned, so its commands are read again and publish them again."""
+        if not msgs:
+            return
+        async with sessions() as session, session.begin():
+            conn = await driver(session)
+            await conn.execute(
+                f"INSERT INTO {self.schema}.outbox (topic, key, partition, payload)"
+                " SELECT * FROM unnest($1::text[], $2::bytea[], $3::int[], $4::bytea[])",
+                [m.topic for m in msgs],
+                [m.key for m in msgs],
+                [m.partition for m in msgs],
+                [m.payload for m in msgs],
+            )
+
     async def _delete(self, session: AsyncSession, ids: list[int]) -> None:
         await session.execute(text(f"DELETE FROM {self.schema}.outbox WHERE id = ANY(:ids)"), {"ids": ids})
 
     async def _publish(self, m: OutMessage) -> None:
+        await failpoint(self._failpoint)
         await publish(
             self.broker, m.payload, topic=m.topic, key=m.key, partition=m.partition, request_id=m.request_id
         )

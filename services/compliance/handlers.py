@@ -89,8 +89,9 @@ class ComplianceConsumer:
 
     async def run_batch(self, cmds: Sequence[ComplianceCommand]) -> None:
         snap = Snapshot(self.settings.sandbox_default_cap)
-        # The decisions and what they publish commit together (the outbox); a redelivered
-        # command finds its stored decision and stages the same outcome again.
+        # The decisions commit first, then their outcomes are published (a policy answer
+        # through an outbox row); a command redelivered after a crash in between finds its
+        # stored decision and publishes the same outcome again (common.outbox, ``recreated``).
         async with self.sessions() as session:
             async with session.begin():
                 outs, writes = await service.decide_batch(session, snap, self.topics, cmds, self.sign)

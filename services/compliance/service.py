@@ -293,7 +293,7 @@ async def decide_batch(
         request_id_var.set(cmd.ctx.request_id)
         prev = stored.get(cmd.command_id)
         if prev is not None:  # redelivered or retried: publish the same outcome again
-            plan.append(_again(prev, cmd, topics, sign))
+            plan.append(dataclasses.replace(_again(prev, cmd, topics, sign), recreated=True))
             continue
         if cmd.command_id in decided:  # the same command twice in one batch
             plan.append(cmd)
@@ -316,8 +316,14 @@ async def decide_batch(
             verdict, inputs = _cap_refusal(by_command[command_id], refused[command_id], inputs)
         outcomes[command_id], row = _record(cmd, verdict, inputs, topics, sign)
         rows.append(row)
+    # A decision's outcome is recreated from its row when the command comes again (``_again``):
+    # published after commit with no outbox row (common.outbox). A policy answer is not.
     planned = [
-        p if isinstance(p, OutMessage) else readdressed(outcomes[p.command_id], p, topics, sign, fresh=True)
+        p
+        if isinstance(p, OutMessage)
+        else dataclasses.replace(
+            readdressed(outcomes[p.command_id], p, topics, sign, fresh=True), recreated=True
+        )
         for p in plan
     ]
     writes = repo.BatchWrite(usage=usage, holds=holds, parties=snap.take_parties(), decisions=rows)
@@ -392,7 +398,7 @@ def _record(
         "out_topic": out.topic,
         "out_key": out.key,
         "out_partition": out.partition,
-        # Published once (the outbox), kept once (the ledger's): signed again if it comes again.
+        # Published once, kept once (the ledger's): signed again if it comes again.
         "out_payload": None if out.topic == topics.ledger_commands else out.payload,
         "transfer_id": _transfer_of(cmd, verdict),
     }

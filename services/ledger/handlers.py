@@ -156,12 +156,13 @@ class LedgerConsumer:
                 request_id_var.set(cmd.ctx.request_id)
                 results[cmd.command_id] = self._settle(session, cmd, effects, err)
             # Replies in batch order; a redelivered command answers its stored result again.
-            # Each is its command's result in the inbox: its outbox row names it (payload_of).
+            # Each is its command's result in the inbox: published after commit with no
+            # outbox row, since a redelivery answers it again (common.outbox, ``recreated``).
             for cmd in cmds:
                 stored = results.get(cmd.command_id) or claimed.previous.get(cmd.command_id)
                 if stored is not None and not service.is_read(cmd) and (to := self._reply_to(cmd)):
                     answer = OutMessage(
-                        to, stored, partition=0, request_id=cmd.ctx.request_id, payload_of=cmd.command_id
+                        to, stored, partition=0, request_id=cmd.ctx.request_id, recreated=True
                     )
                     self.outbox.add(session, answer)
             msgs = await service.write(session, journal, results, self.outbox)

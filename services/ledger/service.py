@@ -185,16 +185,9 @@ async def write(
     writes = journal.take()
     writes.results = results
     msgs, writes.pruned = outbox.staged(session)
+    # the answers the inbox keeps are not among them: published after commit, no row (Outbox)
     writes.outbox = [
-        {
-            "topic": m.topic,
-            "key": m.key,
-            "partition": m.partition,
-            # an answer the inbox keeps is named, not carried again (payload_of)
-            "payload": None if m.payload_of else m.payload,
-            "payload_of": m.payload_of,
-        }
-        for m in msgs
+        {"topic": m.topic, "key": m.key, "partition": m.partition, "payload": m.payload} for m in msgs
     ]
     ids = await repo.write_batch(session, writes)
     return outbox.written(session, msgs, ids, writes.pruned)

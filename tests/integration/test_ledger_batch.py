@@ -427,31 +427,65 @@ class _Recording(Outbox):
         self.published.append(m)
 
 
+def _reply_probe(cmd: CreateTransfer) -> tuple[CreateTransfer, str]:
+    to = Topics("sluice").replies(f"probe-{uuid.uuid4().hex[:8]}") + ".0"
+    return msgspec.structs.replace(cmd, ctx=msgspec.structs.replace(cmd.ctx, reply_to=to)), to
+
+
 @pytest.mark.integration
-async def test_a_reply_names_its_inbox_result_and_the_relay_publishes_those_bytes(stack: Stack) -> None:
-    """A reply's outbox row carries no payload of its own but the command it answers
-    (``payload_of``): the inbox keeps the answer once. A crash between commit and publish
-    (failpoint ``ledger.after_commit``) leaves the row to the relay, which publishes the
-    inbox's bytes. Read as before (the payload column alone) the relay would publish nothing."""
+async def test_a_reply_has_no_outbox_row_and_a_redelivery_after_a_crash_answers_it(stack: Stack) -> None:
+    """A reply is its command's result in the inbox: published after commit with no outbox
+    row. A crash between commit and publish (failpoint ``ledger.after_commit``) leaves the
+    command unacknowledged; read again, it is answered with the inbox's bytes and books
+    nothing twice. Written as before (a row per reply) the first assertion fails."""
     async with open_kit(stack) as kit:
         src, dst = await kit.funded_wallet("20.00"), await kit.funded_wallet("0")
         tenant_id = kit.tenant_id
-    cmd = book(tenant_id, src["wallet_id"], dst["wallet_id"], D("3.00"), uuid.uuid4().hex)
-    to = Topics("sluice").replies(f"probe-{uuid.uuid4().hex[:8]}") + ".0"
-    cmd = msgspec.structs.replace(cmd, ctx=msgspec.structs.replace(cmd.ctx, reply_to=to))
+    cmd, to = _reply_probe(book(tenant_id, src["wallet_id"], dst["wallet_id"], D("3.00"), uuid.uuid4().hex))
     db = await asyncpg.connect(**pg_kwargs(stack.stores.database_url))
     failpoints.configure("ledger.after_commit=1*crash")
     try:
-        async with two_runtimes(stack) as (runtime, _):
+        async with two_runtimes(stack) as (runtime, other):
             with pytest.raises(failpoints.FailpointCrash):
                 await runtime.run_batch([cmd])  # committed, never dispatched
-            [row] = await db.fetch("SELECT payload, payload_of FROM ledger.outbox WHERE topic = $1", to)
-            assert (row["payload"], row["payload_of"]) == (None, cmd.command_id)
-            relay = _Recording("ledger", runtime.broker, grace_s=0, answers_from_inbox=True)
-            relay.published = []
-            await relay.relay_once(runtime.sessions)
+            assert await db.fetchval("SELECT count(*) FROM ledger.outbox WHERE topic = $1", to) == 0
+            other.outbox = recording = _Recording("ledger", other.broker, lazy_delete=True)
+            recording.published = []
+            await other.run_batch([cmd])  # the redelivery, on the other instance
         stored = await db.fetchval("SELECT result FROM ledger.inbox WHERE command_id = $1", cmd.command_id)
-        [reply] = [m for m in relay.published if m.topic == to]
+        [reply] = [m for m in recording.published if m.topic == to]
+        assert reply.payload == stored and msgspec.json.decode(stored, type=Result).status == 201
+        assert await db.fetchval("SELECT count(*) FROM ledger.transfers WHERE id = $1", cmd.transfer_id) == 1
+    finally:
+        failpoints.configure(None)
+        await db.close()
+
+
+@pytest.mark.integration
+async def test_a_reply_whose_publish_fails_is_written_for_the_relay_with_its_bytes(stack: Stack) -> None:
+    """When the broker refuses the publish after commit (failpoint ``outbox.ledger.publish``),
+    the batch still returns (its partition is not held) and the reply is written as an outbox
+    row carrying its bytes; the relay publishes it. Without that fallback no row exists and
+    the reply is lost."""
+    async with open_kit(stack) as kit:
+        src, dst = await kit.funded_wallet("20.00"), await kit.funded_wallet("0")
+        tenant_id = kit.tenant_id
+    cmd, to = _reply_probe(book(tenant_id, src["wallet_id"], dst["wallet_id"], D("2.00"), uuid.uuid4().hex))
+    db = await asyncpg.connect(**pg_kwargs(stack.stores.database_url))
+    failpoints.configure("outbox.ledger.publish=2*error")  # the event's and the reply's publish
+    try:
+        async with two_runtimes(stack) as (runtime, _):
+            runtime.outbox = refusing = _Recording("ledger", runtime.broker, grace_s=0, lazy_delete=True)
+            refusing.published = []
+            await runtime.run_batch([cmd])
+            [row] = await db.fetch("SELECT payload, payload_of FROM ledger.outbox WHERE topic = $1", to)
+            stored = await db.fetchval(
+                "SELECT result FROM ledger.inbox WHERE command_id = $1", cmd.command_id
+            )
+            assert (row["payload"], row["payload_of"]) == (stored, None)
+            while await refusing.relay_once(runtime.sessions):
+                pass
+        [reply] = [m for m in refusing.published if m.topic == to]
         assert reply.payload == stored and msgspec.json.decode(stored, type=Result).status == 201
         assert await db.fetchval("SELECT count(*) FROM ledger.outbox WHERE topic = $1", to) == 0
     finally:

@@ -1,6 +1,7 @@
-"""A ledger killed between commit and publish loses nothing: its outbox rows are published
-by the relay of the surviving instances, and the unacknowledged command, redelivered to a
-healthy instance, changes nothing and answers the same."""
+"""A ledger killed between commit and publish loses nothing: its outbox rows (the events) are
+published by the relay of the surviving instances, and the unacknowledged command, redelivered
+to a healthy instance, changes nothing and is answered from the inbox: the reply has no row of
+its own (common.outbox)."""
 
 from __future__ import annotations
 
@@ -28,19 +29,20 @@ async def test_ledger_killed_between_commit_and_publish_loses_nothing(stack: Sta
         await asyncio.to_thread(stack.suite.wait_ready, [crasher], 120)
         async with open_kit(stack, prefix) as kit:
             cus = kit.customer_cmd(email="c@example.com", service_user_id="u-c", full_name="Crash Test")
-            # The reply comes from the main ledgers' outbox relay after the crash.
-            r = await kit.send(cus, wait_s=60)
-            assert r.status == 201 and r.data["customer_id"] == cus.customer_id
-            assert await asyncio.to_thread(crasher.popen.wait, 30) == -signal.SIGKILL
+            sending = asyncio.create_task(kit.send(cus, wait_s=180))
+            assert await asyncio.to_thread(crasher.popen.wait, 60) == -signal.SIGKILL
             assert (
                 await kit.db.fetchval("SELECT count(*) FROM ledger.customers WHERE id = $1", cus.customer_id)
                 == 1
             )
-            # The unacknowledged command is redelivered to a healthy instance: same answer, no twin.
+            # The unacknowledged command is redelivered to a healthy instance, which answers the
+            # waiting caller from the inbox: committed once, no twin.
             survivor = stack.suite.start(
                 "ledger", free_port(), {"SLUICE_TOPIC_PREFIX": prefix}, instance=f"ledger-survivor-{prefix}"
             )
             await asyncio.to_thread(stack.suite.wait_ready, [survivor], 120)
+            r = await sending
+            assert r.status == 201 and r.data["customer_id"] == cus.customer_id
             again = await kit.send(cus, wait_s=60)
             assert encode(again) == encode(r)
             assert (

@@ -52,7 +52,7 @@ CUSTOMER_COLUMNS = [c.name for c in customers.c]
 ENTRY_COLUMNS = [c.name for c in journal_entries.c]
 POSTING_COLUMNS = ["entry_id", "account_id", "currency", "amount"]
 CHANGE_COLUMNS = ["transfer_id", "from_state", "to_state", "cause", "request_id"]
-OUTBOX_COLUMNS = ["topic", "key", "partition", "payload", "payload_of"]
+OUTBOX_COLUMNS = ["topic", "key", "partition", "payload"]
 _TEXT = "TEXT[]"
 
 # ---- 1. claim and read ----

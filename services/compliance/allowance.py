@@ -1,16 +1,17 @@
 """The daily cap of a whole batch of transfers, settled in three statements.
 
 Transfers are decided one by one in memory; each one that passes every other rule leaves a
-:class:`Claim` on the batch's snapshot. :func:`settle` then, for the whole batch (every tenant
-in it):
+:class:`Claim` on the batch's snapshot. Then, for the whole batch (every tenant in it):
 
-1. locks the usage row of every (tenant, mode, currency, UTC day) the batch touches, in one
-   upsert that creates missing rows and returns the committed totals; rows are locked in key
-   order, so two instances settling overlapping batches wait for each other, never deadlock;
-2. grants the claims in batch order in memory (:func:`allot`), a claim passing iff the day's
-   usage plus its amount stays within its cap, exactly as one conditional upsert per transfer
-   would, without a round trip per transfer;
-3. writes the new totals (one UPDATE from VALUES) and the holds of the granted transfers.
+1. the batch's first statement (``repository.batch``) locks the usage row of every (tenant,
+   mode, currency, UTC day) the batch touches, creating missing rows, and returns the committed
+   totals; rows are locked in key order, so two instances settling overlapping batches wait for
+   each other, never deadlock;
+2. :func:`allot_batch` grants the claims in batch order in memory (:func:`allot`), a claim
+   passing iff the day's usage plus its amount stays within its cap, exactly as one
+   conditional upsert per transfer would, without a round trip per transfer;
+3. its last statement writes the new totals and the decisions, each granted transfer's hold
+   (:func:`holds_of`) on its decision.
 
 The locks are held until the batch's transaction commits, so a second instance deciding the
 same tenant's transfers reads totals that already include the first's: caps stay exact.
@@ -69,28 +70,14 @@ def allot(
     return refused, grown
 
 
-async def settle(session: AsyncSession, claims: Sequence[Claim]) -> dict[str, Decimal]:
-    """Take the batch's claims from the daily allowances in the caller's transaction.
-
-    Returns the refused claims (command id -> the day's usage when it was refused).
-    """
-    if not claims:
-        return {}
-    used = await repo.lock_usage(session, sorted({c.key for c in claims}))
-    refused, totals = allot(claims, used)
-    await repo.set_usage(session, totals)
-    await repo.insert_holds(session, holds_of(claims, refused))
-    return refused
-
-
 async def allot_batch(
     session: AsyncSession, claims: Sequence[Claim], locked: dict[UsageKey, Decimal]
-) -> tuple[dict[str, Decimal], dict[UsageKey, Decimal], list[dict[str, Any]]]:
-    """:func:`settle` for a batch whose first statement locked its usage rows (``locked``):
-    the refused claims, the new totals and the holds, for the batch's write statement. A key
-    it did not lock (none, unless the UTC day turned) is locked here."""
+) -> tuple[dict[str, Decimal], dict[UsageKey, Decimal], dict[str, dict[str, Any]]]:
+    """The batch's claims taken from their days, for a batch whose first statement locked its
+    usage rows (``locked``): the refused claims, the new totals and the holds, for the batch's
+    write statement. A key it did not lock (none, unless the UTC day turned) is locked here."""
     if not claims:
-        return {}, {}, []
+        return {}, {}, {}
     used = dict(locked)
     if missing := sorted({c.key for c in claims} - used.keys()):
         used.update(await repo.lock_usage(session, missing))
@@ -98,21 +85,14 @@ async def allot_batch(
     return refused, totals, holds_of(claims, refused)
 
 
-def holds_of(claims: Sequence[Claim], refused: dict[str, Decimal]) -> list[dict[str, Any]]:
-    """The ``cap_holds`` rows of the granted claims."""
-    return [
-        {
-            "transfer_id": c.transfer_id,
-            "tenant_id": c.tenant_id,
-            "mode": c.mode,
-            "currency": c.currency,
-            "day": c.day,
-            "amount": c.amount,
-            "command_id": c.command_id,
-        }
+def holds_of(claims: Sequence[Claim], refused: dict[str, Decimal]) -> dict[str, dict[str, Any]]:
+    """The hold of each granted claim by command id: the ``hold_*`` columns of its decision
+    (its transfer and tenant are the decision's own)."""
+    return {
+        c.command_id: {"hold_currency": c.currency, "hold_day": c.day, "hold_amount": c.amount}
         for c in claims
         if c.command_id not in refused
-    ]
+    }
 
 
 async def release(session: AsyncSession, holds: Sequence[tuple[str, str]]) -> dict[str, Decimal]:

@@ -70,6 +70,13 @@ class ComplianceDecision(SQLModel, table=True):
     # the transfer this decision is about (a transfer or payout; None for the rest, and for a
     # refusal of a transfer id another command holds)
     transfer_id: str | None = text_field(nullable=True)
+    # What an approved transfer took from its day's cap (migration 0007: the hold is kept on
+    # its decision, not in a row of its own), so a failure gives it back once, and only the
+    # failure of this command: None for every other decision.
+    hold_currency: str | None = text_field(nullable=True)
+    hold_day: date | None = Field(default=None, sa_column=Column(Date))
+    hold_amount: Decimal | None = Field(default=None, sa_column=Column(MONEY))
+    hold_released_at: datetime | None = time_field(nullable=True)
 
 
 class ComplianceParty(TenantModeKey, table=True):
@@ -138,7 +145,10 @@ class ComplianceCapUsage(TenantModeKey, table=True):
 
 
 class ComplianceCapHold(SQLModel, table=True):
-    """What each approved transfer took from its day's cap, so a failure gives it back once."""
+    """What an approved transfer took from its day's cap, for transfers decided before
+    migration 0007 (and by instances of the release before it, during a rolling upgrade):
+    later holds are kept on their decision (``ComplianceDecision.hold_*``). Releases give
+    back from both; ``compliance.holds`` (a view) lists both."""
 
     __tablename__ = "cap_holds"
     __table_args__ = {"schema": SCHEMA}

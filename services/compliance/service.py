@@ -184,7 +184,7 @@ async def decide_transfer(session: AsyncSession, snap: Snapshot, cmd: CreateTran
     if verdict.refused:
         return verdict, inputs
     assert cap is not None
-    # The daily cap is taken for the whole batch at once (compliance.allowance.settle).
+    # The daily cap is taken for the whole batch at once (compliance.allowance.allot_batch).
     snap.claim(Claim(cmd.command_id, cmd.transfer_id, t, m, facts.currency, day, amount, cap.daily, facts))
     return verdict, inputs
 
@@ -315,7 +315,7 @@ async def decide_batch(
         if command_id in refused:
             verdict, inputs = _cap_refusal(by_command[command_id], refused[command_id], inputs)
         outcomes[command_id], row = _record(cmd, verdict, inputs, topics, sign)
-        rows.append(row)
+        rows.append(row | holds.get(command_id, {}))  # a granted transfer's hold, on its decision
     # A decision's outcome is recreated from its row when the command comes again (``_again``):
     # published after commit with no outbox row (common.outbox). A policy answer is not.
     planned = [
@@ -326,7 +326,7 @@ async def decide_batch(
         )
         for p in plan
     ]
-    writes = repo.BatchWrite(usage=usage, holds=holds, parties=snap.take_parties(), decisions=rows)
+    writes = repo.BatchWrite(usage=usage, parties=snap.take_parties(), decisions=rows)
     return [o for o in planned if o.topic], writes
 
 

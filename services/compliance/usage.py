@@ -2,7 +2,7 @@
 
 Cap usage is taken at approval (funds are held from ``pending``). This consumer reads
 ``transfer.updated`` / ``payout.updated`` from the events topic in its own consumer group
-and releases the held amount once (``cap_holds.released_at``) when the new state is
+and releases the held amount once (``hold_released_at`` on its decision) when the new state is
 ``failed`` or ``rejected``. A ``returned`` payout keeps its usage (the money did move).
 
 Only the ledger's word gives cap back: a record that would release anything is released only

@@ -42,7 +42,7 @@ def _counts(stack: Stack, tenant_ids: list[str]) -> dict[str, int]:
             WHERE t.tenant_id = ANY($1)) AS changes,
           (SELECT count(*) FROM compliance.decisions d JOIN ledger.transfers t ON t.decision_id = d.id
             AND d.transfer_id = t.id AND d.outcome = 'allow' WHERE t.tenant_id = ANY($1)) AS decisions,
-          (SELECT count(*) FROM compliance.cap_holds h JOIN ledger.transfers t ON t.id = h.transfer_id
+          (SELECT count(*) FROM compliance.holds h JOIN ledger.transfers t ON t.id = h.transfer_id
             WHERE t.tenant_id = ANY($1)) AS holds,
           (SELECT count(*) FROM webhooks.events
             WHERE tenant_id = ANY($1) AND type = 'transfer.created') AS events,

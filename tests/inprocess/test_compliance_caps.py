@@ -18,7 +18,7 @@ from compliance import allowance
 from compliance import repository as repo
 from compliance.allowance import Claim
 from tests.conftest import Stack
-from tests.support.compliance import uid
+from tests.support.compliance import settle_claims, uid
 from tests.support.db import pg_connect
 
 pytestmark = pytest.mark.inprocess
@@ -47,7 +47,7 @@ async def test_racing_transactions_cannot_share_the_last_of_a_cap(stack: Stack) 
     async def take() -> bool:
         async with sessions() as session, session.begin():
             await gate.wait()
-            refused = await allowance.settle(session, [_claim(tenant, 10, 50)])
+            refused = await settle_claims(session, [_claim(tenant, 10, 50)])
             await asyncio.sleep(0.01)  # hold the row lock a moment: racers must wait, then re-check
             return not refused
 
@@ -86,7 +86,7 @@ async def test_concurrent_batches_never_approve_beyond_the_cap(stack: Stack) -> 
     async def settle(batch: list[Claim]) -> dict[str, Decimal]:
         async with sessions() as session, session.begin():
             await gate.wait()
-            refused = await allowance.settle(session, batch)
+            refused = await settle_claims(session, batch)
             await asyncio.sleep(0.02)  # hold the locks: the other instances must wait, then re-read
             return refused
 
@@ -107,7 +107,7 @@ async def test_concurrent_batches_never_approve_beyond_the_cap(stack: Stack) -> 
         holds = {
             (r["tenant_id"], r["currency"]): r["total"]
             for r in await conn.fetch(
-                "SELECT tenant_id, currency, sum(amount) AS total FROM compliance.cap_holds"
+                "SELECT tenant_id, currency, sum(amount) AS total FROM compliance.holds"
                 " WHERE tenant_id = ANY($1) GROUP BY 1, 2",
                 [a, b],
             )
@@ -144,7 +144,7 @@ async def test_settling_and_releasing_at_once_keep_usage_equal_to_open_holds(sta
     async def settle(batch: list[Claim]) -> None:
         async with sessions() as session, session.begin():
             await gate.wait()
-            assert await allowance.settle(session, batch) == {}
+            assert await settle_claims(session, batch) == {}
             await asyncio.sleep(0.02)
 
     async def release(holds: list[tuple[str, str]]) -> None:
@@ -155,7 +155,7 @@ async def test_settling_and_releasing_at_once_keep_usage_equal_to_open_holds(sta
 
     try:
         async with sessions() as session, session.begin():
-            assert await allowance.settle(session, held) == {}
+            assert await settle_claims(session, held) == {}
         work = [settle([_claim(t, 3, 10_000, rnd.choice(currencies)) for _ in range(20)]) for _ in range(8)]
         samples = [rnd.sample(held, 20) for _ in range(8)]
         work += [release([(c.transfer_id, t) for c in sample]) for sample in samples]
@@ -174,7 +174,7 @@ async def test_settling_and_releasing_at_once_keep_usage_equal_to_open_holds(sta
         open_holds = dict(
             await conn.fetch(
                 "SELECT currency, coalesce(sum(amount) FILTER (WHERE released_at IS NULL), 0)"
-                " FROM compliance.cap_holds WHERE tenant_id = $1 GROUP BY 1",
+                " FROM compliance.holds WHERE tenant_id = $1 GROUP BY 1",
                 t,
             )
         )
@@ -183,3 +183,47 @@ async def test_settling_and_releasing_at_once_keep_usage_equal_to_open_holds(sta
     assert used == open_holds
     released = {c.transfer_id for sample in samples for c in sample}
     assert sum(used.values()) == 8 * 20 * 3 + 5 * (60 - len(released))
+
+
+async def test_a_hold_is_kept_on_its_decision_and_an_earlier_release_s_hold_is_still_given_back(
+    stack: Stack,
+) -> None:
+    """A granted claim's hold is written on its decision (no ``cap_holds`` row); a hold the
+    previous release wrote to ``cap_holds`` (during a rolling upgrade, or before migration
+    0007) is still given back, once, by the release naming its command, and ``compliance.holds``
+    lists both."""
+    engine = create_engine(stack.stores.database_url, pool_size=2)
+    sessions = sessionmaker(engine)
+    t = uid("ten")
+    new, old = _claim(t, 7, 100), _claim(t, 5, 100)
+    conn = await pg_connect(stack.stores.database_url)
+    try:
+        async with sessions() as session, session.begin():
+            assert await settle_claims(session, [new]) == {}
+        async with sessions() as session, session.begin():  # the previous release's hold
+            used = await repo.lock_usage(session, [old.key])
+            await repo.set_usage(session, {old.key: used[old.key] + old.amount})
+        await conn.execute(
+            "INSERT INTO compliance.cap_holds"
+            " (transfer_id, tenant_id, mode, currency, day, amount, command_id)"
+            " VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            *(old.transfer_id, t, old.mode, old.currency, old.day, old.amount, old.command_id),
+        )
+        in_table = "SELECT count(*) FROM compliance.cap_holds WHERE tenant_id = $1"
+        assert await conn.fetchval(in_table, t) == 1  # the new hold has no row of its own
+        listed = (
+            "SELECT transfer_id, amount FROM compliance.holds WHERE tenant_id = $1 AND released_at IS NULL"
+        )
+        assert sorted(tuple(r) for r in await conn.fetch(listed, t)) == sorted(
+            [(new.transfer_id, Decimal(7)), (old.transfer_id, Decimal(5))]
+        )
+        failed = [(c.transfer_id, c.command_id, t) for c in (new, old)]
+        for _ in range(2):  # a release read twice gives back once
+            async with sessions() as session, session.begin():
+                await allowance.release_failed(session, failed)
+        async with sessions() as session:
+            assert await repo.used_today(session, t, new.mode, new.currency, new.day) == 0
+        assert await conn.fetch(listed, t) == []
+    finally:
+        await conn.close()
+        await engine.dispose()

@@ -133,7 +133,7 @@ async def test_a_reused_transfer_id_lifts_no_cap_and_releases_nothing(stack: Sta
         await _released_once(stack, consumed)
         # caps and money as they were: the cap still refuses what it refused
         assert await _used(kit, t.tenant_id) == D(20)
-        hold = "SELECT released_at FROM compliance.cap_holds WHERE transfer_id = $1"
+        hold = "SELECT released_at FROM compliance.holds WHERE transfer_id = $1"
         assert await kit.db.fetchval(hold, done) is None
         assert await kit.balances(a) == (D("80.00"), D(0))
         assert await kit.balances(b) == (D("21.00"), D(0))
@@ -256,7 +256,7 @@ async def test_an_unsigned_release_or_usage_signal_gives_no_cap_back(stack: Stac
     compliance = [stack.procs["compliance"].url]
     async with open_kit(stack) as kit:
         kit.tenant_id = t.tenant_id
-        held = "SELECT command_id FROM compliance.cap_holds WHERE transfer_id = $1"
+        held = "SELECT command_id FROM compliance.holds WHERE transfer_id = $1"
         command_id = await kit.db.fetchval(held, done)
         assert command_id and await _used(kit, t.tenant_id) == D(20)
         before = _refused(compliance, "compliance")
@@ -272,7 +272,7 @@ async def test_an_unsigned_release_or_usage_signal_gives_no_cap_back(stack: Stac
         # counted once compliance finished with them (the one barrier on both topics)
         await _counted(compliance, "compliance", before, {"unsigned": 2, "wrong_signer": 1})
         assert await _used(kit, t.tenant_id) == D(20)
-        hold = "SELECT released_at FROM compliance.cap_holds WHERE transfer_id = $1"
+        hold = "SELECT released_at FROM compliance.holds WHERE transfer_id = $1"
         assert await kit.db.fetchval(hold, done) is None
         over = send(t, "/v1/transfers", book(a, b, "20.00"))
         assert (

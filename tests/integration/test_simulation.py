@@ -63,7 +63,7 @@ END_STATE = (
     "SELECT id, amount FROM ledger.deposits ORDER BY id",
     "SELECT command_id, convert_from(result, 'UTF8')::jsonb->>'status' FROM ledger.inbox ORDER BY 1",
     "SELECT command_id, outcome, rule, reason FROM compliance.decisions ORDER BY 1",
-    "SELECT transfer_id, amount, released_at IS NULL FROM compliance.cap_holds ORDER BY 1",
+    "SELECT transfer_id, amount, released_at IS NULL FROM compliance.holds ORDER BY 1",
 )
 
 

@@ -41,7 +41,7 @@ UNION ALL
 SELECT 'cap usage of ' || u.tenant_id || ' ' || u.currency || ' is ' || u.used
        || ' (cap ' || $1::numeric || ', holds not given back ' || coalesce(h.held, 0) || ')'
   FROM compliance.cap_usage u LEFT JOIN (
-       SELECT tenant_id, mode, currency, day, sum(amount) AS held FROM compliance.cap_holds
+       SELECT tenant_id, mode, currency, day, sum(amount) AS held FROM compliance.holds
         WHERE released_at IS NULL GROUP BY 1, 2, 3, 4) h
        USING (tenant_id, mode, currency, day)
  WHERE u.used > $1::numeric OR u.used <> coalesce(h.held, 0)
@@ -50,15 +50,15 @@ SELECT 'cap usage of ' || u.tenant_id || ' ' || u.currency || ' is ' || u.used
 END = """
 SELECT 'cap hold of ' || h.transfer_id || ' kept, the transfer is '
        || coalesce(t.state, 'not in the ledger')
-  FROM compliance.cap_holds h LEFT JOIN ledger.transfers t ON t.id = h.transfer_id
+  FROM compliance.holds h LEFT JOIN ledger.transfers t ON t.id = h.transfer_id
  WHERE h.released_at IS NULL AND (t.id IS NULL OR t.state IN ('failed', 'rejected'))
 UNION ALL
 SELECT 'cap hold of ' || h.transfer_id || ' given back, the transfer is ' || t.state
-  FROM compliance.cap_holds h JOIN ledger.transfers t ON t.id = h.transfer_id
+  FROM compliance.holds h JOIN ledger.transfers t ON t.id = h.transfer_id
  WHERE h.released_at IS NOT NULL AND t.state NOT IN ('failed', 'rejected')
 UNION ALL
 SELECT 'transfer ' || t.id || ' has no cap hold'
-  FROM ledger.transfers t LEFT JOIN compliance.cap_holds h ON h.transfer_id = t.id
+  FROM ledger.transfers t LEFT JOIN compliance.holds h ON h.transfer_id = t.id
  WHERE h.transfer_id IS NULL
 UNION ALL
 SELECT 'transfer ' || id || ' still ' || state FROM ledger.transfers

@@ -13,10 +13,12 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Literal
 
 import msgspec
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from common.authority import SigningKey
 from common.broker import ensure_topics, service_topics
@@ -34,6 +36,9 @@ from common.contracts.commands import (
 )
 from common.settings import Settings
 from common.topics import Topics
+from compliance import allowance
+from compliance import repository as repo
+from compliance.allowance import Claim
 from tests.conftest import AUTHORITY, Stack
 from tests.support.db import pg_connect
 from tools.stack.processes import free_port
@@ -42,6 +47,35 @@ from tools.stack.suite import Proc
 
 def uid(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:16]}"
+
+
+async def settle_claims(session: AsyncSession, claims: Sequence[Claim]) -> dict[str, Decimal]:
+    """A batch's claims taken from their days as compliance's batch takes them: the usage rows
+    locked, :func:`compliance.allowance.allot_batch`, then the batch's write statement with a
+    decision per claim, a granted one carrying its hold. Returns the refused claims."""
+    if not claims:
+        return {}
+    locked = await repo.lock_usage(session, sorted({c.key for c in claims}))
+    refused, totals, holds = await allowance.allot_batch(session, claims, locked)
+    rows = [
+        {
+            "id": uid("dec"),
+            "command_id": c.command_id,
+            "request_id": uid("req"),
+            "tenant_id": c.tenant_id,
+            "mode": c.mode,
+            "command_type": "CreateTransfer",
+            "outcome": "deny" if c.command_id in refused else "allow",
+            "rule": "daily_cap" if c.command_id in refused else "allow",
+            "inputs": "{}",
+            "out_topic": "test",
+            "transfer_id": c.transfer_id,
+            **holds.get(c.command_id, {}),
+        }
+        for c in claims
+    ]
+    await repo.write_batch(session, repo.BatchWrite(usage=totals, decisions=rows))
+    return refused
 
 
 def start_private_compliance(

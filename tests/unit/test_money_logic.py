@@ -531,12 +531,11 @@ class FakeUsage:
         self.used, self.released = used, released or []
         self.locked: list[list[Any]] = []
         self.set: dict[Any, Decimal] = {}
-        self.holds: list[dict[str, Any]] = []
         self.marked: list[Any] = []
         self.sessions: list[Any] = []
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        for name in ("lock_usage", "set_usage", "insert_holds", "mark_released"):
+        for name in ("lock_usage", "set_usage", "mark_released"):
             monkeypatch.setattr(allowance.repo, name, getattr(self, name))
 
     async def lock_usage(self, session: Any, keys: list[Any]) -> dict[Any, Decimal]:
@@ -548,39 +547,10 @@ class FakeUsage:
         self.sessions.append(session)
         self.set = dict(totals)
 
-    async def insert_holds(self, session: Any, rows: list[dict[str, Any]]) -> None:
-        self.sessions.append(session)
-        self.holds = rows
-
     async def mark_released(self, session: Any, holds: list[Any]) -> list[Any]:
         self.sessions.append(session)
         self.marked = holds
         return self.released
-
-
-async def test_settle_takes_the_batch_from_the_day_and_holds_what_it_granted(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    key = ("a", "production", "USDC", date(2026, 1, 1))
-    other = ("b", "production", "USDC", date(2026, 1, 1))
-    fake = FakeUsage({key: D(90)})
-    fake.install(monkeypatch)
-    assert await allowance.settle(None, []) == {}  # type: ignore[arg-type]
-    assert fake.locked == []
-    session = object()
-    refused = await allowance.settle(
-        session,  # type: ignore[arg-type]
-        [_claim(1, "10"), _claim(2, "0.01"), _claim(3, "5", tenant="b")],
-    )
-    assert fake.sessions == [session] * 3
-    assert refused == {"c2": D(100)}
-    assert fake.locked == [[key, other]]
-    assert fake.set == {key: D(100), other: D(5)}
-    assert [(h["transfer_id"], h["amount"], h["tenant_id"], h["currency"]) for h in fake.holds] == [
-        ("tr1", D(10), "a", "USDC"),
-        ("tr3", D(5), "b", "USDC"),
-    ]
-    assert all(h["mode"] == "production" and h["day"] == date(2026, 1, 1) for h in fake.holds)
 
 
 async def test_release_gives_each_amount_back_once_and_never_below_zero(
@@ -616,7 +586,7 @@ async def test_allot_batch_uses_the_rows_the_batch_locked_and_locks_only_the_res
     key, other = ("a", "production", "USDC", day), ("b", "production", "USDC", day)
     fake = FakeUsage({other: D(98)})
     fake.install(monkeypatch)
-    assert await allowance.allot_batch(None, [], {key: D(0)}) == ({}, {}, [])  # type: ignore[arg-type]
+    assert await allowance.allot_batch(None, [], {key: D(0)}) == ({}, {}, {})  # type: ignore[arg-type]
     assert fake.locked == []
     session = object()
     claims = [_claim(1, "10"), _claim(2, "0.01"), _claim(3, "2", tenant="b"), _claim(4, "0.5", tenant="b")]
@@ -624,11 +594,12 @@ async def test_allot_batch_uses_the_rows_the_batch_locked_and_locks_only_the_res
     assert fake.sessions == [session] and fake.locked == [[other]]  # the batch locked ``key``
     assert refused == {"c2": D(100), "c4": D(100)}
     assert totals == {key: D(100), other: D(100)}
-    assert [(h["transfer_id"], h["amount"], h["tenant_id"]) for h in holds] == [
-        ("tr1", D(10), "a"),
-        ("tr3", D(2), "b"),
-    ]
-    assert fake.set == {} and fake.holds == []  # written by the batch's statement, not here
+    # each granted claim's hold: the ``hold_*`` columns of its decision, by command id
+    assert holds == {
+        "c1": {"hold_currency": "USDC", "hold_day": day, "hold_amount": D(10)},
+        "c3": {"hold_currency": "USDC", "hold_day": day, "hold_amount": D(2)},
+    }
+    assert fake.set == {}  # written by the batch's statement, not here
     fake = FakeUsage({})
     fake.install(monkeypatch)
     refused, totals, holds = await allowance.allot_batch(None, [_claim(1, "5")], {key: D(1)})  # type: ignore[arg-type]

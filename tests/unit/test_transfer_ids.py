@@ -87,14 +87,16 @@ def test_a_decision_records_its_transfer_id_unless_it_refused_the_id() -> None:
     assert row["transfer_id"] == "tr_1"
 
 
-def test_a_hold_names_the_command_that_took_it() -> None:
+def test_a_hold_is_the_decision_of_the_command_that_took_it() -> None:
+    """A granted claim's hold goes on its own command's decision (keyed by command id: the
+    decision names the transfer and the command); a refused claim holds nothing."""
     claims = [
         Claim("cmd_1", "tr_1", "ten_1", "production", "USDC", date(2026, 1, 1), D(10), D(30)),
         Claim("cmd_2", "tr_2", "ten_1", "production", "USDC", date(2026, 1, 1), D(25), D(30)),
     ]
-    assert [(h["transfer_id"], h["command_id"]) for h in holds_of(claims, {"cmd_2": D(10)})] == [
-        ("tr_1", "cmd_1")
-    ]
+    assert holds_of(claims, {"cmd_2": D(10)}) == {
+        "cmd_1": {"hold_currency": "USDC", "hold_day": date(2026, 1, 1), "hold_amount": D(10)}
+    }
 
 
 def test_a_release_names_the_failed_command() -> None:

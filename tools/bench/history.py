@@ -228,7 +228,6 @@ COLUMNS: dict[str, list[str]] = {
     "ledger.state_changes": repo.batch.CHANGE_COLUMNS,
     "ledger.inbox": ["command_id", "result"],
     "compliance.decisions": [c.name for c in compliance_decisions.c if c.name != "created_at"],
-    "compliance.cap_holds": ["transfer_id", "tenant_id", "mode", "currency", "day", "amount", "command_id"],
     "webhooks.events": ["event_id", "tenant_id", "mode", "type", "body", "sequence"],
 }
 # The JSON objects among them (the transfer's parties and fee; the decision's inputs are text).
@@ -305,14 +304,13 @@ def booked(
 def delivered(
     accepted: list[Planned], decisions: dict[str, dict[str, Any]], day: date, sequence: int, out: Chunk
 ) -> None:
-    """What compliance and webhooks keep of the accepted transfers: the decision rows, the cap
-    holds and the day's usage; each ``transfer.created`` event as webhooks stores it, numbered
+    """What compliance and webhooks keep of the accepted transfers: the decision rows with
+    their cap holds, and the day's usage; each ``transfer.created`` event as webhooks stores it, numbered
     after ``sequence``."""
     for p in accepted:
         v = p.values
-        out.put("compliance.decisions", COLUMNS["compliance.decisions"], decisions[v["id"]])
-        hold = {**v, "transfer_id": v["id"], "day": day, "command_id": p.cmd.command_id}
-        out.put("compliance.cap_holds", COLUMNS["compliance.cap_holds"], hold)
+        hold = {"hold_currency": v["currency"], "hold_day": day, "hold_amount": v["amount"]}
+        out.put("compliance.decisions", COLUMNS["compliance.decisions"], decisions[v["id"]] | hold)
         out.cap_used += v["amount"]
         for event in p.events:
             sequence += 1

@@ -213,28 +213,39 @@ async def used_today(session: AsyncSession, tenant_id: str, mode: str, currency:
     return Decimal(used or 0)
 
 
-_INSERT_HOLDS = pg_insert(cap_holds).on_conflict_do_nothing(index_elements=[cap_holds.c.transfer_id])
-
-
-async def insert_holds(session: AsyncSession, rows: list[dict[str, Any]]) -> None:
-    """What each granted transfer took (``cap_holds`` columns); a transfer is held once."""
-    if rows:
-        await session.execute(_INSERT_HOLDS, rows)
+def _released(table: Any, match: Any) -> Any:
+    """Mark the holds ``match`` selects in ``table`` released, those not released yet;
+    returning what each took (transfer_id, tenant_id, mode, currency, day, amount)."""
+    c = table.c
+    if table is decisions:
+        taken, cols = c.hold_amount.is_not(None) & c.hold_released_at.is_(None), (c.hold_currency, c.hold_day)
+        stmt = update(table).where(match, taken).values(hold_released_at=func.now())
+        amount = c.hold_amount
+    else:  # cap_holds: holds taken before migration 0007, or by the previous release
+        cols = (c.currency, c.day)
+        stmt = update(table).where(match, c.released_at.is_(None)).values(released_at=func.now())
+        amount = c.amount
+    return stmt.returning(
+        c.transfer_id,
+        c.tenant_id,
+        c.mode,
+        cols[0].label("currency"),
+        cols[1].label("day"),
+        amount.label("amount"),
+    )
 
 
 async def mark_released(session: AsyncSession, holds: list[tuple[str, str]]) -> list[AnyRow]:
-    """Mark the holds of (transfer_id, tenant_id) released, those not released yet; returns
-    what each took (transfer_id, tenant_id, mode, currency, day, amount)."""
+    """Mark the holds of (transfer_id, tenant_id) released, those not released yet, wherever
+    they are kept (on the decision, or in ``cap_holds``); returns what each took (transfer_id,
+    tenant_id, mode, currency, day, amount)."""
     if not holds:
         return []
-    h = cap_holds.c
-    stmt = (
-        update(cap_holds)
-        .where(tuple_(h.transfer_id, h.tenant_id).in_(holds), h.released_at.is_(None))
-        .values(released_at=func.now())
-        .returning(h.transfer_id, h.tenant_id, h.mode, h.currency, h.day, h.amount)
-    )
-    return list((await session.execute(stmt)).all())
+    out: list[AnyRow] = []
+    for table in (decisions, cap_holds):
+        match = tuple_(table.c.transfer_id, table.c.tenant_id).in_(holds)
+        out += (await session.execute(_released(table, match))).all()
+    return out
 
 
 async def mark_released_for(session: AsyncSession, failed: list[tuple[str, str, str]]) -> list[AnyRow]:
@@ -242,14 +253,12 @@ async def mark_released_for(session: AsyncSession, failed: list[tuple[str, str, 
     without its command recorded is never matched."""
     if not failed:
         return []
-    h = cap_holds.c
-    stmt = (
-        update(cap_holds)
-        .where(tuple_(h.transfer_id, h.command_id, h.tenant_id).in_(failed), h.released_at.is_(None))
-        .values(released_at=func.now())
-        .returning(h.transfer_id, h.tenant_id, h.mode, h.currency, h.day, h.amount)
-    )
-    return list((await session.execute(stmt)).all())
+    out: list[AnyRow] = []
+    for table in (decisions, cap_holds):
+        c = table.c
+        match = tuple_(c.transfer_id, c.command_id, c.tenant_id).in_(failed)
+        out += (await session.execute(_released(table, match))).all()
+    return out
 
 
 # ---- screening (compliance.screening) ----

@@ -7,8 +7,8 @@ write.
    approved routes and caps of its tenants, and the cap usage rows of its transfers' (tenant,
    mode, currency, UTC day), created at zero when missing and locked in key order (the only
    lock a batch takes before its writes: two instances wait for each other, never deadlock).
-2. :func:`write_batch`: the new usage totals, the holds of granted transfers, the parties
-   registered, the decisions and the outbox rows (and the deletion of rows published
+2. :func:`write_batch`: the new usage totals, the parties registered, the decisions (a granted
+   transfer's hold on its decision) and the outbox rows (and the deletion of rows published
    earlier), then the commit.
 
 Each text is built once from the tables of ``compliance.models`` and prepared once per
@@ -45,7 +45,6 @@ __all__ = ["BatchRead", "BatchWrite", "Stored", "Wanted", "read_batch", "write_b
 Key = tuple[str, str, str]
 UsageKey = tuple[str, str, str, date]
 _TEXT = "TEXT[]"
-HOLD_COLUMNS = ["transfer_id", "tenant_id", "mode", "currency", "day", "amount", "command_id"]
 PARTY_COLUMNS = ["tenant_id", "mode", "party_id", "kind", "customer_id", "country_code"]
 DECISION_COLUMNS = [c.name for c in decisions.c if c.name != "created_at"]
 OUTBOX_COLUMNS = ["topic", "key", "partition", "payload"]
@@ -224,8 +223,6 @@ WITH pruned AS (
                 {_write.param("u.used", f"{pg_type(cap_usage.c.used)}[]")})
          AS v(tenant_id, mode, currency, day, used)
     WHERE u.tenant_id = v.tenant_id AND u.mode = v.mode AND u.currency = v.currency AND u.day = v.day
-), holds AS (
-    {_write.insert("h", cap_holds, HOLD_COLUMNS, "ON CONFLICT (transfer_id) DO NOTHING")}
 ), registered AS (
     {_write.insert("p", parties, PARTY_COLUMNS, "ON CONFLICT (tenant_id, mode, party_id) DO NOTHING")}
 ), decided AS (
@@ -242,7 +239,6 @@ class BatchWrite:
     """Everything a batch writes in its last statement (each part may be empty)."""
 
     usage: dict[UsageKey, Decimal] = field(default_factory=dict)
-    holds: list[dict[str, Any]] = field(default_factory=list)
     parties: list[tuple[str, str, str, str, str | None, str | None]] = field(default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)  # ``inputs`` as JSON text
     outbox: list[dict[str, Any]] = field(default_factory=list)
@@ -255,7 +251,6 @@ async def write_batch(session: AsyncSession, w: BatchWrite) -> list[int]:
     values = {
         "pruned": w.pruned,
         **_columns([(*k, used) for k, used in usage], "u", ("tenant_id", "mode", "currency", "day", "used")),
-        **columns_of(cap_holds, w.holds, "h", HOLD_COLUMNS),
         **_columns(sorted(set(w.parties), key=lambda p: p[:3]), "p", PARTY_COLUMNS),
         **columns_of(decisions, w.decisions, "d", DECISION_COLUMNS, encoded=("inputs",)),
         **columns_of(outbox, w.outbox, "o", OUTBOX_COLUMNS),

@@ -37,8 +37,8 @@ class ComplianceDecision(SQLModel, table=True):
 
     __tablename__ = "decisions"
     __table_args__ = (
-        Index("decisions_newest", sql_text("created_at DESC"), sql_text("id DESC")),
-        Index("decisions_tenant_newest", "tenant_id", sql_text("created_at DESC"), sql_text("id DESC")),
+        # listed newest first by id (time-ordered ids): the primary key for every tenant's
+        Index("decisions_tenant", "tenant_id", sql_text("id DESC")),
         # a transfer id names one command: a second command naming it is refused
         Index(
             "decisions_transfer_id",

@@ -63,15 +63,13 @@ async def list_decisions(
             d.inputs,
             d.created_at,
         )
-        .order_by(d.created_at.desc(), d.id.desc())
+        .order_by(d.id.desc())  # ids are time-ordered: newest first (migration 0008)
         .limit(limit)
     )
     if tenant_id is not None:
         q = q.where(d.tenant_id == tenant_id)
     if starting_after is not None:
-        c = decisions.alias("c").c
-        cursor = select(c.created_at, c.id).where(c.id == starting_after).scalar_subquery()
-        q = q.where(tuple_(d.created_at, d.id) < cursor)
+        q = q.where(d.id < starting_after)
     return list((await session.execute(q)).all())
 
 

@@ -27,6 +27,11 @@ class Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
+            # Keep-alive, as a partner's endpoint is: under HTTP/1.0 (the server's default) each
+            # delivery closed its connection and the sender paid a new one every time (about a
+            # tenth of the webhooks service's CPU in the 100/s profile, docs/performance/history.md).
+            protocol_version = "HTTP/1.1"
+
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
                 try:

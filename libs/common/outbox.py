@@ -150,7 +150,7 @@ class Outbox:
             await asyncio.wait_for(asyncio.gather(*(self._publish(m) for m in msgs)), bound)
         except Exception:  # noqa: BLE001 - the relay publishes them later
             log.warning("outbox dispatch failed; the relay will retry", exc_info=True)
-            await self._keep(sessions, [m for m in msgs if m.id is None])
+            await self._keep(sessions, [m for m in msgs if m.recreated])
             return
         ids = [m.id for m in msgs if m.id is not None]
         if self.lazy_delete:

@@ -99,7 +99,13 @@ class Outbox:
         msgs, gone = self.staged(session)
         if not msgs:
             return list(session.info.pop(DIRECT_KEY, []))
-        conn = await driver(session)  # asyncpg: one round trip for the whole batch
+        ids = await self._insert(session, msgs, gone)
+        return self.written(session, msgs, ids, gone)
+
+    async def _insert(self, session: AsyncSession, msgs: list[OutMessage], gone: list[int]) -> list[int]:
+        """Insert ``msgs`` as rows and delete the rows ``gone``, in one statement of the
+        session's transaction (one round trip whatever their number); the new rows' ids."""
+        conn = await driver(session)
         rows = await conn.fetch(
             f"WITH gone AS (DELETE FROM {self.schema}.outbox WHERE id = ANY($5::bigint[])) "
             f"INSERT INTO {self.schema}.outbox (topic, key, partition, payload) "
@@ -110,7 +116,7 @@ class Outbox:
             [m.payload for m in msgs],
             gone,
         )
-        return self.written(session, msgs, [r["id"] for r in rows], gone)
+        return [r["id"] for r in rows]
 
     def staged(self, session: AsyncSession) -> tuple[list[OutMessage], list[int]]:
         """The session's staged messages and the published rows to delete, for a boundary that
@@ -183,15 +189,7 @@ class Outbox:
         if not msgs:
             return
         async with sessions() as session, session.begin():
-            conn = await driver(session)
-            await conn.execute(
-                f"INSERT INTO {self.schema}.outbox (topic, key, partition, payload)"
-                " SELECT * FROM unnest($1::text[], $2::bytea[], $3::int[], $4::bytea[])",
-                [m.topic for m in msgs],
-                [m.key for m in msgs],
-                [m.partition for m in msgs],
-                [m.payload for m in msgs],
-            )
+            await self._insert(session, msgs, [])
 
     async def _delete(self, session: AsyncSession, ids: list[int]) -> None:
         await session.execute(text(f"DELETE FROM {self.schema}.outbox WHERE id = ANY(:ids)"), {"ids": ids})

@@ -106,19 +106,26 @@ async def raw_body(msg: Any) -> Any:
 
 
 def consumer_options(
-    settings: Settings, group_id: str, *, batch: bool = True, background: bool = False
+    settings: Settings, group_id: str, *, batch: bool = True, background: bool = False, linger: bool = False
 ) -> dict[str, Any]:
     """Keyword arguments for ``broker.subscriber``: at-least-once, batched, tuned fetches.
 
     A batch poll returns as soon as records are fetched and never sleeps after an empty one
     (``common.batchpoll``), so its timeout only sets how often an idle subscriber wakes.
+    ``linger`` (off the request path, where records come in volume): the broker holds each
+    fetch until ``kafka_linger_fetch_min_bytes`` or ``kafka_linger_fetch_wait_ms``, so a
+    batch gathers what arrived meanwhile instead of the one record that woke it.
     """
     wait_ms = settings.kafka_background_fetch_max_wait_ms if background else settings.kafka_fetch_max_wait_ms
+    min_bytes = 1
+    if linger:
+        wait_ms, min_bytes = settings.kafka_linger_fetch_wait_ms, settings.kafka_linger_fetch_min_bytes
     opts: dict[str, Any] = {
         "group_id": group_id,
         "ack_policy": AckPolicy.MANUAL,  # subscribe() commits (Commits) and rewinds
         "auto_offset_reset": "earliest",
         "fetch_max_wait_ms": wait_ms,
+        "fetch_min_bytes": min_bytes,
         "session_timeout_ms": settings.kafka_session_timeout_ms,
         "heartbeat_interval_ms": settings.kafka_heartbeat_interval_ms,
         "decoder": raw_body,
@@ -127,7 +134,7 @@ def consumer_options(
         opts.update(
             batch=True,
             max_records=settings.kafka_max_records,
-            batch_timeout_ms=wait_ms if background else settings.kafka_batch_timeout_ms,
+            batch_timeout_ms=wait_ms if background or linger else settings.kafka_batch_timeout_ms,
             # the poll returns as soon as records arrive (common.batchpoll)
         )
     return opts
@@ -280,9 +287,11 @@ def subscribe(
     process: Callable[[Sequence[Any]], Awaitable[None]],
     *,
     background: bool = False,
+    linger: bool = False,
 ) -> None:
     """Subscribe ``process`` (a :class:`common.consume.BatchProcessor`) to ``topic`` in
-    ``group_id``: batched, committed after the handler returns, rewound if it raises."""
+    ``group_id``: batched, committed after the handler returns, rewound if it raises.
+    ``background`` and ``linger``: see :func:`consumer_options`."""
     commits = Commits(settings.kafka_commit_interval_ms / 1000)
 
     async def handler(body: list[bytes]) -> None:
@@ -303,7 +312,7 @@ def subscribe(
         record_lag(consumer, group_id, records)
 
     handler.__name__ = f"on_{topic.rsplit('.', 1)[-1]}_{group_id}".replace("-", "_").replace(".", "_")
-    options = consumer_options(settings, group_id, background=background)
+    options = consumer_options(settings, group_id, background=background, linger=linger)
     broker.subscriber(topic, listener=CommitOnRevoke(commits), **options)(handler)
 
 

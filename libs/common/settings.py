@@ -115,6 +115,13 @@ class Settings(BaseSettings):
     # The wait is paid only after a rewind (a failed batch read again waits for the fetch in
     # flight), which off the request path is a delay nobody waits on.
     kafka_background_fetch_max_wait_ms: int = 2000
+    # The events topic's consumers (webhooks' deliveries, compliance's cap usage) fill their
+    # batches: the broker holds each of their fetches until this many bytes are there or this
+    # long has passed (fetch.min.bytes, fetch.max.wait.ms), so under load one cycle (fetch,
+    # decode, transaction, offset) serves a batch, not a record or two. An event waits at most
+    # the linger before its delivery starts; an idle consumer fetches once per linger.
+    kafka_linger_fetch_wait_ms: int = 500
+    kafka_linger_fetch_min_bytes: int = 512 * 1024
     kafka_session_timeout_ms: int = 10000
     kafka_heartbeat_interval_ms: int = 1000
     kafka_max_records: int = 200

@@ -39,7 +39,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
         runtime.topics.events,
         f"{group}-usage",
         consumer.usage_processor(runtime.readiness),
-        background=True,
+        linger=True,  # one record in a hundred gives cap back: batches, not records
     )
     return consumer_app(
         runtime,

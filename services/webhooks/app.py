@@ -64,7 +64,7 @@ def create_app(settings: Settings) -> AsgiFastStream:
         runtime.topics.events,
         group,
         consumer.event_processor(runtime.readiness),
-        background=True,
+        linger=True,  # events come in volume; a delivery starts within the linger
     )
     subscribe(
         runtime.broker,

@@ -187,8 +187,17 @@ def patched(bus: Bus) -> Iterator[None]:
     producer = bus.producer()
 
     def subscribe(
-        broker: Any, settings: Any, topic: str, group_id: str, process: Process, *, background: bool = False
+        broker: Any,
+        settings: Any,
+        topic: str,
+        group_id: str,
+        process: Process,
+        *,
+        background: bool = False,
+        linger: bool = False,
     ) -> None:
+        # common.broker.subscribe's signature: how a real broker fetches (background, linger)
+        # means nothing to the in-memory bus, which hands each batch over at once
         bus.subscribe(topic, group_id, process)
 
     async def nothing(*_: Any, **__: Any) -> None:

@@ -44,11 +44,13 @@ class Simulator:
         self.signing_key = signing_key  # the ledger's: its events carry its signature
         self.poll_s, self.batch = poll_s, batch
         self.steps = 0
+        self.due_in: float | None = None  # seconds to the next scheduled step, after an idle pass
 
     async def step_once(self) -> int:
         async with self.sessions() as session:
             async with session.begin():
                 due = await repo.due_transfers(session, self.batch)
+                self.due_in = None if due else await repo.next_due_in(session)
                 events = []
                 journal = Journal.begin(session)
                 for t in due:
@@ -84,4 +86,15 @@ class Simulator:
         while True:
             busy = await self.step_once()
             if not busy:
-                await asyncio.sleep(self.poll_s)
+                await asyncio.sleep(self.pause())
+
+    def pause(self) -> float:
+        """How long an idle pass sleeps: until the earliest scheduled step, never under
+        ``poll_s``, at most half a settle. A step scheduled after this look is due a settle
+        after its transaction planned it (``states.next_step_s``), so half a settle wakes in
+        time even for one whose transaction was still open. An idle ledger looks twice a
+        settle (once a second) instead of five times a second, each look a transaction."""
+        ceiling = max(self.poll_s, self.ledger_config.settle_s / 2)
+        if self.due_in is None:
+            return ceiling
+        return min(ceiling, max(self.poll_s, self.due_in))

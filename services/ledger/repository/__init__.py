@@ -223,6 +223,16 @@ async def due_transfers(session: AsyncSession, limit: int) -> list[Transfer]:
     return await all_of(session, Transfer, stmt)
 
 
+async def next_due_in(session: AsyncSession) -> float | None:
+    """Seconds until the earliest scheduled sandbox step (negative when overdue), None when
+    nothing is scheduled (``transfers_due`` holds only the scheduled rows)."""
+    stmt = select(func.extract("epoch", func.min(transfers.c.next_step_at) - func.clock_timestamp())).where(
+        transfers.c.next_step_at.is_not(None), transfers.c.mode == "sandbox"
+    )
+    seconds = (await session.execute(stmt)).scalar_one_or_none()
+    return None if seconds is None else float(seconds)
+
+
 # ---- deposits ----
 
 

@@ -1,10 +1,12 @@
 """The same-contract baseline of ``make bench``: the suite's own code in ONE process, one
-PostgreSQL transaction per request, no Kafka (docs/performance/index.md, "Two baselines").
+PostgreSQL transaction per batch of the requests that arrived while the last one ran (group
+commit), no Kafka (docs/performance/index.md, "Two baselines").
 
 The minimal monolith (tools.bench.baselines) does a fraction of the contract; this one answers
 ``POST /v1/transfers``, ``POST /v1/customers`` and the other partner commands compliance decides
 (wallets, virtual accounts, sandbox deposits, payouts: what a tenant is provisioned through)
-with the gateway's request and answer shapes, by calling the services' modules:
+with the gateway's request and answer shapes, by calling the services' modules, for the
+commands that arrived meanwhile together (group commit, as the suite's consumers batch):
 
 - the gateway's pipeline itself (gateway.pipeline.Pipeline, through gateway.transport.direct):
   the API key authenticated, the rate limit counted and the Idempotency-Key taken in the key
@@ -90,9 +92,20 @@ class Handed(Outbox):
         return list(session.info.pop(HANDED, []))
 
 
+#: The most commands one transaction takes, as a consumer's poll (SLUICE_KAFKA_MAX_RECORDS).
+MAX_BATCH = 200
+
+
 class InProcess:
     """What the gateway's ``RpcClient`` does over Kafka (compliance, then the ledger, then the
-    webhooks' store), done by their modules in one transaction of this process."""
+    webhooks' store), done by their modules in one transaction of this process.
+
+    Group commit, as the suite's consumers batch what arrived while they worked: the commands
+    that come in while a transaction runs go together in the next one. One transaction per
+    request held the tenant's rows that every request takes (webhooks' ``event_sequences``,
+    the ledger's chain head, compliance's cap usage) from their statement to the commit, in
+    an event loop busy with the others: 39 customer creates a second with 40 clients, its
+    backends waiting on that row lock (docs/performance/history.md, session 63)."""
 
     def __init__(
         self,
@@ -112,33 +125,72 @@ class InProcess:
         self.admit_event = authority.admit("webhooks", keys, lambda _r: EVENT_SIGNERS)
         self.admit_release = authority.admit("compliance", keys, lambda _c: RELEASE_SIGNERS)
         self.max_attempts = Policy.from_settings(settings).max_attempts
+        self.waiting: list[tuple[Command, asyncio.Future[Result]]] = []
+        self.worker: asyncio.Task[None] | None = None
 
     async def call(self, topic: str, cmd: Command, key: str | None = None) -> Result:
-        """``cmd`` decided, booked and its events stored in one transaction; its result."""
+        """``cmd`` decided, booked and its events stored in the next batch's transaction; its
+        result."""
+        done: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
+        self.waiting.append((cmd, done))
+        if self.worker is None or self.worker.done():
+            self.worker = asyncio.create_task(self._drain())
+        return await done
+
+    async def _drain(self) -> None:
+        """Batch after batch while commands wait. A failed batch runs each of its commands
+        alone, as the suite's consumers do (common.consume.BatchProcessor): one command's
+        failure is its own."""
+        while self.waiting:
+            batch, self.waiting = self.waiting[:MAX_BATCH], self.waiting[MAX_BATCH:]
+            try:
+                results = await self._batch([cmd for cmd, _ in batch])
+            except Exception as exc:  # noqa: BLE001 - handed to each waiting request
+                if len(batch) == 1:
+                    batch[0][1].set_exception(exc)
+                    continue
+                for cmd, done in batch:
+                    try:
+                        done.set_result((await self._batch([cmd]))[0])
+                    except Exception as alone:  # noqa: BLE001 - this request's own failure
+                        done.set_exception(alone)
+                continue
+            for (_, done), result in zip(batch, results, strict=True):
+                done.set_result(result)
+
+    async def _batch(self, cmds: list[Command]) -> list[Result]:
+        """``cmds`` decided, booked and their events stored in one transaction; their results,
+        in order, recorded for replays in one call."""
         async with self.sessions() as session, session.begin():
-            outs = await self._decide(session, cmd)
-            for forwarded in [o for o in outs if o.topic == self.topics.ledger_commands]:
+            outs = await self._decide(session, cmds)
+            forwarded = [o for o in outs if o.topic == self.topics.ledger_commands]
+            if forwarded:
                 outs += await self._book(session, forwarded)
             await self._store_events(session, [o for o in outs if o.topic == self.topics.events])
         await self._release([o for o in outs if o.topic == self.topics.compliance_releases])
-        answers = [o for o in outs if o.topic == self.reply_topic]
-        result = msgspec.json.decode(answers[-1].payload, type=Result)
-        if self.on_results is not None:  # the gateway records it for replays (Valkey)
-            await self.on_results([result])
-        return result
+        answers: dict[str, Result] = {}
+        for out in outs:  # the last answer to a request is its result (the ledger's, if booked)
+            if out.topic == self.reply_topic:
+                result = msgspec.json.decode(out.payload, type=Result)
+                answers[result.request_id] = result
+        results = [answers[cmd.ctx.request_id] for cmd in cmds]
+        if self.on_results is not None:  # the gateway records them for replays (Valkey)
+            await self.on_results(results)
+        return results
 
-    async def _decide(self, session: AsyncSession, cmd: Command) -> list[OutMessage]:
-        """Compliance's batch of one: its decision written, what it would publish returned."""
+    async def _decide(self, session: AsyncSession, cmds: list[Command]) -> list[OutMessage]:
+        """Compliance's batch: its decisions written, what it would publish returned."""
         snap = Snapshot(self.settings.sandbox_default_cap)
-        outs, writes = await compliance.decide_batch(session, snap, self.topics, [cmd], self.sign)
+        outs, writes = await compliance.decide_batch(session, snap, self.topics, cmds, self.sign)
         await compliance.write(session, writes, [], self.handed)
         return outs
 
-    async def _book(self, session: AsyncSession, forwarded: OutMessage) -> list[OutMessage]:
-        """The ledger's batch of one, on the command compliance signed (verified first)."""
-        cmd = LEDGER_COMMANDS.decode(forwarded.payload)
-        self.admit_ledger(cmd)
-        await self.ledger.apply_batch(session, Journal.begin(session), [cmd])
+    async def _book(self, session: AsyncSession, forwarded: Sequence[OutMessage]) -> list[OutMessage]:
+        """The ledger's batch, on the commands compliance signed (each verified first)."""
+        cmds = [LEDGER_COMMANDS.decode(m.payload) for m in forwarded]
+        for cmd in cmds:
+            self.admit_ledger(cmd)
+        await self.ledger.apply_batch(session, Journal.begin(session), cmds)
         return Handed.take(session)
 
     async def _store_events(self, session: AsyncSession, msgs: Sequence[OutMessage]) -> None:

@@ -233,30 +233,30 @@ def _released(table: Any, match: Any) -> Any:
     )
 
 
-async def mark_released(session: AsyncSession, holds: list[tuple[str, str]]) -> list[AnyRow]:
-    """Mark the holds of (transfer_id, tenant_id) released, those not released yet, wherever
-    they are kept (on the decision, or in ``cap_holds``); returns what each took (transfer_id,
-    tenant_id, mode, currency, day, amount)."""
-    if not holds:
+async def _mark_released(
+    session: AsyncSession, by: tuple[str, ...], keys: list[tuple[str, ...]]
+) -> list[AnyRow]:
+    """Mark released the holds whose columns ``by`` match one of ``keys``, those not released
+    yet, wherever they are kept (on the decision, or in ``cap_holds``); what each took."""
+    if not keys:
         return []
     out: list[AnyRow] = []
     for table in (decisions, cap_holds):
-        match = tuple_(table.c.transfer_id, table.c.tenant_id).in_(holds)
+        match = tuple_(*(table.c[name] for name in by)).in_(keys)
         out += (await session.execute(_released(table, match))).all()
     return out
+
+
+async def mark_released(session: AsyncSession, holds: list[tuple[str, str]]) -> list[AnyRow]:
+    """Mark the holds of (transfer_id, tenant_id) released, those not released yet; returns
+    what each took (transfer_id, tenant_id, mode, currency, day, amount)."""
+    return await _mark_released(session, ("transfer_id", "tenant_id"), list(holds))
 
 
 async def mark_released_for(session: AsyncSession, failed: list[tuple[str, str, str]]) -> list[AnyRow]:
     """:func:`mark_released` for the holds of (transfer_id, command_id, tenant_id): a hold
     without its command recorded is never matched."""
-    if not failed:
-        return []
-    out: list[AnyRow] = []
-    for table in (decisions, cap_holds):
-        c = table.c
-        match = tuple_(c.transfer_id, c.command_id, c.tenant_id).in_(failed)
-        out += (await session.execute(_released(table, match))).all()
-    return out
+    return await _mark_released(session, ("transfer_id", "command_id", "tenant_id"), list(failed))
 
 
 # ---- screening (compliance.screening) ----

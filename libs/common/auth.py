@@ -122,7 +122,7 @@ def new_jti() -> str:
 
 #: The ``jti`` the gateway accepts: bounded, so a revocation lookup or a control event can
 #: never carry arbitrary text (tokens are signed, but a test or an old issuer may differ).
-JTI_PATTERN = r"^[A-Za-z0-9_-]{8,64}$"
+JTI_PATTERN = r"^[A-Za-z0-9_-]{8,64}$(?!\n)"
 
 #: An access token lives at most this long, ``exp - iat`` (docs/guides/sandbox-and-live.md,
 #: "Keys and modes": at most one hour).

@@ -13,24 +13,26 @@ import msgspec
 from common.addresses import CHAINS
 from common.auth import JTI_PATTERN, Scope
 from common.contracts.branding import WhiteLabel
-from common.validation import ci_pattern
+from common.validation import SPACE, ci_pattern
 
 Mode = Literal["sandbox", "production"]
 Rail = Literal["provider_wallet", "stablecoin", "ach", "wire", "sepa", "faster_payments"]
 BankRail = Literal["ach", "wire", "sepa", "faster_payments"]
-Currency = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{3,5}$")]
-DecimalText = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,13}(\.[0-9]{1,6})?$")]
+Currency = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{3,5}$(?!\n)")]
+DecimalText = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,13}(\.[0-9]{1,6})?$(?!\n)")]
 # Ids are the suite's own (visible ASCII); labels are any text PostgreSQL can store (no NUL;
 # a lone surrogate never gets this far: the JSON decoder refuses it). Fuzzing found an id
 # with a NUL relayed to the webhooks service, which could not store it: the operator waited
 # for a 503 instead of a 400 naming the field. The pattern once also named the surrogate
 # range, which schemathesis cannot translate: it dropped the pattern, sent NULs as valid and
 # failed the run on the 400 (seed-dependent).
-Id = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$")]
-Label = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00]+$")]
+Id = Annotated[str, msgspec.Meta(min_length=1, max_length=128, pattern=r"^[\x21-\x7e]+$(?!\n)")]
+Label = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00]+$(?!\n)")]
 # A screening reason is kept without surrounding whitespace and must say something
 # (compliance.screening strips it): at least one character that is not whitespace.
-Reason = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00]*[^\x00\s][^\x00]*$")]
+Reason = Annotated[
+    str, msgspec.Meta(min_length=1, max_length=200, pattern=rf"^[^\x00]*[^\x00{SPACE}][^\x00]*$(?!\n)")
+]
 Limit = Annotated[int, msgspec.Meta(ge=1, le=100)]
 _V4 = r"((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 _H = "[0-9a-fA-F]{1,4}"
@@ -46,7 +48,7 @@ Cidr = Annotated[
     msgspec.Meta(
         min_length=1,
         max_length=64,
-        pattern=f"^({_V4}(/(3[0-2]|[12]?[0-9]))?|({_V6})(/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))?)$",
+        pattern=f"^({_V4}(/(3[0-2]|[12]?[0-9]))?|({_V6})(/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))?)$(?!\\n)",
         description="an IPv4 or IPv6 address or network (CIDR)",
     ),
 ]
@@ -124,10 +126,14 @@ class ExternalAccount(TenantModeRef):
     currency: Currency
     approved: bool
     external_account_id: Id | None = None
-    account_number: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4,17}$")] | None = None
-    routing_number: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{6}$|^[0-9]{9}$")] | None = None
-    iban: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{2}[0-9]{2}[A-Za-z0-9 ]{10,36}$")] | None = None
-    bic: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{6}[A-Za-z0-9]{2}([A-Za-z0-9]{3})?$")] | None = None
+    account_number: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4,17}$(?!\n)")] | None = None
+    routing_number: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{6}$(?!\n)|^[0-9]{9}$(?!\n)")] | None = None
+    iban: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{2}[0-9]{2}[A-Za-z0-9 ]{10,36}$(?!\n)")] | None = (
+        None
+    )
+    bic: (
+        Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z]{6}[A-Za-z0-9]{2}([A-Za-z0-9]{3})?$(?!\n)")] | None
+    ) = None
 
 
 class Reconcile(TenantModeRef):
@@ -183,7 +189,7 @@ class AddScreenedAddress(ScreenedAddress):
     reason: Reason
 
 
-Cursor = Annotated[str, msgspec.Meta(max_length=200, pattern="^[^\\x00]*:[^\\x00]*$")]
+Cursor = Annotated[str, msgspec.Meta(max_length=200, pattern=r"^[^\x00]*:[^\x00]*$(?!\n)")]
 
 
 class ListScreenedAddresses(Body):
@@ -208,12 +214,16 @@ class EnableWebhook(TenantNarrowed):
 
 
 # What each list hands out as next_cursor, so the document promises exactly what is accepted.
-IdCursor = Annotated[str, msgspec.Meta(max_length=256, pattern=r"^[\x21-\x7e]+$", description="next_cursor")]
-SeqCursor = Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,18}$", description="next_cursor: a position")]
+IdCursor = Annotated[
+    str, msgspec.Meta(max_length=256, pattern=r"^[\x21-\x7e]+$(?!\n)", description="next_cursor")
+]
+SeqCursor = Annotated[
+    str, msgspec.Meta(pattern=r"^[0-9]{1,18}$(?!\n)", description="next_cursor: a position")
+]
 UuidCursor = Annotated[
     str,
     msgspec.Meta(
-        pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+        pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$(?!\n)",
         description="next_cursor: a tenant id",
     ),
 ]

@@ -15,7 +15,7 @@ import msgspec
 from common.addresses import CHAINS
 from common.contracts.events import DELIVERED_EVENT_TYPES
 from common.money import FIATS, STABLECOINS
-from common.validation import ci_pattern
+from common.validation import END, SPACE, ci_pattern
 
 WALLET_RAILS = ("provider_wallet", "stablecoin")
 FIAT_RAILS = ("ach", "wire", "sepa", "faster_payments")
@@ -38,37 +38,37 @@ WalletRail = Literal["provider_wallet", "stablecoin"]
 # hostname with a letters-only top-level label), so the validator and the document agree.
 EMAIL_PATTERN = (
     r"^[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
-    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$"
+    r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$(?!\n)"
 )
 Email = Annotated[
     str, msgspec.Meta(pattern=EMAIL_PATTERN, max_length=254, extra_json_schema={"format": "email"})
 ]
-Country = Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{2}$")]
-E164 = Annotated[str, msgspec.Meta(pattern=r"^\+[1-9][0-9]{1,14}$")]
+Country = Annotated[str, msgspec.Meta(pattern=r"^[A-Z]{2}$(?!\n)")]
+E164 = Annotated[str, msgspec.Meta(pattern=r"^\+[1-9][0-9]{1,14}$(?!\n)")]
 # No NUL: PostgreSQL text cannot store it (the ledger would fail the command with a 502).
-Text = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00]*$")]
-Id = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_\-]{1,128}$")]
-Address = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9]{16,128}$")]
+Text = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[^\x00]*$(?!\n)")]
+Id = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_\-]{1,128}$(?!\n)")]
+Address = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9]{16,128}$(?!\n)")]
 Amount = Annotated[
     str,
     msgspec.Meta(
         # > 0 and <= 1e12, at most 6 decimals (gateway.openapi.rules.amount_pattern(6)).
         pattern=r"^([1-9][0-9]{0,11}(\.[0-9]{1,6})?|1000000000000(\.0{1,6})?"
-        r"|0\.([1-9][0-9]{0,5}|0[1-9][0-9]{0,4}|00[1-9][0-9]{0,3}|000[1-9][0-9]{0,2}|0000[1-9][0-9]?|00000[1-9]))$",
+        r"|0\.([1-9][0-9]{0,5}|0[1-9][0-9]{0,4}|00[1-9][0-9]{0,3}|000[1-9][0-9]{0,2}|0000[1-9][0-9]?|00000[1-9]))$(?!\n)",
         description="decimal string > 0 and <= 1e12; at most 6 decimals for stablecoins, 2 for fiat",
     ),
 ]
 Uri = Annotated[
     str,
     msgspec.Meta(
-        pattern=r"^[Hh][Tt][Tt][Pp][Ss]?://[^\s/?#@]+(/[^\s]*)?$",
+        pattern=rf"^[Hh][Tt][Tt][Pp][Ss]?://[^{SPACE}/?#@]+(/[^{SPACE}]*)?$(?!\n)",
         max_length=2048,
         extra_json_schema={"format": "uri"},
     ),
 ]
 # 8-256 printable ASCII characters, no space first or last: HTTP drops spaces around a header
 # value, so a key that had them would arrive shorter (or different from the body's copy).
-IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e][\x20-\x7e]{6,254}[\x21-\x7e]$"
+IDEMPOTENCY_KEY_PATTERN = r"^[\x21-\x7e][\x20-\x7e]{6,254}[\x21-\x7e]$(?!\n)"
 # A transfer's or payout's body repeats its key (docs/guides/idempotency.md); no JSON Schema can tie
 # a body field to a header, so the document says it here and in the operation's description.
 BodyIdempotencyKey = Annotated[
@@ -147,20 +147,20 @@ class VirtualAccountCreate(msgspec.Struct, **_STRICT):
 
 
 class BankAccountIn(msgspec.Struct, **_STRICT):
-    account_number: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4,17}$")] | None = None
-    routing_number: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{6,9}$")] | None = None
+    account_number: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{4,17}$(?!\n)")] | None = None
+    routing_number: Annotated[str, msgspec.Meta(pattern=r"^[0-9]{6,9}$(?!\n)")] | None = None
     iban: (
         Annotated[
             str,
             msgspec.Meta(
                 # 15-34 characters (ISO 13616), check digits verified (mod 97)
-                pattern=r"^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$",
+                pattern=r"^[A-Z]{2}[0-9]{2}[A-Z0-9]{11,30}$(?!\n)",
                 description="an IBAN whose check digits are right (ISO 13616 mod 97)",
             ),
         ]
         | None
     ) = None
-    bic: Annotated[str, msgspec.Meta(pattern=r"^[A-Z0-9]{8}([A-Z0-9]{3})?$")] | None = None
+    bic: Annotated[str, msgspec.Meta(pattern=r"^[A-Z0-9]{8}([A-Z0-9]{3})?$(?!\n)")] | None = None
 
 
 class PartyIn(msgspec.Struct, **_STRICT):
@@ -179,7 +179,7 @@ class PartyIn(msgspec.Struct, **_STRICT):
 
 # 0-100 with at most 4 decimal places, as a decimal string or a JSON number (rules.py bounds
 # the number: the float here is only its shape, the value is read from the decoded Decimal).
-PERCENT_PATTERN = r"^(100(\.0{1,4})?|[0-9]{1,2}(\.[0-9]{1,4})?)$"
+PERCENT_PATTERN = r"^(100(\.0{1,4})?|[0-9]{1,2}(\.[0-9]{1,4})?)$(?!\n)"
 Percentage = (
     Annotated[str, msgspec.Meta(pattern=PERCENT_PATTERN, description="decimal string, 0-100, 4 places")]
     | Annotated[float, msgspec.Meta(ge=0, le=100, extra_json_schema={"multipleOf": 0.0001})]
@@ -201,7 +201,7 @@ class TransferCreate(msgspec.Struct, **_STRICT):
 EventType = Annotated[
     str,
     msgspec.Meta(
-        pattern="^(" + "|".join(t.replace(".", "\\.") for t in DELIVERED_EVENT_TYPES) + ")$",
+        pattern="^(" + "|".join(t.replace(".", "\\.") for t in DELIVERED_EVENT_TYPES) + ")" + END,
         description="an event type: " + ", ".join(DELIVERED_EVENT_TYPES),
     ),
 ]
@@ -243,7 +243,9 @@ class StatementQuery(ListQuery, **_STRICT):
     """A statement's pages are cursored by journal position: ``next_cursor``, digits only."""
 
     starting_after: (
-        Annotated[str, msgspec.Meta(pattern=r"^[0-9]{1,18}$", description="next_cursor of the previous page")]
+        Annotated[
+            str, msgspec.Meta(pattern=r"^[0-9]{1,18}$(?!\n)", description="next_cursor of the previous page")
+        ]
         | None
     ) = None
 

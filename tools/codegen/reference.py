@@ -23,6 +23,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from common.validation import END
+
 ROOT = Path(__file__).resolve().parents[2]
 # (Redoc's language, the label shown, the script, its comment mark)
 SAMPLES = (
@@ -86,9 +88,9 @@ def code_samples(doc: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
 
 
 def _words(pattern: str) -> set[str]:
-    """The words a pattern such as ``^([Uu][Ss][Dd][Cc]|[Ee][Tt][Hh])$`` allows (case-insensitive
-    alternatives), else nothing."""
-    hit = re.fullmatch(r"\^\((.*)\)\$", pattern)
+    """The words a pattern such as ``^([Uu][Ss][Dd][Cc]|[Ee][Tt][Hh])$(?!\\n)`` allows
+    (case-insensitive alternatives, common.validation.ci_pattern), else nothing."""
+    hit = re.fullmatch(r"\^\((.*)\)" + re.escape(END), pattern)
     if not hit:
         return set()
     words = [re.sub(r"\[(\w)\w\]", lambda m: m.group(1).upper(), alt) for alt in hit.group(1).split("|")]

@@ -8,13 +8,21 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-HexColor = Annotated[str, msgspec.Meta(pattern=r"^#[0-9A-F]{6}$")]
-Email = Annotated[str, msgspec.Meta(pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=254)]
-HttpsUri = Annotated[str, msgspec.Meta(pattern=r"^https://[^\s/$.?#][^\s]*$", max_length=2048)]
-Uri = Annotated[str, msgspec.Meta(pattern=r"^https?://[^\s/$.?#][^\s]*$", max_length=2048)]
+from common.validation import SPACE
+
+HexColor = Annotated[str, msgspec.Meta(pattern=r"^#[0-9A-F]{6}$(?!\n)")]
+Email = Annotated[
+    str, msgspec.Meta(pattern=rf"^[^@{SPACE}]+@[^@{SPACE}]+\.[^@{SPACE}]+$(?!\n)", max_length=254)
+]
+HttpsUri = Annotated[
+    str, msgspec.Meta(pattern=rf"^https://[^{SPACE}/$.?#][^{SPACE}]*$(?!\n)", max_length=2048)
+]
+Uri = Annotated[str, msgspec.Meta(pattern=rf"^https?://[^{SPACE}/$.?#][^{SPACE}]*$(?!\n)", max_length=2048)]
 Hostname = Annotated[
     str,
-    msgspec.Meta(pattern=r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$"),
+    msgspec.Meta(
+        pattern=r"^(?=.{1,253}$(?!\n))([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$(?!\n)"
+    ),
 ]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from common.money import FIAT_OF_RAIL, TRANSFER_CURRENCIES
 from common.offerings import OFFERED_PAIRS as OFFERED_CHAINS
 from common.offerings import PEGS as PEGGED
-from common.validation import ci_pattern
+from common.validation import END, ci_pattern
 from gateway.rules import ABA_RAILS
 from gateway.schemas import FIAT_RAILS, STABLECOINS, WALLET_RAILS
 
@@ -27,9 +27,8 @@ _SMALL = {
 
 
 def amount_pattern(places: int) -> str:
-    return (
-        rf"^([1-9][0-9]{{0,11}}(\.[0-9]{{1,{places}}})?|1000000000000(\.0{{1,{places}}})?|{_SMALL[places]})$"
-    )
+    whole = rf"[1-9][0-9]{{0,11}}(\.[0-9]{{1,{places}}})?|1000000000000(\.0{{1,{places}}})?"
+    return rf"^({whole}|{_SMALL[places]}){END}"
 
 
 STABLE_AMOUNT = amount_pattern(6)
@@ -49,7 +48,7 @@ REDIRECT_URL = (
     + (r"\." + _OCTET) * 3
     + r"|\[::1\]))"
     + _PORT
-    + r"([/?#][^\x00-\x20\x7f-\x9f]*)?$"
+    + r"([/?#][^\x00-\x20\x7f-\x9f]*)?$(?!\n)"
 )
 
 
@@ -97,7 +96,7 @@ def _parties(
                 props["external_account_id"] = _STR
             if rail in ABA_RAILS:  # a 9-digit ABA routing number (its check digit: the description)
                 props["bank_account"] = _nullable(
-                    _case([], routing_number=_nullable({"type": "string", "pattern": "^[0-9]{9}$"}))
+                    _case([], routing_number=_nullable({"type": "string", "pattern": r"^[0-9]{9}$(?!\n)"}))
                 )
             cases.append(_case(["payment_rail", "currency", *req, *extra], **props))
             continue

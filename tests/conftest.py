@@ -28,11 +28,15 @@ from common.auth import ALL_SCOPES as SCOPES
 from common.keyring import new_key_setting
 from common.settings import Settings
 from tests.support import docs_site as site_build
+from tools.stack.kafka import JIT_SETTING
 from tools.stack.processes import free_port
 from tools.stack.stores import Stores, drop_database
 from tools.stack.suite import Proc, Suite, migrate
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
+# Every broker the tests start (the session stacks', the chaos runs') compiles with C1 alone:
+# about half a broker's CPU, on a machine the run keeps busy (tools/stack/kafka.py, QUICK_JIT).
+os.environ.setdefault(JIT_SETTING, "c1")
 # Compliance's and admin's signing keys and the verification keys (docs/security.md), per session.
 AUTHORITY = authority.new_settings("test")
 # The journal's anchor key (Ed25519, the ledger's) and its public key (docs/security.md), per session.

@@ -126,3 +126,15 @@ def test_the_broker_is_given_each_bootstrap_address() -> None:
 
     given = create_broker(_settings(), "test")._connection_kwargs
     assert list(given["bootstrap_servers"]) == ["k1:9093", "k2:9093"]
+
+
+def test_only_a_broker_started_for_the_tests_compiles_with_the_first_tier_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tools.stack import kafka as embedded
+
+    monkeypatch.delenv(embedded.JIT_SETTING, raising=False)
+    assert embedded.QUICK_JIT not in embedded.jvm_flags()  # make run and make bench: both tiers
+    monkeypatch.setenv(embedded.JIT_SETTING, "c1")
+    assert embedded.jvm_flags() == [*embedded.JVM_FLAGS, embedded.QUICK_JIT]
+    assert embedded.QUICK_JIT not in embedded.JVM_FLAGS

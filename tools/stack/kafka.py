@@ -53,6 +53,18 @@ JVM_FLAGS = [
     "-XX:CICompilerCount=2",
     "-Djava.awt.headless=true",
 ]
+#: The JIT's first tier only: a one-shot tool, or a broker whose life is a test session. Such a
+#: broker spent about half its CPU in C2 compiling (four integration files: 25.6 CPU-s with both
+#: tiers, 13.8 with C1 alone, the same wall time); its load is too light to repay C2's code.
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+#: ``c1`` (tests/conftest.py sets it for the session and the chaos runs it starts): brokers use
+#: :data:`QUICK_JIT`. Unset, as for make run and make bench, a broker compiles as a deployed one.
+JIT_SETTING = "SLUICE_KAFKA_JIT"
+
+
+def jvm_flags() -> list[str]:
+    return [*JVM_FLAGS, QUICK_JIT] if os.environ.get(JIT_SETTING) == "c1" else list(JVM_FLAGS)
+
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
@@ -267,7 +279,7 @@ class KafkaNode:
         log4j.write_text(_LOG4J.format(file=self.log_file))
         cp = f"{libs}/*"
         if not (self.workdir / "data" / "meta.properties").exists():
-            fmt = [str(java()), "-Xmx256m", f"-Dlog4j2.configurationFile={log4j}", "-cp", cp]
+            fmt = [str(java()), "-Xmx256m", QUICK_JIT, f"-Dlog4j2.configurationFile={log4j}", "-cp", cp]
             # --cluster-id=: an id may begin with "-" (base64url), which a separate argument would be
             # taken for an option ("expected one argument", about 1 start in 64)
             fmt += ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster}", "-c", str(props)]
@@ -288,7 +300,7 @@ class KafkaNode:
     def launch(self, libs: Path) -> None:
         """Start (or restart, after a kill) the node's process on its formatted storage."""
         out = open(self.workdir / "logs" / "stdout.log", "ab")  # noqa: SIM115 - the child owns it
-        cmd = [str(java()), *JVM_FLAGS, f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.yaml'}"]
+        cmd = [str(java()), *jvm_flags(), f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.yaml'}"]
         cmd += [f"-Dkafka.logs.dir={self.workdir / 'logs'}", "-cp", f"{libs}/*"]
         if self.sasl_users is not None:
             cmd.insert(1, f"-Djava.security.auth.login.config={self.jaas_file}")

@@ -90,6 +90,7 @@ TESTS = [
     "tests/unit/test_reconcile.py",
     "tests/unit/test_states.py",
     "tests/unit/test_ledger_core.py",
+    "tests/unit/test_transfer_ids.py",
     # the trust modules' own tests
     "tests/unit/test_limit.py",
     "tests/unit/test_door_protocol.py",

@@ -12,7 +12,15 @@ import pytest
 from common.contracts.base import Ctx
 from common.contracts.commands import CreateTransfer, Party
 from common.errors import ServiceError
-from ledger.core.parties import PAYOUT_RAILS, WalletIndex, payout_destination, source, transfer_destination
+from ledger.core.parties import (
+    PAYOUT_RAILS,
+    WalletIndex,
+    is_withdrawal,
+    payout_destination,
+    source,
+    transfer_destination,
+    withdrawal_destination,
+)
 from ledger.models import Wallet
 
 pytestmark = pytest.mark.unit
@@ -284,3 +292,79 @@ def test_a_payout_pays_the_rails_currency_from_a_pegged_coin() -> None:
         "a payout needs an approved external_account_id",
     )
     assert PAYOUT_RAILS == {"ach": "USD", "wire": "USD", "sepa": "EUR", "faster_payments": "GBP"}
+
+
+OUT = {"payment_rail": "stablecoin", "currency": "USDC", "address": A}
+
+
+def test_a_stablecoin_destination_no_wallet_of_the_tenant_holds_is_a_withdrawal() -> None:
+    """The money leaves the suite only when the address is nobody's here: an address a wallet
+    of this tenant and mode holds is an on-chain transfer between its own wallets."""
+    mine = wallet("wal_2", deposit_address=A)
+    assert is_withdrawal(index(wallet("wal_1")), cmd(CHAIN_SRC, OUT)) is True
+    assert (
+        is_withdrawal(index(wallet("wal_1")), cmd(CHAIN_SRC, {**OUT, "payment_rail": "STABLECOIN"})) is True
+    )
+    assert is_withdrawal(index(wallet("wal_1"), mine), cmd(CHAIN_SRC, OUT)) is False
+    # another tenant's or mode's wallet at that address does not keep the money in the suite
+    for theirs in (
+        wallet("wal_2", deposit_address=A, tenant_id="ten_2"),
+        wallet("wal_2", deposit_address=A, mode="production"),
+    ):
+        assert is_withdrawal(index(theirs), cmd(CHAIN_SRC, OUT)) is True
+
+
+def test_only_a_stablecoin_destination_with_an_address_can_be_a_withdrawal() -> None:
+    """A provider wallet named by an unknown address is a missing wallet (refused by
+    transfer_destination), never a withdrawal; no address names nothing to withdraw to."""
+    idx = index(wallet("wal_1"))
+    assert is_withdrawal(idx, cmd(CHAIN_SRC, {**OUT, "payment_rail": "provider_wallet"})) is False
+    assert is_withdrawal(idx, cmd(CHAIN_SRC, {**OUT, "payment_rail": "ach"})) is False
+    assert is_withdrawal(idx, cmd(CHAIN_SRC, {**OUT, "address": None})) is False
+    assert is_withdrawal(idx, cmd(CHAIN_SRC, {**OUT, "address": ""})) is False
+
+
+def test_a_withdrawal_goes_to_an_address_of_the_source_wallets_chain() -> None:
+    """Chain and currency may be omitted or in any case; the address is read on the source
+    wallet's chain."""
+    src = wallet("wal_1")
+    for dest in (OUT, {**OUT, "chain": "base", "currency": "usdc"}, {**OUT, "chain": "BASE"}):
+        assert withdrawal_destination(cmd(CHAIN_SRC, dest), src) is None
+    assert refusal(withdrawal_destination, cmd(CHAIN_SRC, {**OUT, "chain": "eth"}), src) == (
+        "invalid_request",
+        {"field": "destination.chain"},
+        "a withdrawal stays on the source wallet's chain",
+    )
+    assert refusal(withdrawal_destination, cmd(CHAIN_SRC, {**OUT, "currency": "USDT"}), src) == (
+        "invalid_request",
+        {"field": "destination.currency"},
+        "source and destination currency must match",
+    )
+
+
+def test_a_withdrawal_address_that_is_none_on_the_source_chain_is_refused_naming_it() -> None:
+    """The partner reads why the address is no address, and on which chain it was read."""
+    assert refusal(withdrawal_destination, cmd(CHAIN_SRC, {**OUT, "address": "0x123"}), wallet("wal_1")) == (
+        "invalid_request",
+        {"field": "destination.address"},
+        "an EVM address is 0x followed by 40 hexadecimal digits (BASE)",
+    )
+    sol = wallet("wal_1", chain="SOL")
+    assert refusal(withdrawal_destination, cmd(CHAIN_SRC, OUT), sol) == (
+        "invalid_request",
+        {"field": "destination.address"},
+        "a Solana address is the base58 encoding of 32 bytes (SOL)",
+    )
+    assert refusal(withdrawal_destination, cmd(CHAIN_SRC, {**OUT, "address": None}), wallet("wal_1"))[1:] == (
+        {"field": "destination.address"},
+        "an EVM address is 0x followed by 40 hexadecimal digits (BASE)",
+    )
+
+
+def test_a_withdrawal_refuses_the_chain_first_then_the_currency_then_the_address() -> None:
+    """One refusal per command: the first rule broken, in the order the partner fixes them."""
+    src = wallet("wal_1")
+    wrong = {**OUT, "chain": "ETH", "currency": "USDT", "address": "nope"}
+    assert refusal(withdrawal_destination, cmd(CHAIN_SRC, wrong), src)[1] == {"field": "destination.chain"}
+    wrong = {**wrong, "chain": None}
+    assert refusal(withdrawal_destination, cmd(CHAIN_SRC, wrong), src)[1] == {"field": "destination.currency"}

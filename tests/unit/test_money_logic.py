@@ -535,7 +535,7 @@ class FakeUsage:
         self.sessions: list[Any] = []
 
     def install(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        for name in ("lock_usage", "set_usage", "mark_released"):
+        for name in ("lock_usage", "set_usage", "mark_released", "mark_released_for"):
             monkeypatch.setattr(allowance.repo, name, getattr(self, name))
 
     async def lock_usage(self, session: Any, keys: list[Any]) -> dict[Any, Decimal]:
@@ -550,6 +550,13 @@ class FakeUsage:
     async def mark_released(self, session: Any, holds: list[Any]) -> list[Any]:
         self.sessions.append(session)
         self.marked = holds
+        return self.released
+
+    async def mark_released_for(self, session: Any, failed: list[Any]) -> list[Any]:
+        """The store matches (transfer_id, command_id, tenant_id): ``released`` stands for the
+        holds it found, none when the failed command took no hold of that id."""
+        self.sessions.append(session)
+        self.marked = failed
         return self.released
 
 
@@ -576,6 +583,38 @@ async def test_release_gives_each_amount_back_once_and_never_below_zero(
     fake = FakeUsage({key: D(60)}, [])
     fake.install(monkeypatch)
     assert await allowance.release(None, [("tr1", "a")]) == {}  # type: ignore[arg-type]
+    assert fake.locked == [] and fake.set == {}
+
+
+async def test_a_failed_command_gets_its_own_holds_back_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ledger reports failures as (transfer_id, command_id, tenant_id): the store is asked
+    once for the distinct failures in key order, in the caller's transaction, and the amounts
+    it marked released go back to their days (a failure reported twice is given back once)."""
+    day = date(2026, 1, 1)
+    key = ("a", "production", "USDC", day)
+    row = SimpleNamespace(transfer_id="tr1", tenant_id="a", mode="production", currency="USDC", day=day)
+    released = [SimpleNamespace(**vars(row), amount="12.5"), SimpleNamespace(**vars(row), amount="0.25")]
+    released[1].transfer_id = "tr2"
+    fake = FakeUsage({key: D(70)}, released)
+    fake.install(monkeypatch)
+    session = object()
+    failed = [("tr2", "cmd_2", "a"), ("tr1", "cmd_1", "a"), ("tr1", "cmd_1", "a")]
+    back = await allowance.release_failed(session, failed)  # type: ignore[arg-type]
+    assert back == {"tr1": D("12.5"), "tr2": D("0.25")}
+    assert fake.marked == [("tr1", "cmd_1", "a"), ("tr2", "cmd_2", "a")]
+    assert fake.sessions == [session] * 3  # marked, locked and set in one transaction
+    assert fake.locked == [[key]] and fake.set == {key: D("57.25")}
+
+
+async def test_a_command_that_took_no_hold_of_its_transfer_id_gets_nothing_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A command that reused another's transfer id failed: the store matches no hold of that
+    command, so no day's usage is locked or lowered."""
+    fake = FakeUsage({("a", "production", "USDC", date(2026, 1, 1)): D(30)}, [])
+    fake.install(monkeypatch)
+    assert await allowance.release_failed(None, [("tr1", "cmd_reuser", "a")]) == {}  # type: ignore[arg-type]
+    assert fake.marked == [("tr1", "cmd_reuser", "a")]
     assert fake.locked == [] and fake.set == {}
 
 

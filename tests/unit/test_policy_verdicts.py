@@ -206,6 +206,18 @@ def test_customer_jurisdiction_screening_and_amount_verdicts() -> None:
     assert rules.parties_jurisdiction([PartyFacts("source", "w", None, None)]) is None
 
 
+def test_the_early_refusals_whole() -> None:
+    """A disabled tenant and a reused transfer id are refused before any rule is read; the
+    decision log and the partner's error show the rule, reason, words and details."""
+    assert rules.tenant_disabled() == refusal("tenant_status", "tenant_disabled", "the tenant is disabled")
+    assert rules.transfer_id_reused() == refusal(
+        "transfer_id",
+        "transfer_id_reused",
+        "the transfer id already names another command's transfer",
+        field="transfer_id",
+    )
+
+
 def test_a_cap_is_recorded_as_text() -> None:
     assert CAP.as_inputs() == {
         "per_transfer": "100",

@@ -91,6 +91,7 @@ TESTS = [
     "tests/unit/test_states.py",
     "tests/unit/test_ledger_core.py",
     "tests/unit/test_transfer_ids.py",
+    "tests/unit/test_transfers_core.py",
     # the trust modules' own tests
     "tests/unit/test_limit.py",
     "tests/unit/test_door_protocol.py",

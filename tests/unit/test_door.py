@@ -194,21 +194,21 @@ async def test_only_successes_and_server_errors_teach_the_limit() -> None:
 async def test_a_credential_counts_as_its_tenant_once_authenticated() -> None:
     ids = Identities(size=2)
     assert ids.of(None) == ("anonymous", False, False)
-    test_key, sandbox, known = ids.of(b"Bearer sk_test_abc")
+    test_key, sandbox, known = ids.of(b"Bearer sk_test_xyz")
     assert test_key.startswith("unknown:") and (sandbox, known) == (True, False)
-    assert ids.of(b"Bearer sk_test_abc")[0] == test_key  # the same credential, the same key
-    assert ids.of(b"Bearer sk_test_abd")[0] != test_key
-    assert ids.of(b"Bearer sk_live_abc")[1:] == (False, False)
+    assert ids.of(b"Bearer sk_test_xyz")[0] == test_key  # the same credential, the same key
+    assert ids.of(b"Bearer sk_test_xyw")[0] != test_key
+    assert ids.of(b"Bearer sk_live_xyz")[1:] == (False, False)
     assert ids.of(b"Bearer eyJhbGciOi.x.y")[1:] == (False, False)  # a JWT: live until learnt
-    assert "abc" not in test_key  # a digest, not the credential
-    ids.learn("Bearer sk_test_abc", "ten_1", "sandbox")
+    assert "xyz" not in test_key  # a digest, not the credential (x, y, z are not hex digits)
+    ids.learn("Bearer sk_test_xyz", "ten_1", "sandbox")
     ids.learn("bearer  eyJhbGciOi.x.y ", "ten_1", "sandbox")  # a JWT of the same tenant
-    assert ids.of(b"Bearer sk_test_abc") == ("ten_1:sandbox", True, True)
+    assert ids.of(b"Bearer sk_test_xyz") == ("ten_1:sandbox", True, True)
     assert ids.of(b"Bearer eyJhbGciOi.x.y") == ("ten_1:sandbox", True, True)
     assert all(b"sk_test" not in digest for digest in ids.known)
     ids.learn("Bearer sk_live_x", "ten_2", "production")  # the oldest is forgotten (size 2)
     assert ids.of(b"Bearer sk_live_x") == ("ten_2:production", False, True)
-    assert ids.of(b"Bearer sk_test_abc") == (test_key, True, False)
+    assert ids.of(b"Bearer sk_test_xyz") == (test_key, True, False)
     ids.learn(None, "ten_3", "sandbox")
     assert len(ids.known) == 2
 

@@ -301,6 +301,14 @@ def test_amount_refusals_say_why(value: str, message: str) -> None:
     assert refused(rules.check_amount, "x.amount", value, "usd") == ("x.amount", message)
 
 
+def test_a_stablecoin_amount_refusal_shows_six_places() -> None:
+    """The example in the message has the currency's own places, padded with zeros."""
+    assert refused(rules.check_amount, "x.amount", "1.0000001", "usdc") == (
+        "x.amount",
+        'x.amount must be a decimal string with at most 6 decimal places for USDC, like "10.500000"',
+    )
+
+
 def test_amount_edges_accepted() -> None:
     assert rules.check_amount("a", "1000000000000", "USDC") == "1000000000000"
     assert rules.check_amount("a", "0.01", "USD") == "0.01"

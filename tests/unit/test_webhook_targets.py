@@ -118,3 +118,8 @@ async def test_a_private_answer_is_refused_unless_allowed(resolver: Resolver) ->
         "endpoint_url resolves to a loopback, private, link-local or metadata address",
     )
     assert (await vet("https://mixed.example/h", True)).addresses == ("93.184.215.14", "10.0.0.1")
+    # An answer that is not an address at all is not public either: refused, not waved through.
+    resolver.answers["garbled.example"] = ["93.184.215.14", "not-an-address"]
+    with pytest.raises(TargetError) as info:
+        await vet("https://garbled.example/h", False)
+    assert info.value.reason == "private_target"

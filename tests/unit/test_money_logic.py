@@ -552,22 +552,28 @@ class FakeUsage:
         self.marked = holds
         return self.released
 
-    async def mark_released_for(self, session: Any, failed: list[Any]) -> list[Any]:
-        """The store matches (transfer_id, command_id, tenant_id): ``released`` stands for the
-        holds it found, none when the failed command took no hold of that id."""
-        self.sessions.append(session)
-        self.marked = failed
-        return self.released
+    # By (transfer_id, tenant_id) or, for failed commands, (transfer_id, command_id, tenant_id):
+    # either way ``released`` stands for the holds the store found (none: no hold of that key).
+    mark_released_for = mark_released
+
+
+DAY = date(2026, 1, 1)
+DAY_KEY = ("a", "production", "USDC", DAY)
+
+
+def released_rows(first: str, second: str) -> list[Any]:
+    """The holds the store marks released: ``first`` on tr1, ``second`` on tr2, on DAY_KEY."""
+    row: dict[str, Any] = {"tenant_id": "a", "mode": "production", "currency": "USDC", "day": DAY}
+    return [
+        SimpleNamespace(transfer_id="tr1", amount=first, **row),
+        SimpleNamespace(transfer_id="tr2", amount=second, **row),
+    ]
 
 
 async def test_release_gives_each_amount_back_once_and_never_below_zero(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    day = date(2026, 1, 1)
-    key = ("a", "production", "USDC", day)
-    row = SimpleNamespace(transfer_id="tr1", tenant_id="a", mode="production", currency="USDC", day=day)
-    released = [SimpleNamespace(**vars(row), amount="30"), SimpleNamespace(**vars(row), amount="20")]
-    released[1].transfer_id = "tr2"
+    key, released = DAY_KEY, released_rows("30", "20")
     fake = FakeUsage({key: D(40)}, released)
     fake.install(monkeypatch)
     session = object()
@@ -590,11 +596,7 @@ async def test_a_failed_command_gets_its_own_holds_back_once(monkeypatch: pytest
     """The ledger reports failures as (transfer_id, command_id, tenant_id): the store is asked
     once for the distinct failures in key order, in the caller's transaction, and the amounts
     it marked released go back to their days (a failure reported twice is given back once)."""
-    day = date(2026, 1, 1)
-    key = ("a", "production", "USDC", day)
-    row = SimpleNamespace(transfer_id="tr1", tenant_id="a", mode="production", currency="USDC", day=day)
-    released = [SimpleNamespace(**vars(row), amount="12.5"), SimpleNamespace(**vars(row), amount="0.25")]
-    released[1].transfer_id = "tr2"
+    key, released = DAY_KEY, released_rows("12.5", "0.25")
     fake = FakeUsage({key: D(70)}, released)
     fake.install(monkeypatch)
     session = object()
@@ -611,7 +613,7 @@ async def test_a_command_that_took_no_hold_of_its_transfer_id_gets_nothing_back(
 ) -> None:
     """A command that reused another's transfer id failed: the store matches no hold of that
     command, so no day's usage is locked or lowered."""
-    fake = FakeUsage({("a", "production", "USDC", date(2026, 1, 1)): D(30)}, [])
+    fake = FakeUsage({DAY_KEY: D(30)}, [])
     fake.install(monkeypatch)
     assert await allowance.release_failed(None, [("tr1", "cmd_reuser", "a")]) == {}  # type: ignore[arg-type]
     assert fake.marked == [("tr1", "cmd_reuser", "a")]
